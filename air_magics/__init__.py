@@ -1,0 +1,43 @@
+"""air_magics: the data layer of an AI runtime for any IPython/Jupyter notebook.
+
+``%load_ext air_magics`` registers ``%air_volume`` and ``%%air_copy``. Everything the magics do is
+plain Python API too: :mod:`air_magics.volumes`, :func:`air_magics.copy`,
+:mod:`air_magics.transfer`. Importing this package stays light (no torch, pyspark or pandas).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._version import __version__
+from .errors import AirError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from IPython.core.interactiveshell import InteractiveShell
+
+__all__ = ["__version__", "AirError", "load_ipython_extension", "unload_ipython_extension", "copy"]
+
+
+def copy(sources: Any, dest: str, **kwargs: Any) -> Any:
+    """Plan and run a parallel copy: ``copy(["/Volumes/c/s/v/data"], "/local_disk0/data")``.
+
+    Keyword arguments go to :func:`air_magics.transfer.copy_files` (``workers``, ``overwrite``,
+    ``dry_run``, ``on_progress``...) or :func:`air_magics.copy_plan.plan_copy` (``store``,
+    ``default_volume``). Returns a :class:`~air_magics.transfer.CopyReport`.
+    """
+    from .copy_plan import plan_copy
+    from .transfer import copy_files
+
+    plan_kw = {k: kwargs.pop(k) for k in ("store", "default_volume") if k in kwargs}
+    plan = plan_copy(sources, dest, **plan_kw)
+    return copy_files(plan.tasks, dest=plan.dest, **kwargs)
+
+
+def load_ipython_extension(ipython: "InteractiveShell") -> None:
+    """Called by ``%load_ext air_magics``."""
+    from .magics import register
+
+    register(ipython)
+
+
+def unload_ipython_extension(ipython: "InteractiveShell") -> None:  # pragma: no cover - nothing to undo
+    pass

@@ -1,0 +1,381 @@
+"""The parallel copy engine shared by ``%%air_copy``, the cache and the checkpoint writer.
+
+Many small files on a remote volume are latency-bound, not bandwidth-bound, so the engine keeps
+many requests in flight with a bounded pool of threads (file I/O releases the GIL; no process per
+file). For each file it
+
+* creates the destination folder once (``makedirs(exist_ok=True)``, so concurrent creators never
+  fail on ``EEXIST`` the way ``xargs -P ... cp --parents`` does),
+* skips it when the destination already has the same size and mtime (unless ``overwrite``),
+* reads it in one large sequential read (``posix_fadvise(SEQUENTIAL)``) into a temp name beside
+  the target, stamps the source mtime and renames it into place: a reader never sees a partial
+  file under its final name, even when the process is killed,
+* retries transient errors (``EIO``, timeouts, connection resets) with jittered exponential
+  backoff, and records a file that keeps failing by name while every other file still lands.
+
+Progress is reported through a callback called from the *calling* thread at a fixed interval, so
+widgets and loggers never run on worker threads.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import random
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from .volumes.store import Location, fs_mtime
+
+__all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport", "copy_files", "DEFAULT_WORKERS", "TRANSIENT_ERRNOS"]
+
+DEFAULT_WORKERS = 64
+TRANSIENT_ERRNOS = frozenset(
+    getattr(errno, n) for n in ("EIO", "ETIMEDOUT", "ECONNRESET", "ECONNABORTED", "EAGAIN", "EBUSY", "ENETRESET", "EPIPE", "ESTALE")
+    if hasattr(errno, n)
+)
+_ONE_READ_MAX = 64 << 20  # files up to this size are read with one call
+_CHUNK = 8 << 20
+_MTIME_TOLERANCE = 1e-3
+TEMP_MARK = ".air-tmp-"
+
+
+@dataclass(frozen=True)
+class CopyTask:
+    """Copy ``src`` to ``dst``. ``size``/``mtime`` come from the listing (``-1``/``0`` = unknown)."""
+
+    src: Location
+    dst: Location
+    size: int = -1
+    mtime: float = 0.0
+
+
+@dataclass(frozen=True)
+class CopyFailure:
+    """A file that could not be copied, with the last error and how often it was tried."""
+
+    src: str
+    dst: str
+    reason: str
+    attempts: int
+
+
+@dataclass(frozen=True)
+class CopyProgress:
+    """A snapshot of a running copy."""
+
+    files_total: int
+    copied: int
+    skipped: int
+    failed: int
+    bytes_total: int
+    bytes_done: int
+    elapsed: float
+
+    @property
+    def files_done(self) -> int:
+        return self.copied + self.skipped + self.failed
+
+    @property
+    def files_per_second(self) -> float:
+        return self.files_done / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def bytes_per_second(self) -> float:
+        return self.bytes_done / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left, from the file rate; ``None`` before the first file lands."""
+        rate = self.files_per_second
+        return (self.files_total - self.files_done) / rate if rate > 0 else None
+
+    @property
+    def fraction(self) -> float:
+        return self.files_done / self.files_total if self.files_total else 1.0
+
+
+@dataclass
+class CopyReport:
+    """What a copy did. ``ok`` is False when any file failed."""
+
+    files_total: int = 0
+    copied: int = 0
+    skipped: int = 0
+    failed: list[CopyFailure] = field(default_factory=list)
+    bytes_copied: int = 0
+    seconds: float = 0.0
+    dest: str = ""
+    dry_run: bool = False
+    workers: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    @property
+    def files_per_second(self) -> float:
+        return self.copied / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def mb_per_second(self) -> float:
+        return self.bytes_copied / 1e6 / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        verb = "would copy" if self.dry_run else "copied"
+        s = (f"{verb} {self.copied} of {self.files_total} files ({_fmt_bytes(self.bytes_copied)}) to {self.dest} "
+             f"in {self.seconds:.2f} s")
+        if not self.dry_run and self.copied:
+            s += f" ({self.files_per_second:,.0f} files/s, {self.mb_per_second:,.1f} MB/s)"
+        if self.skipped:
+            s += f"; {self.skipped} unchanged skipped"
+        if self.failed:
+            s += f"; {len(self.failed)} FAILED"
+        return s
+
+    def __str__(self) -> str:
+        lines = [self.summary()]
+        lines += [f"  failed: {f.src}: {f.reason}" for f in self.failed[:20]]
+        if len(self.failed) > 20:
+            lines.append(f"  ... and {len(self.failed) - 20} more (see report.failed)")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+        color = "#2e7d32" if self.ok else "#c62828"
+        rows = "".join(f"<tr><td><code>{escape(f.src)}</code></td><td>{escape(f.reason)}</td></tr>" for f in self.failed[:50])
+        table = f"<table><tr><th>failed file</th><th>reason</th></tr>{rows}</table>" if rows else ""
+        return f"<div><b style='color:{color}'>{escape(self.summary())}</b>{table}</div>"
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Errors worth retrying: I/O errors of remote storage, timeouts, dropped connections."""
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return True
+    return isinstance(exc, OSError) and exc.errno in TRANSIENT_ERRNOS
+
+
+class _DirMaker:
+    """Creates each destination folder once; concurrent callers never race into ``EEXIST``."""
+
+    def __init__(self) -> None:
+        self._made: set[str] = set()
+
+    def ensure(self, loc: Location) -> None:
+        parent = os.path.dirname(loc.path)
+        if not parent or parent in self._made:
+            return
+        if loc.is_local:
+            os.makedirs(parent, exist_ok=True)
+        else:
+            try:
+                loc.fs.makedirs(parent, exist_ok=True)
+            except (NotImplementedError, FileExistsError):
+                pass
+        self._made.add(parent)  # set.add is atomic under the GIL
+
+
+def _temp_name(dst: str) -> str:
+    head, tail = os.path.split(dst)
+    return os.path.join(head, f".{tail}{TEMP_MARK}{secrets.token_hex(4)}")
+
+
+def _read_local(src: str, size_hint: int) -> tuple[bytes, os.stat_result | None]:
+    fd = os.open(src, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if hasattr(os, "posix_fadvise"):
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+        want = size_hint if 0 <= size_hint <= _ONE_READ_MAX else _CHUNK
+        chunks = []
+        while True:
+            b = os.read(fd, max(want, 1 << 16))
+            if not b:
+                break
+            chunks.append(b)
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        st = os.fstat(fd) if len(data) != size_hint else None
+        return data, st
+    finally:
+        os.close(fd)
+
+
+def _write_local_atomic(dst: str, data: bytes, mtime: float) -> None:
+    tmp = _temp_name(dst)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        if mtime:
+            ns = int(mtime * 1e9)
+            os.utime(tmp, ns=(ns, ns))
+        os.replace(tmp, dst)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _unchanged(task: CopyTask, size: int, mtime: float) -> bool:
+    """True when the destination already holds this version of the source."""
+    dst = task.dst
+    try:
+        if dst.is_local:
+            st = os.stat(dst.path)
+            return st.st_size == size and abs(st.st_mtime - mtime) <= _MTIME_TOLERANCE
+        info = dst.fs.info(dst.path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    # fsspec stores cannot set mtime: a destination written after the source changed counts
+    return int(info.get("size") or -1) == size and fs_mtime(info) + _MTIME_TOLERANCE >= mtime
+
+
+def _source_stat(src: Location) -> tuple[int, float]:
+    if src.is_local:
+        st = os.stat(src.path)
+        return st.st_size, st.st_mtime
+    info = src.fs.info(src.path)
+    return int(info.get("size") or 0), fs_mtime(info)
+
+
+def _copy_one(task: CopyTask, size: int, mtime: float, dirs: _DirMaker) -> int:
+    """Copy one file; returns bytes written."""
+    src, dst = task.src, task.dst
+    if src.is_local:
+        data, st = _read_local(src.path, size)
+        if st is not None:  # changed since listing: stamp what we actually read
+            mtime = st.st_mtime
+    else:
+        data = src.fs.cat_file(src.path)
+    dirs.ensure(dst)
+    if dst.is_local:
+        _write_local_atomic(dst.path, data, mtime)
+    else:  # object stores publish an object only when its upload completes
+        with dst.fs.open(dst.path, "wb") as f:
+            f.write(data)
+    return len(data)
+
+
+class _Run:
+    """Shared state of one ``copy_files`` call."""
+
+    def __init__(self, tasks: Sequence[CopyTask]) -> None:
+        self.tasks = tasks
+        self.lock = threading.Lock()
+        self.next = 0
+        self.stop = threading.Event()
+        self.copied = self.skipped = 0
+        self.bytes_done = self.bytes_copied = 0
+        self.failed: list[CopyFailure] = []
+        self.bytes_total = sum(max(t.size, 0) for t in tasks)
+
+    def take(self) -> CopyTask | None:
+        with self.lock:
+            if self.next >= len(self.tasks) or self.stop.is_set():
+                return None
+            t = self.tasks[self.next]
+            self.next += 1
+            return t
+
+
+def copy_files(
+    tasks: Iterable[CopyTask],
+    *,
+    workers: int = DEFAULT_WORKERS,
+    overwrite: bool = False,
+    dry_run: bool = False,
+    retries: int = 4,
+    backoff: float = 0.05,
+    on_progress: Callable[[CopyProgress], None] | None = None,
+    progress_interval: float = 0.1,
+    dest: str = "",
+) -> CopyReport:
+    """Copy every task in parallel; never raises for a single file (see ``report.failed``).
+
+    ``retries`` extra attempts are made for transient errors, waiting ``backoff * 2**k`` (jittered).
+    ``dry_run`` only decides what would be copied or skipped. ``on_progress`` receives
+    :class:`CopyProgress` snapshots on the calling thread every ``progress_interval`` seconds and
+    once at the end. ``KeyboardInterrupt`` stops handing out files, lets in-flight files finish
+    (or vanish: never a partial file under a final name) and is re-raised.
+    """
+    tasks = list(tasks)
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    run = _Run(tasks)
+    dirs = _DirMaker()
+    t0 = time.perf_counter()
+
+    def work_one(task: CopyTask) -> None:
+        attempt = 0
+        while True:
+            try:
+                size, mtime = (task.size, task.mtime) if task.size >= 0 else _source_stat(task.src)
+                if not overwrite and _unchanged(task, size, mtime):
+                    with run.lock:
+                        run.skipped += 1
+                        run.bytes_done += size
+                    return
+                n = size if dry_run else _copy_one(task, size, mtime, dirs)
+                with run.lock:
+                    run.copied += 1
+                    run.bytes_done += n
+                    run.bytes_copied += n
+                return
+            except Exception as exc:  # one file's failure never stops the others
+                attempt += 1
+                if is_transient(exc) and attempt <= retries and not run.stop.is_set():
+                    time.sleep(min(2.0, backoff * 2 ** (attempt - 1)) * (0.5 + random.random()))
+                    continue
+                with run.lock:
+                    run.failed.append(CopyFailure(str(task.src), str(task.dst), _reason(exc), attempt))
+                return
+
+    def worker() -> None:
+        while (task := run.take()) is not None:
+            work_one(task)
+
+    threads = [threading.Thread(target=worker, name=f"air-copy-{i}", daemon=True) for i in range(min(workers, max(1, len(tasks))))]
+    for th in threads:
+        th.start()
+
+    def snapshot() -> CopyProgress:
+        with run.lock:
+            return CopyProgress(len(tasks), run.copied, run.skipped, len(run.failed), run.bytes_total, run.bytes_done, time.perf_counter() - t0)
+
+    try:
+        for th in threads:
+            while th.is_alive():
+                th.join(progress_interval)
+                if on_progress is not None:
+                    on_progress(snapshot())
+    except BaseException:
+        run.stop.set()
+        for th in threads:
+            th.join()
+        raise
+    if on_progress is not None:
+        on_progress(snapshot())
+    run.failed.sort(key=lambda f: f.src)
+    return CopyReport(len(tasks), run.copied, run.skipped, run.failed, run.bytes_copied,
+                      time.perf_counter() - t0, dest, dry_run, len(threads))
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return f"{type(exc).__name__}: [Errno {exc.errno}] {exc.strerror}"
+    return f"{type(exc).__name__}: {exc}"

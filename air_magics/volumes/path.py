@@ -1,0 +1,155 @@
+"""``VolumePath``: a validated ``/Volumes/<catalog>/<schema>/<volume>[/<relpath>]``.
+
+Parsing is pure (no I/O). Validation rejects what could leave the volume or confuse storage:
+``..`` and ``.`` segments, empty segments, NUL bytes, and names that are not identifiers. The
+symlink part of confinement needs the filesystem and lives in :mod:`air_magics.volumes.store`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..errors import VolumePathError
+
+__all__ = ["VolumePath", "PREFIX", "is_volume_text"]
+
+PREFIX = "/Volumes"
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,254}$")
+_DOTTED = re.compile(r"^([^./\s]+)\.([^./\s]+)\.([^./\s]+)(/.*)?$")
+
+
+def is_volume_text(text: str) -> bool:
+    """True when *text* is meant as a volume path (``/Volumes/...`` or ``c.s.v[/rel]``)."""
+    text = text.strip()
+    return text == PREFIX or text.startswith(PREFIX + "/") or bool(_DOTTED.match(text))
+
+
+def _check_name(kind: str, name: str, text: str) -> str:
+    if not _NAME.match(name):
+        raise VolumePathError(
+            f"invalid {kind} name {name!r} in {text!r}: use letters, digits, '_' or '-' "
+            f"(e.g. /Volumes/main/default/my_volume)"
+        )
+    return name
+
+
+def _check_segments(parts: Iterable[str], text: str) -> tuple[str, ...]:
+    out = []
+    for seg in parts:
+        if seg in ("", ".", ".."):
+            what = "empty segment ('//')" if seg == "" else f"{seg!r} segment"
+            raise VolumePathError(
+                f"{what} in volume path {text!r}: volume paths must be normalised and may not "
+                f"step outside their volume; write the path without it"
+            )
+        if "\x00" in seg:
+            raise VolumePathError(f"NUL byte in volume path {text!r}: remove it")
+        out.append(seg)
+    return tuple(out)
+
+
+@dataclass(frozen=True, order=True)
+class VolumePath:
+    """A location inside a volume. Immutable, hashable, ordered.
+
+    >>> p = VolumePath.parse("/Volumes/main/raw/images/train/0001.jpg")
+    >>> p.volume_id, p.relpath
+    ('main.raw.images', 'train/0001.jpg')
+    """
+
+    catalog: str
+    schema: str
+    volume: str
+    parts: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        text = f"{PREFIX}/{self.catalog}/{self.schema}/{self.volume}"
+        _check_name("catalog", self.catalog, text)
+        _check_name("schema", self.schema, text)
+        _check_name("volume", self.volume, text)
+        object.__setattr__(self, "parts", _check_segments(self.parts, text))
+
+    # -- construction -------------------------------------------------------------------------
+    @classmethod
+    def parse(cls, text: "str | VolumePath", default: "VolumePath | None" = None) -> "VolumePath":
+        """Parse ``/Volumes/c/s/v[/rel]`` or ``c.s.v[/rel]``.
+
+        A relative path (no ``/Volumes`` prefix, not dotted) is resolved against *default*, the
+        volume chosen with ``%air_volume use``; without one it is an error.
+        """
+        if isinstance(text, VolumePath):
+            return text
+        if not isinstance(text, str):
+            raise VolumePathError(f"volume path must be a string, got {type(text).__name__} {text!r}")
+        raw = text
+        text = text.strip()
+        if "\x00" in text:
+            raise VolumePathError(f"NUL byte in volume path {raw!r}: remove it")
+        if text == PREFIX or text.startswith(PREFIX + "/"):
+            segs = text[len(PREFIX) + 1:].rstrip("/").split("/") if text != PREFIX else []
+            if len(segs) < 3 or not all(segs[:3]):
+                raise VolumePathError(
+                    f"{raw!r} does not name a volume: write /Volumes/<catalog>/<schema>/<volume>[/<path>]"
+                )
+            return cls(segs[0], segs[1], segs[2], _check_segments(segs[3:], raw))
+        m = _DOTTED.match(text)
+        if m:
+            rest = (m.group(4) or "").strip("/")
+            return cls(m.group(1), m.group(2), m.group(3), _check_segments(rest.split("/") if rest else [], raw))
+        if text.startswith("/") or text.startswith("~"):
+            raise VolumePathError(
+                f"{raw!r} is outside /Volumes: volume paths look like /Volumes/<catalog>/<schema>/<volume>/..."
+            )
+        if default is None:
+            raise VolumePathError(
+                f"relative path {raw!r} needs a default volume: run `%air_volume use catalog.schema.volume` "
+                f"or write the full /Volumes/... path"
+            )
+        rest = text.rstrip("/")
+        return default.joinpath(*(rest.split("/") if rest and rest != "." else []))
+
+    # -- derived ------------------------------------------------------------------------------
+    @property
+    def volume_id(self) -> str:
+        """``catalog.schema.volume``."""
+        return f"{self.catalog}.{self.schema}.{self.volume}"
+
+    @property
+    def relpath(self) -> str:
+        """Path inside the volume, ``''`` for the volume root."""
+        return "/".join(self.parts)
+
+    @property
+    def root(self) -> "VolumePath":
+        """The volume root of this path."""
+        return VolumePath(self.catalog, self.schema, self.volume)
+
+    @property
+    def is_root(self) -> bool:
+        return not self.parts
+
+    @property
+    def name(self) -> str:
+        return self.parts[-1] if self.parts else self.volume
+
+    @property
+    def parent(self) -> "VolumePath":
+        """Parent inside the volume; the root is its own parent (a path never leaves its volume)."""
+        return VolumePath(self.catalog, self.schema, self.volume, self.parts[:-1])
+
+    def joinpath(self, *more: str) -> "VolumePath":
+        segs: list[str] = []
+        for m in more:
+            segs.extend(s for s in str(m).split("/") if s)
+        return VolumePath(self.catalog, self.schema, self.volume, self.parts + _check_segments(segs, str(self) + "/" + "/".join(map(str, more))))
+
+    def __truediv__(self, other: str) -> "VolumePath":
+        return self.joinpath(other)
+
+    def is_relative_to(self, other: "VolumePath") -> bool:
+        return self.root == other.root and self.parts[: len(other.parts)] == other.parts
+
+    def __str__(self) -> str:
+        base = f"{PREFIX}/{self.catalog}/{self.schema}/{self.volume}"
+        return f"{base}/{self.relpath}" if self.parts else base
