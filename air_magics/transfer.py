@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from .volumes.store import Location, fs_mtime
+from .volumes.summary import fmt_bytes
 
 __all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport", "copy_files", "DEFAULT_WORKERS", "TRANSIENT_ERRNOS"]
 
@@ -125,7 +126,7 @@ class CopyReport:
 
     def summary(self) -> str:
         verb = "would copy" if self.dry_run else "copied"
-        s = (f"{verb} {self.copied} of {self.files_total} files ({_fmt_bytes(self.bytes_copied)}) to {self.dest} "
+        s = (f"{verb} {self.copied} of {self.files_total} files ({fmt_bytes(self.bytes_copied)}) to {self.dest} "
              f"in {self.seconds:.2f} s")
         if not self.dry_run and self.copied:
             s += f" ({self.files_per_second:,.0f} files/s, {self.mb_per_second:,.1f} MB/s)"
@@ -148,14 +149,6 @@ class CopyReport:
         rows = "".join(f"<tr><td><code>{escape(f.src)}</code></td><td>{escape(f.reason)}</td></tr>" for f in self.failed[:50])
         table = f"<table><tr><th>failed file</th><th>reason</th></tr>{rows}</table>" if rows else ""
         return f"<div><b style='color:{color}'>{escape(self.summary())}</b>{table}</div>"
-
-
-def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 def is_transient(exc: BaseException) -> bool:

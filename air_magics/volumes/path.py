@@ -109,6 +109,18 @@ class VolumePath:
         rest = text.rstrip("/")
         return default.joinpath(*(rest.split("/") if rest and rest != "." else []))
 
+    @classmethod
+    def parse_volume(cls, text: "str | VolumePath") -> "VolumePath":
+        """Parse a volume name, ``catalog.schema.volume`` or ``/Volumes/catalog/schema/volume``, nothing deeper."""
+        vp = text if isinstance(text, VolumePath) else None
+        if vp is None and isinstance(text, str) and is_volume_text(text):
+            vp = cls.parse(text)
+        if vp is None or not vp.is_root:
+            raise VolumePathError(
+                f"expected a volume name like catalog.schema.volume (or /Volumes/catalog/schema/volume), got {str(text)!r}"
+            )
+        return vp
+
     # -- derived ------------------------------------------------------------------------------
     @property
     def volume_id(self) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 from .. import config
-from ..errors import VolumeExistsError, VolumeNotFoundError, VolumePathError, RegistryError
+from ..errors import RegistryError, VolumeExistsError, VolumeNotFoundError, VolumePathError
 from .path import VolumePath
 from .registry import VolumeRegistry
 from .walk import Entry, filter_glob, glob_regex, is_within, scan_local, split_glob
@@ -129,9 +129,7 @@ class VolumeStore:
 
     def create(self, volume: "str | VolumePath", *, exist_ok: bool = False) -> VolumeInfo:
         """Create a volume under the root (a directory)."""
-        vp = VolumePath.parse(volume)
-        if not vp.is_root:
-            raise VolumePathError(f"{str(vp)!r} is a path inside a volume; create takes catalog.schema.volume")
+        vp = VolumePath.parse_volume(volume)
         if self.registry.get(vp.volume_id) is not None:
             if exist_ok:
                 return self.volume_info(vp)
@@ -144,9 +142,7 @@ class VolumeStore:
 
     def register(self, volume: "str | VolumePath", url: str) -> VolumeInfo:
         """Register a volume backed by an fsspec URL (``s3://``, ``gs://``, ``file://``, ``memory://``...)."""
-        vp = VolumePath.parse(volume)
-        if not vp.is_root:
-            raise VolumePathError(f"{str(vp)!r} is a path inside a volume; register takes catalog.schema.volume")
+        vp = VolumePath.parse_volume(volume)
         fs, base = _open_url(url)
         self.registry.set(vp.volume_id, url)
         try:
@@ -156,7 +152,7 @@ class VolumeStore:
         return VolumeInfo(vp.volume_id, "fsspec", url)
 
     def unregister(self, volume: "str | VolumePath") -> bool:
-        return self.registry.remove(VolumePath.parse(volume).root.volume_id)
+        return self.registry.remove(VolumePath.parse_volume(volume).volume_id)
 
     # -- paths ----------------------------------------------------------------------------------
     def _volume_dir(self, vp: VolumePath) -> Path:

@@ -1,0 +1,47 @@
+"""IPython front end: ``%air_volume`` and ``%%air_copy``, thin layers over the core API.
+
+Configure with ``%config AirMagics.<trait>`` (``workers``, ``default_volume``, ``widgets``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import magic_arguments
+from traitlets import Bool, Int, Unicode
+
+from . import copy as _copy
+from . import volume as _volume
+from ._errors import usage_errors
+from .completion import install_completer
+
+__all__ = ["AirMagics", "register"]
+
+
+@magics_class
+class AirMagics(Magics):
+    """The air_magics line and cell magics."""
+
+    workers = Int(64, help="Threads used by %%air_copy when --workers is not given.").tag(config=True)
+    default_volume = Unicode("", help="Volume that relative paths refer to (set by %air_volume use).").tag(config=True)
+    widgets = Bool(True, help="Show ipywidgets progress in notebooks (text progress when False).").tag(config=True)
+
+    @line_magic
+    @_volume.arguments
+    @usage_errors
+    def air_volume(self, line: str) -> Any:
+        """Browse, inspect, create and register volumes."""
+        return _volume.run(self, line)
+
+    @cell_magic
+    @_copy.arguments
+    @usage_errors
+    def air_copy(self, line: str, cell: str) -> Any:
+        """Copy many files from volumes (or local disk) to local disk (or a volume) in parallel."""
+        return _copy.run(self, line, cell)
+
+
+def register(ipython: Any) -> None:
+    """Register the magics and the ``/Volumes`` path completer on *ipython*."""
+    ipython.register_magics(AirMagics)
+    install_completer(ipython)

@@ -1,0 +1,59 @@
+"""``%%air_copy --to DEST [--workers N] [--overwrite] [--dry-run] [-o VAR]``, one source per line.
+
+Sources are ``/Volumes/...`` paths or globs, local absolute paths, or paths relative to the
+default volume; the relative layout below each source's anchor is kept (see
+:mod:`air_magics.copy_plan`). Returns the :class:`~air_magics.transfer.CopyReport`.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from ..copy_plan import parse_sources, plan_copy
+from ..transfer import copy_files
+from ..widgets import copy_progress_view
+from ._state import default_volume, store
+
+
+def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
+    decorators = [
+        magic_arguments(),
+        argument("--to", dest="dest", metavar="DEST", help="destination folder: local path or /Volumes/..."),
+        argument("--workers", type=int, metavar="N", help="parallel copies (default: %%config AirMagics.workers)"),
+        argument("--overwrite", action="store_true", help="copy even files that are already there unchanged"),
+        argument("--dry-run", action="store_true", help="only report what would be copied or skipped"),
+        argument("-o", "--output", metavar="VAR", help="also store the report in this variable"),
+        argument("-q", "--quiet", action="store_true", help="no progress display"),
+    ]
+    for deco in reversed(decorators):
+        func = deco(func)
+    return func
+
+
+def run(magics: Any, line: str, cell: str) -> Any:
+    args = parse_argstring(magics.air_copy, line)
+    if not args.dest:
+        raise UsageError("%%air_copy needs --to DEST (a local folder or a /Volumes/... folder)")
+    sources = parse_sources(cell or "")
+    if not sources:
+        raise UsageError("%%air_copy cell is empty: put one /Volumes/... path or glob per line below the magic line")
+    workers = magics.workers if args.workers is None else args.workers
+    if workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {workers}")
+    if args.output is not None and not args.output.isidentifier():
+        raise UsageError(f"-o takes a variable name, got {args.output!r}")
+    plan = plan_copy(sources, args.dest, store=store(), default_volume=default_volume(magics))
+    view = None if args.quiet else copy_progress_view(
+        f"{'dry run: ' if args.dry_run else ''}copy to {args.dest}", widget=None if magics.widgets else False)
+    report = None
+    try:
+        report = copy_files(plan.tasks, workers=workers, overwrite=args.overwrite, dry_run=args.dry_run,
+                            on_progress=view, dest=plan.dest)
+    finally:
+        if view is not None:
+            view.close(report)
+    if args.output:
+        magics.shell.user_ns[args.output] = report
+    return report

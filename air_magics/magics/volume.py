@@ -1,0 +1,72 @@
+"""``%air_volume``: where volumes live, what a folder holds, create/register/use volumes.
+
+    %air_volume                                    where volumes resolve, and the volumes there
+    %air_volume ls PATH [-r] [--pattern GLOB]      a folder's files, size distribution, advice
+    %air_volume create catalog.schema.volume
+    %air_volume register catalog.schema.volume URL
+    %air_volume use catalog.schema.volume          default volume for relative paths
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from ..volumes import VolumePath
+from ..volumes.summary import ListingSummary, VolumesOverview
+from ._state import default_volume, store
+
+COMMANDS = ("ls", "create", "register", "use")
+_NARGS = {"ls": (0, 1), "create": (1, 1), "register": (2, 2), "use": (1, 1)}
+
+
+def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
+    decorators = [
+        magic_arguments(),
+        argument("command", nargs="?", help=f"one of {', '.join(COMMANDS)}; none shows where volumes live"),
+        argument("args", nargs="*", help="the command's arguments (a path, a volume name, a URL)"),
+        argument("-r", "--recursive", action="store_true", help="ls: list every file below PATH"),
+        argument("--pattern", metavar="GLOB", help="ls: only entries matching GLOB (e.g. '*.jpg', 'train/**/*.png')"),
+    ]
+    for deco in reversed(decorators):
+        func = deco(func)
+    return func
+
+
+def run(magics: Any, line: str) -> Any:
+    args = parse_argstring(magics.air_volume, line)
+    cmd = args.command
+    if cmd is None:
+        st = store()
+        return VolumesOverview(str(st.root), st.kind, str(st.registry.file), magics.default_volume or None, st.volumes())
+    if cmd not in COMMANDS:
+        raise UsageError(f"unknown command {cmd!r} for %air_volume: use one of {', '.join(COMMANDS)} (see %air_volume?)")
+    lo, hi = _NARGS[cmd]
+    if not lo <= len(args.args) <= hi:
+        want = {"ls": "[PATH]", "create": "catalog.schema.volume", "register": "catalog.schema.volume URL", "use": "catalog.schema.volume"}[cmd]
+        raise UsageError(f"%air_volume {cmd} takes {want}; got {' '.join(args.args) or 'nothing'}")
+    if cmd != "ls" and (args.recursive or args.pattern):
+        raise UsageError(f"-r/--pattern only apply to `ls`, not to {cmd!r}")
+    st = store()
+    if cmd == "ls":
+        target = args.args[0] if args.args else ""
+        default = default_volume(magics)
+        if not target and default is None:
+            raise UsageError("%air_volume ls needs a PATH (or set a default volume with %air_volume use catalog.schema.volume)")
+        vp = VolumePath.parse(target or ".", default=default)
+        entries = st.ls(vp, recursive=args.recursive, pattern=args.pattern)
+        return ListingSummary(str(vp), entries, args.recursive, args.pattern)
+    if cmd == "create":
+        info = st.create(args.args[0])
+        print(f"created volume /Volumes/{info.volume_id.replace('.', '/')} at {info.location}")
+        return None
+    if cmd == "register":
+        info = st.register(args.args[0], args.args[1])
+        print(f"registered /Volumes/{info.volume_id.replace('.', '/')} -> {info.location}")
+        return None
+    vp = VolumePath.parse_volume(args.args[0])
+    st.volume_info(vp)  # must exist
+    magics.default_volume = vp.volume_id
+    print(f"default volume: {vp} (relative paths in %air_volume and %%air_copy now refer to it)")
+    return None

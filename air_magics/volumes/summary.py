@@ -1,0 +1,146 @@
+"""Summaries of a listing: counts, size distribution and the small-files advice.
+
+Plain values with ``_repr_html_`` (notebooks) and ``__repr__`` (terminals); no IPython import.
+Why the advice: per-file latency dominates reads from remote volumes, so folders of many small
+files should be copied to local disk once (``%%air_copy``) or packed into 1-10 GiB files.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from html import escape
+
+from .store import FileInfo, VolumeInfo
+
+__all__ = ["ListingSummary", "VolumesOverview", "fmt_bytes", "SMALL_FILE_BYTES", "MANY_FILES"]
+
+SMALL_FILE_BYTES = 1 << 20  # median below this counts as "small"
+MANY_FILES = 500            # ... when a folder holds at least this many files
+_BUCKETS = [(64 << 10, "< 64 KiB"), (1 << 20, "64 KiB - 1 MiB"), (16 << 20, "1 - 16 MiB"),
+            (256 << 20, "16 - 256 MiB"), (1 << 30, "256 MiB - 1 GiB"), (None, ">= 1 GiB")]
+_MAX_ROWS = 50
+
+
+def fmt_bytes(n: float) -> str:
+    """Human-readable binary size: ``1.5 MiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+@dataclass
+class ListingSummary:
+    """What ``%air_volume ls`` shows: the entries and statistics over the files among them."""
+
+    path: str
+    entries: list[FileInfo]
+    recursive: bool = False
+    pattern: str | None = None
+
+    @property
+    def files(self) -> list[FileInfo]:
+        return [e for e in self.entries if not e.is_dir]
+
+    @property
+    def folders(self) -> list[FileInfo]:
+        return [e for e in self.entries if e.is_dir]
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def distribution(self) -> list[tuple[str, int]]:
+        """``(bucket label, file count)`` for the non-empty size buckets."""
+        counts = [0] * len(_BUCKETS)
+        for f in self.files:
+            for i, (limit, _) in enumerate(_BUCKETS):
+                if limit is None or f.size < limit:
+                    counts[i] += 1
+                    break
+        return [(label, c) for (_, label), c in zip(_BUCKETS, counts) if c]
+
+    @property
+    def median_size(self) -> float:
+        sizes = [f.size for f in self.files]
+        return statistics.median(sizes) if sizes else 0.0
+
+    def advice(self) -> str | None:
+        """The small-files hint, or ``None`` when the folder is fine as it is."""
+        n = len(self.files)
+        if n < MANY_FILES or self.median_size >= SMALL_FILE_BYTES:
+            return None
+        return (f"{n:,} files with a median size of {fmt_bytes(self.median_size)}: reading many small files "
+                f"from a volume is latency-bound. Copy them to local disk once with "
+                f"`%%air_copy --to /local_disk0/...` (or use UCVolumeDataset's cache), or pack them into "
+                f"1-10 GiB files (Parquet, WebDataset tar shards).")
+
+    def _head(self) -> str:
+        what = f"{len(self.files):,} files"
+        if self.folders:
+            what += f", {len(self.folders):,} folders"
+        mode = " (recursive)" if self.recursive else ""
+        pat = f" matching {self.pattern!r}" if self.pattern else ""
+        return f"{self.path}{mode}{pat}: {what}, {fmt_bytes(self.total_bytes)}"
+
+    def _rows(self) -> list[tuple[str, str, str]]:
+        base = self.path.rstrip("/") + "/"
+        rows = []
+        for e in self.entries[:_MAX_ROWS]:
+            name = str(e.path)[len(base):] if str(e.path).startswith(base) else str(e.path)
+            if e.is_dir:
+                rows.append((name + "/", "", ""))
+            else:
+                rows.append((name, fmt_bytes(e.size), time.strftime("%Y-%m-%d %H:%M", time.localtime(e.mtime))))
+        return rows
+
+    def __repr__(self) -> str:
+        lines = [self._head()]
+        dist = self.distribution()
+        if dist:
+            lines.append("sizes: " + ", ".join(f"{label}: {c:,}" for label, c in dist))
+        width = max([len(r[0]) for r in self._rows()] + [4])
+        lines += [f"  {n:<{width}}  {s:>10}  {m}".rstrip() for n, s, m in self._rows()]
+        if len(self.entries) > _MAX_ROWS:
+            lines.append(f"  ... {len(self.entries) - _MAX_ROWS:,} more")
+        if (tip := self.advice()):
+            lines.append("tip: " + tip)
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        dist = "".join(f"<tr><td>{escape(label)}</td><td style='text-align:right'>{c:,}</td></tr>" for label, c in self.distribution())
+        rows = "".join(f"<tr><td><code>{escape(n)}</code></td><td style='text-align:right'>{escape(s)}</td><td>{escape(m)}</td></tr>" for n, s, m in self._rows())
+        more = f"<p>... {len(self.entries) - _MAX_ROWS:,} more</p>" if len(self.entries) > _MAX_ROWS else ""
+        tip = f"<p style='padding:4px;border-left:3px solid #f9a825'>&#9888; {escape(t)}</p>" if (t := self.advice()) else ""
+        dist_t = f"<table><tr><th>size</th><th>files</th></tr>{dist}</table>" if dist else ""
+        return (f"<div><b>{escape(self._head())}</b>{dist_t}"
+                f"<table><tr><th>name</th><th>size</th><th>modified</th></tr>{rows}</table>{more}{tip}</div>")
+
+
+@dataclass
+class VolumesOverview:
+    """What ``%air_volume`` with no arguments shows: where volumes resolve and which exist."""
+
+    root: str
+    kind: str
+    registry: str
+    default_volume: str | None
+    volumes: list[VolumeInfo]
+
+    def __repr__(self) -> str:
+        lines = [f"volumes resolve to: {self.root} ({self.kind})", f"registry: {self.registry}",
+                 f"default volume: {self.default_volume or '(none; set with %air_volume use catalog.schema.volume)'}"]
+        if not self.volumes:
+            lines.append("no volumes yet: %air_volume create catalog.schema.volume")
+        lines += [f"  /Volumes/{v.volume_id.replace('.', '/'):<40} {v.kind:<8} {v.location}" for v in self.volumes]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><td><code>/Volumes/{escape(v.volume_id.replace('.', '/'))}</code></td><td>{escape(v.kind)}</td>"
+                       f"<td><code>{escape(v.location)}</code></td></tr>" for v in self.volumes)
+        empty = "" if self.volumes else "<p>No volumes yet: <code>%air_volume create catalog.schema.volume</code></p>"
+        return (f"<div><b>Volumes resolve to</b> <code>{escape(self.root)}</code> ({escape(self.kind)}); "
+                f"default volume: <code>{escape(self.default_volume or 'none')}</code>"
+                f"<table><tr><th>volume</th><th>kind</th><th>location</th></tr>{rows}</table>{empty}</div>")

@@ -1,0 +1,96 @@
+"""Progress displays: an ipywidgets view in notebooks, a tqdm bar elsewhere.
+
+Both are listeners for :class:`air_magics.transfer.CopyProgress` snapshots, called on the thread
+that runs the copy. ipywidgets is imported only when a widget front end is present.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from .transfer import CopyProgress, CopyReport
+from .volumes.summary import fmt_bytes
+
+__all__ = ["has_widget_frontend", "copy_progress_view", "WidgetCopyProgress", "TextCopyProgress"]
+
+
+def has_widget_frontend() -> bool:
+    """True inside a Jupyter kernel (ipykernel), where widget views can render."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover
+        return False
+    ip = get_ipython()
+    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell" and getattr(ip, "kernel", None) is not None
+
+
+def _eta(p: CopyProgress) -> str:
+    eta = p.eta
+    if eta is None:
+        return "ETA --"
+    return f"ETA {eta:.0f} s" if eta < 120 else f"ETA {eta / 60:.1f} min"
+
+
+def describe(p: CopyProgress) -> str:
+    """One line: ``1,234 / 3,000 files · 180 MiB / 440 MiB · 1,210 files/s · ETA 2 s · 0 failed``."""
+    return (f"{p.files_done:,} / {p.files_total:,} files · {fmt_bytes(p.bytes_done)} / {fmt_bytes(p.bytes_total)} · "
+            f"{p.files_per_second:,.0f} files/s · {fmt_bytes(p.bytes_per_second)}/s · {_eta(p)} · "
+            f"{p.skipped:,} skipped · {p.failed:,} failed")
+
+
+class WidgetCopyProgress:
+    """A progress bar and a status line, updated live while the copy runs."""
+
+    def __init__(self, title: str) -> None:
+        import ipywidgets as w
+        from IPython.display import display
+
+        self.bar = w.IntProgress(value=0, min=0, max=1, bar_style="info", layout=w.Layout(width="40%"))
+        self.label = w.HTML(value=f"<b>{title}</b> planning...")
+        self.title = title
+        self.box = w.HBox([self.bar, self.label])
+        display(self.box)
+
+    def __call__(self, p: CopyProgress) -> None:
+        self.bar.max = max(1, p.files_total)
+        self.bar.value = p.files_done
+        if p.failed:
+            self.bar.bar_style = "warning"
+        self.label.value = f"<b>{self.title}</b> {describe(p)}"
+
+    def close(self, report: CopyReport | None) -> None:
+        if report is None:
+            self.bar.bar_style = "danger"
+            self.label.value = f"<b>{self.title}</b> interrupted"
+            return
+        self.bar.bar_style = "success" if report.ok else "danger"
+        self.label.value = f"<b>{self.title}</b> {report.summary()}"
+
+
+class TextCopyProgress:
+    """tqdm bar on stderr for terminals, scripts and front ends without widgets."""
+
+    def __init__(self, title: str) -> None:
+        from tqdm import tqdm
+
+        self.bar: Any = tqdm(total=0, desc=title, unit="file", file=sys.stderr, dynamic_ncols=True, leave=True)
+
+    def __call__(self, p: CopyProgress) -> None:
+        self.bar.total = p.files_total
+        self.bar.n = p.files_done
+        self.bar.set_postfix_str(f"{fmt_bytes(p.bytes_done)} · {fmt_bytes(p.bytes_per_second)}/s · {p.failed} failed", refresh=False)
+        self.bar.refresh()
+
+    def close(self, report: CopyReport | None) -> None:
+        self.bar.close()
+
+
+def copy_progress_view(title: str, *, widget: bool | None = None) -> "WidgetCopyProgress | TextCopyProgress":
+    """The right listener for this front end (``widget`` forces the choice)."""
+    use_widget = has_widget_frontend() if widget is None else widget
+    if use_widget:
+        try:
+            return WidgetCopyProgress(title)
+        except ImportError:  # ipywidgets missing: fall back to text
+            pass
+    return TextCopyProgress(title)
