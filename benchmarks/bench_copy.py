@@ -159,6 +159,32 @@ def run_air(src: Path, dest: Path, mnt: Path, workers: int | None = None, **_) -
 
 # --------------------------------------------------------------------------- harness
 
+def cpu_busy(interval: float = 0.5) -> float:
+    """Fraction of all CPUs busy over *interval* seconds (from /proc/stat); 0.0 where unavailable."""
+    def sample():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + v[4]  # total, idle + iowait
+    try:
+        t0, i0 = sample()
+        time.sleep(interval)
+        t1, i1 = sample()
+    except OSError:
+        return 0.0
+    return 1.0 - (i1 - i0) / max(1, t1 - t0)
+
+
+def wait_quiet(limit: float, max_wait: float) -> float:
+    """Wait (up to *max_wait* s) until other processes leave the CPUs mostly idle; return the last busy fraction."""
+    deadline = time.monotonic() + max_wait
+    busy = cpu_busy()
+    while busy > limit and time.monotonic() < deadline:
+        print(f"  (machine {busy:.0%} busy; waiting for it to calm down)", file=sys.stderr, flush=True)
+        time.sleep(2)
+        busy = cpu_busy()
+    return busy
+
+
 @dataclass
 class Result:
     latency_ms: float
@@ -169,6 +195,7 @@ class Result:
     verify: dict
     details: dict
     requests: dict = field(default_factory=dict)
+    busy_before: float = 0.0
 
     @property
     def lost(self) -> int:
@@ -193,6 +220,7 @@ class Bench:
             shutil.rmtree(dest, ignore_errors=True)
             dest.mkdir(parents=True)
         os.sync()  # no writeback of the previous run's destination during this one
+        busy = wait_quiet(self.a.quiet_below, self.a.quiet_wait) if self.a.quiet_wait > 0 else 0.0
         stats = self.work / f"stats-{method}.json"
         stats.unlink(missing_ok=True)
         with self.slowfs.mounted(self.backing, self.mnt, stats=stats, **self.mount_options(latency)):
@@ -204,14 +232,15 @@ class Bench:
         except (OSError, ValueError):
             ops = {}
         v = verify(dest / TOP, self.expected, self.a.size_kib * 1024, hash_files)
-        r = Result(latency, rep, method, seconds, len(self.expected), v, details, ops)
+        r = Result(latency, rep, method, seconds, len(self.expected), v, details, ops, busy)
         self.results.append(r)
         req = sum(n for op, n in ops.items() if op != "release")
         extra = ""
         if "skipped" in details:
             extra = f" copied={details['copied']} skipped={details['skipped']} failed={details['failed']}"
         print(f"  [{latency:g} ms rep {rep + 1}] {method:<10} {seconds:7.2f} s {len(self.expected) / seconds:8.0f} files/s "
-              f"lost={v['lost']} extra={v['extra']} requests/file={req / len(self.expected):.1f}{extra}",
+              f"lost={v['lost']} extra={v['extra']} requests/file={req / len(self.expected):.1f} "
+              f"busy-before={busy:.0%}{extra}",
               file=sys.stderr, flush=True)
         return r
 
@@ -280,7 +309,7 @@ def report(results: list[Result], args, files: int) -> str:
             v = secs[m]
             lost = [r.lost for r in rs if r.method == m]
             reqs = [sum(n for op, n in r.requests.items() if op != "release") / files for r in rs if r.method == m]
-            label = {"cp": "serial `cp -r`", "recipe": "recipe `find | xargs -P 256 cp --parents`",
+            label = {"cp": "serial `cp -r`", "recipe": "recipe `find \\| xargs -P 256 cp --parents`",
                      "pool": f"plain `ThreadPoolExecutor({args.pool_workers})`",
                      "rerun": f"air_magics re-run, unchanged dest (workers={args.default_workers})"}.get(m)
             if label is None:
@@ -348,6 +377,10 @@ def main(argv=None) -> int:
                    help="comma-separated subset of cp,recipe,pool,air,rerun (default all)")
     p.add_argument("--hash", choices=("first", "all", "none"), default="first",
                    help="SHA-256 every copied file: on the first rep (default), every rep, or never")
+    p.add_argument("--quiet-wait", type=float, default=120.0,
+                   help="before each measurement wait up to this many seconds for the CPUs to be idle (other "
+                   "processes below --quiet-below busy); 0 = don't check (default 120)")
+    p.add_argument("--quiet-below", type=float, default=0.15, help="busy fraction counted as idle (default 0.15)")
     p.add_argument("--quick", action="store_true", help="small smoke run: 300 files, 6 folders, 2 ms, 1 rep")
     p.add_argument("--workdir", help="where to put the data, mount and destinations (default: a new temp dir; "
                    "must be on local disk)")

@@ -1,0 +1,131 @@
+"""Integration tests on a real FUSE volume (slowfs): latency, transient and permanent faults, kills."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import air_magics
+from air_magics.errors import DestinationError
+from air_magics.transfer import TEMP_MARK
+from air_magics.volumes import VolumeStore
+
+from conftest import make_tree, sha
+
+pytestmark = pytest.mark.fuse
+
+
+@pytest.fixture
+def backing(tmp_path):
+    b = tmp_path / "backing"
+    hashes = make_tree(b / "main" / "raw" / "img" / "data", n_dirs=8, per_dir=25, size=8192)
+    return b, hashes
+
+
+def mount(slowfs, backing, mnt, monkeypatch, **opts):
+    """Mount and make it *the* /Volumes mount the store resolves to."""
+    cm = slowfs.mounted(backing, mnt, **opts)
+    cm.__enter__()
+    monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(mnt))
+    return cm
+
+
+def tree_hashes(dest):
+    return {os.path.relpath(os.path.join(d, f), dest): sha(os.path.join(d, f)) for d, _, fs in os.walk(dest) for f in fs}
+
+
+def expected(hashes):
+    return {f"data/{k}": v for k, v in hashes.items()}
+
+
+def test_copy_from_slow_mount_is_complete(slowfs, backing, tmp_path, monkeypatch):
+    b, hashes = backing
+    with slowfs.mounted(b, tmp_path / "mnt", op_latency_ms=5, read_latency_ms=2):
+        monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
+        store = VolumeStore()
+        assert store.kind == "mount"
+        r = air_magics.copy(["/Volumes/main/raw/img/data"], str(tmp_path / "out"), store=store, workers=32)
+        assert r.ok and r.copied == 200
+        assert tree_hashes(tmp_path / "out") == expected(hashes)
+        again = air_magics.copy(["/Volumes/main/raw/img/data"], str(tmp_path / "out"), store=store)
+        assert again.skipped == 200 and again.copied == 0
+
+
+def test_transient_read_faults_are_retried(slowfs, backing, tmp_path, monkeypatch):
+    b, hashes = backing
+    stats = tmp_path / "stats.json"
+    with slowfs.mounted(b, tmp_path / "mnt", op_latency_ms=2, fail_rate=0.3, fail_ops="open,read",
+                        fail_times=2, direct_io=True, stats=stats):
+        monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
+        r = air_magics.copy(["/Volumes/main/raw/img/data"], str(tmp_path / "out"), workers=16, backoff=0.01)
+    assert r.ok, str(r)
+    assert tree_hashes(tmp_path / "out") == expected(hashes)
+    faults = json.loads(stats.read_text())["faults"]
+    assert sum(faults.values()) > 20, faults  # faults really happened and were survived
+
+
+def test_permanent_fault_reported_by_name_others_land(slowfs, backing, tmp_path, monkeypatch):
+    b, hashes = backing
+    bad = "main/raw/img/data/part0/d1/f0003.bin"
+    with slowfs.mounted(b, tmp_path / "mnt", op_latency_ms=2, fail_rate=1, fail_ops="open",
+                        fail_paths=bad, fail_times=1000):
+        monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
+        r = air_magics.copy(["/Volumes/main/raw/img/data"], str(tmp_path / "out"), backoff=0.01)
+    assert r.copied == 199 and len(r.failed) == 1
+    f = r.failed[0]
+    assert f.src.endswith(bad) and "Errno 5" in f.reason and f.attempts == 5
+    want = expected(hashes)
+    del want["data/part0/d1/f0003.bin"]
+    assert tree_hashes(tmp_path / "out") == want
+
+
+def test_upload_to_slow_volume_with_write_faults(slowfs, backing, tmp_path, monkeypatch):
+    b, hashes = backing
+    local = tmp_path / "local"
+    (b / "main" / "raw" / "up").mkdir(parents=True)
+    make_tree(local / "data", n_dirs=4, per_dir=10, size=4096, seed=3)
+    with slowfs.mounted(b, tmp_path / "mnt", op_latency_ms=2, fail_rate=0.2, fail_ops="create,write,rename",
+                        fail_times=1):
+        monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
+        r = air_magics.copy([str(local / "data")], "/Volumes/main/raw/up/in", backoff=0.01)
+        assert r.ok, str(r)
+    assert tree_hashes(b / "main/raw/up/in") == tree_hashes(local)
+
+
+def test_read_only_destination_is_refused_before_writing(slowfs, backing, tmp_path, monkeypatch):
+    b, _ = backing
+    with slowfs.mounted(b, tmp_path / "mnt", op_latency_ms=1, read_only=True):
+        with pytest.raises(DestinationError, match="not writable"):
+            air_magics.copy([str(tmp_path / "backing" / "main")], str(tmp_path / "mnt" / "new"))
+        assert not (tmp_path / "mnt" / "new").exists()
+
+
+KILL_SCRIPT = textwrap.dedent("""
+    import sys, air_magics
+    air_magics.copy([sys.argv[1]], sys.argv[2], workers=8)
+""")
+
+
+def test_kill_mid_copy_leaves_no_partial_file(slowfs, tmp_path, monkeypatch):
+    b = tmp_path / "backing"
+    big = b / "main" / "raw" / "img" / "big"
+    big.mkdir(parents=True)
+    for i in range(40):
+        (big / f"blob{i:02d}.bin").write_bytes(os.urandom(2 << 20))
+    dest = tmp_path / "out"
+    with slowfs.mounted(b, tmp_path / "mnt", op_latency_ms=2, mbps=40):  # ~80 MB at 40 MB/s: ~2 s
+        env = dict(os.environ, AIR_VOLUMES_MOUNT=str(tmp_path / "mnt"))
+        proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, "/Volumes/main/raw/img/big", str(dest)], env=env)
+        deadline = time.time() + 30
+        while time.time() < deadline and len(list(dest.rglob("blob*.bin"))) < 3:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finals = [p for p in dest.rglob("*") if p.is_file() and TEMP_MARK not in p.name]
+    assert 3 <= len(finals) < 40, "the kill should land mid-copy"
+    for p in finals:  # every file under its final name is complete
+        assert sha(p) == sha(big / p.name), p

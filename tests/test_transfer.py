@@ -1,0 +1,97 @@
+import errno
+import os
+import time
+
+import pytest
+
+import air_magics
+from air_magics.copy_plan import plan_copy
+from air_magics.transfer import TEMP_MARK, CopyProgress, copy_files, is_transient
+from air_magics.volumes import VolumeStore
+
+from conftest import make_tree, sha
+
+
+@pytest.fixture
+def vol():
+    s = VolumeStore()
+    s.create("main.raw.img")
+    root = s.root / "main" / "raw" / "img"
+    hashes = make_tree(root / "data", n_dirs=6, per_dir=20, size=2048)
+    return s, hashes
+
+
+def check_dest(dest, hashes):
+    got = {os.path.relpath(os.path.join(d, f), dest): sha(os.path.join(d, f)) for d, _, fs in os.walk(dest) for f in fs}
+    assert got == {f"data/{k}": v for k, v in hashes.items()}
+
+
+def test_copy_then_skip_unchanged_then_recopy_changed(vol, tmp_path):
+    store, hashes = vol
+    dest = tmp_path / "out"
+    seen: list[CopyProgress] = []
+    r = air_magics.copy(["/Volumes/main/raw/img/data"], str(dest), store=store, workers=8, on_progress=seen.append)
+    assert r.ok and r.copied == 120 and r.skipped == 0 and r.bytes_copied == sum(os.path.getsize(p) for p in dest.rglob("*.bin"))
+    check_dest(dest, hashes)
+    assert seen[-1].files_done == 120 and seen[-1].bytes_done == seen[-1].bytes_total
+    assert [p.files_done for p in seen] == sorted(p.files_done for p in seen)
+    src = store.locate("/Volumes/main/raw/img/data/part0/d0/f0000.bin").path
+    assert os.stat(dest / "data/part0/d0/f0000.bin").st_mtime == pytest.approx(os.stat(src).st_mtime, abs=1e-6)
+
+    r2 = air_magics.copy(["/Volumes/main/raw/img/data"], str(dest), store=store)
+    assert (r2.copied, r2.skipped) == (0, 120)
+
+    with open(src, "wb") as f:  # same size, new content and mtime: must be copied again
+        f.write(os.urandom(os.path.getsize(dest / "data/part0/d0/f0000.bin")))
+    os.utime(src, (time.time() + 5, time.time() + 5))
+    r3 = air_magics.copy(["/Volumes/main/raw/img/data"], str(dest), store=store)
+    assert (r3.copied, r3.skipped) == (1, 119)
+    assert sha(dest / "data/part0/d0/f0000.bin") == sha(src)
+
+    r4 = air_magics.copy(["/Volumes/main/raw/img/data"], str(dest), store=store, overwrite=True)
+    assert r4.copied == 120
+
+
+def test_dry_run_writes_nothing(vol, tmp_path):
+    store, _ = vol
+    r = air_magics.copy(["/Volumes/main/raw/img/data"], str(tmp_path / "out"), store=store, dry_run=True)
+    assert r.dry_run and r.copied == 120 and "would copy" in r.summary()
+    assert not (tmp_path / "out").exists()
+
+
+def test_vanished_source_is_reported_others_land(vol, tmp_path):
+    store, hashes = vol
+    plan = plan_copy(["/Volumes/main/raw/img/data"], str(tmp_path / "out"), store=store)
+    gone = plan.tasks[7].src.path
+    os.unlink(gone)
+    r = copy_files(plan.tasks, workers=4, dest=plan.dest)
+    assert not r.ok and r.copied == 119
+    assert [f.src for f in r.failed] == [gone] and "FileNotFoundError" in r.failed[0].reason
+    assert r.failed[0].attempts == 1  # permanent errors are not retried
+    assert gone in str(r) and "FAILED" in r.summary() and gone in r._repr_html_()
+    assert not list((tmp_path / "out").rglob(f"*{TEMP_MARK}*"))
+
+
+def test_volume_to_volume_through_fsspec(vol, tmp_path):
+    store, hashes = vol
+    store.register("ext.mem.copy", "memory://air-transfer-test")
+    r = air_magics.copy(["/Volumes/main/raw/img/data"], "/Volumes/ext/mem/copy/backup", store=store)
+    assert r.ok and r.copied == 120
+    r = air_magics.copy(["/Volumes/main/raw/img/data"], "/Volumes/ext/mem/copy/backup", store=store)
+    assert r.skipped == 120
+    # and back out of the fsspec volume to local disk, content intact
+    r = air_magics.copy(["/Volumes/ext/mem/copy/backup/data"], str(tmp_path / "back"), store=store)
+    assert r.copied == 120
+    check_dest(tmp_path / "back", hashes)
+
+
+def test_bad_worker_count(vol, tmp_path):
+    with pytest.raises(ValueError, match="workers"):
+        copy_files([], workers=0)
+
+
+def test_is_transient():
+    assert is_transient(OSError(errno.EIO, "io"))
+    assert is_transient(TimeoutError()) and is_transient(ConnectionResetError())
+    assert not is_transient(FileNotFoundError(errno.ENOENT, "x"))
+    assert not is_transient(PermissionError(errno.EACCES, "x"))

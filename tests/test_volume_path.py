@@ -1,0 +1,85 @@
+import pytest
+from hypothesis import given, strategies as st
+
+from air_magics.errors import AirError, VolumePathError
+from air_magics.volumes import VolumePath, is_volume_text
+
+NAME = st.from_regex(r"\A[A-Za-z0-9_][A-Za-z0-9_-]{0,12}\Z")
+SEG = st.text(st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",)), min_size=1, max_size=12).filter(lambda s: s not in (".", ".."))
+
+
+def test_parse_full_path():
+    p = VolumePath.parse("/Volumes/main/raw/images/train/0001.jpg")
+    assert (p.catalog, p.schema, p.volume, p.parts) == ("main", "raw", "images", ("train", "0001.jpg"))
+    assert p.volume_id == "main.raw.images"
+    assert p.relpath == "train/0001.jpg"
+    assert str(p) == "/Volumes/main/raw/images/train/0001.jpg"
+    assert p.name == "0001.jpg" and p.parent == VolumePath.parse("/Volumes/main/raw/images/train")
+
+
+def test_parse_dotted_and_trailing_slash():
+    assert VolumePath.parse("main.raw.images") == VolumePath("main", "raw", "images")
+    assert VolumePath.parse("main.raw.images/a/b") == VolumePath("main", "raw", "images", ("a", "b"))
+    assert VolumePath.parse("/Volumes/main/raw/images/") == VolumePath("main", "raw", "images")
+
+
+def test_relative_needs_default():
+    with pytest.raises(VolumePathError, match="default volume"):
+        VolumePath.parse("train/x.jpg")
+    d = VolumePath("c", "s", "v")
+    assert VolumePath.parse("train/x.jpg", default=d) == VolumePath("c", "s", "v", ("train", "x.jpg"))
+    assert VolumePath.parse(".", default=d) == d
+
+
+@pytest.mark.parametrize("bad,needle", [
+    ("/Volumes/main/raw/images/../other", "'..'"),
+    ("/Volumes/main/raw/images/./x", "'.'"),
+    ("/Volumes/main/raw/images/a//b", "empty segment"),
+    ("/Volumes/main/raw", "does not name a volume"),
+    ("/Volumes", "does not name a volume"),
+    ("/tmp/data", "outside /Volumes"),
+    ("/Volumes/main/raw/ima ges", "invalid volume name"),
+    ("/Volumes/ma;in/raw/images", "invalid catalog name"),
+    ("/Volumes/main/raw/images/a\x00b", "NUL"),
+    ("/Volumes/main/../images", "invalid schema name"),
+])
+def test_rejects(bad, needle):
+    with pytest.raises(VolumePathError) as info:
+        VolumePath.parse(bad)
+    assert needle in str(info.value)
+    assert isinstance(info.value, AirError) and isinstance(info.value, ValueError)
+
+
+def test_joinpath_never_escapes():
+    root = VolumePath("c", "s", "v")
+    with pytest.raises(VolumePathError):
+        root.joinpath("a/../../x")
+    assert root.parent == root
+    assert (root / "a" / "b").is_relative_to(root / "a")
+    assert not (root / "ab").is_relative_to(root / "a")
+
+
+def test_parse_volume():
+    assert VolumePath.parse_volume("c.s.v") == VolumePath("c", "s", "v")
+    for bad in ("c.s", "/Volumes/c/s/v/x", "plain"):
+        with pytest.raises(VolumePathError, match="catalog.schema.volume"):
+            VolumePath.parse_volume(bad)
+
+
+def test_is_volume_text():
+    assert is_volume_text("/Volumes/a/b/c") and is_volume_text("a.b.c/x")
+    assert not is_volume_text("/tmp/x") and not is_volume_text("x/y")
+
+
+@given(NAME, NAME, NAME, st.lists(SEG, max_size=5))
+def test_roundtrip(cat, sch, vol, parts):
+    p = VolumePath(cat, sch, vol, tuple(parts))
+    assert VolumePath.parse(str(p)) == p
+    assert VolumePath.parse(p.volume_id + ("/" + p.relpath if parts else "")) == p
+
+
+@given(NAME, NAME, NAME, st.lists(SEG, max_size=3), st.lists(SEG, max_size=3))
+def test_dotdot_anywhere_rejected(cat, sch, vol, before, after):
+    text = "/".join(["/Volumes", cat, sch, vol, *before, "..", *after])
+    with pytest.raises(VolumePathError):
+        VolumePath.parse(text)
