@@ -21,7 +21,6 @@ from __future__ import annotations
 import errno
 import os
 import random
-import secrets
 import threading
 import time
 from dataclasses import dataclass, field
@@ -136,9 +135,12 @@ class CopyReport:
             s += f"; {len(self.failed)} FAILED"
         return s
 
+    def __repr__(self) -> str:
+        return f"<CopyReport: {self.summary()}>"
+
     def __str__(self) -> str:
         lines = [self.summary()]
-        lines += [f"  failed: {f.src}: {f.reason}" for f in self.failed[:20]]
+        lines += [f"  failed: {f.src}: {f.reason} ({f.attempts} attempts)" for f in self.failed[:20]]
         if len(self.failed) > 20:
             lines.append(f"  ... and {len(self.failed) - 20} more (see report.failed)")
         return "\n".join(lines)
@@ -179,8 +181,9 @@ class _DirMaker:
 
 
 def _temp_name(dst: str) -> str:
+    """Unique per (process, thread) and stable across retries of one file, so a retry reuses it."""
     head, tail = os.path.split(dst)
-    return os.path.join(head, f".{tail}{TEMP_MARK}{secrets.token_hex(4)}")
+    return os.path.join(head, f".{tail}{TEMP_MARK}{os.getpid()}-{threading.get_ident()}")
 
 
 def _read_local(src: str, size_hint: int) -> tuple[bytes, os.stat_result | None]:
@@ -204,7 +207,7 @@ def _read_local(src: str, size_hint: int) -> tuple[bytes, os.stat_result | None]
 
 def _write_local_atomic(dst: str, data: bytes, mtime: float) -> None:
     tmp = _temp_name(dst)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
     try:
         try:
             view = memoryview(data)

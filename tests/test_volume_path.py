@@ -5,7 +5,7 @@ from air_magics.errors import AirError, VolumePathError
 from air_magics.volumes import VolumePath, is_volume_text
 
 NAME = st.from_regex(r"\A[A-Za-z0-9_][A-Za-z0-9_-]{0,12}\Z")
-SEG = st.text(st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",)), min_size=1, max_size=12).filter(lambda s: s not in (".", ".."))
+SEG = st.text(st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs", "Cc")), min_size=1, max_size=12).filter(lambda s: s not in (".", ".."))
 
 
 def test_parse_full_path():
@@ -41,6 +41,7 @@ def test_relative_needs_default():
     ("/Volumes/main/raw/ima ges", "invalid volume name"),
     ("/Volumes/ma;in/raw/images", "invalid catalog name"),
     ("/Volumes/main/raw/images/a\x00b", "NUL"),
+    ("/Volumes/main/raw/images/a\nb", "control character"),
     ("/Volumes/main/../images", "invalid schema name"),
 ])
 def test_rejects(bad, needle):

@@ -12,7 +12,7 @@ from traitlets import Bool, Int, Unicode
 
 from . import copy as _copy
 from . import volume as _volume
-from ._errors import usage_errors
+from ._common import usage_errors
 from .completion import install_completer
 
 __all__ = ["AirMagics", "register"]

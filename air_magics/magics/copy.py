@@ -1,7 +1,7 @@
 """``%%air_copy --to DEST [--workers N] [--overwrite] [--dry-run] [-o VAR]``, one source per line.
 
 Sources are ``/Volumes/...`` paths or globs, local absolute paths, or paths relative to the
-default volume; the relative layout below each source's anchor is kept (see
+default volume. ``{var}``/``$var`` in the body expand like in the magic line. The relative layout below each source's anchor is kept (see
 :mod:`air_magics.copy_plan`). Returns the :class:`~air_magics.transfer.CopyReport`.
 """
 from __future__ import annotations
@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..copy_plan import parse_sources, plan_copy
 from ..transfer import copy_files
 from ..widgets import copy_progress_view
+from ._common import parse_line
 from ._state import default_volume, store
 
 
@@ -32,11 +33,21 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def _expand(user_ns: dict[str, Any], text: str) -> str:
+    """``{var}``/``$var`` from the user's namespace only (never this module's locals); as-is on failure."""
+    from IPython.utils.text import DollarFormatter
+
+    try:
+        return DollarFormatter().vformat(text, args=[], kwargs=user_ns)
+    except Exception:
+        return text
+
+
 def run(magics: Any, line: str, cell: str) -> Any:
-    args = parse_argstring(magics.air_copy, line)
+    args = parse_line(magics.air_copy, line)
     if not args.dest:
         raise UsageError("%%air_copy needs --to DEST (a local folder or a /Volumes/... folder)")
-    sources = parse_sources(cell or "")
+    sources = parse_sources(_expand(magics.shell.user_ns, cell or ""))
     if not sources:
         raise UsageError("%%air_copy cell is empty: put one /Volumes/... path or glob per line below the magic line")
     workers = magics.workers if args.workers is None else args.workers

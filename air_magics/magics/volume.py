@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..volumes import VolumePath
 from ..volumes.summary import ListingSummary, VolumesOverview
+from ._common import parse_line
 from ._state import default_volume, store
 
 COMMANDS = ("ls", "create", "register", "use")
@@ -35,7 +36,7 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def run(magics: Any, line: str) -> Any:
-    args = parse_argstring(magics.air_volume, line)
+    args = parse_line(magics.air_volume, line)
     cmd = args.command
     if cmd is None:
         st = store()

@@ -16,7 +16,8 @@ __all__ = ["VolumePath", "PREFIX", "is_volume_text"]
 
 PREFIX = "/Volumes"
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,254}$")
-_DOTTED = re.compile(r"^([^./\s]+)\.([^./\s]+)\.([^./\s]+)(/.*)?$")
+_DOTTED = re.compile(r"^([^./\s]+)\.([^./\s]+)\.([^./\s]+)(/.*)?\Z", re.DOTALL)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def is_volume_text(text: str) -> bool:
@@ -43,8 +44,8 @@ def _check_segments(parts: Iterable[str], text: str) -> tuple[str, ...]:
                 f"{what} in volume path {text!r}: volume paths must be normalised and may not "
                 f"step outside their volume; write the path without it"
             )
-        if "\x00" in seg:
-            raise VolumePathError(f"NUL byte in volume path {text!r}: remove it")
+        if _CONTROL.search(seg):
+            raise VolumePathError(f"control character (NUL, newline, ...) in volume path {text!r}: remove it")
         out.append(seg)
     return tuple(out)
 
@@ -83,9 +84,6 @@ class VolumePath:
         if not isinstance(text, str):
             raise VolumePathError(f"volume path must be a string, got {type(text).__name__} {text!r}")
         raw = text
-        text = text.strip()
-        if "\x00" in text:
-            raise VolumePathError(f"NUL byte in volume path {raw!r}: remove it")
         if text == PREFIX or text.startswith(PREFIX + "/"):
             segs = text[len(PREFIX) + 1:].rstrip("/").split("/") if text != PREFIX else []
             if len(segs) < 3 or not all(segs[:3]):

@@ -78,7 +78,7 @@ class ListingSummary:
                 f"1-10 GiB files (Parquet, WebDataset tar shards).")
 
     def _head(self) -> str:
-        what = f"{len(self.files):,} files"
+        what = f"{len(self.files):,} file{'' if len(self.files) == 1 else 's'}"
         if self.folders:
             what += f", {len(self.folders):,} folders"
         mode = " (recursive)" if self.recursive else ""

@@ -1,4 +1,4 @@
-"""Turn the library's errors into one-line ``UsageError``s (no traceback in the notebook)."""
+"""Shared by the magics: one-line ``UsageError``s instead of tracebacks, and argument parsing."""
 from __future__ import annotations
 
 import functools
@@ -20,3 +20,10 @@ def usage_errors(func: F) -> F:
             raise UsageError(str(exc)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def parse_line(magic_func: Any, line: str) -> Any:
+    """Like ``parse_argstring`` but options may sit between positionals (``ls -r PATH``)."""
+    from IPython.utils._process_common import arg_split
+
+    return magic_func.parser.parse_intermixed_args(arg_split(line, posix=True, strict=True))

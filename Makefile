@@ -1,0 +1,34 @@
+# The two set-up commands of the README:
+#   make demo   install, seed a sample volume into $AIR_HOME, start JupyterLab on the tour notebook
+#   make test   install everything, run the whole suite (unit, FUSE integration, notebooks via nbval)
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+AIR_HOME ?= $(HOME)/.air
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+PORT   ?= 8888
+
+.PHONY: install demo test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -U pip
+
+install: $(BIN)/python
+	$(BIN)/pip install -q -e '.[test,lab]'
+
+demo: install
+	AIR_HOME=$(AIR_HOME) $(BIN)/python -m air_magics.demo
+	AIR_HOME=$(AIR_HOME) $(BIN)/jupyter lab notebooks/01_volumes_and_copy.ipynb \
+	  --ip=127.0.0.1 --port=$(PORT) --no-browser $(ROOT_FLAG)
+
+test: install
+	@home=$$(mktemp -d /tmp/air-test-home.XXXXXX); \
+	AIR_HOME=$$home $(BIN)/python -m pytest tests notebooks --nbval --nbval-current-env -p no:cacheprovider $(PYTEST_ARGS); \
+	rc=$$?; rm -rf $$home; exit $$rc
+
+bench: install
+	$(BIN)/python benchmarks/bench_copy.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache

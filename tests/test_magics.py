@@ -1,0 +1,144 @@
+"""The magics in a real IPython shell: output, errors as one-line UsageErrors, nothing written on bad input."""
+import os
+import subprocess
+import sys
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.testing.globalipapp import start_ipython
+
+from air_magics.transfer import CopyReport
+from air_magics.volumes import VolumeStore
+from air_magics.volumes.summary import ListingSummary, VolumesOverview
+
+
+@pytest.fixture(scope="module")
+def _shell():
+    ip = start_ipython()
+    ip.run_line_magic("load_ext", "air_magics")
+    return ip
+
+
+@pytest.fixture
+def ip(_shell):
+    _shell.run_line_magic("config", "AirMagics.default_volume = ''")
+    return _shell
+
+
+@pytest.fixture
+def vol():
+    s = VolumeStore()
+    s.create("main.raw.img")
+    for i in range(600):
+        with s.open(f"/Volumes/main/raw/img/train/c{i % 3}/{i:04d}.jpg", "wb") as f:
+            f.write(b"j" * (1000 + i))
+    return s
+
+
+def test_overview_lists_volumes(ip, vol, air_home):
+    out = ip.run_line_magic("air_volume", "")
+    assert isinstance(out, VolumesOverview)
+    assert [v.volume_id for v in out.volumes] == ["main.raw.img"]
+    assert str(air_home / "volumes") in repr(out) and "/Volumes/main/raw/img" in out._repr_html_()
+
+
+def test_ls_summary_and_small_files_advice(ip, vol):
+    out = ip.run_line_magic("air_volume", "ls -r /Volumes/main/raw/img --pattern *.jpg")
+    assert isinstance(out, ListingSummary) and len(out.files) == 600
+    assert out.distribution() == [("< 64 KiB", 600)]
+    assert "%%air_copy" in out.advice() and "1-10 GiB" in out.advice()
+    assert "tip:" in repr(out) and "&#9888;" in out._repr_html_()
+    few = ip.run_line_magic("air_volume", "ls /Volumes/main/raw/img/train")
+    assert [e.path.name for e in few.entries] == ["c0", "c1", "c2"] and few.advice() is None
+
+
+def test_create_register_use(ip, vol, capsys):
+    ip.run_line_magic("air_volume", "create main.new.vol")
+    assert "main.new.vol" in [v.volume_id for v in VolumeStore().volumes()]
+    ip.run_line_magic("air_volume", "register ext.mem.vol memory://magic-test")
+    assert "-> memory://magic-test" in capsys.readouterr().out
+    ip.run_line_magic("air_volume", "use main.raw.img")
+    out = ip.run_line_magic("air_volume", "ls train/c1")
+    assert len(out.files) == 200
+
+
+@pytest.mark.parametrize("line,needle", [
+    ("ls /tmp", "outside /Volumes"),
+    ("ls /Volumes/main/raw/img/../../etc", "'..'"),
+    ("ls /Volumes/main/raw/missing", "create it with"),
+    ("ls train", "default volume"),
+    ("ls", "needs a PATH"),
+    ("frobnicate", "unknown command"),
+    ("create a.b", "catalog.schema.volume"),
+    ("create main.raw.img", "already exists"),
+    ("register x.y.z", "catalog.schema.volume URL"),
+    ("register x.y.z nope", "scheme"),
+    ("use main.raw.gone", "does not exist"),
+    ("ls --bogus /Volumes/main/raw/img", "unrecognized arguments"),
+    ("create -r a.b.c", "only apply to `ls`"),
+])
+def test_volume_errors_are_usage_errors(ip, vol, line, needle):
+    with pytest.raises(UsageError, match=needle) as info:
+        ip.run_line_magic("air_volume", line)
+    assert "\n" not in str(info.value)
+
+
+def test_copy_cell(ip, vol, tmp_path):
+    dest = tmp_path / "local"
+    report = ip.run_cell_magic("air_copy", f"--to {dest} --workers 8 -o rep -q",
+                               "/Volumes/main/raw/img/train/c0\n# a comment\n/Volumes/main/raw/img/train/c1/000*.jpg\n")
+    assert isinstance(report, CopyReport) and report.ok and report.copied == 200 + 3
+    assert ip.user_ns["rep"] is report
+    assert len(list((dest / "c0").iterdir())) == 200 and sorted(os.listdir(dest)) == ["0001.jpg", "0004.jpg", "0007.jpg", "c0"]
+    dry = ip.run_cell_magic("air_copy", f"--to {tmp_path / 'dry'} --dry-run -q", "/Volumes/main/raw/img/train")
+    assert dry.dry_run and dry.copied == 600 and not (tmp_path / "dry").exists()
+
+
+def test_copy_text_progress_outside_notebooks(ip, vol, tmp_path, capsys):
+    ip.run_cell_magic("air_copy", f"--to {tmp_path / 'p'}", "/Volumes/main/raw/img/train/c2")
+    err = capsys.readouterr().err
+    assert "200/200" in err and "copy to" in err
+
+
+@pytest.mark.parametrize("line,cell,needle", [
+    ("", "/Volumes/main/raw/img/train", "needs --to"),
+    ("--to {d}", "   \n\n", "cell is empty"),
+    ("--to {d}", "/Volumes/main/raw/img/nothing", "does not exist"),
+    ("--to {d}", "/Volumes/main/raw/img/train/*.png", "matched no files"),
+    ("--to {d}", "/Volumes/main/raw/img/../x", "'..'"),
+    ("--to {d} --workers 0", "/Volumes/main/raw/img/train", "at least 1"),
+    ("--to {d} --frob", "/Volumes/main/raw/img/train", "unrecognized arguments"),
+    ("--to {d} -o 1x", "/Volumes/main/raw/img/train", "variable name"),
+    ("--to /Volumes/main/raw/img/train/backup", "/Volumes/main/raw/img/train", "inside source"),
+    ("--to {d}", "relative/path", "default volume"),
+])
+def test_copy_errors_write_nothing(ip, vol, tmp_path, line, cell, needle):
+    d = tmp_path / "dest"
+    with pytest.raises(UsageError, match=needle) as info:
+        ip.run_cell_magic("air_copy", line.format(d=d), cell)
+    assert "\n" not in str(info.value)
+    assert not d.exists()
+    assert not (VolumeStore().root / "main/raw/img/train/backup").exists()
+
+
+def test_completion_of_volume_paths(ip, vol):
+    _, matches = ip.complete("/Volumes/ma", "%air_volume ls /Volumes/ma")
+    assert "/Volumes/main/" in matches
+    _, matches = ip.complete("/Volumes/main/raw/img/tr", "%air_volume ls /Volumes/main/raw/img/tr")
+    assert "/Volumes/main/raw/img/train/" in matches
+    _, matches = ip.complete("/Volumes/main/raw/img/train/c", "/Volumes/main/raw/img/train/c")  # a %%air_copy body line
+    assert {"/Volumes/main/raw/img/train/c0/", "/Volumes/main/raw/img/train/c1/"} <= set(matches)
+
+
+def test_help_comes_from_magic_arguments(ip):
+    doc = ip.find_line_magic("air_volume").__doc__
+    assert "--pattern GLOB" in doc and "--recursive" in doc
+    assert "--dry-run" in ip.find_cell_magic("air_copy").__doc__
+
+
+def test_extension_import_is_light():
+    code = ("import sys, time; t = time.perf_counter(); import air_magics, air_magics.magics; "
+            "print(time.perf_counter() - t); "
+            "print(','.join(m for m in ('torch', 'pyspark', 'pandas', 'datasets', 'ipywidgets') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[1] == ""  # no heavy module imported by loading the extension
