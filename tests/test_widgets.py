@@ -1,0 +1,40 @@
+"""The progress views: the ipywidgets view (created for real, without a browser) and the text bar."""
+from air_magics.transfer import CopyFailure, CopyProgress, CopyReport
+from air_magics.widgets import TextCopyProgress, WidgetCopyProgress, copy_progress_view, describe, has_widget_frontend
+
+
+def snap(done, failed=0):
+    return CopyProgress(files_total=10, copied=done, skipped=0, failed=failed, bytes_total=10_000, bytes_done=done * 1000, elapsed=2.0)
+
+
+def test_describe_has_files_bytes_rate_eta_failures():
+    line = describe(snap(4, failed=1))
+    for part in ("5 / 10 files", "3.9 KiB / 9.8 KiB", "2 files/s", "ETA 2 s", "1 failed"):
+        assert part in line, (part, line)
+    assert "ETA --" in describe(CopyProgress(10, 0, 0, 0, 0, 0, 0.0))
+
+
+def test_widget_view_updates_and_finishes():
+    view = copy_progress_view("copy to /tmp/x", widget=True)
+    assert isinstance(view, WidgetCopyProgress)
+    view(snap(3))
+    assert (view.bar.value, view.bar.max, view.bar.bar_style) == (3, 10, "info")
+    view(snap(6, failed=1))
+    assert view.bar.bar_style == "warning" and "1 failed" in view.label.value
+    view.close(CopyReport(files_total=10, copied=9, failed=[CopyFailure("a", "b", "EIO", 5)], dest="/tmp/x"))
+    assert view.bar.bar_style == "danger" and "1 FAILED" in view.label.value
+    ok = copy_progress_view("t", widget=True)
+    ok.close(CopyReport(files_total=1, copied=1, dest="/tmp/x"))
+    assert ok.bar.bar_style == "success"
+    interrupted = copy_progress_view("t", widget=True)
+    interrupted.close(None)
+    assert "interrupted" in interrupted.label.value
+
+
+def test_text_view_outside_kernels(capsys):
+    assert not has_widget_frontend()
+    view = copy_progress_view("copy to /tmp/y")
+    assert isinstance(view, TextCopyProgress)
+    view(snap(10))
+    view.close(None)
+    assert "10/10" in capsys.readouterr().err
