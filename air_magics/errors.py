@@ -14,6 +14,8 @@ __all__ = [
     "RegistryError",
     "CopyPlanError",
     "DestinationError",
+    "CacheLimitError",
+    "DatasetError",
 ]
 
 
@@ -43,3 +45,11 @@ class CopyPlanError(AirError, ValueError):
 
 class DestinationError(AirError, PermissionError):
     """A copy destination cannot be written (unwritable, inside the source, ...)."""
+
+
+class CacheLimitError(AirError, ValueError):
+    """The cache cannot hold a file (limit smaller than the file, or no room on disk)."""
+
+
+class DatasetError(AirError, ValueError):
+    """A dataset cannot be built or restored (empty selection, foreign or corrupt state, ...)."""

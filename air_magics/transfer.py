@@ -29,7 +29,7 @@ from typing import Callable, Iterable, Sequence
 from .volumes.store import Location, fs_mtime
 from .volumes.summary import fmt_bytes
 
-__all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport", "copy_files", "DEFAULT_WORKERS", "TRANSIENT_ERRNOS"]
+__all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport", "copy_files", "copy_one", "DEFAULT_WORKERS", "TRANSIENT_ERRNOS"]
 
 DEFAULT_WORKERS = 64
 TRANSIENT_ERRNOS = frozenset(
@@ -267,6 +267,29 @@ def _copy_one(task: CopyTask, size: int, mtime: float, dirs: _DirMaker) -> int:
     return len(data)
 
 
+def _backoff_delay(attempt: int, backoff: float) -> float:
+    """Jittered exponential backoff, capped at 2 s."""
+    return min(2.0, backoff * 2 ** (attempt - 1)) * (0.5 + random.random())
+
+
+def copy_one(task: CopyTask, *, retries: int = 4, backoff: float = 0.05) -> int:
+    """Copy one file atomically (temp + rename), retrying transient errors; raises the last error.
+
+    The single-file form of :func:`copy_files`, used by the cache. Returns the bytes written.
+    """
+    attempt = 0
+    while True:
+        try:
+            size, mtime = (task.size, task.mtime) if task.size >= 0 else _source_stat(task.src)
+            return _copy_one(task, size, mtime, _DirMaker())
+        except Exception as exc:
+            attempt += 1
+            if is_transient(exc) and attempt <= retries:
+                time.sleep(_backoff_delay(attempt, backoff))
+                continue
+            raise
+
+
 class _Run:
     """Shared state of one ``copy_files`` call."""
 
@@ -335,7 +358,7 @@ def copy_files(
             except Exception as exc:  # one file's failure never stops the others
                 attempt += 1
                 if is_transient(exc) and attempt <= retries and not run.stop.is_set():
-                    time.sleep(min(2.0, backoff * 2 ** (attempt - 1)) * (0.5 + random.random()))
+                    time.sleep(_backoff_delay(attempt, backoff))
                     continue
                 with run.lock:
                     run.failed.append(CopyFailure(str(task.src), str(task.dst), _reason(exc), attempt))

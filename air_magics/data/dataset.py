@@ -1,0 +1,212 @@
+"""``UCVolumeDataset``: a volume's files as an ``IterableDataset`` of local (cached) paths.
+
+Each (rank, worker) stream fetches its files through the shared :class:`~air_magics.cache.FileCache`
+with a small thread pool that runs ``prefetch`` files ahead, so a couple of worker processes keep
+as many requests in flight as dozens of processes would. Order, splitting and resume are the pure
+functions of :mod:`air_magics.data.order`.
+
+Validity guarantee: a yielded path stays in the cache for at least ``cache.pin_seconds`` (30 s by
+default) after it is yielded, so the consumer can open it; open it (or copy it) within that time.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+from torch.utils.data import IterableDataset
+
+from ..cache import FileCache
+from ..errors import DatasetError
+from ..transfer import is_transient
+from ..volumes.path import VolumePath
+from ..volumes.store import Location, VolumeStore
+from ..volumes.walk import filter_glob, glob_regex, split_glob
+from . import _dist
+from .order import EpochState, Grid, OrderStateError, epoch_order, stream_index, stream_items
+
+__all__ = ["UCVolumeDataset", "SkippedFile"]
+
+_STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class _File:
+    key: str
+    src: Location
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A file left out after a permanent error (``on_error="skip"``)."""
+
+    path: str
+    reason: str
+
+
+def _join(base: Location, rel: str) -> Location:
+    if not rel:
+        return base
+    if base.is_local:
+        return Location(f"{base.path.rstrip('/')}/{rel}")
+    return Location(f"{base.path.rstrip('/')}/{rel}", base.fs)
+
+
+def list_files(paths: Sequence["str | VolumePath"], *, pattern: str | None, recursive: bool,
+               store: VolumeStore) -> list[_File]:
+    """Every file the selection names, sorted by volume path, each once."""
+    out: dict[str, _File] = {}
+    rx = glob_regex(pattern) if pattern else None
+    for p in paths:
+        vp = VolumePath.parse(p)
+        fixed, pat = split_glob(vp.parts)
+        base = VolumePath(vp.catalog, vp.schema, vp.volume, fixed)
+        entries = store.entries(base, recursive=recursive or bool(pat), with_dirs=False)
+        entries = filter_glob(entries, pat)
+        loc = store.locate(base)
+        for e in entries:
+            if rx is not None and not (rx.match(e.rel) or rx.match(e.rel.rsplit("/", 1)[-1])):
+                continue
+            key = str(base.joinpath(e.rel)) if e.rel else str(base)
+            out[key] = _File(key, _join(loc, e.rel), e.size, e.mtime)
+    return [out[k] for k in sorted(out)]
+
+
+class UCVolumeDataset(IterableDataset):
+    """Files of one or more volume paths, yielded as local cached paths (or ``transform(path)``).
+
+    ``path``: a folder (as in the reference), a file, a glob (``/Volumes/c/s/v/train/**/*.jpg``) or
+    a list of them. ``pattern`` filters by name or relative path; ``recursive=False`` takes a
+    folder's direct files only. ``shuffle`` with ``seed`` reshuffles per epoch (``set_epoch``).
+    ``transform(local_path)`` runs in the prefetch threads. ``on_error``: ``"raise"`` (default)
+    stops at a file that keeps failing; ``"skip"`` leaves it out and lists it in ``skipped``.
+    """
+
+    def __init__(self, path: "str | VolumePath | Sequence[str | VolumePath]", *, pattern: str | None = None,
+                 recursive: bool = True, shuffle: bool = False, seed: int = 0,
+                 transform: Callable[[str], Any] | None = None, cache: FileCache | None = None, prefetch: int = 16,
+                 on_error: str = "raise", store: VolumeStore | None = None) -> None:
+        super().__init__()
+        if on_error not in ("raise", "skip"):
+            raise DatasetError(f"on_error={on_error!r}: use 'raise' or 'skip'")
+        if prefetch < 1:
+            raise DatasetError(f"prefetch={prefetch} must be at least 1")
+        paths = [path] if isinstance(path, (str, VolumePath)) else list(path)
+        if not paths:
+            raise DatasetError("UCVolumeDataset needs at least one path, e.g. '/Volumes/main/raw/images/train'")
+        self.store = store or (cache.store if cache is not None else VolumeStore())
+        self.cache = cache or FileCache(store=self.store)
+        self.files = list_files(paths, pattern=pattern, recursive=recursive, store=self.store)
+        if not self.files:
+            raise DatasetError(f"no files in {', '.join(map(str, paths))}"
+                               + (f" matching {pattern!r}" if pattern else "") + "; check the path with %air_volume ls")
+        self.paths = [str(p) for p in paths]
+        self.shuffle, self.seed, self.transform = shuffle, seed, transform
+        self.prefetch, self.on_error = prefetch, on_error
+        self.epoch = 0
+        self.fingerprint = hashlib.sha1("\n".join(f.key for f in self.files).encode()).hexdigest()[:16]
+        self.skipped: list[SkippedFile] = []
+        self._resume: EpochState | None = None
+        self._stream = 0
+        self._grid = Grid()
+        self._yielded = 0
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __repr__(self) -> str:
+        return f"UCVolumeDataset({self.paths!r}, files={len(self.files)}, shuffle={self.shuffle}, epoch={self.epoch})"
+
+    # -- epochs and state ---------------------------------------------------------------------------
+    def set_epoch(self, epoch: int) -> None:
+        """Start *epoch* (changes the shuffle) from its beginning."""
+        self.epoch = int(epoch)
+        self._resume = None
+
+    def _epoch_state(self) -> EpochState:
+        base = self._resume
+        if base is not None and base.epoch == self.epoch:
+            return EpochState(base.seed, base.epoch, base.n, base.shuffle, base.fingerprint, list(base.segments))
+        return EpochState(self.seed, self.epoch, len(self.files), self.shuffle, self.fingerprint)
+
+    def state_dict(self, delivered: dict[int, int] | None = None, grid: Grid | None = None,
+                   epoch_done: bool = False) -> dict[str, Any]:
+        """Progress of the current epoch. Iterated directly, this counts what this process yielded;
+        the :class:`~air_magics.data.DataLoader` passes what it *delivered* from its workers."""
+        st = self._epoch_state()
+        if epoch_done:
+            st = EpochState(self.seed, self.epoch + 1, len(self.files), self.shuffle, self.fingerprint)
+        else:
+            grid = grid or self._grid
+            counts = _dist.gather_counts(grid.streams, delivered if delivered is not None else {self._stream: self._yielded})
+            st.segments.append((grid, counts))
+        return {"version": _STATE_VERSION, "paths": self.paths, **st.to_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume from :meth:`state_dict`, on the same or a different grid."""
+        if not isinstance(state, dict) or state.get("version") != _STATE_VERSION:
+            raise DatasetError(f"not a UCVolumeDataset state (version {state.get('version') if isinstance(state, dict) else state!r}); "
+                               f"pass what state_dict() returned")
+        try:
+            st = EpochState.from_dict(state)
+        except OrderStateError as exc:
+            raise DatasetError(str(exc)) from None
+        if st.fingerprint != self.fingerprint or st.n != len(self.files):
+            raise DatasetError(
+                f"state was saved for other files ({st.n} files, fingerprint {st.fingerprint}) than this dataset's "
+                f"({len(self.files)} files, fingerprint {self.fingerprint}, paths {self.paths}); build the dataset "
+                f"with the same paths and pattern, or start fresh")
+        if st.shuffle != self.shuffle or st.seed != self.seed:
+            raise DatasetError(f"state has shuffle={st.shuffle}, seed={st.seed}; this dataset has shuffle={self.shuffle}, seed={self.seed}")
+        self.epoch, self._resume = st.epoch, st
+
+    # -- iteration ----------------------------------------------------------------------------------
+    def _plan(self) -> tuple[Grid, int, list[int]]:
+        rank, world = _dist.rank_and_world()
+        worker, workers, _ = _dist.worker()
+        grid = Grid(world, workers)
+        s = stream_index(grid, rank, worker)
+        st = self._epoch_state()
+        try:
+            items = stream_items(st, grid, s) if st.segments else epoch_order(len(self.files), seed=self.seed, epoch=self.epoch, shuffle=self.shuffle)[s::grid.streams]
+        except OrderStateError as exc:
+            raise DatasetError(str(exc)) from None
+        return grid, s, items
+
+    def _fetch(self, f: _File) -> Any:
+        try:
+            local = self.cache.get(f.key, size=f.size, mtime=f.mtime, src=f.src)
+        except Exception as exc:
+            if self.on_error == "skip" and (is_transient(exc) or isinstance(exc, OSError)):
+                return SkippedFile(f.key, f"{type(exc).__name__}: {exc}")
+            raise
+        return self.transform(local) if self.transform is not None else local
+
+    def __iter__(self) -> Iterator[Any]:
+        grid, stream, items = self._plan()
+        self._grid, self._stream, self._yielded = grid, stream, 0
+        window: deque[Future] = deque()
+        with ThreadPoolExecutor(max_workers=self.prefetch, thread_name_prefix="air-prefetch") as pool:
+            it = iter(items)
+            try:
+                for i in it:
+                    window.append(pool.submit(self._fetch, self.files[i]))
+                    if len(window) >= self.prefetch:
+                        break
+                while window:
+                    value = window.popleft().result()
+                    nxt = next(it, None)
+                    if nxt is not None:
+                        window.append(pool.submit(self._fetch, self.files[nxt]))
+                    self._yielded += 1
+                    if isinstance(value, SkippedFile):
+                        self.skipped.append(value)
+                        continue
+                    yield value
+            finally:
+                for fut in window:
+                    fut.cancel()

@@ -1,0 +1,130 @@
+"""Which file goes to which stream, and what is left after a checkpoint. Pure functions, no I/O.
+
+A *stream* is one (rank, worker) pair of a grid of ``world_size x num_workers`` streams; stream
+``s = rank * num_workers + worker``. An epoch's order is the sorted file list, or a seeded shuffle
+that changes with the epoch. It is dealt round-robin over the streams, so counts differ by at most
+one and every file goes to exactly one stream.
+
+Resuming: a checkpoint records, for the grid in force, how many items each stream *delivered*.
+Because dealing is deterministic, the delivered set follows from (seed, epoch, grid, counts). A
+resumed run deals the *remaining* files, in epoch order, over its own grid, which may differ. To
+survive several resumes within one epoch the state keeps the history of (grid, counts) segments;
+each segment removes its delivered items from what the previous ones left.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..errors import AirError
+
+__all__ = ["Grid", "EpochState", "epoch_order", "deal", "stream_index", "remaining_order", "stream_items", "OrderStateError"]
+
+
+class OrderStateError(AirError, ValueError):
+    """A saved dataset state is corrupt or belongs to other data."""
+
+
+@dataclass(frozen=True)
+class Grid:
+    """``world_size`` ranks times ``num_workers`` streams each (``num_workers=0`` counts as 1)."""
+
+    world_size: int = 1
+    num_workers: int = 1
+
+    def __post_init__(self) -> None:
+        if self.world_size < 1 or self.num_workers < 1:
+            raise ValueError(f"grid needs world_size >= 1 and num_workers >= 1, got {self.world_size} x {self.num_workers}")
+
+    @property
+    def streams(self) -> int:
+        return self.world_size * self.num_workers
+
+
+def stream_index(grid: Grid, rank: int, worker: int) -> int:
+    if not (0 <= rank < grid.world_size and 0 <= worker < grid.num_workers):
+        raise ValueError(f"rank {rank} / worker {worker} outside grid {grid.world_size} x {grid.num_workers}")
+    return rank * grid.num_workers + worker
+
+
+def epoch_order(n: int, *, seed: int = 0, epoch: int = 0, shuffle: bool = False) -> list[int]:
+    """Indices ``0..n-1`` in this epoch's order: identity, or a shuffle seeded by (seed, epoch)."""
+    order = list(range(n))
+    if shuffle:
+        random.Random(f"air-order:{seed}:{epoch}").shuffle(order)
+    return order
+
+
+def deal(order: Sequence[int], streams: int) -> list[list[int]]:
+    """Round-robin split of *order* over *streams*: stream ``s`` gets ``order[s::streams]``."""
+    return [list(order[s::streams]) for s in range(streams)]
+
+
+@dataclass
+class EpochState:
+    """Progress of one epoch: the (grid, delivered counts) segments so far."""
+
+    seed: int
+    epoch: int
+    n: int
+    shuffle: bool
+    fingerprint: str = ""
+    segments: list[tuple[Grid, list[int]]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seed": self.seed, "epoch": self.epoch, "n": self.n, "shuffle": self.shuffle,
+                "fingerprint": self.fingerprint,
+                "segments": [{"world_size": g.world_size, "num_workers": g.num_workers, "delivered": list(c)} for g, c in self.segments]}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "EpochState":
+        try:
+            segs = [(Grid(int(s["world_size"]), int(s["num_workers"])), [int(x) for x in s["delivered"]]) for s in d["segments"]]
+            st = cls(int(d["seed"]), int(d["epoch"]), int(d["n"]), bool(d["shuffle"]), str(d.get("fingerprint", "")), segs)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OrderStateError(f"dataset state is corrupt ({type(exc).__name__}: {exc}); pass a dict from state_dict()") from None
+        for g, counts in st.segments:
+            if len(counts) != g.streams or any(c < -1 for c in counts):
+                raise OrderStateError(f"dataset state is corrupt: {len(counts)} counts for a {g.world_size} x {g.num_workers} grid")
+        return st
+
+
+def remaining_order(state: EpochState, upto: int | None = None) -> list[int]:
+    """Epoch order minus everything the first *upto* (default all) segments delivered, order kept."""
+    left = epoch_order(state.n, seed=state.seed, epoch=state.epoch, shuffle=state.shuffle)
+    for grid, counts in state.segments[:upto]:
+        if any(c < 0 for c in counts):
+            raise OrderStateError(
+                f"dataset state lacks the progress of some streams of its {grid.world_size} x {grid.num_workers} grid "
+                f"(saved without a process group?); resume on the same grid, or call state_dict() on every rank "
+                f"with torch.distributed initialised")
+        streams = deal(left, grid.streams)
+        done: set[int] = set()
+        for s, c in enumerate(counts):
+            if c > len(streams[s]):
+                raise OrderStateError(
+                    f"dataset state says stream {s} delivered {c} items but it only had {len(streams[s])}; "
+                    f"the state belongs to other data")
+            done.update(streams[s][:c])
+        left = [i for i in left if i not in done]
+    return left
+
+
+def stream_items(state: EpochState, grid: Grid, stream: int) -> list[int]:
+    """What stream *stream* of *grid* delivers from where *state* left off.
+
+    When the last segment is on this very grid, only this stream's own count is needed (ranks
+    that saved their state separately can each resume their own streams).
+    """
+    if state.segments and state.segments[-1][0] == grid:
+        counts = state.segments[-1][1]
+        if counts[stream] < 0:
+            raise OrderStateError(f"dataset state has no progress for stream {stream}; load the state saved by this rank")
+        mine = deal(remaining_order(state, upto=-1), grid.streams)[stream]
+        if counts[stream] > len(mine):
+            raise OrderStateError(
+                f"dataset state says stream {stream} delivered {counts[stream]} items but it only had {len(mine)}; "
+                f"the state belongs to other data")
+        return mine[counts[stream]:]
+    return deal(remaining_order(state), grid.streams)[stream]

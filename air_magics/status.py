@@ -1,0 +1,82 @@
+"""Small JSON status documents under ``$AIR_HOME/run/``: the one channel between the core and viewers.
+
+The cache, loaders and (later) copies and checkpoints write what they are doing here; notebook
+widgets and the JupyterLab sidebar read the same documents. Writes are atomic (temp + rename), so a
+reader never sees half a document. No secrets and no file contents go in them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from . import config
+
+__all__ = ["run_dir", "write_status", "read_status", "list_status", "Throttle"]
+
+
+def run_dir() -> Path:
+    return config.air_home() / "run"
+
+
+def _file(name: str) -> Path:
+    if not name or "/" in name or name.startswith("."):
+        raise ValueError(f"status name {name!r} must be a plain file name")
+    return run_dir() / f"{name}.json"
+
+
+def write_status(name: str, doc: dict[str, Any]) -> None:
+    """Atomically replace status document *name* (``updated`` is stamped in)."""
+    target = _file(name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    body = dict(doc, updated=time.time())
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(body, f)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_status(name: str) -> dict[str, Any] | None:
+    try:
+        return json.loads(_file(name).read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def list_status(prefix: str) -> list[dict[str, Any]]:
+    """Every document whose name starts with *prefix*, newest first."""
+    out = []
+    d = run_dir()
+    if not d.is_dir():
+        return out
+    for p in d.glob(f"{prefix}*.json"):
+        try:
+            doc = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        doc.setdefault("name", p.stem)
+        out.append(doc)
+    out.sort(key=lambda doc: doc.get("updated", 0), reverse=True)
+    return out
+
+
+class Throttle:
+    """``ready()`` is True at most once per *interval* seconds (first call included)."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._last = float("-inf")
+
+    def ready(self, now: float | None = None) -> bool:
+        now = time.monotonic() if now is None else now
+        if now - self._last >= self.interval:
+            self._last = now
+            return True
+        return False
