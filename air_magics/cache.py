@@ -273,10 +273,13 @@ class FileCache:
                 db.execute("UPDATE counters SET value = 0")
         for (local,) in rows:
             Path(local).unlink(missing_ok=True)
-        self._publish(force=True)
+        self.publish_status()
         return len(rows)
 
+    def publish_status(self) -> None:
+        """Write the statistics document for widgets and the sidebar now."""
+        write_status("cache", self.info().to_dict())
+
     def _publish(self, force: bool = False) -> None:
-        """Write the statistics for widgets and the sidebar, at most twice a second per process."""
-        if force or self._status.ready():
-            write_status("cache", self.info().to_dict())
+        if force or self._status.ready():  # at most twice a second per process
+            self.publish_status()

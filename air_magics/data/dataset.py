@@ -25,7 +25,7 @@ from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
 from ..volumes.walk import filter_glob, glob_regex, split_glob
 from . import _dist
-from .order import EpochState, Grid, OrderStateError, epoch_order, stream_index, stream_items
+from .order import EpochState, Grid, OrderStateError, epoch_order, stream_index, stream_items, with_progress
 
 __all__ = ["UCVolumeDataset", "SkippedFile"]
 
@@ -136,15 +136,27 @@ class UCVolumeDataset(IterableDataset):
     def state_dict(self, delivered: dict[int, int] | None = None, grid: Grid | None = None,
                    epoch_done: bool = False) -> dict[str, Any]:
         """Progress of the current epoch. Iterated directly, this counts what this process yielded;
-        the :class:`~air_magics.data.DataLoader` passes what it *delivered* from its workers."""
-        st = self._epoch_state()
+        the :class:`~air_magics.data.DataLoader` passes what it *delivered* from its workers. With
+        ``torch.distributed`` initialised it is a collective: every rank's progress is gathered, so
+        the state can resume on any grid."""
         if epoch_done:
             st = EpochState(self.seed, self.epoch + 1, len(self.files), self.shuffle, self.fingerprint)
         else:
             grid = grid or self._grid
-            counts = _dist.gather_counts(grid.streams, delivered if delivered is not None else {self._stream: self._yielded})
-            st.segments.append((grid, counts))
+            st = self._progress(grid, delivered if delivered is not None else {self._stream: self._yielded})
+            counts = _dist.gather_counts(grid.streams, {s: c for s, c in enumerate(st.segments[-1][1]) if c >= 0})
+            st.segments[-1] = (grid, counts)
         return {"version": _STATE_VERSION, "paths": self.paths, **st.to_dict()}
+
+    def _progress(self, grid: Grid, delivered: dict[int, int]) -> EpochState:
+        try:
+            return with_progress(self._epoch_state(), grid, delivered)
+        except OrderStateError as exc:
+            raise DatasetError(str(exc)) from None
+
+    def _continue_from(self, grid: Grid, delivered: dict[int, int]) -> None:
+        """Local (no collective) bookkeeping when a loader is re-iterated mid-epoch."""
+        self._resume = self._progress(grid, delivered)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume from :meth:`state_dict`, on the same or a different grid."""
@@ -210,3 +222,4 @@ class UCVolumeDataset(IterableDataset):
             finally:
                 for fut in window:
                     fut.cancel()
+                self.cache.publish_status()

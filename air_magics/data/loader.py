@@ -108,8 +108,14 @@ class DataLoader(tud.DataLoader):
             raise DatasetError("state_dict() needs a UCVolumeDataset (or a dataset implementing Checkpointable)")
         ds: UCVolumeDataset = self.dataset
         grid = self._grid or self._current_grid()
-        return {"dataset": ds.state_dict(delivered=dict(self._delivered), grid=grid, epoch_done=self._epoch_done),
+        return {"dataset": ds.state_dict(delivered=self._own_delivered(grid), grid=grid, epoch_done=self._epoch_done),
                 "steps": self.timing.steps}
+
+    def _own_delivered(self, grid: Grid) -> dict[int, int]:
+        """Delivered count of every stream this rank owns (0 for workers not heard from yet)."""
+        rank, _ = _dist.rank_and_world()
+        first = rank * grid.num_workers
+        return {s: self._delivered.get(s, 0) for s in range(first, first + grid.num_workers)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if not self._air:
@@ -134,8 +140,8 @@ class DataLoader(tud.DataLoader):
         if self._epoch_done:  # the previous epoch ran to the end: move on
             ds.set_epoch(ds.epoch + 1)
             self._delivered, self._epoch_done = {}, False
-        elif self._started and self._delivered:  # re-iterated mid-epoch: continue where delivery stopped
-            ds.load_state_dict(ds.state_dict(delivered=dict(self._delivered), grid=self._grid))
+        elif self._started and self._grid is not None:  # re-iterated mid-epoch: continue where delivery stopped
+            ds._continue_from(self._grid, self._own_delivered(self._grid))
             self._delivered = {}
         self._grid = self._current_grid()
         self._started = True

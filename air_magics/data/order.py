@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from ..errors import AirError
 
-__all__ = ["Grid", "EpochState", "epoch_order", "deal", "stream_index", "remaining_order", "stream_items", "OrderStateError"]
+__all__ = ["Grid", "EpochState", "epoch_order", "deal", "stream_index", "remaining_order", "stream_items", "with_progress", "OrderStateError"]
 
 
 class OrderStateError(AirError, ValueError):
@@ -109,6 +109,26 @@ def remaining_order(state: EpochState, upto: int | None = None) -> list[int]:
             done.update(streams[s][:c])
         left = [i for i in left if i not in done]
     return left
+
+
+def with_progress(state: EpochState, grid: Grid, counts: dict[int, int]) -> EpochState:
+    """*state* plus a run on *grid* whose streams delivered *counts* (stream -> items; others -1).
+
+    A run on the same grid as the last segment continued each stream's own list, so its counts
+    are added to that segment's; a run on another grid becomes a new segment.
+    """
+    segments = list(state.segments)
+    full = [-1] * grid.streams
+    if segments and segments[-1][0] == grid:
+        prev = segments.pop()[1]
+        for s, c in counts.items():
+            if c >= 0 and prev[s] < 0:
+                raise OrderStateError(f"no saved progress for stream {s} to continue from; load the state this rank saved")
+            full[s] = prev[s] + c if c >= 0 else -1
+    else:
+        for s, c in counts.items():
+            full[s] = c
+    return EpochState(state.seed, state.epoch, state.n, state.shuffle, state.fingerprint, segments + [(grid, full)])
 
 
 def stream_items(state: EpochState, grid: Grid, stream: int) -> list[int]:

@@ -1,0 +1,194 @@
+"""UCVolumeDataset and DataLoader: delivery, exactly-once resume on any grid, start methods, errors."""
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch.utils.data as tud
+
+from air_magics.cache import FileCache
+from air_magics.data import Checkpointable, DataLoader, UCVolumeDataset
+from air_magics.errors import DatasetError, VolumeNotFoundError, VolumePathError
+from air_magics.status import read_status
+from air_magics.volumes import VolumeStore
+
+N = 57  # deliberately not a multiple of any grid
+
+
+@pytest.fixture
+def vol():
+    s = VolumeStore()
+    s.create("main.raw.img")
+    for i in range(N):
+        with s.open(f"/Volumes/main/raw/img/train/c{i % 3}/{i:03d}.bin", "wb") as f:
+            f.write(f"item {i}".encode())
+    with s.open("/Volumes/main/raw/img/README.md", "wb") as f:
+        f.write(b"readme")
+    return s
+
+
+def key(local_path):
+    return Path(local_path).read_text()
+
+
+def run(loader, stop=None):
+    got = []
+    for i, batch in enumerate(loader):
+        got += batch if isinstance(batch, list) else [batch]
+        if stop is not None and i + 1 == stop:
+            break
+    return [key(p) for p in got]
+
+
+def test_yields_cached_local_paths(vol):
+    ds = UCVolumeDataset("/Volumes/main/raw/img/train")
+    assert len(ds) == N and isinstance(ds, tud.IterableDataset)
+    paths = list(ds)
+    assert sorted(map(key, paths)) == sorted(f"item {i}" for i in range(N))
+    assert all(p.startswith(str(FileCache().root)) for p in paths)
+    assert FileCache().info().misses == N
+    list(ds)
+    assert FileCache().info().hits == N
+
+
+def test_selection_forms(vol):
+    assert len(UCVolumeDataset("/Volumes/main/raw/img", pattern="*.bin")) == N
+    assert len(UCVolumeDataset("/Volumes/main/raw/img/train/c1/*.bin")) == 19
+    assert len(UCVolumeDataset(["/Volumes/main/raw/img/train/c0", "/Volumes/main/raw/img/README.md"])) == 20
+    assert len(UCVolumeDataset("/Volumes/main/raw/img", recursive=False)) == 1
+    ds = UCVolumeDataset("/Volumes/main/raw/img/train/c2", transform=lambda p: Path(p).read_bytes()[:4])
+    assert set(ds) == {b"item"}
+
+
+@pytest.mark.parametrize("path,err,needle", [
+    ("/tmp/data", VolumePathError, "outside /Volumes"),
+    ("/Volumes/main/raw/img/../x", VolumePathError, "'..'"),
+    ("/Volumes/main/raw/nope", VolumeNotFoundError, "create it with"),
+    ("/Volumes/main/raw/img/missing", VolumeNotFoundError, "does not exist"),
+    ("/Volumes/main/raw/img/train/*.png", DatasetError, "no files"),
+    ([], DatasetError, "at least one path"),
+])
+def test_bad_paths(vol, path, err, needle):
+    with pytest.raises(err, match=needle):
+        UCVolumeDataset(path)
+
+
+def test_bad_arguments(vol):
+    with pytest.raises(DatasetError, match="on_error"):
+        UCVolumeDataset("/Volumes/main/raw/img", on_error="ignore")
+    ds = UCVolumeDataset("/Volumes/main/raw/img/train")
+    with pytest.raises(DatasetError, match="persistent_workers"):
+        DataLoader(ds, persistent_workers=True, num_workers=1)
+    with pytest.raises(DatasetError, match="shuffle=True"):
+        DataLoader(ds, shuffle=True)
+
+
+def test_foreign_or_corrupt_state_is_refused(vol):
+    a = UCVolumeDataset("/Volumes/main/raw/img/train")
+    b = UCVolumeDataset("/Volumes/main/raw/img/train/c0")
+    with pytest.raises(DatasetError, match="other files"):
+        b.load_state_dict(a.state_dict())
+    for bad in ({"version": 1, "seed": "x"}, {"nothing": 1}, "state"):
+        with pytest.raises(DatasetError, match="corrupt|not a UCVolumeDataset"):
+            a.load_state_dict(bad)
+    c = UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True)
+    with pytest.raises(DatasetError, match="shuffle"):
+        c.load_state_dict(a.state_dict())
+    dl = DataLoader(a, num_workers=0)
+    with pytest.raises(DatasetError, match="not a DataLoader state"):
+        dl.load_state_dict({"x": 1})
+
+
+def test_checkpointable_protocol(vol):
+    ds = UCVolumeDataset("/Volumes/main/raw/img/train")
+    assert isinstance(ds, Checkpointable) and isinstance(DataLoader(ds, num_workers=0), Checkpointable)
+
+
+def test_direct_iteration_state(vol):
+    ds = UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True)
+    it = iter(ds)
+    first = [key(next(it)) for _ in range(20)]
+    state = ds.state_dict()
+    rest = [key(p) for p in UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True).__class__.__iter__(_loaded(state))]
+    assert sorted(first + rest) == sorted(f"item {i}" for i in range(N))
+
+
+def _loaded(state):
+    ds = UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True)
+    ds.load_state_dict(state)
+    return ds
+
+
+@pytest.mark.parametrize("before,after,ctx", [
+    (0, 3, "fork"), (1, 0, "fork"), (3, 1, "fork"), (3, 3, "fork"), (2, 2, "forkserver"), (1, 2, "spawn"),
+])
+def test_exactly_once_across_resume(vol, before, after, ctx):
+    mp = {} if before == 0 else {"multiprocessing_context": ctx}
+    dl = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=3), batch_size=4, num_workers=before, **mp)
+    first = run(dl, stop=5)
+    assert len(first) == 20  # delivered, whatever the workers prefetched
+    state = json.loads(json.dumps(dl.state_dict()))  # states survive JSON
+    mp = {} if after == 0 else {"multiprocessing_context": ctx}
+    dl2 = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=3), batch_size=3, num_workers=after, **mp)
+    dl2.load_state_dict(state)
+    rest = run(dl2)
+    assert sorted(first + rest) == sorted(f"item {i}" for i in range(N))
+    assert dl2.state_dict()["dataset"]["epoch"] == 1  # finished: the next epoch starts fresh
+
+
+def test_epochs_advance_and_reshuffle(vol):
+    dl = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True), batch_size=None, num_workers=0)
+    e0, e1 = run(dl), run(dl)
+    assert sorted(e0) == sorted(e1) and e0 != e1
+    assert dl.dataset.epoch == 1
+
+
+def test_reiterating_mid_epoch_continues(vol):
+    dl = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/train"), batch_size=5, num_workers=2)
+    a = run(dl, stop=3)
+    b = run(dl)
+    assert sorted(a + b) == sorted(f"item {i}" for i in range(N))
+
+
+def test_timing_and_status(vol):
+    dl = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/train"), batch_size=8, num_workers=1)
+    run(dl)
+    t = dl.timing
+    assert t.steps == 8 and t.data_wait > 0 and 0 < t.wait_share <= 1
+    doc = read_status(f"loader-{os.getpid()}")
+    assert doc["steps"] == 8 and doc["done"] and doc["files"] == N
+    cache_doc = read_status("cache")
+    assert cache_doc["misses"] + cache_doc["hits"] >= N  # worker processes reported into the shared totals
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return str(s.getsockname()[1])
+
+
+def _ranks(phase, tmp_path, workers, stop):
+    port = _free_port()
+    worker = Path(__file__).with_name("dist_worker.py")
+    procs = [subprocess.Popen([sys.executable, str(worker), phase, str(r), "2", port, "/Volumes/main/raw/img/train",
+                               str(tmp_path), str(workers), str(stop)]) for r in range(2)]
+    assert [p.wait(timeout=240) for p in procs] == [0, 0]
+    return [json.loads((tmp_path / f"{phase}-rank{r}.json").read_text()) for r in range(2)]
+
+
+def test_two_ranks_resume_on_same_grid_and_on_one_rank(vol, tmp_path):
+    first = _ranks("first", tmp_path, workers=1, stop=4)
+    delivered = [key(p) for r in first for p in r["items"]]
+    assert len(delivered) == 2 * 4 * 3
+    state = first[0]["state"]
+    assert state == first[1]["state"]  # gathered: every rank holds the whole grid's progress
+    # (a) the same 2-rank grid, each rank restoring its own state
+    again = _ranks("resume", tmp_path, workers=1, stop=0)
+    assert sorted(delivered + [key(p) for r in again for p in r["items"]]) == sorted(f"item {i}" for i in range(N))
+    # (b) one rank with 3 workers, from the same saved state
+    dl = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=5), batch_size=2, num_workers=3)
+    dl.load_state_dict(state)
+    assert sorted(delivered + run(dl)) == sorted(f"item {i}" for i in range(N))
