@@ -40,6 +40,7 @@ from .volumes.summary import fmt_bytes
 __all__ = ["FileCache", "CacheInfo"]
 
 _STRIPES = 256
+_OPEN_LOCK = threading.Lock()
 _MTIME_TOLERANCE = 1e-3
 _COUNTERS = ("hits", "misses", "bytes_hit", "bytes_fetched", "evictions", "total_bytes")
 _SCHEMA = """
@@ -125,16 +126,29 @@ class FileCache:
 
     def _conn(self) -> tuple[sqlite3.Connection, threading.Lock]:
         if self._db is None or self._pid != os.getpid():
-            self._reset_process_state()
-            self.root.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.root / "index.sqlite", timeout=60, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(_SCHEMA)
-            db.executemany("INSERT OR IGNORE INTO counters(name, value) VALUES (?, 0)", [(c,) for c in _COUNTERS])
-            self._db, self._db_lock, self._pid = db, threading.Lock(), os.getpid()
-        assert self._db_lock is not None
+            with _OPEN_LOCK:  # prefetch threads race here on first use
+                if self._db is None or self._pid != os.getpid():
+                    self._reset_process_state()
+                    self._db, self._db_lock, self._pid = self._open(), threading.Lock(), os.getpid()
+        assert self._db is not None and self._db_lock is not None
         return self._db, self._db_lock
+
+    def _open(self) -> sqlite3.Connection:
+        self.root.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.root / "index.sqlite", timeout=60, isolation_level=None, check_same_thread=False)
+        for attempt in range(100):  # switching to WAL ignores the busy timeout: another process may hold it
+            try:
+                if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.executescript(_SCHEMA)
+                db.executemany("INSERT OR IGNORE INTO counters(name, value) VALUES (?, 0)", [(c,) for c in _COUNTERS])
+                return db
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 99:
+                    raise
+                time.sleep(0.05)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _stripe(self, key: str) -> tuple[threading.Lock, Any]:
         from filelock import FileLock
