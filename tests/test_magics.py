@@ -142,3 +142,15 @@ def test_extension_import_is_light():
             "print(','.join(m for m in ('torch', 'pyspark', 'pandas', 'datasets', 'ipywidgets') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[1] == ""  # no heavy module imported by loading the extension
+
+
+def test_cache_command_text_and_clear(ip, vol, capsys):
+    from air_magics.cache import FileCache
+
+    FileCache().get("/Volumes/main/raw/img/train/c0/0000.jpg")
+    out = ip.run_line_magic("air_volume", "cache")
+    assert "hit rate" in repr(out) and "1 misses" in repr(out)
+    ip.run_line_magic("air_volume", "cache --clear")
+    assert "removed 1 cached files" in capsys.readouterr().out
+    with pytest.raises(UsageError, match="--clear only applies"):
+        ip.run_line_magic("air_volume", "ls --clear /Volumes/main/raw/img")

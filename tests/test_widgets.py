@@ -38,3 +38,38 @@ def test_text_view_outside_kernels(capsys):
     view(snap(10))
     view.close(None)
     assert "10/10" in capsys.readouterr().err
+
+
+def test_cache_view_renders_and_follows_worker_processes(tmp_path):
+    """Live view: documents written by DataLoader worker processes show up while it polls."""
+    import time as _t
+
+    from air_magics.data import DataLoader, UCVolumeDataset
+    from air_magics.volumes import VolumeStore
+    from air_magics.widgets import CacheView, cache_text
+
+    assert "no activity yet" in cache_text()
+    s = VolumeStore()
+    s.create("main.raw.w")
+    for i in range(40):
+        with s.open(f"/Volumes/main/raw/w/{i:02d}.bin", "wb") as f:
+            f.write(b"w" * 500)
+    view = CacheView(interval=0.05)
+    try:
+        dl = DataLoader(UCVolumeDataset("/Volumes/main/raw/w"), batch_size=4, num_workers=2)
+        for _ in dl:
+            pass
+        deadline = _t.time() + 10
+        while "40 misses" not in view.table.value and _t.time() < deadline:
+            _t.sleep(0.05)
+        assert "40 misses" in view.table.value  # fetched in the workers, seen by the view's poll
+        assert "data wait" in view.table.value and "2 workers" in view.table.value
+        for _ in dl:  # second epoch: all hits
+            pass
+        deadline = _t.time() + 10
+        while view.hit_rate.value < 0.5 and _t.time() < deadline:
+            _t.sleep(0.05)
+        assert view.hit_rate.value == 0.5 and view.fill.description == "no limit"
+    finally:
+        view.stop()
+    assert "hit rate: 50.0%" in cache_text()

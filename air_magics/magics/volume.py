@@ -5,6 +5,7 @@
     %air_volume create catalog.schema.volume
     %air_volume register catalog.schema.volume URL
     %air_volume use catalog.schema.volume          default volume for relative paths
+    %air_volume cache [--clear]                    live cache view: hit rate, size, evictions, data wait
 """
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from ..volumes.summary import ListingSummary, VolumesOverview
 from ._common import parse_line
 from ._state import default_volume, store
 
-COMMANDS = ("ls", "create", "register", "use")
-_NARGS = {"ls": (0, 1), "create": (1, 1), "register": (2, 2), "use": (1, 1)}
+COMMANDS = ("ls", "create", "register", "use", "cache")
+_NARGS = {"ls": (0, 1), "create": (1, 1), "register": (2, 2), "use": (1, 1), "cache": (0, 0)}
+_USAGE = {"ls": "[PATH]", "create": "catalog.schema.volume", "register": "catalog.schema.volume URL",
+          "use": "catalog.schema.volume", "cache": "no arguments (and --clear to empty it)"}
 
 
 def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -29,6 +32,7 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
         argument("args", nargs="*", help="the command's arguments (a path, a volume name, a URL)"),
         argument("-r", "--recursive", action="store_true", help="ls: list every file below PATH"),
         argument("--pattern", metavar="GLOB", help="ls: only entries matching GLOB (e.g. '*.jpg', 'train/**/*.png')"),
+        argument("--clear", action="store_true", help="cache: remove every cached file (sources are untouched)"),
     ]
     for deco in reversed(decorators):
         func = deco(func)
@@ -45,10 +49,13 @@ def run(magics: Any, line: str) -> Any:
         raise UsageError(f"unknown command {cmd!r} for %air_volume: use one of {', '.join(COMMANDS)} (see %air_volume?)")
     lo, hi = _NARGS[cmd]
     if not lo <= len(args.args) <= hi:
-        want = {"ls": "[PATH]", "create": "catalog.schema.volume", "register": "catalog.schema.volume URL", "use": "catalog.schema.volume"}[cmd]
-        raise UsageError(f"%air_volume {cmd} takes {want}; got {' '.join(args.args) or 'nothing'}")
+        raise UsageError(f"%air_volume {cmd} takes {_USAGE[cmd]}; got {' '.join(args.args) or 'nothing'}")
     if cmd != "ls" and (args.recursive or args.pattern):
         raise UsageError(f"-r/--pattern only apply to `ls`, not to {cmd!r}")
+    if cmd != "cache" and args.clear:
+        raise UsageError(f"--clear only applies to `cache`, not to {cmd!r}")
+    if cmd == "cache":
+        return _cache(magics, args.clear)
     st = store()
     if cmd == "ls":
         target = args.args[0] if args.args else ""
@@ -71,3 +78,23 @@ def run(magics: Any, line: str) -> Any:
     magics.default_volume = vp.volume_id
     print(f"default volume: {vp} (relative paths in %air_volume and %%air_copy now refer to it)")
     return None
+
+
+def _cache(magics: Any, clear: bool) -> Any:
+    from ..cache import FileCache
+    from ..widgets import CacheView, cache_text, has_widget_frontend
+
+    cache = FileCache()
+    if clear:
+        print(f"removed {cache.clear():,} cached files from {cache.root}")
+    cache.publish_status()
+    if magics.widgets and has_widget_frontend():
+        return CacheView()
+    return _Text(cache_text())
+
+
+class _Text(str):
+    """Shown as-is (no quotes) at the prompt."""
+
+    def __repr__(self) -> str:
+        return str(self)

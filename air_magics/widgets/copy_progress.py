@@ -1,4 +1,4 @@
-"""Progress displays: an ipywidgets view in notebooks, a tqdm bar elsewhere.
+"""Copy progress: an ipywidgets view in notebooks, a tqdm bar elsewhere.
 
 Both are listeners for :class:`air_magics.transfer.CopyProgress` snapshots, called on the thread
 that runs the copy. ipywidgets is imported only when a widget front end is present.
@@ -8,20 +8,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .transfer import CopyProgress, CopyReport
-from .volumes.summary import fmt_bytes
+from ..transfer import CopyProgress, CopyReport
+from ..volumes.summary import fmt_bytes
+from ._frontend import has_widget_frontend
 
-__all__ = ["has_widget_frontend", "copy_progress_view", "WidgetCopyProgress", "TextCopyProgress"]
-
-
-def has_widget_frontend() -> bool:
-    """True inside a Jupyter kernel (ipykernel), where widget views can render."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover
-        return False
-    ip = get_ipython()
-    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell" and getattr(ip, "kernel", None) is not None
+__all__ = ["copy_progress_view", "WidgetCopyProgress", "TextCopyProgress", "describe"]
 
 
 def _eta(p: CopyProgress) -> str:

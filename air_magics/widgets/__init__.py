@@ -1,0 +1,7 @@
+"""Notebook displays (front end): copy progress and the live cache view, with text fallbacks."""
+from ._frontend import has_widget_frontend
+from .cache_view import CacheView, cache_html, cache_text, latest_loader
+from .copy_progress import TextCopyProgress, WidgetCopyProgress, copy_progress_view, describe
+
+__all__ = ["has_widget_frontend", "copy_progress_view", "WidgetCopyProgress", "TextCopyProgress", "describe",
+           "CacheView", "cache_html", "cache_text", "latest_loader"]

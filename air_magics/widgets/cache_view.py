@@ -1,0 +1,107 @@
+"""The live cache view: hit rate, traffic, size vs. limit, evictions and the loader's data-wait share.
+
+It renders the status documents (``cache`` and ``loader-<pid>``) that every process using the
+cache or a DataLoader writes, so it shows work done in DataLoader worker processes too, and the
+JupyterLab sidebar reads the very same documents.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from html import escape
+from typing import Any
+
+from ..status import list_status, read_status
+from ..volumes.summary import fmt_bytes
+
+__all__ = ["CacheView", "cache_html", "cache_text", "latest_loader"]
+
+_FRESH = 120.0  # a loader document older than this is not "current"
+
+
+def latest_loader(now: float | None = None) -> dict[str, Any] | None:
+    """The most recently updated loader document, if it is recent."""
+    docs = list_status("loader-")
+    now = time.time() if now is None else now
+    return docs[0] if docs and now - docs[0].get("updated", 0) < _FRESH else None
+
+
+def _rows(cache: dict[str, Any] | None, loader: dict[str, Any] | None) -> list[tuple[str, str]]:
+    if not cache:
+        return [("cache", "no activity yet: iterate a UCVolumeDataset or call FileCache().get(...)")]
+    limit = cache.get("limit")
+    rows = [
+        ("hit rate", f"{cache.get('hit_rate', 0):.1%} ({cache.get('hits', 0):,} hits, {cache.get('misses', 0):,} misses)"),
+        ("served from cache", fmt_bytes(cache.get("bytes_hit", 0))),
+        ("fetched from volumes", fmt_bytes(cache.get("bytes_fetched", 0))),
+        ("size", f"{fmt_bytes(cache.get('bytes', 0))} in {cache.get('entries', 0):,} files"
+                 + (f" of {fmt_bytes(limit)} limit" if limit else " (no limit; free-disk reserve "
+                    f"{fmt_bytes(cache.get('reserve', 0))})")),
+        ("evictions", f"{cache.get('evictions', 0):,}"),
+    ]
+    if loader:
+        rows.append(("data wait", f"{loader.get('wait_share', 0):.1%} of loop time over {loader.get('steps', 0):,} steps "
+                                  f"(epoch {loader.get('epoch', 0)}, {loader.get('num_workers', 0)} workers)"))
+    return rows
+
+
+def cache_text(cache: dict[str, Any] | None = None, loader: dict[str, Any] | None = None) -> str:
+    cache = read_status("cache") if cache is None else cache
+    loader = latest_loader() if loader is None else loader
+    return "\n".join(f"{k:>22}: {v}" for k, v in _rows(cache, loader))
+
+
+def cache_html(cache: dict[str, Any] | None = None, loader: dict[str, Any] | None = None) -> str:
+    cache = read_status("cache") if cache is None else cache
+    loader = latest_loader() if loader is None else loader
+    rows = "".join(f"<tr><td style='padding-right:1em'>{escape(k)}</td><td>{escape(v)}</td></tr>" for k, v in _rows(cache, loader))
+    where = escape(cache.get("root", "")) if cache else ""
+    return f"<div><b>air_magics cache</b> <code>{where}</code><table>{rows}</table></div>"
+
+
+class CacheView:
+    """An ipywidgets panel that re-renders the status documents every ``interval`` seconds.
+
+    A daemon thread polls; it stops after ``max_seconds`` or on :meth:`stop` (also when the widget
+    is closed), so a forgotten view never polls forever.
+    """
+
+    def __init__(self, interval: float = 0.5, max_seconds: float = 3600.0) -> None:
+        import ipywidgets as w
+
+        self.hit_rate = w.FloatProgress(value=0, min=0, max=1, description="hit rate", bar_style="success")
+        self.fill = w.FloatProgress(value=0, min=0, max=1, description="size/limit", bar_style="info")
+        self.table = w.HTML()
+        self.box = w.VBox([w.HBox([self.hit_rate, self.fill]), self.table])
+        self.interval, self.max_seconds = interval, max_seconds
+        self._stop = threading.Event()
+        self.refresh()
+        self._thread = threading.Thread(target=self._poll, name="air-cache-view", daemon=True)
+        self._thread.start()
+
+    def refresh(self) -> None:
+        cache, loader = read_status("cache"), latest_loader()
+        self.table.value = cache_html(cache or {}, loader)
+        if cache:
+            self.hit_rate.value = float(cache.get("hit_rate", 0))
+            limit = cache.get("limit") or 0
+            self.fill.value = min(1.0, cache.get("bytes", 0) / limit) if limit else 0.0
+            self.fill.description = "size/limit" if limit else "no limit"
+
+    def _poll(self) -> None:
+        t_end = time.monotonic() + self.max_seconds
+        while not self._stop.wait(self.interval) and time.monotonic() < t_end:
+            if getattr(self.box, "comm", True) is None:  # the widget was closed
+                break
+            try:
+                self.refresh()
+            except Exception:  # a half-visible document or a closed comm must not kill the kernel
+                continue
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.box)
