@@ -21,9 +21,9 @@ def seed_sample_volume(volume: str = SAMPLE_VOLUME, *, files: int = 600, seed: i
     store = store or VolumeStore()
     root = VolumePath.parse_volume(volume)
     store.create(root, exist_ok=True)
-    rng = random.Random(seed)
     classes = ("cat", "dog", "bird")
     for i in range(files):
+        rng = random.Random(f"{seed}:{i}")  # per file, so a re-seed skips or rewrites each file alike
         split = "val" if i % 5 == 0 else "train"
         path = root / split / classes[i % 3] / f"img_{i:05d}.jpg"
         size = rng.randrange(2_000, 24_000)

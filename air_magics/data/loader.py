@@ -96,6 +96,11 @@ class DataLoader(tud.DataLoader):
         self._started = False
         self._status = Throttle(0.5)
 
+    def check_worker_number_rationality(self) -> None:
+        """torch warns when workers exceed CPU cores; UCVolumeDataset workers mostly wait on I/O."""
+        if not self._air:
+            super().check_worker_number_rationality()
+
     # -- epochs and state ---------------------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
         if self._air:

@@ -2,7 +2,7 @@
 
     %air_volume                                    where volumes resolve, and the volumes there
     %air_volume ls PATH [-r] [--pattern GLOB]      a folder's files, size distribution, advice
-    %air_volume create catalog.schema.volume
+    %air_volume create catalog.schema.volume [--exist-ok]
     %air_volume register catalog.schema.volume URL
     %air_volume use catalog.schema.volume          default volume for relative paths
     %air_volume cache [--clear]                    live cache view: hit rate, size, evictions, data wait
@@ -32,6 +32,7 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
         argument("args", nargs="*", help="the command's arguments (a path, a volume name, a URL)"),
         argument("-r", "--recursive", action="store_true", help="ls: list every file below PATH"),
         argument("--pattern", metavar="GLOB", help="ls: only entries matching GLOB (e.g. '*.jpg', 'train/**/*.png')"),
+        argument("--exist-ok", action="store_true", help="create: no error if the volume already exists"),
         argument("--clear", action="store_true", help="cache: remove every cached file (sources are untouched)"),
     ]
     for deco in reversed(decorators):
@@ -52,6 +53,8 @@ def run(magics: Any, line: str) -> Any:
         raise UsageError(f"%air_volume {cmd} takes {_USAGE[cmd]}; got {' '.join(args.args) or 'nothing'}")
     if cmd != "ls" and (args.recursive or args.pattern):
         raise UsageError(f"-r/--pattern only apply to `ls`, not to {cmd!r}")
+    if cmd != "create" and args.exist_ok:
+        raise UsageError(f"--exist-ok only applies to `create`, not to {cmd!r}")
     if cmd != "cache" and args.clear:
         raise UsageError(f"--clear only applies to `cache`, not to {cmd!r}")
     if cmd == "cache":
@@ -66,7 +69,7 @@ def run(magics: Any, line: str) -> Any:
         entries = st.ls(vp, recursive=args.recursive, pattern=args.pattern)
         return ListingSummary(str(vp), entries, args.recursive, args.pattern)
     if cmd == "create":
-        info = st.create(args.args[0])
+        info = st.create(args.args[0], exist_ok=args.exist_ok)
         print(f"created volume /Volumes/{info.volume_id.replace('.', '/')} at {info.location}")
         return None
     if cmd == "register":
