@@ -26,7 +26,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from .volumes.store import Location, fs_mtime
+from .file_copy import TEMP_MARK, DirMaker, copy_file, is_unchanged, source_stat
+from .volumes.store import Location
 from .volumes.summary import fmt_bytes
 
 __all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport", "copy_files", "copy_one", "DEFAULT_WORKERS", "TRANSIENT_ERRNOS"]
@@ -36,10 +37,6 @@ TRANSIENT_ERRNOS = frozenset(
     getattr(errno, n) for n in ("EIO", "ETIMEDOUT", "ECONNRESET", "ECONNABORTED", "EAGAIN", "EBUSY", "ENETRESET", "EPIPE", "ESTALE")
     if hasattr(errno, n)
 )
-_ONE_READ_MAX = 64 << 20  # files up to this size are read with one call
-_CHUNK = 8 << 20
-_MTIME_TOLERANCE = 1e-3
-TEMP_MARK = ".air-tmp-"
 
 
 @dataclass(frozen=True)
@@ -160,113 +157,6 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in TRANSIENT_ERRNOS
 
 
-class _DirMaker:
-    """Creates each destination folder once; concurrent callers never race into ``EEXIST``."""
-
-    def __init__(self) -> None:
-        self._made: set[str] = set()
-
-    def ensure(self, loc: Location) -> None:
-        parent = os.path.dirname(loc.path)
-        if not parent or parent in self._made:
-            return
-        if loc.is_local:
-            os.makedirs(parent, exist_ok=True)
-        else:
-            try:
-                loc.fs.makedirs(parent, exist_ok=True)
-            except (NotImplementedError, FileExistsError):
-                pass
-        self._made.add(parent)  # set.add is atomic under the GIL
-
-
-def _temp_name(dst: str) -> str:
-    """Unique per (process, thread) and stable across retries of one file, so a retry reuses it."""
-    head, tail = os.path.split(dst)
-    return os.path.join(head, f".{tail}{TEMP_MARK}{os.getpid()}-{threading.get_ident()}")
-
-
-def _read_local(src: str, size_hint: int) -> tuple[bytes, os.stat_result | None]:
-    fd = os.open(src, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if hasattr(os, "posix_fadvise"):
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
-        want = size_hint if 0 <= size_hint <= _ONE_READ_MAX else _CHUNK
-        chunks = []
-        while True:
-            b = os.read(fd, max(want, 1 << 16))
-            if not b:
-                break
-            chunks.append(b)
-        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        st = os.fstat(fd) if len(data) != size_hint else None
-        return data, st
-    finally:
-        os.close(fd)
-
-
-def _write_local_atomic(dst: str, data: bytes, mtime: float) -> None:
-    tmp = _temp_name(dst)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        if mtime:
-            ns = int(mtime * 1e9)
-            os.utime(tmp, ns=(ns, ns))
-        os.replace(tmp, dst)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _unchanged(task: CopyTask, size: int, mtime: float) -> bool:
-    """True when the destination already holds this version of the source."""
-    dst = task.dst
-    try:
-        if dst.is_local:
-            st = os.stat(dst.path)
-            return st.st_size == size and abs(st.st_mtime - mtime) <= _MTIME_TOLERANCE
-        info = dst.fs.info(dst.path)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    # fsspec stores cannot set mtime: a destination written after the source changed counts
-    return int(info.get("size") or -1) == size and fs_mtime(info) + _MTIME_TOLERANCE >= mtime
-
-
-def _source_stat(src: Location) -> tuple[int, float]:
-    if src.is_local:
-        st = os.stat(src.path)
-        return st.st_size, st.st_mtime
-    info = src.fs.info(src.path)
-    return int(info.get("size") or 0), fs_mtime(info)
-
-
-def _copy_one(task: CopyTask, size: int, mtime: float, dirs: _DirMaker) -> int:
-    """Copy one file; returns bytes written."""
-    src, dst = task.src, task.dst
-    if src.is_local:
-        data, st = _read_local(src.path, size)
-        if st is not None:  # changed since listing: stamp what we actually read
-            mtime = st.st_mtime
-    else:
-        data = src.fs.cat_file(src.path)
-    dirs.ensure(dst)
-    if dst.is_local:
-        _write_local_atomic(dst.path, data, mtime)
-    else:  # object stores publish an object only when its upload completes
-        with dst.fs.open(dst.path, "wb") as f:
-            f.write(data)
-    return len(data)
-
-
 def _backoff_delay(attempt: int, backoff: float) -> float:
     """Jittered exponential backoff, capped at 2 s."""
     return min(2.0, backoff * 2 ** (attempt - 1)) * (0.5 + random.random())
@@ -280,8 +170,8 @@ def copy_one(task: CopyTask, *, retries: int = 4, backoff: float = 0.05) -> int:
     attempt = 0
     while True:
         try:
-            size, mtime = (task.size, task.mtime) if task.size >= 0 else _source_stat(task.src)
-            return _copy_one(task, size, mtime, _DirMaker())
+            size, mtime = (task.size, task.mtime) if task.size >= 0 else source_stat(task.src)
+            return copy_file(task, size, mtime, DirMaker())
         except Exception as exc:
             attempt += 1
             if is_transient(exc) and attempt <= retries:
@@ -336,20 +226,20 @@ def copy_files(
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     run = _Run(tasks)
-    dirs = _DirMaker()
+    dirs = DirMaker()
     t0 = time.perf_counter()
 
     def work_one(task: CopyTask) -> None:
         attempt = 0
         while True:
             try:
-                size, mtime = (task.size, task.mtime) if task.size >= 0 else _source_stat(task.src)
-                if not overwrite and _unchanged(task, size, mtime):
+                size, mtime = (task.size, task.mtime) if task.size >= 0 else source_stat(task.src)
+                if not overwrite and is_unchanged(task, size, mtime):
                     with run.lock:
                         run.skipped += 1
                         run.bytes_done += size
                     return
-                n = size if dry_run else _copy_one(task, size, mtime, dirs)
+                n = size if dry_run else copy_file(task, size, mtime, dirs)
                 with run.lock:
                     run.copied += 1
                     run.bytes_done += n

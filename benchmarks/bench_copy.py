@@ -148,13 +148,17 @@ def run_pool(src: Path, dest: Path, workers: int = 64, **_) -> dict:
 
 
 def run_air(src: Path, dest: Path, mnt: Path, workers: int | None = None, **_) -> dict:
-    import air_magics
+    # exactly what air_magics.copy() does (plan_copy, then copy_files), split to time the listing
+    from air_magics.copy_plan import plan_copy
+    from air_magics.transfer import copy_files
     from air_magics.volumes import VolumeStore
 
-    kw = {} if workers is None else {"workers": workers}
-    rep = air_magics.copy(["/Volumes/" + "/".join((*VOLUME, TOP))], str(dest), store=VolumeStore(root=mnt), **kw)
+    t0 = time.perf_counter()
+    plan = plan_copy(["/Volumes/" + "/".join((*VOLUME, TOP))], str(dest), store=VolumeStore(root=mnt))
+    t1 = time.perf_counter()
+    rep = copy_files(plan.tasks, dest=plan.dest, **({} if workers is None else {"workers": workers}))
     return {"copied": rep.copied, "skipped": rep.skipped, "failed": len(rep.failed), "workers": rep.workers,
-            "engine_seconds": rep.seconds, "failed_sample": [f.reason for f in rep.failed[:2]]}
+            "plan_seconds": t1 - t0, "copy_seconds": rep.seconds, "failed_sample": [f.reason for f in rep.failed[:2]]}
 
 
 # --------------------------------------------------------------------------- harness
@@ -237,7 +241,8 @@ class Bench:
         req = sum(n for op, n in ops.items() if op != "release")
         extra = ""
         if "skipped" in details:
-            extra = f" copied={details['copied']} skipped={details['skipped']} failed={details['failed']}"
+            extra = (f" listing={details['plan_seconds']:.2f}s copied={details['copied']} skipped={details['skipped']} "
+                     f"failed={details['failed']}")
         print(f"  [{latency:g} ms rep {rep + 1}] {method:<10} {seconds:7.2f} s {len(self.expected) / seconds:8.0f} files/s "
               f"lost={v['lost']} extra={v['extra']} requests/file={req / len(self.expected):.1f} "
               f"busy-before={busy:.0%}{extra}",
@@ -303,12 +308,14 @@ def report(results: list[Result], args, files: int) -> str:
         out.append(f"\n### op latency {lat:g} ms, read/write latency {read:g} ms "
                    f"({files} files x {args.size_kib} KiB, {args.folders} folders, {args.reps} reps)\n")
         out.append("| method | median s (min-max) | files/s | files lost (per rep) | requests/file | "
-                   "x recipe | x pool |")
-        out.append("|---|---|---|---|---|---|---|")
+                   "of which listing, s | x recipe | x pool |")
+        out.append("|---|---|---|---|---|---|---|---|")
         for m in names:
             v = secs[m]
             lost = [r.lost for r in rs if r.method == m]
             reqs = [sum(n for op, n in r.requests.items() if op != "release") / files for r in rs if r.method == m]
+            plan_s = [r.details["plan_seconds"] for r in rs if r.method == m and "plan_seconds" in r.details]
+            listing = f"{med(plan_s):.2f}" if plan_s else "-"
             label = {"cp": "serial `cp -r`", "recipe": "recipe `find \\| xargs -P 256 cp --parents`",
                      "pool": f"plain `ThreadPoolExecutor({args.pool_workers})`",
                      "rerun": f"air_magics re-run, unchanged dest (workers={args.default_workers})"}.get(m)
@@ -321,7 +328,7 @@ def report(results: list[Result], args, files: int) -> str:
                 xr = xp = "-"
                 label += f": **{msec[default] / msec[m]:.1f}x faster than its first copy**"
             out.append(f"| {label} | {msec[m]:.2f} ({min(v):.2f}-{max(v):.2f}) | {files / msec[m]:,.0f} | "
-                       f"{'/'.join(str(x) for x in lost)} | {med(reqs):.1f} | {xr} | {xp} |")
+                       f"{'/'.join(str(x) for x in lost)} | {med(reqs):.1f} | {listing} | {xr} | {xp} |")
         # targets
         if default in msec:
             t = []
@@ -341,7 +348,7 @@ def report(results: list[Result], args, files: int) -> str:
             out.append("")
             out += [f"- {s}" for s in t]
     if len(best) > 0:
-        air_all = sorted({r.method for r in results if r.method.startswith("air-")})
+        air_all = sorted({r.method for r in results if r.method.startswith("air-")}, key=lambda m: int(m.split("-")[1]))
         if len(air_all) > 1:
             score = {}
             for m in air_all:
@@ -354,6 +361,11 @@ def report(results: list[Result], args, files: int) -> str:
             out.append("\nWorkers, median time relative to the fastest per latency (geometric mean over latencies): "
                        + ", ".join(f"{m.split('-')[1]}: {score[m]:.2f}" for m in air_all)
                        + f". Best: **{b.split('-')[1]}**.")
+    hashed = [r for r in results if r.verify["hashed"]]
+    out.append(f"\nVerification: every destination walked after its run (file count, every expected path with size "
+               f"{args.size_kib * 1024} B, no extra or temp files): {sum(r.verify['extra'] for r in results)} extra files, "
+               f"{sum(r.verify['wrong_size'] for r in results)} wrong sizes in {len(results)} runs; SHA-256 of every "
+               f"file against the source in {len(hashed)} runs: {sum(r.verify['bad_hash'] for r in hashed)} mismatches.")
     return "\n".join(out)
 
 
@@ -433,7 +445,9 @@ def main(argv=None) -> int:
         air_lost = sum(r.lost for r in bench.results if r.method.startswith("air-") or r.method == "rerun")
         return 1 if air_lost else 0
     finally:
-        if not a.keep:
+        if slowfs._fstype(work / "mnt"):  # never delete through a live mount
+            slowfs.unmount(str(work / "mnt"), lazy=True)
+        if not a.keep and not slowfs._fstype(work / "mnt"):
             shutil.rmtree(work, ignore_errors=True)
 
 
