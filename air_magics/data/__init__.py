@@ -9,7 +9,8 @@ from typing import Any
 
 from .checkpointable import Checkpointable
 
-__all__ = ["UCVolumeDataset", "DataLoader", "Checkpointable", "LoaderTiming"]
+__all__ = ["UCVolumeDataset", "DataLoader", "Checkpointable", "LoaderTiming", "UCVolumeWriter", "UCVolumeReader",
+           "CheckpointManager", "CheckpointError", "save_torch", "load_torch"]
 
 
 def __getattr__(name: str) -> Any:
@@ -21,4 +22,16 @@ def __getattr__(name: str) -> Any:
         from . import loader
 
         return getattr(loader, name)
+    if name in ("UCVolumeWriter", "UCVolumeReader", "CheckpointError"):
+        from . import checkpoint
+
+        return getattr(checkpoint, name)
+    if name == "CheckpointManager":
+        from .manager import CheckpointManager
+
+        return CheckpointManager
+    if name in ("save_torch", "load_torch"):
+        from . import torch_io
+
+        return getattr(torch_io, name)
     raise AttributeError(f"module 'air_magics.data' has no attribute {name!r}")

@@ -222,4 +222,7 @@ class UCVolumeDataset(IterableDataset):
             finally:
                 for fut in window:
                     fut.cancel()
-                self.cache.publish_status()
+                try:
+                    self.cache.publish_status()
+                except Exception:  # e.g. a generator closed during interpreter shutdown
+                    pass

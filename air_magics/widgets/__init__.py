@@ -1,7 +1,9 @@
 """Notebook displays (front end): copy progress and the live cache view, with text fallbacks."""
 from ._frontend import has_widget_frontend
 from .cache_view import CacheView, cache_html, cache_text, latest_loader
+from .checkpoint_view import CheckpointView, checkpoint_view, checkpoints_html, checkpoints_text
 from .copy_progress import TextCopyProgress, WidgetCopyProgress, copy_progress_view, describe
 
 __all__ = ["has_widget_frontend", "copy_progress_view", "WidgetCopyProgress", "TextCopyProgress", "describe",
-           "CacheView", "cache_html", "cache_text", "latest_loader"]
+           "CacheView", "cache_html", "cache_text", "latest_loader",
+           "CheckpointView", "checkpoint_view", "checkpoints_html", "checkpoints_text"]

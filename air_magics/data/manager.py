@@ -1,0 +1,290 @@
+"""``CheckpointManager``: one folder per save, visible only when complete, ``latest`` moved last.
+
+Layout under the manager's volume folder::
+
+    step_10/            committed: torch DCP files, .metadata, and _COMMITTED
+    .pending-step_11/   a save in progress (or the leftover of a crashed one)
+    latest              text file naming the newest committed step, replaced atomically
+
+A save writes into ``.pending-step_<N>`` (never into an existing checkpoint), uploads
+``.metadata`` last (see :mod:`air_magics.data.checkpoint`), writes ``_COMMITTED``, renames the
+folder to ``step_<N>`` (atomic on mounted and embedded volumes; on object stores the marker is
+copied last), moves ``latest`` and prunes to ``keep`` steps. ``latest()`` trusts only folders with
+both ``.metadata`` and ``_COMMITTED``, so a crash at any point leaves the previous checkpoint
+loadable and ``latest`` unchanged. Every transition (staging, uploading, committed, failed) is
+written to the status documents that the checkpoint widget and the sidebar show.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import warnings
+import time
+from typing import Any
+
+from ..errors import AirError
+from ..status import write_status
+from ..volumes.path import VolumePath
+from ..volumes.store import Location, VolumeStore
+from . import _dist
+from .checkpoint import CheckpointError, UCVolumeReader, UCVolumeWriter
+from .commit import (COMMITTED, PENDING_PREFIX, checkpoint_status, commit_folder, remove_folder, status_name,
+                     write_text_atomic)
+
+__all__ = ["CheckpointManager"]
+
+_HISTORY = 20
+
+
+def _as_error(exc: BaseException, what: str) -> CheckpointError:
+    """torch's CheckpointException is a BaseException: turn it into an error ``except Exception`` sees."""
+    text = str(exc).strip().splitlines()
+    tail = next((ln for ln in reversed(text) if ln.strip() and not ln.startswith(" ")), type(exc).__name__)
+    return CheckpointError(f"{what}: {tail}")
+
+
+class CheckpointManager:
+    """Save and restore training state under a volume folder, keeping the newest ``keep`` steps."""
+
+    def __init__(self, directory: "str | VolumePath", *, keep: int = 3, store: VolumeStore | None = None,
+                 upload_workers: int = 32, show: bool | None = None) -> None:
+        if keep < 1:
+            raise CheckpointError(f"keep={keep}: keep at least 1 checkpoint")
+        self.store = store or VolumeStore()
+        self.directory = VolumePath.parse(directory)
+        self.store.volume_info(self.directory)  # the volume must exist
+        self.keep, self.upload_workers = keep, upload_workers
+        self._pending: Any = None
+        self._lock = threading.Lock()
+        self._history: list[dict[str, Any]] = []
+        self.status_name = status_name(str(self.directory))
+        self._active: str | None = None
+        if _dist.rank_and_world()[0] == 0:
+            self.store.makedirs(self.directory)
+        if show or (show is None and _in_notebook()):
+            from ..widgets import checkpoint_view
+            checkpoint_view(str(self.directory), display_now=True)
+
+    def __repr__(self) -> str:
+        return f"CheckpointManager({str(self.directory)!r}, keep={self.keep}, latest={self.latest()})"
+
+    # -- where things are -----------------------------------------------------------------------
+    def _loc(self, name: str = "") -> Location:
+        return self.store.locate(self.directory.joinpath(name) if name else self.directory)
+
+    def step_path(self, step: int) -> VolumePath:
+        return self.directory / f"step_{int(step)}"
+
+    def _names(self) -> list[str]:
+        return [e.rel for e in self.store.entries(self.directory, recursive=False, with_dirs=True) if e.is_dir]
+
+    def steps(self) -> list[int]:
+        """Committed steps, oldest first."""
+        return checkpoint_status(str(self.directory), self.store)["steps"]
+
+    def latest(self) -> int | None:
+        """The newest complete step (the ``latest`` pointer, verified), or ``None``."""
+        return checkpoint_status(str(self.directory), self.store)["latest"]
+
+    # -- saving ---------------------------------------------------------------------------------
+    def save(self, step: int, state: dict[str, Any] | None = None, *, model: Any = None, optimizer: Any = None,
+             loader: Any = None, blocking: bool = True) -> None:
+        """Save *state* (or model/optimizer/loader) as ``step_<step>``. ``blocking=False`` returns
+        once the state is staged in memory and finishes in the background (see :meth:`wait`)."""
+        import torch.distributed.checkpoint as dcp
+
+        self.wait()
+        rank, world = _dist.rank_and_world()
+        if step in self.steps():
+            raise CheckpointError(f"{self.step_path(step)} already exists; checkpoints are never overwritten: use a new step")
+        if state is None:
+            state = self._collect(model, optimizer, loader, rank)
+        pending = self.directory / f"{PENDING_PREFIX}{int(step)}"
+        self._active = pending.name
+        if rank == 0:
+            remove_folder(self._loc(pending.name))  # leftover of a crashed attempt at this step
+        _barrier(world)
+        rec = self._record(step, "staging", started=time.time())
+        writer = UCVolumeWriter(pending, store=self.store, upload_workers=self.upload_workers,
+                                on_event=lambda kind, **kw: self._update(rec, kind, **kw))
+        t0 = time.perf_counter()
+        try:
+            if blocking:
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message=".*torch.distributed is disabled.*")
+                    dcp.save(state, storage_writer=writer)
+            else:
+                fut = dcp.async_save(state, storage_writer=writer)
+        except BaseException as exc:
+            self._update(rec, "failed", error=str(_as_error(exc, "save failed")))
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise _as_error(exc, f"saving step {step} to {self.directory} failed") from None
+        rec["blocked_s"] = time.perf_counter() - t0
+        if blocking:
+            self._commit(step, rec, writer, rank, world)
+            return
+        with self._lock:
+            self._pending = fut
+        fut.add_done_callback(lambda f: self._finish_async(f, step, rec, writer, rank))
+
+    def _finish_async(self, fut: Any, step: int, rec: dict[str, Any], writer: UCVolumeWriter, rank: int) -> None:
+        try:
+            fut.result()
+        except BaseException as exc:
+            self._update(rec, "failed", error=str(_as_error(exc, "save failed")))
+            return
+        try:
+            self._commit(step, rec, writer, rank, world=1)  # no collectives off the main thread
+        except Exception as exc:
+            self._update(rec, "failed", error=str(exc))
+
+    def wait(self) -> None:
+        """Wait for a background save to finish (committed or failed)."""
+        with self._lock:
+            fut, self._pending = self._pending, None
+        if fut is not None:
+            try:
+                fut.result()
+            except BaseException:
+                pass  # recorded as failed by the callback
+            deadline = time.time() + 60
+            while self._history and self._history[-1]["state"] not in ("committed", "failed") and time.time() < deadline:
+                time.sleep(0.01)
+
+    def _commit(self, step: int, rec: dict[str, Any], writer: UCVolumeWriter, rank: int, world: int) -> None:
+        if rank == 0:
+            src, dst = self._loc(f"{PENDING_PREFIX}{int(step)}"), self._loc(f"step_{int(step)}")
+            write_text_atomic(Location(f"{src.path.rstrip('/')}/{COMMITTED}", src.fs), json.dumps({"step": step, "time": time.time()}))
+            commit_folder(src, dst, last=COMMITTED)
+            write_text_atomic(self._loc("latest"), f"step_{int(step)}")
+            self._prune()
+        _barrier(world)
+        seconds = time.time() - rec["started"]
+        self._update(rec, "committed", bytes=writer.bytes_uploaded, seconds=seconds,
+                     mb_per_s=writer.bytes_uploaded / 1e6 / seconds if seconds > 0 else 0.0)
+
+    def _prune(self) -> None:
+        steps = self.steps()
+        for old in steps[:-self.keep]:
+            remove_folder(self._loc(f"step_{old}"))
+
+    def cleanup(self, *, older_than: float = 0.0) -> list[str]:
+        """Remove leftovers of crashed saves (``.pending-*`` folders) older than *older_than* seconds."""
+        removed = []
+        now = time.time()
+        for name in self._names():
+            if name.startswith(PENDING_PREFIX):
+                info = self.store.stat(self.directory / name)
+                if now - info.mtime >= older_than and name != self._active:
+                    remove_folder(self._loc(name))
+                    removed.append(name)
+        return removed
+
+    # -- loading --------------------------------------------------------------------------------
+    def load(self, state: dict[str, Any], step: int | None = None) -> int:
+        """Load into *state* (in place) from *step* or the latest complete one; returns the step."""
+        import torch.distributed.checkpoint as dcp
+
+        step = self._pick(step)
+        try:
+            with warnings.catch_warnings():  # "assuming the intent is to load in a single process": yes
+                warnings.filterwarnings("ignore", message=".*torch.distributed is disabled.*")
+                dcp.load(state, storage_reader=UCVolumeReader(self.step_path(step), store=self.store))
+        except BaseException as exc:
+            if isinstance(exc, (KeyboardInterrupt, SystemExit, AirError)):
+                raise
+            raise _as_error(exc, f"checkpoint {self.step_path(step)} does not match the state to load "
+                                 f"(different model or keys?)") from None
+        return step
+
+    def restore(self, *, model: Any = None, optimizer: Any = None, loader: Any = None, step: int | None = None) -> int | None:
+        """Restore model, optimizer and loader from *step* or the latest; ``None`` if there is none yet."""
+        if step is None and self.latest() is None:
+            return None
+        from torch.distributed.checkpoint.state_dict import set_state_dict
+
+        step = self._pick(step)
+        rank, _ = _dist.rank_and_world()
+        state = self._collect(model, optimizer, None, rank)
+        loader_key = self._loader_key(step, rank) if loader is not None else None
+        if loader_key:
+            state[loader_key] = ""
+        self.load(state, step)
+        if model is not None:
+            set_state_dict(model, [optimizer] if optimizer is not None else [], model_state_dict=state["model"],
+                           optim_state_dict=state.get("optimizer", {}))
+        if loader_key:
+            loader.load_state_dict(json.loads(state[loader_key]))
+        return step
+
+    def _pick(self, step: int | None) -> int:
+        if step is None:
+            step = self.latest()
+            if step is None:
+                raise CheckpointError(f"no complete checkpoint in {self.directory}; save one first")
+        elif step not in self.steps():
+            raise CheckpointError(f"{self.step_path(step)} is missing or incomplete; complete steps: {self.steps() or 'none'}")
+        return step
+
+    def _loader_key(self, step: int, rank: int) -> str | None:
+        reader = UCVolumeReader(self.step_path(step), store=self.store)
+        keys = set(reader.read_metadata().state_dict_metadata)
+        for key in (f"loader_rank{rank}", "loader_rank0"):  # gathered states are the same on every rank
+            if key in keys:
+                return key
+        return None
+
+    @staticmethod
+    def _collect(model: Any, optimizer: Any, loader: Any, rank: int) -> dict[str, Any]:
+        state: dict[str, Any] = {}
+        if model is not None:
+            from torch.distributed.checkpoint.state_dict import get_state_dict
+
+            msd, osd = get_state_dict(model, [optimizer] if optimizer is not None else [])
+            state["model"] = msd
+            if optimizer is not None:
+                state["optimizer"] = osd
+        if loader is not None:
+            state[f"loader_rank{rank}"] = json.dumps(loader.state_dict())  # per-rank key: DCP de-duplicates
+        if not state:
+            raise CheckpointError("nothing to save: pass state=... or model=/optimizer=/loader=")
+        return state
+
+    # -- status ---------------------------------------------------------------------------------
+    def _record(self, step: int, state: str, **info: Any) -> dict[str, Any]:
+        rec = {"step": step, "state": state, **info}
+        self._history.append(rec)
+        del self._history[:-_HISTORY]
+        self._publish()
+        return rec
+
+    def _update(self, rec: dict[str, Any], state: str, **info: Any) -> None:
+        rec.update(info, state=state, finished=time.time() if state in ("committed", "failed") else None)
+        if state in ("committed", "failed"):
+            self._active = None
+        self._publish()
+
+    def _publish(self) -> None:
+        if _dist.rank_and_world()[0] != 0:
+            return
+        try:
+            latest = self.latest()
+        except (AirError, OSError):
+            latest = None
+        write_status(self.status_name, {"directory": str(self.directory), "keep": self.keep, "latest": latest,
+                                        "saves": list(self._history)})
+
+
+def _barrier(world: int) -> None:
+    if world > 1:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            dist.barrier()
+
+
+def _in_notebook() -> bool:
+    from ..widgets import has_widget_frontend
+
+    return has_widget_frontend()

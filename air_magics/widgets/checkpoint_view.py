@@ -1,0 +1,93 @@
+"""The live checkpoint view: recent saves of one folder with their state, and the committed steps."""
+from __future__ import annotations
+
+import threading
+import time
+from html import escape
+from typing import Any
+
+from ..volumes.summary import fmt_bytes
+
+__all__ = ["CheckpointView", "checkpoint_view", "checkpoints_html", "checkpoints_text"]
+
+_COLORS = {"staging": "#1565c0", "uploading": "#6a1b9a", "committed": "#2e7d32", "failed": "#c62828"}
+
+
+def _save_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
+    rows = []
+    for s in reversed(doc.get("saves", [])):
+        detail = []
+        if s.get("bytes"):
+            detail.append(fmt_bytes(s["bytes"]))
+        if s.get("seconds"):
+            detail.append(f"{s['seconds']:.2f} s")
+        if s.get("mb_per_s"):
+            detail.append(f"{s['mb_per_s']:.0f} MB/s")
+        if s.get("blocked_s") is not None:
+            detail.append(f"loop blocked {s['blocked_s']:.2f} s")
+        if s.get("error"):
+            detail.append(s["error"])
+        rows.append((f"step {s.get('step')}", s.get("state", "?"), ", ".join(detail)))
+    return rows
+
+
+def checkpoints_text(doc: dict[str, Any]) -> str:
+    lines = [f"checkpoints in {doc['directory']}: latest {doc.get('latest')}, committed steps {doc.get('steps') or 'none'}"]
+    if doc.get("pending"):
+        lines.append(f"  incomplete (ignored): {', '.join(doc['pending'])}")
+    lines += [f"  {a:<12} {b:<10} {c}" for a, b, c in _save_rows(doc)]
+    return "\n".join(lines)
+
+
+def checkpoints_html(doc: dict[str, Any]) -> str:
+    rows = "".join(f"<tr><td>{escape(a)}</td><td style='color:{_COLORS.get(b, 'inherit')}'><b>{escape(b)}</b></td>"
+                   f"<td>{escape(c)}</td></tr>" for a, b, c in _save_rows(doc))
+    pending = (f"<p>incomplete (ignored): <code>{escape(', '.join(doc['pending']))}</code></p>" if doc.get("pending") else "")
+    return (f"<div><b>checkpoints</b> <code>{escape(doc['directory'])}</code>: latest <b>{escape(str(doc.get('latest')))}</b>, "
+            f"committed {escape(str(doc.get('steps') or 'none'))}<table>{rows}</table>{pending}</div>")
+
+
+class CheckpointView:
+    """An HTML widget re-rendered from :func:`air_magics.data.commit.checkpoint_status` while saves run."""
+
+    def __init__(self, directory: str, interval: float = 0.5, max_seconds: float = 3600.0) -> None:
+        import ipywidgets as w
+
+        self.directory = directory
+        self.html = w.HTML()
+        self.interval, self.max_seconds = interval, max_seconds
+        self._stop = threading.Event()
+        self.refresh()
+        threading.Thread(target=self._poll, name="air-checkpoint-view", daemon=True).start()
+
+    def refresh(self) -> None:
+        from ..data.commit import checkpoint_status
+
+        self.html.value = checkpoints_html(checkpoint_status(self.directory))
+
+    def _poll(self) -> None:
+        t_end = time.monotonic() + self.max_seconds
+        while not self._stop.wait(self.interval) and time.monotonic() < t_end:
+            if getattr(self.html, "comm", True) is None:
+                break
+            try:
+                self.refresh()
+            except Exception:
+                continue
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.html)
+
+
+def checkpoint_view(directory: str, *, display_now: bool = False) -> CheckpointView:
+    view = CheckpointView(directory)
+    if display_now:
+        from IPython.display import display
+
+        display(view)
+    return view
