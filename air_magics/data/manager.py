@@ -34,6 +34,9 @@ from .commit import (COMMITTED, PENDING_PREFIX, checkpoint_status, commit_folder
 __all__ = ["CheckpointManager"]
 
 _HISTORY = 20
+# DCP warns on every single-process save/load ("assuming the intent is to ... in a single process"),
+# from background threads too; single-process use is the normal case here.
+warnings.filterwarnings("ignore", message="torch.distributed is disabled, unavailable or uninitialized", category=UserWarning)
 
 
 def _as_error(exc: BaseException, what: str) -> CheckpointError:
@@ -110,9 +113,7 @@ class CheckpointManager:
         t0 = time.perf_counter()
         try:
             if blocking:
-                with warnings.catch_warnings():
-                    warnings.filterwarnings("ignore", message=".*torch.distributed is disabled.*")
-                    dcp.save(state, storage_writer=writer)
+                dcp.save(state, storage_writer=writer)
             else:
                 fut = dcp.async_save(state, storage_writer=writer)
         except BaseException as exc:
@@ -188,9 +189,7 @@ class CheckpointManager:
 
         step = self._pick(step)
         try:
-            with warnings.catch_warnings():  # "assuming the intent is to load in a single process": yes
-                warnings.filterwarnings("ignore", message=".*torch.distributed is disabled.*")
-                dcp.load(state, storage_reader=UCVolumeReader(self.step_path(step), store=self.store))
+            dcp.load(state, storage_reader=UCVolumeReader(self.step_path(step), store=self.store))
         except BaseException as exc:
             if isinstance(exc, (KeyboardInterrupt, SystemExit, AirError)):
                 raise
