@@ -327,20 +327,20 @@ class PssSampler(threading.Thread):
         super().__init__(name="pss-sampler", daemon=True)
         self.pid, self.interval = pid, interval
         self.samples: list[tuple[float, int, int]] = []
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self) -> None:
         with contextlib.suppress(OSError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # this thread only (Linux)
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             t = time.monotonic()
             pss, n = tree_pss(self.pid)
             if n:
                 self.samples.append((t, pss, n))
-            self._stop.wait(max(0.0, self.interval - (time.monotonic() - t)))
+            self._halt.wait(max(0.0, self.interval - (time.monotonic() - t)))
 
     def finish(self) -> list[tuple[float, int, int]]:
-        self._stop.set()
+        self._halt.set()
         self.join()
         return self.samples
 

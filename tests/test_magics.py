@@ -154,3 +154,17 @@ def test_cache_command_text_and_clear(ip, vol, capsys):
     assert "removed 1 cached files" in capsys.readouterr().out
     with pytest.raises(UsageError, match="--clear only applies"):
         ip.run_line_magic("air_volume", "ls --clear /Volumes/main/raw/img")
+
+
+def test_checkpoints_command(ip, vol):
+    import torch
+
+    from air_magics.data import CheckpointManager
+
+    CheckpointManager("/Volumes/main/raw/img/ckpt", show=False).save(3, {"w": torch.ones(2)})
+    out = ip.run_line_magic("air_volume", "checkpoints /Volumes/main/raw/img/ckpt")
+    assert "latest 3" in repr(out) and "committed" in repr(out)
+    with pytest.raises(UsageError, match="does not exist"):
+        ip.run_line_magic("air_volume", "checkpoints /Volumes/main/raw/img/none")
+    with pytest.raises(UsageError, match="takes DIR"):
+        ip.run_line_magic("air_volume", "checkpoints")

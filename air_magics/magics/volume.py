@@ -6,6 +6,7 @@
     %air_volume register catalog.schema.volume URL
     %air_volume use catalog.schema.volume          default volume for relative paths
     %air_volume cache [--clear]                    live cache view: hit rate, size, evictions, data wait
+    %air_volume checkpoints DIR                    live view of the checkpoints saved under DIR
 """
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ from ..volumes.summary import ListingSummary, VolumesOverview
 from ._common import parse_line
 from ._state import default_volume, store
 
-COMMANDS = ("ls", "create", "register", "use", "cache")
-_NARGS = {"ls": (0, 1), "create": (1, 1), "register": (2, 2), "use": (1, 1), "cache": (0, 0)}
+COMMANDS = ("ls", "create", "register", "use", "cache", "checkpoints")
+_NARGS = {"ls": (0, 1), "create": (1, 1), "register": (2, 2), "use": (1, 1), "cache": (0, 0), "checkpoints": (1, 1)}
 _USAGE = {"ls": "[PATH]", "create": "catalog.schema.volume", "register": "catalog.schema.volume URL",
-          "use": "catalog.schema.volume", "cache": "no arguments (and --clear to empty it)"}
+          "use": "catalog.schema.volume", "cache": "no arguments (and --clear to empty it)",
+          "checkpoints": "DIR (the folder a CheckpointManager saves into)"}
 
 
 def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -59,6 +61,8 @@ def run(magics: Any, line: str) -> Any:
         raise UsageError(f"--clear only applies to `cache`, not to {cmd!r}")
     if cmd == "cache":
         return _cache(magics, args.clear)
+    if cmd == "checkpoints":
+        return _checkpoints(magics, VolumePath.parse(args.args[0], default=default_volume(magics)))
     st = store()
     if cmd == "ls":
         target = args.args[0] if args.args else ""
@@ -94,6 +98,18 @@ def _cache(magics: Any, clear: bool) -> Any:
     if magics.widgets and has_widget_frontend():
         return CacheView()
     return _Text(cache_text())
+
+
+def _checkpoints(magics: Any, directory: VolumePath) -> Any:
+    from ..data.commit import checkpoint_status
+    from ..widgets import CheckpointView, checkpoints_text, has_widget_frontend
+
+    doc = checkpoint_status(str(directory), store())  # validates the path and the volume
+    if not store().exists(directory):
+        raise UsageError(f"{directory} does not exist; pass the folder a CheckpointManager saves into")
+    if magics.widgets and has_widget_frontend():
+        return CheckpointView(str(directory))
+    return _Text(checkpoints_text(doc))
 
 
 class _Text(str):
