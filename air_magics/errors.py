@@ -16,6 +16,8 @@ __all__ = [
     "DestinationError",
     "CacheLimitError",
     "DatasetError",
+    "TableNameError",
+    "TablesError",
 ]
 
 
@@ -53,3 +55,11 @@ class CacheLimitError(AirError, ValueError):
 
 class DatasetError(AirError, ValueError):
     """A dataset cannot be built or restored (empty selection, foreign or corrupt state, ...)."""
+
+
+class TableNameError(AirError, ValueError):
+    """A table name is not ``[catalog.]schema.]table`` of plain identifiers."""
+
+
+class TablesError(AirError, RuntimeError):
+    """A Spark session cannot be had, a query failed, or an export cannot be written."""

@@ -7,18 +7,21 @@ Compares, on a slowfs volume (../shared/tools/slowfs.py, C engine) with a fixed 
   recipe    the runtime's recipe ``cd SRC && find . -type f -print0 | xargs -0 -P 256 -I {} cp --parents "{}" DEST``
   pool      a plain ``ThreadPoolExecutor(64)`` running ``os.makedirs(parent, exist_ok=True);
             shutil.copyfile(src, dst)`` over an ``os.walk`` listing
-  air-N     ``air_magics.copy(["/Volumes/main/bench/vol/data"], DEST, workers=N)`` (plan + copy)
+  air-N     ``air_magics.copy(["/Volumes/main/bench/vol/data"], DEST, workers=N)``, run as its two steps
+            ``plan_copy`` (listing) + ``copy_files`` so the listing time can be shown; both are timed
   rerun     the same call again on the unchanged destination of the default-workers copy (all skipped)
 
 Every measurement gets a fresh mount (so no method profits from the kernel's 1 s attr/entry cache
 or page cache filled by the method before it) and a fresh, empty destination on local disk; the
-mount and the verification are outside the timed region, listing is inside it. Repetitions are
-interleaved (each rep runs every method once, in an order rotated per rep) and medians are reported.
+mount, ``os.sync()`` and the verification are outside the timed region, listing is inside it.
+Before each measurement it waits (``--quiet-wait``) until other processes leave the CPUs idle.
+Repetitions are interleaved (each rep runs every method once, in an order rotated per rep) and
+medians are reported.
 Each copy is verified: every expected file present with the right size, nothing extra (no temp
 files), and on the first rep a SHA-256 of every file against the source.
 
     .venv/bin/python benchmarks/bench_copy.py                 # full: 3000 x 150 KiB, 2 and 10 ms, 3 reps
-    .venv/bin/python benchmarks/bench_copy.py --quick         # 300 files, 2 ms, 1 rep (about a minute)
+    .venv/bin/python benchmarks/bench_copy.py --quick         # 300 files, 2 ms, 1 rep (about 10 s)
     .venv/bin/python benchmarks/bench_copy.py --latencies 2 --reps 1 --methods recipe,pool,air,rerun
 
 Prints progress on stderr and a markdown report on stdout; ``--json FILE`` saves every measurement.

@@ -1,0 +1,192 @@
+"""Export a table or query to Parquet files in a volume folder, then load them with ``datasets``.
+
+The files are written into a pending folder beside the target (``.pending-export-<id>``) and the
+folder is renamed into place only when complete, so a failed export never leaves a half-written
+dataset under the target path. Two ways to write:
+
+* ``server``: the Spark server writes the Parquet itself (it must see the volume's path: the
+  embedded server on a local or mounted volume);
+* ``client``: Arrow batches are streamed from the server and written by this process into files
+  of about ``rows_per_file`` rows, so client memory stays flat whatever the table's size.
+
+``via="auto"`` picks ``server`` when the server can see the volume, else ``client``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from ..errors import TablesError
+from ..status import write_status
+from ..volumes.path import VolumePath
+from ..volumes.store import Location, VolumeStore
+from .ops import table_frame
+from .session import Session, get_session, guarded
+
+__all__ = ["export_table", "ExportResult"]
+
+
+@dataclass
+class ExportResult:
+    """Where an export landed and what it holds; ``load_dataset()`` opens it with Hugging Face ``datasets``."""
+
+    dest: str
+    files: list[str] = field(default_factory=list)
+    rows: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    via: str = ""
+    local_files: list[str] = field(default_factory=list, repr=False)
+
+    def load_dataset(self, **kwargs: Any) -> Any:
+        try:
+            import datasets
+        except ImportError:
+            raise TablesError("Hugging Face datasets is not installed: pip install 'air_magics[tables]'") from None
+        if not self.local_files:
+            raise TablesError(f"{self.dest} holds no Parquet files on local or mounted storage to load")
+        return datasets.load_dataset("parquet", data_files=self.local_files, split="train", **kwargs)
+
+    def __repr__(self) -> str:
+        return (f"<ExportResult {self.dest}: {self.rows:,} rows in {len(self.files)} Parquet files, "
+                f"{self.bytes / 1e6:,.1f} MB, {self.seconds:.1f} s via {self.via}>")
+
+
+class _Progress:
+    """Spark Connect progress handler -> job status document (+ an optional callback)."""
+
+    def __init__(self, job: str, dest: str, on_progress: Callable[[dict[str, Any]], None] | None) -> None:
+        self.job, self.doc, self.on_progress = job, {"kind": "export", "dest": dest, "state": "running",
+                                                     "started": time.time(), "rows": 0, "files": 0}, on_progress
+        self._last = 0.0
+
+    def __call__(self, stages: Any, inflight_tasks: int, operation_id: Any, done: bool) -> None:
+        stages = list(stages or [])
+        self.update(tasks=sum(s.num_tasks for s in stages), tasks_done=sum(s.num_completed_tasks for s in stages),
+                    bytes_read=sum(s.num_bytes_read for s in stages))
+
+    def update(self, force: bool = False, **info: Any) -> None:
+        self.doc.update(info)
+        now = time.monotonic()
+        if force or now - self._last > 0.3:
+            self._last = now
+            write_status(self.job, self.doc)
+            if self.on_progress is not None:
+                self.on_progress(dict(self.doc))
+
+
+def _parquet_files(d: str) -> list[str]:
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".parquet"))
+
+
+def _write_via_client(s: Session, df: Any, pending: str, rows_per_file: int, prog: _Progress) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    client = s.spark.client
+    stream = client.to_table_as_iterator(df._plan.to_proto(client), df._plan.observations)
+    os.makedirs(pending, exist_ok=True)
+    writer, n_file, rows_in_file, rows = None, 0, 0, 0
+    try:
+        for item in stream:
+            if not isinstance(item, pa.Table):
+                continue
+            for batch in item.to_batches():
+                while batch.num_rows:
+                    if writer is None or rows_in_file >= rows_per_file:
+                        if writer is not None:
+                            writer.close()
+                        writer = pq.ParquetWriter(os.path.join(pending, f"part-{n_file:05d}.parquet"), batch.schema)
+                        n_file, rows_in_file = n_file + 1, 0
+                    part = batch.slice(0, rows_per_file - rows_in_file)
+                    writer.write_batch(part)
+                    batch = batch.slice(part.num_rows)
+                    rows_in_file += part.num_rows
+                    rows += part.num_rows
+                    prog.update(rows=rows, files=n_file)
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def export_table(source: str | None = None, dest: "str | VolumePath" = "", *, sql: str | None = None,
+                 columns: Sequence[str] | None = None, where: str | None = None, limit: int | None = None,
+                 mode: str = "error", via: str = "auto", rows_per_file: int = 1_000_000,
+                 on_progress: Callable[[dict[str, Any]], None] | None = None, remote: str | None = None,
+                 user_ns: dict[str, Any] | None = None, store: VolumeStore | None = None) -> ExportResult:
+    """Export table *source* (or the query *sql*) to Parquet under the volume folder *dest*."""
+    if (source is None) == (sql is None):
+        raise TablesError("export needs a table name or sql=..., not both")
+    if mode not in ("error", "overwrite"):
+        raise TablesError(f"mode {mode!r}: use 'error' or 'overwrite'")
+    if via not in ("auto", "server", "client"):
+        raise TablesError(f"via {via!r}: use 'auto', 'server' or 'client'")
+    if rows_per_file < 1:
+        raise TablesError(f"rows_per_file {rows_per_file} must be positive")
+    store = store or VolumeStore()
+    target = VolumePath.parse(dest)
+    if target.is_root:
+        raise TablesError(f"export into a folder inside the volume, not the volume root {target}")
+    loc = store.locate(target)
+    if not loc.is_local:
+        raise TablesError(f"{target} is on {loc}: export needs a local or mounted volume (fsspec volumes: copy the files after)")
+    if os.path.exists(loc.path) and os.listdir(loc.path) and mode == "error":
+        raise TablesError(f"{target} already exists; pass --mode overwrite (mode='overwrite') to replace it")
+    s = get_session(remote, user_ns=user_ns)
+    how = ("server" if s.embedded else "client") if via == "auto" else via
+    pending = os.path.join(os.path.dirname(loc.path), f".pending-export-{uuid.uuid4().hex[:12]}")
+    job = f"job-export-{uuid.uuid4().hex[:12]}"
+    prog = _Progress(job, str(target), on_progress)
+    t0 = time.perf_counter()
+    prog.update(force=True)
+
+    def run() -> None:
+        df = s.spark.sql(sql) if sql is not None else table_frame(s, source, columns=columns, where=where, limit=limit)
+        if sql is not None and (columns or where or limit is not None):
+            df = (df.select(*columns) if columns else df)
+            df = df.where(where) if where else df
+            df = df.limit(limit) if limit is not None else df
+        s.spark.registerProgressHandler(prog)
+        try:
+            if how == "server":
+                df.write.mode("error").option("maxRecordsPerFile", rows_per_file).parquet(pending)
+            else:
+                _write_via_client(s, df, pending, rows_per_file, prog)
+        finally:
+            s.spark.removeProgressHandler(prog)
+
+    try:
+        guarded(s, f"exporting {source or 'the query'} to {target}", run)
+        files = _parquet_files(pending)
+        _publish(pending, loc.path, mode)
+    except BaseException as exc:
+        shutil.rmtree(pending, ignore_errors=True)
+        prog.update(force=True, state="failed", error=str(exc)[:300], finished=time.time())
+        raise
+    import pyarrow.parquet as pq
+
+    local = _parquet_files(loc.path)
+    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in local)
+    size = sum(os.path.getsize(f) for f in local)
+    result = ExportResult(str(target), [str(target / os.path.basename(f)) for f in local], rows, size,
+                          time.perf_counter() - t0, how, local)
+    prog.update(force=True, state="done", rows=rows, files=len(files), bytes=size, finished=time.time())
+    return result
+
+
+def _publish(pending: str, final: str, mode: str) -> None:
+    """Rename the finished folder into place (replacing the old one for ``overwrite``)."""
+    os.makedirs(os.path.dirname(final), exist_ok=True)
+    if os.path.exists(final):
+        if mode != "overwrite" and os.listdir(final):
+            raise TablesError(f"{final} appeared while exporting; nothing was replaced")
+        trash = f"{os.path.dirname(final)}/.trash-export-{uuid.uuid4().hex[:12]}"
+        os.rename(final, trash)
+        os.rename(pending, final)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        os.rename(pending, final)

@@ -1,0 +1,136 @@
+"""Table operations on any session: read to pandas/NumPy/Arrow, write, list, describe, export.
+
+Everything takes ``remote=`` (``sc://...``) and ``user_ns=`` (a namespace holding ``spark``) to pick
+the session (see :func:`air_magics.tables.session.get_session`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any, Sequence
+
+from ..errors import TablesError
+from .names import TableName, split_database
+from .session import Session, get_session, guarded
+
+__all__ = ["read_table", "read_sql", "write_table", "list_tables", "describe_table", "table_frame", "convert",
+           "TableSummary", "FORMATS"]
+
+FORMATS = ("pandas", "numpy", "arrow")
+
+
+def table_frame(s: Session, name: str, *, columns: Sequence[str] | None = None, where: str | None = None,
+                limit: int | None = None) -> Any:
+    """A lazy Spark DataFrame: column selection, filter and limit are pushed to Spark."""
+    tn = TableName.parse(name)
+    df = s.spark.table(tn.sql(s.embedded))
+    if columns:
+        df = df.select(*[c.strip() for c in columns])
+    if where:
+        df = df.where(where)
+    if limit is not None:
+        if limit < 0:
+            raise TablesError(f"limit {limit} must be >= 0")
+        df = df.limit(limit)
+    return df
+
+
+def convert(df: Any, to: str) -> Any:
+    if to == "pandas":
+        return df.toPandas()
+    if to == "arrow":
+        return df.toArrow()
+    if to == "numpy":
+        return df.toPandas().to_records(index=False)  # a structured array keeps each column's dtype
+    raise TablesError(f"--to {to!r} is not one of {', '.join(FORMATS)} (or 'datasets' after --export)")
+
+
+def read_table(name: str, *, columns: Sequence[str] | None = None, where: str | None = None, limit: int | None = None,
+               to: str = "pandas", remote: str | None = None, user_ns: dict[str, Any] | None = None) -> Any:
+    """A table (or a selection of it) as pandas, a NumPy structured array, or Arrow."""
+    if to not in FORMATS:
+        convert(None, to)
+    s = get_session(remote, user_ns=user_ns)
+    return guarded(s, f"reading {name}", lambda: convert(table_frame(s, name, columns=columns, where=where, limit=limit), to))
+
+
+def read_sql(query: str, *, to: str = "pandas", remote: str | None = None, user_ns: dict[str, Any] | None = None) -> Any:
+    """A SQL query's result as pandas, NumPy or Arrow (on the embedded store, tables are named
+    ``spark_catalog.<catalog>__<schema>.<table>``)."""
+    if not query or not query.strip():
+        raise TablesError("empty query: pass a SELECT statement")
+    if to not in FORMATS:
+        convert(None, to)
+    s = get_session(remote, user_ns=user_ns)
+    return guarded(s, "running the query", lambda: convert(s.spark.sql(query), to))
+
+
+def write_table(df: Any, name: str, *, mode: str = "error", remote: str | None = None,
+                user_ns: dict[str, Any] | None = None) -> str:
+    """Write a pandas DataFrame (or Arrow table) as a table; ``mode``: error, overwrite or append."""
+    if mode not in ("error", "overwrite", "append"):
+        raise TablesError(f"mode {mode!r}: use 'error', 'overwrite' or 'append'")
+    tn = TableName.parse(name)
+    s = get_session(remote, user_ns=user_ns)
+
+    def run() -> str:
+        if s.embedded:
+            s.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{tn.database}`")
+        if mode == "error" and s.spark.catalog.tableExists(tn.sql(s.embedded).replace("`", "")):
+            raise TablesError(f"table {tn} already exists; pass mode='overwrite' or 'append'")
+        sdf = s.spark.createDataFrame(df)
+        sdf.write.mode(mode).saveAsTable(tn.sql(s.embedded))
+        return str(tn)
+
+    return guarded(s, f"writing {tn}", run)
+
+
+def list_tables(schema: str | None = None, *, remote: str | None = None, user_ns: dict[str, Any] | None = None) -> list[str]:
+    """``catalog.schema.table`` names, in *schema* (``catalog.schema``) or everywhere."""
+    s = get_session(remote, user_ns=user_ns)
+
+    def run() -> list[str]:
+        if s.embedded:
+            if schema:
+                cat, sch = TableName.parse(f"{schema}.x").catalog, TableName.parse(f"{schema}.x").schema
+                dbs = [(f"{cat}__{sch}", cat, sch)]
+                if not s.spark.catalog.databaseExists(dbs[0][0]):
+                    return []
+            else:
+                dbs = [(d.name, *split_database(d.name)) for d in s.spark.catalog.listDatabases() if split_database(d.name)]
+            return sorted(f"{cat}.{sch}.{t.name}" for db, cat, sch in dbs for t in s.spark.catalog.listTables(db)
+                          if not t.isTemporary)
+        tables = s.spark.catalog.listTables(schema) if schema else s.spark.catalog.listTables()
+        return sorted(f"{t.catalog}.{t.namespace[0] if t.namespace else ''}.{t.name}".lstrip(".") for t in tables)
+
+    return guarded(s, f"listing tables{' in ' + schema if schema else ''}", run)
+
+
+@dataclass
+class TableSummary:
+    """What ``%air_table NAME`` shows: schema, row count and a preview."""
+
+    name: str
+    columns: list[tuple[str, str]]
+    rows: int
+    preview: Any = field(repr=False)
+
+    def __repr__(self) -> str:
+        cols = ", ".join(f"{n} {t}" for n, t in self.columns)
+        return f"{self.name}: {self.rows:,} rows; columns: {cols}\n{self.preview.to_string(index=False)}"
+
+    def _repr_html_(self) -> str:
+        cols = "".join(f"<tr><td><code>{escape(n)}</code></td><td>{escape(t)}</td></tr>" for n, t in self.columns)
+        return (f"<div><b>{escape(self.name)}</b>: {self.rows:,} rows<table><tr><th>column</th><th>type</th></tr>{cols}</table>"
+                f"<p>preview</p>{self.preview.to_html(index=False)}</div>")
+
+
+def describe_table(name: str, *, preview: int = 5, remote: str | None = None, user_ns: dict[str, Any] | None = None) -> TableSummary:
+    s = get_session(remote, user_ns=user_ns)
+
+    def run() -> TableSummary:
+        df = table_frame(s, name)
+        cols = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+        return TableSummary(str(TableName.parse(name)), cols, df.count(), df.limit(preview).toPandas())
+
+    return guarded(s, f"reading {name}", run)

@@ -1,0 +1,98 @@
+"""Finding the Spark session: a ``spark`` already in the notebook, a remote URL, or the embedded server."""
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
+
+from ..errors import AirError, TablesError
+from .server import ensure_server
+
+__all__ = ["Session", "get_session", "guarded"]
+
+_SESSIONS: dict[str, Any] = {}
+_LOCK = threading.Lock()
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Session:
+    """A Spark (Connect) session and whether it is the embedded store (names are mapped there)."""
+
+    spark: Any
+    embedded: bool
+    url: str | None = None
+
+
+def _short_retries(spark: Any) -> None:
+    """The default policy waits ~10 minutes on a dead server; report it within seconds instead."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]", category=UserWarning)
+    spark.client.set_retry_policies([DefaultPolicy(max_retries=3, initial_backoff=200, max_backoff=1000,
+                                                   backoff_multiplier=2.0, jitter=100, max_server_retry_delay=2000)])
+
+
+def _connect(url: str) -> Any:
+    with _LOCK:
+        spark = _SESSIONS.get(url)
+        if spark is not None and not getattr(spark.client, "is_closed", False):
+            return spark
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.remote(url).create()
+        _short_retries(spark)
+        _SESSIONS[url] = spark
+        return spark
+
+
+def get_session(remote: str | None = None, *, user_ns: dict[str, Any] | None = None) -> Session:
+    """In order: ``remote`` (``sc://...``), a ``spark`` session in *user_ns*, ``SPARK_REMOTE``, the
+    embedded local server (started on first use)."""
+    if remote is None and user_ns is not None and _is_session(user_ns.get("spark")):
+        spark = user_ns["spark"]
+        embedded = any(spark is s for s in _SESSIONS.values()) and _embedded_url(spark)
+        return Session(spark, embedded)
+    url = remote or os.environ.get("SPARK_REMOTE")
+    if url:
+        if not url.startswith("sc://"):
+            raise TablesError(f"remote {url!r} is not a Spark Connect URL: write sc://host:15002")
+        return Session(_connect(url), False, url)
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise TablesError("pyspark is not installed: pip install 'air_magics[tables]'") from None
+    srv = ensure_server()
+    return Session(_connect(srv.url), True, srv.url)
+
+
+def _is_session(obj: Any) -> bool:
+    return obj is not None and hasattr(obj, "table") and hasattr(obj, "sql") and hasattr(obj, "createDataFrame")
+
+
+def _embedded_url(spark: Any) -> bool:
+    from .server import _running
+
+    srv = _running()
+    return srv is not None and _SESSIONS.get(srv.url) is spark
+
+
+def guarded(session: Session, what: str, fn: Callable[[], T]) -> T:
+    """Run *fn*, turning Spark and connection errors into one-line ``TablesError``s."""
+    try:
+        return fn()
+    except AirError:
+        raise
+    except Exception as exc:
+        name = type(exc).__name__
+        full = str(exc)
+        text = full.strip().splitlines()[0] if full.strip() else name
+        where = session.url or "the notebook's spark session"
+        if "TABLE_OR_VIEW_NOT_FOUND" in full or "SCHEMA_NOT_FOUND" in full:
+            raise TablesError(f"{what}: no such table. List tables with `%air_table --tables`") from None
+        if "UNAVAILABLE" in full or "RETRIES_EXCEEDED" in full or "Connection refused" in full:
+            raise TablesError(f"{what}: cannot reach the Spark Connect server at {where} ({text[:200]}); start it, "
+                              f"fix the URL, or unset SPARK_REMOTE to use the embedded server") from None
+        raise TablesError(f"{what}: {name}: {text[:500]}") from None
