@@ -24,7 +24,7 @@ demo: install
 
 test: install
 	@home=$$(mktemp -d /tmp/air-test-home.XXXXXX); \
-	AIR_HOME=$$home $(BIN)/python -m pytest tests notebooks --nbval --nbval-current-env -p no:cacheprovider $(PYTEST_ARGS); \
+	AIR_HOME=$$home AIR_SPARK_DIR=$$home/spark $(BIN)/python -m pytest tests notebooks --nbval --nbval-current-env -p no:cacheprovider $(PYTEST_ARGS); \
 	rc=$$?; rm -rf $$home; exit $$rc
 
 bench: install

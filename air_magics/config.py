@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["air_home", "volumes_mount", "embedded_volumes_root", "registry_file", "parse_size", "cache_dir", "cache_limit", "cache_reserve"]
+__all__ = ["air_home", "volumes_mount", "embedded_volumes_root", "registry_file", "parse_size", "cache_dir", "cache_limit", "cache_reserve", "spark_dir"]
 
 MOUNT_DEFAULT = "/Volumes"
 
@@ -78,3 +78,9 @@ def cache_limit() -> int | None:
 def cache_reserve() -> int:
     """``$AIR_CACHE_RESERVE``: free disk the cache always leaves (default 1 GiB)."""
     return parse_size(os.environ.get("AIR_CACHE_RESERVE"), "AIR_CACHE_RESERVE") or (1 << 30)
+
+
+def spark_dir() -> Path:
+    """``$AIR_SPARK_DIR`` or ``$AIR_HOME/spark``: the embedded Spark store (warehouse, metastore, logs)."""
+    d = os.environ.get("AIR_SPARK_DIR")
+    return Path(d).expanduser() if d else air_home() / "spark"

@@ -1,4 +1,4 @@
-"""IPython front end: ``%air_volume`` and ``%%air_copy``, thin layers over the core API.
+"""IPython front end: ``%air_volume``, ``%%air_copy`` and ``%air_table``, thin layers over the core API.
 
 Configure with ``%config AirMagics.<trait>`` (``workers``, ``default_volume``, ``widgets``).
 """
@@ -11,6 +11,7 @@ from IPython.core.magic_arguments import magic_arguments
 from traitlets import Bool, Int, Unicode
 
 from . import copy as _copy
+from . import table as _table
 from . import volume as _volume
 from ._common import usage_errors
 from .completion import install_completer
@@ -32,6 +33,13 @@ class AirMagics(Magics):
     def air_volume(self, line: str) -> Any:
         """Browse, inspect, create and register volumes."""
         return _volume.run(self, line)
+
+    @line_magic
+    @_table.arguments
+    @usage_errors
+    def air_table(self, line: str) -> Any:
+        """Tables through Spark Connect: preview, read to pandas/NumPy/Arrow, export to a volume."""
+        return _table.run(self, line)
 
     @cell_magic
     @_copy.arguments

@@ -28,7 +28,7 @@ _START_TIMEOUT = 180.0
 
 
 def store_dir() -> Path:
-    return config.air_home() / "spark"
+    return config.spark_dir()
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,6 @@ def guarded(session: Session, what: str, fn: Callable[[], T]) -> T:
         if "TABLE_OR_VIEW_NOT_FOUND" in full or "SCHEMA_NOT_FOUND" in full:
             raise TablesError(f"{what}: no such table. List tables with `%air_table --tables`") from None
         if "UNAVAILABLE" in full or "RETRIES_EXCEEDED" in full or "Connection refused" in full:
-            raise TablesError(f"{what}: cannot reach the Spark Connect server at {where} ({text[:200]}); start it, "
+            raise TablesError(f"{what}: cannot reach the Spark Connect server at {where}; start it, "
                               f"fix the URL, or unset SPARK_REMOTE to use the embedded server") from None
         raise TablesError(f"{what}: {name}: {text[:500]}") from None

@@ -1,0 +1,64 @@
+"""Progress of an export (or any job reporting dicts): a widget line in notebooks, a text line elsewhere."""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..volumes.summary import fmt_bytes
+from ._frontend import has_widget_frontend
+
+__all__ = ["export_progress_view", "describe_job"]
+
+
+def describe_job(doc: dict[str, Any]) -> str:
+    parts = []
+    if doc.get("tasks"):
+        parts.append(f"tasks {doc.get('tasks_done', 0):,}/{doc['tasks']:,}")
+    if doc.get("bytes_read"):
+        parts.append(f"{fmt_bytes(doc['bytes_read'])} scanned")
+    if doc.get("rows"):
+        parts.append(f"{doc['rows']:,} rows")
+    if doc.get("files"):
+        parts.append(f"{doc['files']:,} files")
+    return " · ".join(parts) or "running..."
+
+
+class _WidgetView:
+    def __init__(self, title: str) -> None:
+        import ipywidgets as w
+        from IPython.display import display
+
+        self.title = title
+        self.bar = w.FloatProgress(value=0, min=0, max=1, bar_style="info", layout=w.Layout(width="30%"))
+        self.label = w.HTML(f"<b>{title}</b> starting...")
+        display(w.HBox([self.bar, self.label]))
+
+    def __call__(self, doc: dict[str, Any]) -> None:
+        if doc.get("tasks"):
+            self.bar.value = doc.get("tasks_done", 0) / doc["tasks"]
+        self.label.value = f"<b>{self.title}</b> {describe_job(doc)}"
+
+    def close(self, result: Any) -> None:
+        self.bar.value = 1.0 if result is not None else self.bar.value
+        self.bar.bar_style = "success" if result is not None else "danger"
+        self.label.value = f"<b>{self.title}</b> {repr(result) if result is not None else 'failed'}"
+
+
+class _TextView:
+    def __init__(self, title: str) -> None:
+        self.title = title
+
+    def __call__(self, doc: dict[str, Any]) -> None:
+        print(f"\r{self.title}: {describe_job(doc)}", end="", file=sys.stderr, flush=True)
+
+    def close(self, result: Any) -> None:
+        print(f"\r{self.title}: {'done' if result is not None else 'failed'}", file=sys.stderr, flush=True)
+
+
+def export_progress_view(title: str, *, widget: bool | None = None) -> "_WidgetView | _TextView":
+    if (has_widget_frontend() if widget is None else widget):
+        try:
+            return _WidgetView(title)
+        except ImportError:
+            pass
+    return _TextView(title)

@@ -1,0 +1,186 @@
+"""Tables against a real embedded Spark Connect server and a separately started one (sc:// URL)."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from air_magics import tables
+from air_magics.errors import TableNameError, TablesError, VolumePathError
+from air_magics.status import list_status
+from air_magics.tables import server as srv_mod
+from air_magics.volumes import VolumeStore
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="session")
+def spark_dir(tmp_path_factory):
+    """One embedded store for the whole run (make test shares it with the notebooks via AIR_SPARK_DIR)."""
+    return os.environ.get("AIR_SPARK_DIR") or str(tmp_path_factory.mktemp("spark"))
+
+
+@pytest.fixture(scope="session")
+def remote_url(tmp_path_factory):
+    """A second, separately started Spark Connect server with its own store, reached by URL."""
+    store = tmp_path_factory.mktemp("remote-spark")
+    (store / "tmp").mkdir()
+    port = srv_mod._free_port()
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    env.pop("SPARK_REMOTE", None)
+    with open(store / "server.log", "wb") as log:
+        proc = subprocess.Popen(srv_mod._command(port, store), stdout=log, stderr=subprocess.STDOUT, env=env,
+                                cwd=store, start_new_session=True)
+    deadline = time.time() + 180
+    while not srv_mod._port_open(port):
+        assert proc.poll() is None and time.time() < deadline, (store / "server.log").read_text()[-2000:]
+        time.sleep(0.25)
+    yield f"sc://127.0.0.1:{port}"
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=60)
+
+
+@pytest.fixture(autouse=True)
+def _spark_env(spark_dir, monkeypatch):
+    monkeypatch.setenv("AIR_SPARK_DIR", spark_dir)
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+
+
+@pytest.fixture
+def nums():
+    df = pd.DataFrame({"id": range(2000), "name": [f"n{i}" for i in range(2000)], "x": [i / 4 for i in range(2000)]})
+    tables.write_table(df, "main.test.nums", mode="overwrite")
+    return df
+
+
+def test_write_read_select_filter_limit(nums):
+    got = tables.read_table("main.test.nums")
+    assert got.sort_values("id").reset_index(drop=True).equals(nums)
+    sel = tables.read_table("main.test.nums", columns=["id", "x"], where="id >= 1990", limit=5)
+    assert list(sel.columns) == ["id", "x"] and len(sel) == 5 and (sel.id >= 1990).all()
+    arr = tables.read_table("main.test.nums", where="id < 3", to="numpy")
+    assert arr.dtype.names == ("id", "name", "x") and sorted(arr["id"]) == [0, 1, 2]
+    arrow = tables.read_table("main.test.nums", limit=10, to="arrow")
+    assert arrow.num_rows == 10 and arrow.schema.names == ["id", "name", "x"]
+    q = tables.read_sql("SELECT count(*) AS n FROM spark_catalog.main__test.nums")
+    assert q.n[0] == 2000
+    assert "main.test.nums" in tables.list_tables() and tables.list_tables("main.test") == ["main.test.nums"]
+    assert tables.list_tables("main.nothing") == []
+    summary = tables.describe_table("main.test.nums")
+    assert summary.rows == 2000 and summary.columns[0] == ("id", "bigint") and "2,000 rows" in repr(summary)
+    with pytest.raises(TablesError, match="already exists"):
+        tables.write_table(nums, "main.test.nums")
+
+
+@pytest.mark.parametrize("bad", ["x;DROP TABLE y", "`a`.b", "a b", "a.b.c.d", "'q'", "", "main__x.s.t"])
+def test_hostile_names_never_reach_sql(bad):
+    with pytest.raises(TableNameError):
+        tables.read_table(bad)
+
+
+def test_missing_table_and_bad_arguments():
+    with pytest.raises(TablesError, match="no such table"):
+        tables.read_table("main.test.does_not_exist")
+    with pytest.raises(TablesError, match="not one of"):
+        tables.read_table("main.test.nums", to="excel")
+    with pytest.raises(TablesError, match="empty query"):
+        tables.read_sql("  ")
+    with pytest.raises(TablesError, match="sc://"):
+        tables.read_table("t", remote="http://localhost:15002")
+
+
+def test_dead_server_reported_in_seconds():
+    t0 = time.time()
+    with pytest.raises(TablesError, match="cannot reach the Spark Connect server at sc://127.0.0.1:1"):
+        tables.read_table("t", remote="sc://127.0.0.1:1")
+    assert time.time() - t0 < 30  # not the default ten-minute retry policy
+
+
+@pytest.mark.parametrize("via", ["server", "client"])
+def test_export_then_load_with_datasets(nums, via):
+    VolumeStore().create("main.test.exports", exist_ok=True)
+    dest = f"/Volumes/main/test/exports/nums_{via}"
+    r = tables.export_table("main.test.nums", dest, via=via, rows_per_file=700, mode="overwrite")
+    assert r.rows == 2000 and r.via == via and len(r.files) >= 3 and all(f.startswith(dest) for f in r.files)
+    ds = r.load_dataset()
+    assert ds.num_rows == 2000 and sorted(ds["id"]) == list(range(2000))
+    with pytest.raises(TablesError, match="already exists"):
+        tables.export_table("main.test.nums", dest)
+    r2 = tables.export_table(sql="SELECT id FROM spark_catalog.main__test.nums WHERE id < 10", dest=dest, mode="overwrite", via=via)
+    assert r2.rows == 10  # replaced
+    jobs = list_status("job-export-")
+    assert jobs and jobs[0]["state"] == "done" and jobs[0]["rows"] == 10
+
+
+def test_failed_export_leaves_nothing(nums):
+    store = VolumeStore()
+    store.create("main.test.exports", exist_ok=True)
+    with pytest.raises(TablesError):
+        tables.export_table(sql="SELECT raise_error('boom') AS x FROM spark_catalog.main__test.nums",
+                            dest="/Volumes/main/test/exports/broken")
+    parent = store.locate("/Volumes/main/test/exports").path
+    assert not os.path.exists(os.path.join(parent, "broken"))
+    assert not [d for d in os.listdir(parent) if d.startswith(".pending-export")]
+    with pytest.raises(VolumePathError, match="outside /Volumes"):
+        tables.export_table("main.test.nums", "/tmp/out")
+    with pytest.raises(TablesError, match="volume root"):
+        tables.export_table("main.test.nums", "/Volumes/main/test/exports")
+
+
+def test_remote_server_by_url(remote_url):
+    df = pd.DataFrame({"k": [1, 2, 3]})
+    tables.write_table(df, "spark_catalog.default.remote_t", mode="overwrite", remote=remote_url)
+    got = tables.read_table("spark_catalog.default.remote_t", remote=remote_url)
+    assert sorted(got.k) == [1, 2, 3]
+    os.environ["SPARK_REMOTE"] = remote_url
+    try:
+        assert "spark_catalog.default.remote_t" in tables.list_tables("default")
+    finally:
+        del os.environ["SPARK_REMOTE"]
+
+
+def test_notebook_spark_object_is_used(remote_url):
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.remote(remote_url).create()
+    tables.write_table(pd.DataFrame({"v": [7]}), "spark_catalog.default.ns_t", mode="overwrite", user_ns={"spark": spark})
+    assert tables.read_table("spark_catalog.default.ns_t", user_ns={"spark": spark}).v[0] == 7
+
+
+def test_tables_survive_a_server_restart_and_a_crash(nums, tmp_path):
+    import threading
+
+    code = ("import pandas as pd; from air_magics import tables; "
+            "tables.write_table(pd.DataFrame({'a': [1, 2]}), 'main.test.other_proc', mode='overwrite')")
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ), timeout=300)
+    assert sorted(tables.read_table("main.test.other_proc").a) == [1, 2]  # written by another process
+    running = srv_mod._running()
+    errors = []
+
+    def long_query():
+        try:
+            tables.read_sql("SELECT count(*) FROM range(100000000000)")
+        except Exception as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=long_query)
+    t.start()
+    time.sleep(4)
+    os.killpg(running.pid, signal.SIGKILL)  # the server dies mid-query
+    t.join(timeout=60)
+    assert not t.is_alive() and len(errors) == 1
+    assert isinstance(errors[0], TablesError) and "\n" not in str(errors[0])
+    # the next call starts a new server on the same store: the tables are still there
+    assert len(tables.read_table("main.test.nums")) == 2000
+    assert srv_mod._running().pid != running.pid
+
+
+def test_java_missing_is_explained(monkeypatch, tmp_path):
+    monkeypatch.setenv("AIR_SPARK_DIR", str(tmp_path / "nojava"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(TablesError, match="Java"):
+        tables.read_table("main.test.nums")
