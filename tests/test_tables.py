@@ -184,3 +184,27 @@ def test_java_missing_is_explained(monkeypatch, tmp_path):
     monkeypatch.delenv("JAVA_HOME", raising=False)
     with pytest.raises(TablesError, match="Java"):
         tables.read_table("main.test.nums")
+
+
+def test_air_table_magic(nums, tmp_path):
+    from IPython.core.error import UsageError
+    from IPython.testing.globalipapp import start_ipython
+
+    ip = start_ipython()
+    ip.run_line_magic("load_ext", "air_magics")
+    summary = ip.run_line_magic("air_table", "main.test.nums")
+    assert summary.rows == 2000
+    ip.run_line_magic("air_table", 'main.test.nums --to pandas -o df --columns id,name --where "id < 10" --limit 3')
+    assert list(ip.user_ns["df"].columns) == ["id", "name"] and len(ip.user_ns["df"]) == 3
+    out = ip.run_line_magic("air_table", '--sql "SELECT max(id) AS m FROM spark_catalog.main__test.nums" --to numpy')
+    assert out["m"][0] == 1999
+    assert "main.test.nums" in ip.run_line_magic("air_table", "--tables main.test")
+    VolumeStore().create("main.test.exports", exist_ok=True)
+    ip.run_line_magic("air_table", "main.test.nums --export /Volumes/main/test/exports/magic --mode overwrite --to datasets -o ds")
+    assert ip.user_ns["ds"].num_rows == 2000
+    for line, needle in [("", "needs a table NAME"), ("a;b", "invalid table name"), ("main.test.nope", "no such table"),
+                         ("main.test.nums --to datasets", "add --export"), ("x --sql 'SELECT 1'", "not both"),
+                         ("main.test.nums --to excel", "invalid choice"),
+                         ("main.test.nums --export /Volumes/main/test/exports/magic", "already exists")]:
+        with pytest.raises(UsageError, match=needle):
+            ip.run_line_magic("air_table", line)
