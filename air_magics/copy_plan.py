@@ -69,9 +69,9 @@ def _select_volume(line: str, store: VolumeStore, default: VolumePath | None) ->
     if pat:
         base = VolumePath(vp.catalog, vp.schema, vp.volume, fixed)
         loc = store.locate(base)
-        return _Selection(line, loc, "", filter_glob(store.entries(base, recursive=True), pat), loc)
+        return _Selection(line, loc, "", filter_glob(store.entries(base, recursive=True, stat=False), pat), loc)
     loc = store.locate(vp)
-    entries = store.entries(vp, recursive=True)
+    entries = store.entries(vp, recursive=True, stat=False)
     is_file = len(entries) == 1 and entries[0].rel == ""
     return _Selection(line, loc, vp.name, entries, None if is_file else loc)
 
@@ -86,12 +86,12 @@ def _select_local(line: str) -> _Selection:
         base = Path("/", *fixed)
         if not base.is_dir():
             raise VolumeNotFoundError(f"source folder {str(base)!r} of {line!r} does not exist; check the path")
-        entries = filter_glob(scan_local(base, confine=base), pat)
+        entries = filter_glob(scan_local(base, confine=base, stat=False), pat)
         return _Selection(line, Location(str(base)), "", entries, Location(str(base)))
     if not p.exists():
         raise VolumeNotFoundError(f"source {line!r} does not exist; check the path")
     if p.is_dir():
-        return _Selection(line, Location(str(p)), p.name, scan_local(p, confine=p), Location(str(p)))
+        return _Selection(line, Location(str(p)), p.name, scan_local(p, confine=p, stat=False), Location(str(p)))
     st = p.stat()
     return _Selection(line, Location(str(p)), p.name, [Entry("", st.st_size, st.st_mtime)], None)
 

@@ -50,25 +50,6 @@ def _temp_name(dst: str) -> str:
     return os.path.join(head, f".{tail}{TEMP_MARK}{os.getpid()}-{threading.get_ident()}")
 
 
-def _read_local(src: str, size_hint: int) -> tuple[bytes, os.stat_result | None]:
-    fd = os.open(src, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if hasattr(os, "posix_fadvise"):
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
-        want = size_hint if 0 <= size_hint <= _ONE_READ_MAX else _CHUNK
-        chunks = []
-        while True:
-            b = os.read(fd, max(want, 1 << 16))
-            if not b:
-                break
-            chunks.append(b)
-        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        st = os.fstat(fd) if len(data) != size_hint else None
-        return data, st
-    finally:
-        os.close(fd)
-
-
 def _write_local_atomic(dst: str, data: bytes, mtime: float) -> None:
     tmp = _temp_name(dst)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
@@ -91,18 +72,27 @@ def _write_local_atomic(dst: str, data: bytes, mtime: float) -> None:
         raise
 
 
-def is_unchanged(task: "CopyTask", size: int, mtime: float) -> bool:
-    """True when the destination already holds this version of the source."""
+def is_unchanged(task: "CopyTask") -> int | None:
+    """The source's size when the destination already holds this version of it, else ``None``.
+
+    The destination is checked first (local disk, cheap); the source is stat'ed only when there
+    is something to compare with and the listing did not already give its size and mtime."""
     dst = task.dst
     try:
         if dst.is_local:
             st = os.stat(dst.path)
-            return st.st_size == size and abs(st.st_mtime - mtime) <= _MTIME_TOLERANCE
-        info = dst.fs.info(dst.path)
+            dsize, dmtime, exact = st.st_size, st.st_mtime, True
+        else:
+            info = dst.fs.info(dst.path)
+            dsize, dmtime, exact = int(info.get("size") or -1), fs_mtime(info), False
     except (FileNotFoundError, NotADirectoryError):
-        return False
+        return None
+    size, mtime = (task.size, task.mtime) if task.size >= 0 else source_stat(task.src)
+    if dsize != size:
+        return None
     # fsspec stores cannot set mtime: a destination written after the source changed counts
-    return int(info.get("size") or -1) == size and fs_mtime(info) + _MTIME_TOLERANCE >= mtime
+    ok = abs(dmtime - mtime) <= _MTIME_TOLERANCE if exact else dmtime + _MTIME_TOLERANCE >= mtime
+    return size if ok else None
 
 
 def source_stat(src: Location) -> tuple[int, float]:
@@ -113,13 +103,12 @@ def source_stat(src: Location) -> tuple[int, float]:
     return int(info.get("size") or 0), fs_mtime(info)
 
 
-def _copy_large_local(src: str, dst: str, size: int, mtime: float) -> int:
+def _copy_large_local(fin: int, src: str, dst: str, size: int, mtime: float) -> int:
     """Large local/mounted file: parallel ranged reads and writes (a remote mount serves each range
     concurrently), never the whole file in memory."""
     from concurrent.futures import ThreadPoolExecutor
 
     tmp = _temp_name(dst)
-    fin = os.open(src, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
         fout = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
         try:
@@ -150,8 +139,6 @@ def _copy_large_local(src: str, dst: str, size: int, mtime: float) -> int:
         except OSError:
             pass
         raise
-    finally:
-        os.close(fin)
     return size
 
 
@@ -177,20 +164,41 @@ def _copy_stream(src: Location, dst: Location) -> int:
         return int(dst.fs.info(dst.path).get("size") or 0)
 
 
-def copy_file(task: "CopyTask", size: int, mtime: float, dirs: DirMaker) -> int:
-    """Copy one file; returns bytes written."""
+def _read_all(fd: int, size: int) -> bytes:
+    if hasattr(os, "posix_fadvise"):
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+    chunks = []
+    while True:
+        b = os.read(fd, max(size + 1, 1 << 16))  # one large read; the next returns b"" at EOF
+        if not b:
+            break
+        chunks.append(b)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def copy_file(task: "CopyTask", dirs: DirMaker) -> int:
+    """Copy one file; returns bytes written. A local source is opened once: its size and mtime come
+    from ``fstat`` of that open file (served from the lookup the open made), so no separate stat
+    round trip is needed and what is stamped on the copy is what was read."""
     src, dst = task.src, task.dst
-    if size > _ONE_READ_MAX:
-        dirs.ensure(dst)
-        if src.is_local and dst.is_local:
-            return _copy_large_local(src.path, dst.path, size, mtime)
-        return _copy_stream(src, dst)
-    if src.is_local:
-        data, st = _read_local(src.path, size)
-        if st is not None:  # changed since listing: stamp what we actually read
-            mtime = st.st_mtime
+    if not src.is_local:
+        size = task.size if task.size >= 0 else source_stat(src)[0]
+        if size > _ONE_READ_MAX:
+            dirs.ensure(dst)
+            return _copy_stream(src, dst)
+        data, mtime = src.fs.cat_file(src.path), task.mtime
     else:
-        data = src.fs.cat_file(src.path)
+        fd = os.open(src.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            st = os.fstat(fd)
+            if st.st_size > _ONE_READ_MAX:
+                dirs.ensure(dst)
+                if dst.is_local:
+                    return _copy_large_local(fd, src.path, dst.path, st.st_size, st.st_mtime)
+                return _copy_stream(src, dst)
+            data, mtime = _read_all(fd, st.st_size), st.st_mtime
+        finally:
+            os.close(fd)
     dirs.ensure(dst)
     if dst.is_local:
         _write_local_atomic(dst.path, data, mtime)

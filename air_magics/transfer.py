@@ -32,7 +32,7 @@ from .volumes.summary import fmt_bytes
 
 __all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport", "copy_files", "copy_one", "DEFAULT_WORKERS", "TRANSIENT_ERRNOS"]
 
-DEFAULT_WORKERS = 64
+DEFAULT_WORKERS = 128
 TRANSIENT_ERRNOS = frozenset(
     getattr(errno, n) for n in ("EIO", "ETIMEDOUT", "ECONNRESET", "ECONNABORTED", "EAGAIN", "EBUSY", "ENETRESET", "EPIPE", "ESTALE")
     if hasattr(errno, n)
@@ -170,8 +170,7 @@ def copy_one(task: CopyTask, *, retries: int = 4, backoff: float = 0.05) -> int:
     attempt = 0
     while True:
         try:
-            size, mtime = (task.size, task.mtime) if task.size >= 0 else source_stat(task.src)
-            return copy_file(task, size, mtime, DirMaker())
+            return copy_file(task, DirMaker())
         except Exception as exc:
             attempt += 1
             if is_transient(exc) and attempt <= retries:
@@ -222,7 +221,7 @@ def copy_files(
     once at the end. ``KeyboardInterrupt`` stops handing out files, lets in-flight files finish
     (or vanish: never a partial file under a final name) and is re-raised.
     """
-    tasks = list(tasks)
+    tasks = _interleave(list(tasks))
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     run = _Run(tasks)
@@ -233,13 +232,12 @@ def copy_files(
         attempt = 0
         while True:
             try:
-                size, mtime = (task.size, task.mtime) if task.size >= 0 else source_stat(task.src)
-                if not overwrite and is_unchanged(task, size, mtime):
+                if not overwrite and (size := is_unchanged(task)) is not None:
                     with run.lock:
                         run.skipped += 1
                         run.bytes_done += size
                     return
-                n = size if dry_run else copy_file(task, size, mtime, dirs)
+                n = (task.size if task.size >= 0 else source_stat(task.src)[0]) if dry_run else copy_file(task, dirs)
                 with run.lock:
                     run.copied += 1
                     run.bytes_done += n
@@ -262,9 +260,11 @@ def copy_files(
     for th in threads:
         th.start()
 
-    def snapshot() -> CopyProgress:
-        with run.lock:
-            return CopyProgress(len(tasks), run.copied, run.skipped, len(run.failed), run.bytes_total, run.bytes_done, time.perf_counter() - t0)
+    def snapshot(final: bool = False) -> CopyProgress:
+        with run.lock:  # sizes unknown before copying (names-only listing): the total is known at the end
+            total = max(run.bytes_total, run.bytes_done) if final else run.bytes_total
+            return CopyProgress(len(tasks), run.copied, run.skipped, len(run.failed), total, run.bytes_done,
+                                time.perf_counter() - t0)
 
     try:
         for th in threads:
@@ -278,10 +278,25 @@ def copy_files(
             th.join()
         raise
     if on_progress is not None:
-        on_progress(snapshot())
+        on_progress(snapshot(final=True))
     run.failed.sort(key=lambda f: f.src)
     return CopyReport(len(tasks), run.copied, run.skipped, run.failed, run.bytes_copied,
                       time.perf_counter() - t0, dest, dry_run, len(threads))
+
+
+def _interleave(tasks: list[CopyTask]) -> list[CopyTask]:
+    """Round-robin over destination folders: the kernel serialises creates and renames within one
+    folder, so concurrent workers should be writing into different folders."""
+    groups: dict[str, list[CopyTask]] = {}
+    for t in tasks:
+        groups.setdefault(os.path.dirname(t.dst.path), []).append(t)
+    if len(groups) <= 1:
+        return tasks
+    out: list[CopyTask] = []
+    lists = list(groups.values())
+    for i in range(max(map(len, lists))):
+        out.extend(g[i] for g in lists if i < len(g))
+    return out
 
 
 def _reason(exc: BaseException) -> str:

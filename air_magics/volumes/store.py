@@ -87,7 +87,7 @@ class VolumeStore:
     embedded root); ``registry`` overrides the registry file; ``workers`` bounds parallel listing.
     """
 
-    def __init__(self, root: "str | os.PathLike[str] | None" = None, *, registry: "str | os.PathLike[str] | None" = None, workers: int = 32) -> None:
+    def __init__(self, root: "str | os.PathLike[str] | None" = None, *, registry: "str | os.PathLike[str] | None" = None, workers: int = 64) -> None:
         if root is not None:
             self.root, self.kind = Path(root), "embedded"
         else:
@@ -249,8 +249,10 @@ class VolumeStore:
             dirs, files = tree[rel]
             yield (vp.joinpath(rel) if rel else vp), sorted(dirs), sorted(files)
 
-    def entries(self, path: "str | VolumePath", *, recursive: bool, with_dirs: bool | None = None) -> list[Entry]:
-        """Raw listing relative to *path* (``Entry.rel``); a file lists as one entry with ``rel == ''``."""
+    def entries(self, path: "str | VolumePath", *, recursive: bool, with_dirs: bool | None = None,
+                stat: bool = True) -> list[Entry]:
+        """Raw listing relative to *path* (``Entry.rel``); a file lists as one entry with ``rel == ''``.
+        ``stat=False`` skips the per-file stat on local/mounted volumes (sizes are then ``-1``)."""
         vp = VolumePath.parse(path)
         loc = self.locate(vp)
         with_dirs = (not recursive) if with_dirs is None else with_dirs
@@ -261,7 +263,8 @@ class VolumeStore:
                 st = os.stat(loc.path)
                 return [Entry("", st.st_size, st.st_mtime)]
             vol_root = self.locate(vp.root).path
-            return scan_local(loc.path, recursive=recursive, with_dirs=with_dirs, confine=vol_root, workers=self.workers)
+            return scan_local(loc.path, recursive=recursive, with_dirs=with_dirs, confine=vol_root, workers=self.workers,
+                              stat=stat)
         return _fs_entries(loc, vp, recursive=recursive, with_dirs=with_dirs)
 
 

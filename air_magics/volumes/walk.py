@@ -16,7 +16,7 @@ from pathlib import Path
 
 __all__ = ["Entry", "scan_local", "has_magic", "glob_regex", "split_glob", "filter_glob", "is_within"]
 
-_STAT_CHUNK = 32
+_STAT_CHUNK = 8
 _MAGIC = re.compile(r"[*?\[]")
 
 
@@ -124,9 +124,13 @@ def scan_local(
     recursive: bool = True,
     with_dirs: bool = False,
     confine: "str | os.PathLike[str] | None" = None,
-    workers: int = 32,
+    workers: int = 64,
+    stat: bool = True,
 ) -> list[Entry]:
     """List files under *root* (a directory) with size and mtime, scanning in parallel.
+
+    ``stat=False`` lists names only (``size=-1``): one readdir per folder and no per-file round
+    trip, for callers that learn sizes later (the copy engine ``fstat``s each file it opens).
 
     ``recursive=False`` lists only the direct children (directories included when
     ``with_dirs``). Symlinked directories are not followed (no loops); symlinked files are
@@ -152,6 +156,8 @@ def scan_local(
                             results.append(Entry(child, 0, 0.0, True))
                         if recursive:
                             pending[pool.submit(_scan_dir, de.path)] = ("dir", child)
+                    elif not stat and not de.is_symlink():
+                        results.append(Entry(child, -1, 0.0))
                     else:
                         files.append((child, de))
                 for i in range(0, len(files), _STAT_CHUNK):

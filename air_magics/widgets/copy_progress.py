@@ -24,7 +24,8 @@ def _eta(p: CopyProgress) -> str:
 
 def describe(p: CopyProgress) -> str:
     """One line: ``1,234 / 3,000 files · 180 MiB / 440 MiB · 1,210 files/s · ETA 2 s · 0 failed``."""
-    return (f"{p.files_done:,} / {p.files_total:,} files · {fmt_bytes(p.bytes_done)} / {fmt_bytes(p.bytes_total)} · "
+    total = f" / {fmt_bytes(p.bytes_total)}" if p.bytes_total >= p.bytes_done and p.bytes_total else ""
+    return (f"{p.files_done:,} / {p.files_total:,} files · {fmt_bytes(p.bytes_done)}{total} · "
             f"{p.files_per_second:,.0f} files/s · {fmt_bytes(p.bytes_per_second)}/s · {_eta(p)} · "
             f"{p.skipped:,} skipped · {p.failed:,} failed")
 
