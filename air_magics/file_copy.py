@@ -58,11 +58,11 @@ def _write_local_atomic(dst: str, data: bytes, mtime: float) -> None:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
+            if mtime:  # on the open file: no second path lookup
+                ns = int(mtime * 1e9)
+                os.utime(fd, ns=(ns, ns))
         finally:
             os.close(fd)
-        if mtime:
-            ns = int(mtime * 1e9)
-            os.utime(tmp, ns=(ns, ns))
         os.replace(tmp, dst)
     except BaseException:
         try:

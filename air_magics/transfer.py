@@ -32,7 +32,8 @@ from .volumes.summary import fmt_bytes
 
 __all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport", "copy_files", "copy_one", "DEFAULT_WORKERS", "TRANSIENT_ERRNOS"]
 
-DEFAULT_WORKERS = 128
+DEFAULT_WORKERS = 64
+CHECK_THREADS = 256
 TRANSIENT_ERRNOS = frozenset(
     getattr(errno, n) for n in ("EIO", "ETIMEDOUT", "ECONNRESET", "ECONNABORTED", "EAGAIN", "EBUSY", "ENETRESET", "EPIPE", "ESTALE")
     if hasattr(errno, n)
@@ -237,7 +238,13 @@ def copy_files(
                         run.skipped += 1
                         run.bytes_done += size
                     return
-                n = (task.size if task.size >= 0 else source_stat(task.src)[0]) if dry_run else copy_file(task, dirs)
+                if dry_run:
+                    n = task.size if task.size >= 0 else source_stat(task.src)[0]
+                else:
+                    with copy_slots:  # at most `workers` copies at once; more threads may be checking
+                        if run.stop.is_set():
+                            return
+                        n = copy_file(task, dirs)
                 with run.lock:
                     run.copied += 1
                     run.bytes_done += n
@@ -256,7 +263,11 @@ def copy_files(
         while (task := run.take()) is not None:
             work_one(task)
 
-    threads = [threading.Thread(target=worker, name=f"air-copy-{i}", daemon=True) for i in range(min(workers, max(1, len(tasks))))]
+    # Checking "already there, unchanged" is one round trip per existing file and needs no disk
+    # bandwidth: an unchanged re-run goes faster with more threads than copying wants.
+    copy_slots = threading.BoundedSemaphore(workers)
+    n_threads = workers if overwrite else max(workers, CHECK_THREADS)
+    threads = [threading.Thread(target=worker, name=f"air-copy-{i}", daemon=True) for i in range(min(n_threads, max(1, len(tasks))))]
     for th in threads:
         th.start()
 
@@ -281,7 +292,7 @@ def copy_files(
         on_progress(snapshot(final=True))
     run.failed.sort(key=lambda f: f.src)
     return CopyReport(len(tasks), run.copied, run.skipped, run.failed, run.bytes_copied,
-                      time.perf_counter() - t0, dest, dry_run, len(threads))
+                      time.perf_counter() - t0, dest, dry_run, workers)
 
 
 def _interleave(tasks: list[CopyTask]) -> list[CopyTask]:

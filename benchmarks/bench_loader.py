@@ -244,6 +244,24 @@ def cpu_busy(interval: float = 0.5) -> float:
     return 1.0 - (i1 - i0) / max(1, t1 - t0)
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine has been busy (all CPUs, from /proc/stat; idle and iowait excluded)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _proc_cpu(pid: int) -> float:
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        ct = p.cpu_times()
+        return ct.user + ct.system + ct.children_user + ct.children_system
+    except psutil.Error:
+        return float("nan")
+
+
 def _own_lineage() -> set[int]:
     import psutil
 
@@ -297,6 +315,13 @@ def volumes_link(link: Path, target: Path):
                 os.unlink(link)
 
 
+def resource_self() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def tree_pss(root_pid: int) -> tuple[int, int]:
     """Sum of PSS over *root_pid* and all its descendants, and how many processes were read."""
     import psutil
@@ -327,13 +352,18 @@ class PssSampler(threading.Thread):
         super().__init__(name="pss-sampler", daemon=True)
         self.pid, self.interval = pid, interval
         self.samples: list[tuple[float, int, int]] = []
+        self.others_seen: set[int] = set()  # bench_copy.py processes seen while measuring
         self._halt = threading.Event()
 
     def run(self) -> None:
         with contextlib.suppress(OSError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)  # this thread only (Linux)
+        next_check = 0.0
         while not self._halt.is_set():
             t = time.monotonic()
+            if t >= next_check:
+                self.others_seen.update(other_bench_pids())
+                next_check = t + 2.0
             pss, n = tree_pss(self.pid)
             if n:
                 self.samples.append((t, pss, n))
@@ -370,6 +400,11 @@ class Result:
     checks: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
     busy_before: float = 0.0
+    wall_s: float = float("nan")          # the child's whole life (import .. exit)
+    child_cpu_s: float = float("nan")     # the child's whole tree, whole life (wait4 rusage)
+    foreign_cores: float = float("nan")   # CPU used meanwhile by anything else, in cores (see --max-foreign)
+    disturbed: str = ""
+    attempt: int = 1
 
 
 class Bench:
@@ -385,6 +420,20 @@ class Bench:
                 "result_file": str(run_dir / "result.json")}
 
     def measure(self, latency: float, rep: int, cfg: Config) -> Result:
+        """One measurement; repeated (up to --retries times) when something else used the CPUs meanwhile."""
+        for attempt in range(1, self.a.retries + 2):
+            res = self.measure_once(latency, rep, cfg)
+            res.attempt = attempt
+            if not res.disturbed or attempt > self.a.retries:
+                break
+            print(f"  (disturbed: {res.disturbed}; measuring again)", file=sys.stderr, flush=True)
+        self.results.append(res)
+        if self.a.json:  # keep what we have even if the run is interrupted later
+            Path(self.a.json).write_text(json.dumps({"args": vars(self.a), "results": [asdict(r) for r in self.results]},
+                                                    indent=1, default=str))
+        return res
+
+    def measure_once(self, latency: float, rep: int, cfg: Config) -> Result:
         a = self.a
         run_dir = self.work / "runs" / f"{cfg.name.replace(':', '-')}-{latency:g}ms-{rep}"
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -404,22 +453,24 @@ class Bench:
         with self.slowfs.mounted(self.backing, self.mnt, stats=stats, op_latency_ms=latency, read_latency_ms=latency,
                                  engine="c", attr_timeout=a.cache_timeout, entry_timeout=a.cache_timeout) as server_pid:
             log = open(run_dir / "child.log", "wb")
+            t_start, busy0, srv0 = time.monotonic(), machine_busy_seconds(), _proc_cpu(server_pid)
+            self0 = resource_self()
             proc = subprocess.Popen([python, str(Path(__file__).resolve()), "--_child", json.dumps(spec)],
                                     env=env, cwd=str(run_dir), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True)
             sampler = PssSampler(proc.pid, a.sample_ms / 1000)
             sampler.start()
-            status = None
+            status, rusage = None, None
             deadline = time.monotonic() + a.child_timeout
             try:
                 while True:
-                    pid, st = os.waitpid(proc.pid, os.WNOHANG)
+                    pid, st, ru = os.wait4(proc.pid, os.WNOHANG)
                     if pid:
-                        status = st
+                        status, rusage = st, ru
                         break
                     if time.monotonic() > deadline:
                         os.killpg(proc.pid, signal.SIGKILL)
-                        _, status = os.waitpid(proc.pid, 0)
+                        _, status, rusage = os.wait4(proc.pid, 0)
                         res.error = f"timed out after {a.child_timeout:.0f} s"
                         break
                     time.sleep(0.05)
@@ -430,21 +481,26 @@ class Bench:
                     os.waitpid(proc.pid, 0)
                 raise
             finally:
+                wall, busy1, srv1 = time.monotonic() - t_start, machine_busy_seconds(), _proc_cpu(server_pid)
+                self1 = resource_self()
                 samples = sampler.finish()
                 proc.returncode = os.waitstatus_to_exitcode(status) if status is not None else -9
                 log.close()
                 # reap stragglers of the child's session (a crashed child may leave workers behind)
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
-            try:
-                import psutil
-
-                sp = psutil.Process(server_pid)
-                ct = sp.cpu_times()
-                res.server_cpu_s = ct.user + ct.system + sum(c.cpu_times().user + c.cpu_times().system
-                                                            for c in sp.children(recursive=True))
-            except Exception:
-                pass
+        res.server_cpu_s = srv1
+        res.wall_s = wall
+        if rusage is not None:
+            res.child_cpu_s = rusage.ru_utime + rusage.ru_stime
+            ours = res.child_cpu_s + (srv1 - srv0) + (self1 - self0)
+            res.foreign_cores = max(0.0, (busy1 - busy0) - ours) / max(wall, 1e-3)
+        why = []
+        if res.foreign_cores == res.foreign_cores and res.foreign_cores > a.max_foreign:
+            why.append(f"{res.foreign_cores:.2f} cores used by other processes")
+        if sampler.others_seen:
+            why.append(f"bench_copy.py ran meanwhile (pids {sorted(sampler.others_seen)})")
+        res.disturbed = "; ".join(why)
         try:
             res.requests = json.loads(stats.read_text()).get("ops", {})
         except (OSError, ValueError):
@@ -487,12 +543,12 @@ class Bench:
             with contextlib.suppress(OSError):
                 shutil.copy(run_dir / "child.log", keep / f"{run_dir.name}.log")
         shutil.rmtree(run_dir, ignore_errors=True)  # the cache: hundreds of MB per run
-        self.results.append(res)
         req = sum(n for op, n in res.requests.items() if op != "release") / a.files
         f = a.files
         print(f"  [{latency:g} ms rep {rep + 1}] {cfg.name:<12} setup {res.setup_s:5.2f} s  first {res.cold_first_s:5.2f} s  "
               f"cold {f / res.cold_s:7.0f} files/s  warm {f / res.warm_s:7.0f} files/s  peak PSS {res.peak_pss / 2**20:6.0f} MiB "
-              f"({res.max_procs} procs)  CPU {res.cpu_s:5.1f} s  req/file {req:.1f}  busy-before {busy:.0%}"
+              f"({res.max_procs} procs)  CPU {res.cpu_s:5.1f} s  req/file {req:.1f}  busy-before {busy:.0%}  "
+              f"foreign {res.foreign_cores:.2f} cores"
               + ("" if res.ok else f"  FAILED: {res.error[:400]}"), file=sys.stderr, flush=True)
         return res
 
@@ -611,6 +667,10 @@ def main(argv=None) -> int:
                    "with /Volumes (default /Volumes-air-bench-<pid>; removed at the end)")
     p.add_argument("--sample-ms", type=float, default=50.0, help="PSS sampling interval in ms (default 50)")
     p.add_argument("--cache-timeout", type=float, default=1.0, help="slowfs attr/entry timeout in s (default 1)")
+    p.add_argument("--max-foreign", type=float, default=0.3,
+                   help="a measurement during which other processes used more than this many cores on average (or "
+                   "during which bench_copy.py ran) is repeated (default 0.3)")
+    p.add_argument("--retries", type=int, default=3, help="how often a disturbed measurement is repeated (default 3)")
     p.add_argument("--child-timeout", type=float, default=900.0, help="seconds before a measurement is killed (default 900)")
     p.add_argument("--quiet-wait", type=float, default=120.0,
                    help="before each measurement wait up to this many seconds for the CPUs to be idle (0 = don't)")

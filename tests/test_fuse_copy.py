@@ -129,3 +129,25 @@ def test_kill_mid_copy_leaves_no_partial_file(slowfs, tmp_path, monkeypatch):
     assert 3 <= len(finals) < 40, "the kill should land mid-copy"
     for p in finals:  # every file under its final name is complete
         assert sha(p) == sha(big / p.name), p
+
+
+def test_interrupt_stops_early_and_leaves_no_partial_files(slowfs, backing, tmp_path, monkeypatch):
+    """Ctrl-C (KeyboardInterrupt in the calling thread) stops handing out files; no partial file."""
+    from air_magics.copy_plan import plan_copy
+    from air_magics.transfer import copy_files
+
+    b, hashes = backing
+    with slowfs.mounted(b, tmp_path / "mnt", op_latency_ms=5, read_latency_ms=5):
+        monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
+        plan = plan_copy(["/Volumes/main/raw/img/data"], str(tmp_path / "out"))
+
+        def ctrl_c(progress):
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            copy_files(plan.tasks, workers=2, on_progress=ctrl_c, progress_interval=0.0, dest=plan.dest)
+    landed = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert len(landed) < 200
+    for p in landed:
+        assert TEMP_MARK not in p.name
+        assert sha(p) == hashes[str(p.relative_to(tmp_path / "out" / "data"))]

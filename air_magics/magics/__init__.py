@@ -23,7 +23,7 @@ __all__ = ["AirMagics", "register"]
 class AirMagics(Magics):
     """The air_magics line and cell magics."""
 
-    workers = Int(128, help="Threads used by %%air_copy when --workers is not given.").tag(config=True)
+    workers = Int(64, help="Threads used by %%air_copy when --workers is not given.").tag(config=True)
     default_volume = Unicode("", help="Volume that relative paths refer to (set by %air_volume use).").tag(config=True)
     widgets = Bool(True, help="Show ipywidgets progress in notebooks (text progress when False).").tag(config=True)
 
