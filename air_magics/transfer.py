@@ -213,6 +213,7 @@ def copy_files(
     on_progress: Callable[[CopyProgress], None] | None = None,
     progress_interval: float = 0.1,
     dest: str = "",
+    job: str | None = None,
 ) -> CopyReport:
     """Copy every task in parallel; never raises for a single file (see ``report.failed``).
 
@@ -220,7 +221,8 @@ def copy_files(
     ``dry_run`` only decides what would be copied or skipped. ``on_progress`` receives
     :class:`CopyProgress` snapshots on the calling thread every ``progress_interval`` seconds and
     once at the end. ``KeyboardInterrupt`` stops handing out files, lets in-flight files finish
-    (or vanish: never a partial file under a final name) and is re-raised.
+    (or vanish: never a partial file under a final name) and is re-raised. With ``job`` (a name),
+    progress is also published as the status document ``job-copy-<job>`` for the sidebar.
     """
     tasks = _interleave(list(tasks))
     if workers < 1:
@@ -277,22 +279,50 @@ def copy_files(
             return CopyProgress(len(tasks), run.copied, run.skipped, len(run.failed), total, run.bytes_done,
                                 time.perf_counter() - t0)
 
+    publish = _JobPublisher(job, dest, len(tasks)) if job else None
     try:
         for th in threads:
             while th.is_alive():
                 th.join(progress_interval)
+                snap = snapshot()
                 if on_progress is not None:
-                    on_progress(snapshot())
+                    on_progress(snap)
+                if publish is not None:
+                    publish(snap)
     except BaseException:
         run.stop.set()
         for th in threads:
             th.join()
+        if publish is not None:
+            publish(snapshot(final=True), state="interrupted")
         raise
     if on_progress is not None:
         on_progress(snapshot(final=True))
+    if publish is not None:
+        publish(snapshot(final=True), state="failed" if run.failed else "done")
     run.failed.sort(key=lambda f: f.src)
     return CopyReport(len(tasks), run.copied, run.skipped, run.failed, run.bytes_copied,
                       time.perf_counter() - t0, dest, dry_run, workers)
+
+
+class _JobPublisher:
+    """Progress of a named copy as the status document ``job-copy-<name>`` (at most 4 times a second)."""
+
+    def __init__(self, name: str, dest: str, files: int) -> None:
+        from .status import Throttle
+
+        self.name, self.throttle = f"job-copy-{name}", Throttle(0.25)
+        self.doc = {"kind": "copy", "dest": dest, "files_total": files, "state": "running", "started": time.time()}
+
+    def __call__(self, p: CopyProgress, state: str = "running") -> None:
+        from .status import write_status
+
+        if state == "running" and not self.throttle.ready():
+            return
+        self.doc.update(state=state, files_done=p.files_done, copied=p.copied, skipped=p.skipped, failed=p.failed,
+                        bytes_done=p.bytes_done, bytes_total=p.bytes_total, files_per_second=p.files_per_second,
+                        eta=p.eta, finished=time.time() if state != "running" else None)
+        write_status(self.name, self.doc)
 
 
 def _interleave(tasks: list[CopyTask]) -> list[CopyTask]:

@@ -111,3 +111,11 @@ def test_large_file_is_copied_in_parallel_ranges_intact(tmp_path):
     store.register("ext.mem.big", "memory://air-big")  # and streamed to an fsspec volume
     r = air_magics.copy(["/Volumes/main/raw/big/blob.bin"], "/Volumes/ext/mem/big", store=store)
     assert r.ok and store.stat("/Volumes/ext/mem/big/blob.bin").size == 72 << 20
+
+
+def test_named_copy_publishes_a_job_document(vol, tmp_path):
+    from air_magics.status import read_status
+
+    r = air_magics.copy(["/Volumes/main/raw/img/data"], str(tmp_path / "j"), store=vol[0], job="abc")
+    doc = read_status("job-copy-abc")
+    assert doc["kind"] == "copy" and doc["state"] == "done" and doc["files_done"] == r.copied == 120

@@ -6,6 +6,7 @@ default volume. ``{var}``/``$var`` in the body expand like in the magic line. Th
 """
 from __future__ import annotations
 
+import uuid
 from typing import Any, Callable
 
 from IPython.core.error import UsageError
@@ -61,7 +62,7 @@ def run(magics: Any, line: str, cell: str) -> Any:
     report = None
     try:
         report = copy_files(plan.tasks, workers=workers, overwrite=args.overwrite, dry_run=args.dry_run,
-                            on_progress=view, dest=plan.dest)
+                            on_progress=view, dest=plan.dest, job=None if args.dry_run else uuid.uuid4().hex[:12])
     finally:
         if view is not None:
             view.close(report)
