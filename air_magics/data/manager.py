@@ -125,33 +125,37 @@ class CheckpointManager:
         if blocking:
             self._commit(step, rec, writer, rank, world)
             return
+        done = threading.Event()
         with self._lock:
-            self._pending = fut
-        fut.add_done_callback(lambda f: self._finish_async(f, step, rec, writer, rank))
+            self._pending = (fut, done)
+        fut.add_done_callback(lambda f: self._finish_async(f, step, rec, writer, rank, done))
 
-    def _finish_async(self, fut: Any, step: int, rec: dict[str, Any], writer: UCVolumeWriter, rank: int) -> None:
+    def _finish_async(self, fut: Any, step: int, rec: dict[str, Any], writer: UCVolumeWriter, rank: int,
+                      done: threading.Event) -> None:
         try:
             fut.result()
         except BaseException as exc:
             self._update(rec, "failed", error=str(_as_error(exc, "save failed")))
+            done.set()
             return
         try:
             self._commit(step, rec, writer, rank, world=1)  # no collectives off the main thread
         except Exception as exc:
             self._update(rec, "failed", error=str(exc))
+        finally:
+            done.set()
 
     def wait(self) -> None:
         """Wait for a background save to finish (committed or failed)."""
         with self._lock:
-            fut, self._pending = self._pending, None
-        if fut is not None:
+            pending, self._pending = self._pending, None
+        if pending is not None:
+            fut, done = pending
             try:
                 fut.result()
             except BaseException:
                 pass  # recorded as failed by the callback
-            deadline = time.time() + 60
-            while self._history and self._history[-1]["state"] not in ("committed", "failed") and time.time() < deadline:
-                time.sleep(0.01)
+            done.wait()  # committed (or failed) and published
 
     def _commit(self, step: int, rec: dict[str, Any], writer: UCVolumeWriter, rank: int, world: int) -> None:
         if rank == 0:
