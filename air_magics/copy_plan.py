@@ -42,14 +42,6 @@ def parse_sources(text: str) -> list[str]:
     return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
 
 
-def _join(base: Location, rel: str) -> Location:
-    if not rel:
-        return base
-    if base.is_local:
-        return Location(os.path.join(base.path, *rel.split("/")))
-    return Location(f"{base.path.rstrip('/')}/{rel}", base.fs)
-
-
 def _is_volume(text: str) -> bool:
     return text == PREFIX or text.startswith(PREFIX + "/")
 
@@ -147,7 +139,7 @@ def plan_copy(
                     continue  # the same file selected twice by one line
                 raise CopyPlanError(f"{line!r} and {owner[rel]!r} both copy to {rel!r} under {dest!r}; copy them to different destinations")
             owner[rel] = line
-            tasks.append(CopyTask(_join(sel.anchor_parent, e.rel), _join(dst_root, rel), e.size, e.mtime))
+            tasks.append(CopyTask(sel.anchor_parent.join(e.rel), dst_root.join(rel), e.size, e.mtime))
     return CopyPlan(tasks, dest, lines)
 
 

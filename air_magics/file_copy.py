@@ -7,7 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from .volumes.store import Location, fs_mtime
 
@@ -50,14 +50,14 @@ def _temp_name(dst: str) -> str:
     return os.path.join(head, f".{tail}{TEMP_MARK}{os.getpid()}-{threading.get_ident()}")
 
 
-def _write_local_atomic(dst: str, data: bytes, mtime: float) -> None:
+def _publish_atomic(dst: str, mtime: float, fill: "Callable[[int], None]") -> None:
+    """Create a temp file beside *dst*, let *fill* write it, stamp *mtime*, rename it into place;
+    on any failure the temp file is removed and *dst* is untouched."""
     tmp = _temp_name(dst)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
     try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            fill(fd)
             if mtime:  # on the open file: no second path lookup
                 ns = int(mtime * 1e9)
                 os.utime(fd, ns=(ns, ns))
@@ -70,6 +70,12 @@ def _write_local_atomic(dst: str, data: bytes, mtime: float) -> None:
         except OSError:
             pass
         raise
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def is_unchanged(task: "CopyTask") -> int | None:
@@ -108,37 +114,24 @@ def _copy_large_local(fin: int, src: str, dst: str, size: int, mtime: float) -> 
     concurrently), never the whole file in memory."""
     from concurrent.futures import ThreadPoolExecutor
 
-    tmp = _temp_name(dst)
-    try:
-        fout = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
-        try:
-            def copy_range(start: int) -> None:
-                pos, end = start, min(start + _RANGE, size)
-                while pos < end:
-                    data = os.pread(fin, min(_CHUNK, end - pos), pos)
-                    if not data:
-                        raise OSError(errno.ESTALE, f"{src} shrank while it was copied")
-                    view = memoryview(data)
-                    while view:
-                        n = os.pwrite(fout, view, pos)
-                        view, pos = view[n:], pos + n
+    def fill(fout: int) -> None:
+        def copy_range(start: int) -> None:
+            pos, end = start, min(start + _RANGE, size)
+            while pos < end:
+                data = os.pread(fin, min(_CHUNK, end - pos), pos)
+                if not data:
+                    raise OSError(errno.ESTALE, f"{src} shrank while it was copied")
+                view = memoryview(data)
+                while view:
+                    n = os.pwrite(fout, view, pos)
+                    view, pos = view[n:], pos + n
 
-            with ThreadPoolExecutor(max_workers=_RANGE_THREADS, thread_name_prefix="air-range") as pool:
-                list(pool.map(copy_range, range(0, size, _RANGE)))
-            if os.fstat(fin).st_size != size:
-                raise OSError(errno.ESTALE, f"{src} changed size while it was copied")
-        finally:
-            os.close(fout)
-        if mtime:
-            ns = int(mtime * 1e9)
-            os.utime(tmp, ns=(ns, ns))
-        os.replace(tmp, dst)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        with ThreadPoolExecutor(max_workers=_RANGE_THREADS, thread_name_prefix="air-range") as pool:
+            list(pool.map(copy_range, range(0, size, _RANGE)))
+        if os.fstat(fin).st_size != size:
+            raise OSError(errno.ESTALE, f"{src} changed size while it was copied")
+
+    _publish_atomic(dst, mtime, fill)
     return size
 
 
@@ -201,7 +194,7 @@ def copy_file(task: "CopyTask", dirs: DirMaker) -> int:
             os.close(fd)
     dirs.ensure(dst)
     if dst.is_local:
-        _write_local_atomic(dst.path, data, mtime)
+        _publish_atomic(dst.path, mtime, lambda fd: _write_all(fd, data))
     else:  # object stores publish an object only when its upload completes
         with dst.fs.open(dst.path, "wb") as f:
             f.write(data)

@@ -48,12 +48,6 @@ class CheckpointError(AirError, RuntimeError):
     """A checkpoint cannot be written or read (missing, incomplete, upload failed, ...)."""
 
 
-def _join(base: Location, rel: str) -> Location:
-    if base.is_local:
-        return Location(os.path.join(base.path, *rel.split("/")))
-    return Location(f"{base.path.rstrip('/')}/{rel}", base.fs)
-
-
 def _staging_root() -> Path:
     return config.air_home() / "staging"
 
@@ -110,7 +104,7 @@ class UCVolumeWriter(FileSystemWriter):
         return str(self.volume_path)
 
     def _remote_exists(self, rel: str) -> bool:
-        loc = _join(self.dest, rel)
+        loc = self.dest.join(rel)
         return os.path.exists(loc.path) if loc.is_local else loc.fs.exists(loc.path)
 
     def prepare_local_plan(self, plan: Any) -> Any:
@@ -132,7 +126,7 @@ class UCVolumeWriter(FileSystemWriter):
         for name in names:
             local = self.staging / name
             st = local.stat()
-            tasks.append(CopyTask(Location(str(local)), _join(self.dest, name), st.st_size, st.st_mtime))
+            tasks.append(CopyTask(Location(str(local)), self.dest.join(name), st.st_size, st.st_mtime))
         if self.on_event:
             self.on_event("uploading", files=len(tasks), bytes=sum(t.size for t in tasks))
         report = copy_files(tasks, workers=self.upload_workers, overwrite=True, dest=str(self.volume_path))
@@ -147,7 +141,7 @@ class UCVolumeWriter(FileSystemWriter):
         super().finish(metadata, results)  # .metadata written to staging (temp + rename)
         local = self.staging / METADATA
         st = local.stat()
-        copy_one(CopyTask(Location(str(local)), _join(self.dest, METADATA), st.st_size, st.st_mtime))
+        copy_one(CopyTask(Location(str(local)), self.dest.join(METADATA), st.st_size, st.st_mtime))
         self.bytes_uploaded += st.st_size
         if self.on_event:
             self.on_event("uploaded", bytes=self.bytes_uploaded)

@@ -48,14 +48,6 @@ class SkippedFile:
     reason: str
 
 
-def _join(base: Location, rel: str) -> Location:
-    if not rel:
-        return base
-    if base.is_local:
-        return Location(f"{base.path.rstrip('/')}/{rel}")
-    return Location(f"{base.path.rstrip('/')}/{rel}", base.fs)
-
-
 def list_files(paths: Sequence["str | VolumePath"], *, pattern: str | None, recursive: bool,
                store: VolumeStore) -> list[_File]:
     """Every file the selection names, sorted by volume path, each once."""
@@ -72,7 +64,7 @@ def list_files(paths: Sequence["str | VolumePath"], *, pattern: str | None, recu
             if rx is not None and not (rx.match(e.rel) or rx.match(e.rel.rsplit("/", 1)[-1])):
                 continue
             key = str(base.joinpath(e.rel)) if e.rel else str(base)
-            out[key] = _File(key, _join(loc, e.rel), e.size, e.mtime)
+            out[key] = _File(key, loc.join(e.rel), e.size, e.mtime)
     return [out[k] for k in sorted(out)]
 
 

@@ -160,7 +160,7 @@ class CheckpointManager:
     def _commit(self, step: int, rec: dict[str, Any], writer: UCVolumeWriter, rank: int, world: int) -> None:
         if rank == 0:
             src, dst = self._loc(f"{PENDING_PREFIX}{int(step)}"), self._loc(f"step_{int(step)}")
-            write_text_atomic(Location(f"{src.path.rstrip('/')}/{COMMITTED}", src.fs), json.dumps({"step": step, "time": time.time()}))
+            write_text_atomic(src.join(COMMITTED), json.dumps({"step": step, "time": time.time()}))
             commit_folder(src, dst, last=COMMITTED)
             write_text_atomic(self._loc("latest"), f"step_{int(step)}")
             self._prune()

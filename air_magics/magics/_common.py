@@ -27,3 +27,12 @@ def parse_line(magic_func: Any, line: str) -> Any:
     from IPython.utils._process_common import arg_split
 
     return magic_func.parser.parse_intermixed_args(arg_split(line, posix=True, strict=True))
+
+
+def with_arguments(func: Any, *arguments: Any) -> Any:
+    """Apply ``magic_arguments()`` and the given ``argument(...)`` decorators (top to bottom) to *func*."""
+    from IPython.core.magic_arguments import magic_arguments
+
+    for deco in reversed((magic_arguments(), *arguments)):
+        func = deco(func)
+    return func

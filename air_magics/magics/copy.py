@@ -10,28 +10,25 @@ import uuid
 from typing import Any, Callable
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.core.magic_arguments import argument
 
 from ..copy_plan import parse_sources, plan_copy
 from ..transfer import copy_files
 from ..widgets import copy_progress_view
-from ._common import parse_line
+from ._common import parse_line, with_arguments
 from ._state import default_volume, store
 
 
 def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
-    decorators = [
-        magic_arguments(),
+    return with_arguments(
+        func,
         argument("--to", dest="dest", metavar="DEST", help="destination folder: local path or /Volumes/..."),
         argument("--workers", type=int, metavar="N", help="parallel copies (default: %%config AirMagics.workers)"),
         argument("--overwrite", action="store_true", help="copy even files that are already there unchanged"),
         argument("--dry-run", action="store_true", help="only report what would be copied or skipped"),
         argument("-o", "--output", metavar="VAR", help="also store the report in this variable"),
         argument("-q", "--quiet", action="store_true", help="no progress display"),
-    ]
-    for deco in reversed(decorators):
-        func = deco(func)
-    return func
+    )
 
 
 def _expand(user_ns: dict[str, Any], text: str) -> str:

@@ -12,14 +12,14 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.core.magic_arguments import argument
 
-from ._common import parse_line
+from ._common import parse_line, with_arguments
 
 
 def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
-    decorators = [
-        magic_arguments(),
+    return with_arguments(
+        func,
         argument("name", nargs="?", help="table: [catalog.][schema.]table"),
         argument("--to", choices=["pandas", "numpy", "arrow", "datasets"], help="return the data in this form"),
         argument("-o", "--output", metavar="VAR", help="store the result in this variable"),
@@ -32,10 +32,7 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
         argument("--via", choices=["auto", "server", "client"], default="auto", help="export: who writes the files"),
         argument("--tables", action="store_true", help="list tables (in NAME = catalog.schema if given)"),
         argument("--remote", metavar="URL", help="Spark Connect URL, e.g. sc://localhost:15002"),
-    ]
-    for deco in reversed(decorators):
-        func = deco(func)
-    return func
+    )
 
 
 def run(magics: Any, line: str) -> Any:

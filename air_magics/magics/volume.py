@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.core.magic_arguments import argument
 
 from ..volumes import VolumePath
 from ..volumes.summary import ListingSummary, VolumesOverview
-from ._common import parse_line
+from ._common import parse_line, with_arguments
 from ._state import default_volume, store
 
 COMMANDS = ("ls", "create", "register", "use", "cache", "checkpoints")
@@ -28,18 +28,15 @@ _USAGE = {"ls": "[PATH]", "create": "catalog.schema.volume", "register": "catalo
 
 
 def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
-    decorators = [
-        magic_arguments(),
+    return with_arguments(
+        func,
         argument("command", nargs="?", help=f"one of {', '.join(COMMANDS)}; none shows where volumes live"),
         argument("args", nargs="*", help="the command's arguments (a path, a volume name, a URL)"),
         argument("-r", "--recursive", action="store_true", help="ls: list every file below PATH"),
         argument("--pattern", metavar="GLOB", help="ls: only entries matching GLOB (e.g. '*.jpg', 'train/**/*.png')"),
         argument("--exist-ok", action="store_true", help="create: no error if the volume already exists"),
         argument("--clear", action="store_true", help="cache: remove every cached file (sources are untouched)"),
-    ]
-    for deco in reversed(decorators):
-        func = deco(func)
-    return func
+    )
 
 
 def run(magics: Any, line: str) -> Any:

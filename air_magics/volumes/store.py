@@ -57,6 +57,14 @@ class Location:
     def is_local(self) -> bool:
         return self.fs is None
 
+    def join(self, rel: str) -> "Location":
+        """The location *rel* (``/``-separated) below this one."""
+        if not rel:
+            return self
+        if self.fs is None:
+            return Location(os.path.join(self.path, *rel.split("/")))
+        return Location(f"{self.path.rstrip('/')}/{rel}", self.fs)
+
     def __str__(self) -> str:
         if self.fs is None:
             return self.path
