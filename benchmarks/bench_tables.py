@@ -43,6 +43,7 @@ if method.startswith("plain"):
     else:
         shutil.rmtree(out, ignore_errors=True)
         spark.table(full).write.mode("overwrite").parquet(out)
+        export_s, export_mb = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         import datasets
         n = datasets.load_dataset("parquet", data_files=sorted(glob.glob(out + "/*.parquet")), split="train").num_rows
 else:
@@ -52,10 +53,14 @@ else:
     else:
         via = "client" if method == "air-export-client" else "auto"
         r = tables.export_table(name, out, mode="overwrite", via=via)
+        export_s, export_mb = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         n = r.load_dataset().num_rows
 secs = time.perf_counter() - t0
 assert n == rows, (n, rows)
-print(json.dumps({"seconds": secs, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+res = {"seconds": secs, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+if "export" in method:
+    res.update(export_s=export_s, export_mb=export_mb)
+print(json.dumps(res))
 '''
 
 METHODS = ["plain-read", "air-read", "plain-export", "air-export", "air-export-client"]
@@ -108,21 +113,27 @@ def main() -> None:
                 results.setdefault((m, n), []).append(r)
                 print(f"rep {rep} {m:18} {n:>9,} rows: {r['seconds']:.2f} s, peak {r['peak_rss_mb']:.0f} MB", file=sys.stderr)
     print(f"## bench_tables: embedded Spark Connect server, {args.reps} interleaved reps, medians, client = a fresh process\n")
-    print("| rows | method | median s | peak client RSS, MB | overhead vs plain |")
-    print("|---|---|---|---|---|")
+    print("| rows | method | median s (total) | overhead vs plain | export step s | peak client RSS after export, MB | peak client RSS total, MB |")
+    print("|---|---|---|---|---|---|---|")
+
+    def med(m: str, n: int, key: str) -> float:
+        return statistics.median(r[key] for r in results[(m, n)])
+
     for n in sizes:
-        med = {m: statistics.median(r["seconds"] for r in results[(m, n)]) for m in METHODS}
-        mem = {m: statistics.median(r["peak_rss_mb"] for r in results[(m, n)]) for m in METHODS}
         for m in METHODS:
             base = "plain-read" if "read" in m else "plain-export"
-            over = "" if m.startswith("plain") else f"{(med[m] / med[base] - 1) * 100:+.0f}%"
-            print(f"| {n:,} | {m} | {med[m]:.2f} | {mem[m]:.0f} | {over} |")
+            over = "" if m.startswith("plain") else f"{(med(m, n, 'seconds') / med(base, n, 'seconds') - 1) * 100:+.0f}%"
+            exp_s = f"{med(m, n, 'export_s'):.2f}" if "export" in m else ""
+            exp_mb = f"{med(m, n, 'export_mb'):.0f}" if "export" in m else ""
+            print(f"| {n:,} | {m} | {med(m, n, 'seconds'):.2f} | {over} | {exp_s} | {exp_mb} | {med(m, n, 'peak_rss_mb'):.0f} |")
     if len(sizes) > 1:
         a, b = sizes[0], sizes[-1]
+        print()
         for m in METHODS:
-            ma = statistics.median(r["peak_rss_mb"] for r in results[(m, a)])
-            mb = statistics.median(r["peak_rss_mb"] for r in results[(m, b)])
-            print(f"- {m}: peak client memory {ma:.0f} MB at {a:,} rows, {mb:.0f} MB at {b:,} rows ({mb / ma:.2f}x)")
+            key = "export_mb" if "export" in m else "peak_rss_mb"
+            ma, mb = med(m, a, key), med(m, b, key)
+            what = "export step" if "export" in m else "read"
+            print(f"- {m}: peak client memory of the {what}: {ma:.0f} MB at {a:,} rows, {mb:.0f} MB at {b:,} rows ({mb / ma:.2f}x)")
     from air_magics.tables import stop_server
 
     stop_server()
