@@ -1,0 +1,187 @@
+"""What the sidebar's REST API answers, as plain functions over the core API (no tornado here).
+
+Every function returns a JSON-ready dict. They read volumes only through :class:`VolumeStore`
+(listings and stats, never file contents) and state only through the status documents, the
+same ones the notebook widgets render. Blocking: the handlers run them on a thread pool.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..errors import AirError, VolumePathError
+from ..status import list_status, read_status
+from ..volumes.path import VolumePath
+from ..volumes.store import VolumeStore
+
+__all__ = ["list_volumes", "list_folder", "cache_summary", "clear_cache", "jobs", "checkpoints",
+           "PAGE_DEFAULT", "PAGE_MAX", "STALE_AFTER"]
+
+PAGE_DEFAULT = 200        # entries per page of a folder listing
+PAGE_MAX = 1000
+STALE_AFTER = 30.0        # a "running" job whose document is older than this lost its process
+RECENT_JOBS = 3600.0      # finished jobs are shown for an hour
+MAX_JOBS = 20
+MAX_CHECKPOINTS = 10
+_LISTING_TTL = 2.0        # seconds a folder's name listing is reused while paging through it
+_LISTINGS_KEPT = 16
+
+_listings: "OrderedDict[tuple[str, str], tuple[float, list[tuple[str, bool]]]]" = OrderedDict()
+_listings_lock = threading.Lock()
+_stat_pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="air-api-stat")
+
+
+def _store() -> VolumeStore:
+    return VolumeStore(workers=8)
+
+
+# -- volumes --------------------------------------------------------------------------------------
+def list_volumes() -> dict[str, Any]:
+    """Every volume as a tree: catalogs -> schemas -> volumes."""
+    store = _store()
+    catalogs: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    vols = store.volumes()
+    for v in vols:
+        cat, sch, vol = v.volume_id.split(".")
+        path = str(VolumePath(cat, sch, vol))
+        catalogs.setdefault(cat, {}).setdefault(sch, []).append({"name": vol, "path": path, "kind": v.kind})
+    return {
+        "root": str(store.root), "kind": store.kind, "count": len(vols),
+        "catalogs": [{"name": c, "schemas": [{"name": s, "volumes": catalogs[c][s]} for s in sorted(catalogs[c])]}
+                     for c in sorted(catalogs)],
+    }
+
+
+def _names(store: VolumeStore, vp: VolumePath) -> list[tuple[str, bool]]:
+    """(name, is_dir) of a folder's children, folders first, each group sorted; reused for a moment
+    so that paging through a huge folder lists it once, not once per page."""
+    key = (f"{store.kind}:{store.root}", str(vp))
+    now = time.monotonic()
+    with _listings_lock:
+        hit = _listings.get(key)
+        if hit and now - hit[0] < _LISTING_TTL:
+            _listings.move_to_end(key)
+            return hit[1]
+    entries = store.entries(vp, recursive=False, with_dirs=True, stat=False)  # names only: one readdir
+    if len(entries) == 1 and entries[0].rel == "":
+        raise VolumePathError(f"{str(vp)!r} is a file, not a folder: list its folder {str(vp.parent)!r} instead")
+    names = [(e.rel, True) for e in entries if e.is_dir] + [(e.rel, False) for e in entries if not e.is_dir]
+    with _listings_lock:
+        _listings[key] = (now, names)
+        _listings.move_to_end(key)
+        while len(_listings) > _LISTINGS_KEPT:
+            _listings.popitem(last=False)
+    return names
+
+
+def _entry(store: VolumeStore, vp: VolumePath, name: str, is_dir: bool) -> dict[str, Any]:
+    child = vp / name
+    out: dict[str, Any] = {"name": name, "path": str(child), "is_dir": is_dir, "size": None, "mtime": None}
+    try:
+        st = store.stat(child)
+    except (AirError, OSError):  # vanished since the listing, or a link leaving the volume
+        return out
+    out.update(size=None if st.is_dir else st.size, mtime=st.mtime, is_dir=is_dir or st.is_dir)
+    return out
+
+
+def list_folder(path: str, offset: int = 0, limit: int = PAGE_DEFAULT) -> dict[str, Any]:
+    """One page of a folder's direct children (folders first), with sizes and mtimes.
+
+    Only the page's entries are stat'ed, so a folder of 100,000 files costs one readdir (reused
+    for a moment across pages) plus ``limit`` stats per request."""
+    if offset < 0 or not 1 <= limit <= PAGE_MAX:
+        raise ValueError(f"offset {offset} must be >= 0 and limit {limit} between 1 and {PAGE_MAX}")
+    vp = VolumePath.parse(path)
+    store = _store()
+    names = _names(store, vp)
+    page = names[offset:offset + limit]
+    entries = list(_stat_pool.map(lambda item: _entry(store, vp, *item), page))
+    end = offset + len(page)
+    return {"path": str(vp), "offset": offset, "limit": limit, "total": len(names),
+            "next_offset": end if end < len(names) else None, "entries": entries}
+
+
+# -- cache ----------------------------------------------------------------------------------------
+def cache_summary() -> dict[str, Any]:
+    """The shared cache statistics and the current loader's timing: what ``%air_volume cache`` shows."""
+    from ..widgets.cache_view import latest_loader
+
+    return {"cache": read_status("cache"), "loader": latest_loader()}
+
+
+def clear_cache(reset_stats: bool = False) -> dict[str, Any]:
+    """Drop every cached file of the cache the statistics describe (sources are never touched)."""
+    from ..cache import FileCache
+
+    doc = read_status("cache") or {}
+    cache = FileCache(root=doc["root"]) if doc.get("root") else FileCache()
+    removed = cache.clear(reset_stats=reset_stats)
+    return {"removed": removed, **cache_summary()}
+
+
+# -- jobs -----------------------------------------------------------------------------------------
+def _num(value: Any) -> float | None:
+    """A number from a status document, or None (documents are data: never trust their types)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _fraction(done: Any, total: Any) -> float | None:
+    d, t = _num(done), _num(total)
+    return None if d is None or not t else max(0.0, min(1.0, d / t))
+
+
+def _progress(doc: dict[str, Any]) -> float | None:
+    if doc.get("kind") == "copy":
+        p = _fraction(doc.get("files_done", 0), doc.get("files_total"))
+    elif doc.get("kind") == "export":
+        p = _fraction(doc.get("tasks_done", 0), doc.get("tasks"))
+    else:
+        p = None
+    return 1.0 if p is None and doc.get("state") == "done" else p
+
+
+def jobs(recent: float = RECENT_JOBS, now: float | None = None) -> dict[str, Any]:
+    """Copies and exports running, or finished in the last *recent* seconds, newest first.
+
+    ``progress`` is 0..1 (None when unknown); a running job whose document stopped being updated
+    is marked ``stale`` (its process was killed)."""
+    now = time.time() if now is None else now
+    out = []
+    for doc in list_status("job-"):
+        if not isinstance(doc, dict):
+            continue
+        updated = _num(doc.get("updated")) or 0.0
+        running = doc.get("state") == "running"
+        if not running and now - (_num(doc.get("finished")) or updated) > recent:
+            continue
+        name = str(doc.get("name", ""))
+        kind = doc.get("kind") or ("copy" if name.startswith("job-copy-") else "export")
+        out.append(dict(doc, job=name.split("-", 2)[-1], kind=kind, progress=_progress(doc),
+                        stale=running and now - updated > STALE_AFTER))
+        if len(out) >= MAX_JOBS:
+            break
+    return {"jobs": out, "now": now}
+
+
+# -- checkpoints ----------------------------------------------------------------------------------
+def checkpoints(limit: int = MAX_CHECKPOINTS) -> dict[str, Any]:
+    """The most recently active checkpoint folders: committed steps, latest, recent saves with state."""
+    from ..data.commit import checkpoint_status
+
+    out = []
+    for doc in [d for d in list_status("checkpoints-") if isinstance(d, dict)][:limit]:
+        directory = doc.get("directory")
+        item: dict[str, Any] = {"name": doc.get("name"), "directory": directory, "keep": doc.get("keep"),
+                                "latest": doc.get("latest"), "steps": [], "pending": [],
+                                "saves": doc.get("saves", []), "updated": doc.get("updated"), "error": None}
+        try:
+            st = checkpoint_status(directory)
+            item.update(latest=st["latest"], steps=st["steps"], pending=st["pending"], saves=st["saves"])
+        except (AirError, OSError, TypeError, ValueError) as exc:  # volume gone, unreadable, malformed document
+            item["error"] = str(exc) if isinstance(exc, AirError) else f"{type(exc).__name__}: {exc}"
+        out.append(item)
+    return {"checkpoints": out}
