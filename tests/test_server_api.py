@@ -1,0 +1,385 @@
+"""The sidebar's REST API (``/air/api/*``) against a real Jupyter server in a subprocess.
+
+One server per module (starting one costs seconds); every test points its own AIR_HOME at the
+server's, and starts from an empty run directory. The server is started without naming the
+extension: the config file installed with the package must enable it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+import air_magics
+from air_magics.cache import FileCache
+from air_magics.status import run_dir, write_status
+from air_magics.volumes import VolumeStore
+
+from _lab_server import start_server
+
+ENDPOINTS = ["", "volumes", "cache", "jobs", "checkpoints"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    base = tmp_path_factory.mktemp("air-api")
+    srv = start_server(base, home=base / "air_home", mount=base / "no-such-mount")
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(autouse=True)
+def air_home(server, monkeypatch):
+    """Override conftest's AIR_HOME: this test process and the server share one."""
+    monkeypatch.setenv("AIR_HOME", str(server.home))
+    monkeypatch.delenv("AIR_VOLUMES_ROOT", raising=False)
+    monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(server.home.parent / "no-such-mount"))
+    for sub in ("run", "volumes", "cache"):
+        shutil.rmtree(server.home / sub, ignore_errors=True)
+    (server.home / "volume_registry.json").unlink(missing_ok=True)
+    yield server.home
+    assert server.alive(), f"the Jupyter server died:\n{server.log_tail()}"
+
+
+@pytest.fixture
+def images():
+    store = VolumeStore()
+    store.create("main.demo.images")
+    for rel, size in [("train/cat/a.jpg", 1000), ("train/cat/b.jpg", 2500), ("train/dog/c.jpg", 10),
+                      ("val/x.jpg", 7), ("README.txt", 42)]:
+        with store.open(f"/Volumes/main/demo/images/{rel}", "wb") as f:
+            f.write(b"x" * size)
+    return store
+
+
+def message(r: requests.Response) -> str:
+    body = r.json()
+    assert isinstance(body.get("message"), str) and body["message"], body
+    return body["message"]
+
+
+# -- installation and auth ------------------------------------------------------------------------
+def test_enabled_by_the_installed_config_file(server):
+    cfg = Path(sys.prefix) / "etc" / "jupyter" / "jupyter_server_config.d" / "air_magics.json"
+    assert json.loads(cfg.read_text()) == {"ServerApp": {"jpserver_extensions": {"air_magics.server": True}}}
+    r = server.get("")
+    assert r.status_code == 200, r.text
+    assert set(r.json()["endpoints"]) == {"volumes", "cache", "jobs", "checkpoints"}
+
+
+def test_labextension_is_installed():
+    ext = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "air-magics"
+    meta = json.loads((ext / "package.json").read_text())
+    assert meta["name"] == "air-magics" and meta["jupyterlab"]["_build"]["load"].startswith("static/")
+    assert (ext / meta["jupyterlab"]["_build"]["load"]).is_file()
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+def test_no_token_is_403(server, endpoint):
+    assert requests.get(server.api(endpoint), timeout=30).status_code == 403
+    bad = {"Authorization": "token not-the-token"}
+    assert requests.get(server.api(endpoint), headers=bad, timeout=30).status_code == 403
+    assert requests.get(server.api(endpoint), params={"token": "nope"}, timeout=30).status_code == 403
+
+
+def test_clear_without_token_is_403_and_clears_nothing(server, images):
+    cache = FileCache()
+    cache.get("/Volumes/main/demo/images/README.txt")
+    for headers in ({}, {"Authorization": "token wrong"}):
+        assert requests.delete(server.api("cache"), headers=headers, timeout=30).status_code == 403
+    assert cache.info().entries == 1
+
+
+def test_cookie_authenticated_clear_needs_the_xsrf_header(server, images):
+    cache = FileCache()
+    cache.get("/Volumes/main/demo/images/README.txt")
+    s = requests.Session()
+    assert s.get(f"{server.url}/lab?token={server.token}", timeout=30).status_code == 200  # login cookie + _xsrf
+    assert s.get(server.api("cache"), timeout=30).status_code == 200  # cookie-authenticated read
+    r = s.delete(server.api("cache"), timeout=30)
+    assert r.status_code == 403 and "xsrf" in r.text.lower()
+    assert cache.info().entries == 1
+    r = s.delete(server.api("cache"), headers={"X-XSRFToken": s.cookies["_xsrf"]}, timeout=30)
+    assert r.status_code == 200, r.text
+    assert r.json()["removed"] == 1 and cache.info().entries == 0
+
+
+# -- volumes --------------------------------------------------------------------------------------
+def test_volumes_tree(server, images):
+    store = VolumeStore()
+    store.create("main.other.raw")
+    store.create("dev.scratch.tmp")
+    doc = server.get("volumes").json()
+    assert doc["count"] == 3 and doc["kind"] == "embedded"
+    tree = {c["name"]: {s["name"]: [v["name"] for v in s["volumes"]] for s in c["schemas"]} for c in doc["catalogs"]}
+    assert tree == {"dev": {"scratch": ["tmp"]}, "main": {"demo": ["images"], "other": ["raw"]}}
+    assert [c["name"] for c in doc["catalogs"]] == ["dev", "main"]
+    vol = doc["catalogs"][1]["schemas"][0]["volumes"][0]
+    assert vol == {"name": "images", "path": "/Volumes/main/demo/images", "kind": "embedded"}
+
+
+def test_no_volumes_is_an_empty_tree(server):
+    doc = server.get("volumes").json()
+    assert doc["count"] == 0 and doc["catalogs"] == []
+
+
+def test_folder_listing_has_sizes_folders_first(server, images):
+    doc = server.get("volumes", path="/Volumes/main/demo/images").json()
+    assert [(e["name"], e["is_dir"]) for e in doc["entries"]] == [("train", True), ("val", True), ("README.txt", False)]
+    readme = doc["entries"][2]
+    assert readme["size"] == 42 and readme["path"] == "/Volumes/main/demo/images/README.txt"
+    assert abs(readme["mtime"] - time.time()) < 600
+    assert doc["total"] == 3 and doc["next_offset"] is None and doc["offset"] == 0
+    sub = server.get("volumes", path="/Volumes/main/demo/images/train/cat/").json()
+    assert [(e["name"], e["size"]) for e in sub["entries"]] == [("a.jpg", 1000), ("b.jpg", 2500)]
+    assert sub["path"] == "/Volumes/main/demo/images/train/cat"
+    dotted = server.get("volumes", path="main.demo.images/train").json()
+    assert [e["name"] for e in dotted["entries"]] == ["cat", "dog"]
+    empty_dir = VolumeStore().locate("/Volumes/main/demo/images/empty").path
+    os.makedirs(empty_dir)
+    assert server.get("volumes", path="/Volumes/main/demo/images/empty").json()["entries"] == []
+
+
+def test_large_folder_is_paginated(server):
+    """100,000 files in one folder: each page holds `limit` entries and stats only those."""
+    store = VolumeStore()
+    store.create("main.big.flat")
+    folder = store.locate("/Volumes/main/big/flat/files").path
+    os.makedirs(folder)
+    n = 100_000
+    for i in range(n):
+        os.close(os.open(os.path.join(folder, f"f{i:06d}.bin"), os.O_CREAT | os.O_WRONLY, 0o644))
+    with open(os.path.join(folder, "f099999.bin"), "wb") as f:
+        f.write(b"12345")
+    timings = []
+    seen = []
+    for offset in (0, 1000, 99_000):
+        t0 = time.perf_counter()
+        r = server.get("volumes", path="/Volumes/main/big/flat/files", offset=offset, limit=1000)
+        timings.append(time.perf_counter() - t0)
+        doc = r.json()
+        assert r.status_code == 200 and doc["total"] == n and len(doc["entries"]) == 1000
+        assert doc["entries"][0]["name"] == f"f{offset:06d}.bin"
+        assert doc["next_offset"] == (offset + 1000 if offset + 1000 < n else None)
+        seen += [e["name"] for e in doc["entries"]]
+    assert doc["entries"][-1]["size"] == 5
+    assert len(set(seen)) == 3000
+    default = server.get("volumes", path="/Volumes/main/big/flat/files").json()
+    assert len(default["entries"]) == default["limit"] == 200
+    print(f"\n100,000-file folder: pages of 1,000 answered in {', '.join(f'{t:.2f} s' for t in timings)}")
+
+
+def test_a_page_stats_only_its_own_entries(monkeypatch):
+    """The listing itself is names only (one readdir); only the page's entries are stat'ed."""
+    from air_magics.server import queries
+
+    store = VolumeStore()
+    store.create("main.big.some")
+    folder = store.locate("/Volumes/main/big/some").path
+    for i in range(3000):
+        open(os.path.join(folder, f"{i:05d}"), "wb").close()
+    calls = []
+    real_stat = VolumeStore.stat
+    monkeypatch.setattr(VolumeStore, "stat", lambda self, p: calls.append(str(p)) or real_stat(self, p))
+    real_entries = VolumeStore.entries
+    seen_kwargs = []
+    monkeypatch.setattr(VolumeStore, "entries", lambda self, p, **kw: seen_kwargs.append(kw) or real_entries(self, p, **kw))
+    doc = queries.list_folder("/Volumes/main/big/some", offset=2950, limit=100)
+    assert len(doc["entries"]) == 50 and doc["next_offset"] is None and doc["total"] == 3000
+    assert len(calls) == 50 and seen_kwargs == [{"recursive": False, "with_dirs": True, "stat": False}]
+
+
+BAD_PATHS = [
+    "/etc/passwd",
+    "/etc",
+    "/",
+    "",
+    "relative/path",
+    "~/secrets",
+    "/Volumes",
+    "/Volumes/main",
+    "/Volumes/main/demo",
+    "/Volumes/main/demo/images/../../../../etc/passwd",
+    "/Volumes/main/demo/images/train/../../other",
+    "/Volumes/../etc",
+    "/Volumes/main/demo/images/./train",
+    "/Volumes/main/demo/images//train",
+    "/Volumes/ma in/demo/images",
+    "/Volumes/main/demo/images/a\nb",
+    "main.demo/images",
+    "\\..\\..\\windows",
+]
+
+
+@pytest.mark.parametrize("path", BAD_PATHS)
+def test_traversal_and_non_volume_paths_are_400(server, images, path):
+    r = server.get("volumes", path=path)
+    assert r.status_code == 400, (path, r.status_code, r.text)
+    assert "Volumes" in message(r) or repr(path)[1:-1][:10] in message(r)
+
+
+def test_encoded_traversal_is_400(server, images):
+    for raw in ("/Volumes/main/demo/images/%2e%2e/%2e%2e/%2e%2e/etc", "%2FVolumes%2Fmain%2Fdemo%2Fimages%2F..%2F..",
+                "/Volumes/main/demo/images/train/%2E%2E"):
+        r = requests.get(server.api("volumes") + "?path=" + raw, headers=server.auth, timeout=30)
+        assert r.status_code == 400, (raw, r.text)
+        assert "'..' segment" in message(r)
+
+
+def test_symlink_out_of_the_volume_is_400_and_not_listed(server, images, tmp_path):
+    secret = tmp_path / "outside"
+    secret.mkdir()
+    (secret / "key.pem").write_text("secret")
+    vol = Path(VolumeStore().locate("/Volumes/main/demo/images").path)
+    (vol / "escape").symlink_to(secret)
+    (vol / "key.pem").symlink_to(secret / "key.pem")
+    for p in ("/Volumes/main/demo/images/escape", "/Volumes/main/demo/images/key.pem"):
+        r = server.get("volumes", path=p)
+        assert r.status_code == 400 and "outside its volume" in message(r), r.text
+    names = {e["name"]: e for e in server.get("volumes", path="/Volumes/main/demo/images").json()["entries"]}
+    assert "key.pem" not in names  # a file link leaving the volume is not listed
+    assert "outside" not in json.dumps(names)  # nothing resolved through the link
+    assert names.get("escape", {"size": None})["size"] is None  # a link to a folder is never followed
+
+
+def test_missing_volume_or_path_is_404(server, images):
+    for p in ("/Volumes/main/demo/nope", "/Volumes/main/demo/images/nope", "/Volumes/x/y/z/deep/er"):
+        r = server.get("volumes", path=p)
+        assert r.status_code == 404, r.text
+        assert "does not exist" in message(r)
+
+
+def test_a_file_is_not_a_folder(server, images):
+    r = server.get("volumes", path="/Volumes/main/demo/images/README.txt")
+    assert r.status_code == 400 and "is a file" in message(r)
+    assert "x" * 42 not in r.text  # never the file's contents
+
+
+@pytest.mark.parametrize("params", [{"offset": "-1"}, {"offset": "a"}, {"limit": "0"}, {"limit": "1001"},
+                                    {"limit": "1e3"}, {"offset": "99999999999999999999999"}])
+def test_bad_paging_is_400(server, images, params):
+    r = server.get("volumes", path="/Volumes/main/demo/images", **params)
+    assert r.status_code == 400 and ("offset" in message(r) or "limit" in message(r))
+
+
+def test_odd_input_never_breaks_the_server(server, images):
+    raws = ["%00", "%FF%FE", "/Volumes/main/demo/images/%00", "/Volumes/" + "a" * 5000, "/Volumes/main/demo/images/" + "ü" * 300,
+            "/Volumes/main/demo/images/%F0%9F%98%80", "%2F" * 2000, "/Volumes/main/demo/images/train&offset=5&offset=x"]
+    for raw in raws:
+        r = requests.get(server.api("volumes") + "?path=" + raw, headers=server.auth, timeout=30)
+        assert r.status_code in (200, 400, 404), (raw, r.status_code, r.text[:300])
+        assert r.headers["Content-Type"].startswith("application/json")
+    r = requests.post(server.api("volumes"), headers=server.auth, data="x", timeout=30)
+    assert r.status_code == 405
+    assert server.alive()
+
+
+# -- cache ----------------------------------------------------------------------------------------
+def test_cache_statistics_and_clear(server, images):
+    assert server.get("cache").json() == {"cache": None, "loader": None}
+    cache = FileCache(limit="1MiB")
+    for rel in ("train/cat/a.jpg", "train/cat/b.jpg", "train/cat/a.jpg", "README.txt"):
+        cache.get(f"/Volumes/main/demo/images/{rel}")
+    cache.publish_status()
+    doc = server.get("cache").json()["cache"]
+    info = cache.info()
+    assert (doc["hits"], doc["misses"], doc["entries"], doc["bytes"], doc["limit"]) == (1, 3, 3, 3542, 1 << 20)
+    assert doc["hit_rate"] == pytest.approx(info.hit_rate) and doc["evictions"] == 0
+    local = cache.local_path("/Volumes/main/demo/images/README.txt")
+    assert local.exists()
+    r = requests.delete(server.api("cache"), headers=server.auth, timeout=30)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["removed"] == 3 and body["cache"]["entries"] == 0 and body["cache"]["hits"] == 1
+    assert not local.exists() and cache.info().entries == 0
+    assert VolumeStore().exists("/Volumes/main/demo/images/README.txt")  # sources untouched
+
+
+def test_loader_timing_comes_along(server):
+    write_status(f"loader-{os.getpid()}", {"steps": 10, "wait_share": 0.25, "epoch": 1, "num_workers": 2})
+    assert server.get("cache").json()["loader"]["wait_share"] == 0.25
+
+
+# -- jobs -----------------------------------------------------------------------------------------
+def _raw_status(name: str, doc: dict) -> None:
+    d = run_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"{name}.json").write_text(json.dumps(doc))
+
+
+def test_jobs_running_recent_and_stale(server):
+    now = time.time()
+    write_status("job-copy-live", {"kind": "copy", "dest": "/tmp/x", "state": "running", "files_total": 10,
+                                   "files_done": 3, "bytes_done": 300, "eta": 2.0, "started": now - 5})
+    write_status("job-export-tbl", {"kind": "export", "dest": "/Volumes/a/b/c/t", "state": "done", "tasks": 4,
+                                    "tasks_done": 4, "rows": 100, "started": now - 20, "finished": now - 10})
+    _raw_status("job-copy-old", {"kind": "copy", "state": "done", "files_total": 1, "files_done": 1,
+                                 "finished": now - 7200, "updated": now - 7200})
+    _raw_status("job-copy-dead", {"kind": "copy", "state": "running", "files_total": 8, "files_done": 2,
+                                  "updated": now - 600})
+    jobs = {j["name"]: j for j in server.get("jobs").json()["jobs"]}
+    assert set(jobs) == {"job-copy-live", "job-export-tbl", "job-copy-dead"}
+    assert jobs["job-copy-live"]["progress"] == pytest.approx(0.3) and not jobs["job-copy-live"]["stale"]
+    assert jobs["job-copy-live"]["job"] == "live" and jobs["job-copy-live"]["kind"] == "copy"
+    assert jobs["job-export-tbl"]["progress"] == 1.0 and jobs["job-export-tbl"]["kind"] == "export"
+    assert jobs["job-copy-dead"]["stale"] and jobs["job-copy-dead"]["progress"] == 0.25
+    assert list(jobs) == ["job-export-tbl", "job-copy-live", "job-copy-dead"]  # newest first
+    assert {j["name"] for j in server.get("jobs", recent=10 ** 5).json()["jobs"]} == set(jobs) | {"job-copy-old"}
+    for bad in ("x", "-1", "nan", "inf"):
+        r = server.get("jobs", recent=bad)
+        assert r.status_code == 400 and "recent" in message(r)
+
+
+def test_a_real_copy_is_reported(server, images, tmp_path):
+    report = air_magics.copy(["/Volumes/main/demo/images/train"], str(tmp_path / "out"), job="t1", workers=2)
+    assert report.ok
+    job = {j["name"]: j for j in server.get("jobs").json()["jobs"]}["job-copy-t1"]
+    assert job["state"] == "done" and job["files_done"] == job["files_total"] == 3 and job["progress"] == 1.0
+    assert job["bytes_done"] == 3510 and job["dest"] == str(tmp_path / "out")
+
+
+def test_malformed_status_documents_do_not_break_answers(server):
+    _raw_status("job-copy-junk", {"kind": "copy", "state": "running", "files_total": "ten", "files_done": None,
+                                  "updated": time.time()})
+    _raw_status("job-export-junk", {"state": "done", "finished": "yesterday", "updated": time.time()})
+    (run_dir() / "job-copy-trunc.json").write_text('{"kind": "co')
+    _raw_status("checkpoints-junk", {"directory": None, "saves": "x", "updated": time.time()})
+    _raw_status("checkpoints-gone", {"directory": "/Volumes/no/such/vol/ckpt", "saves": [], "updated": time.time()})
+    _raw_status("cache", {"hits": "many"})
+    jobs = {j["name"]: j for j in server.get("jobs").json()["jobs"]}
+    assert jobs["job-copy-junk"]["progress"] is None and "job-copy-trunc" not in jobs
+    ck = {c["name"]: c for c in server.get("checkpoints").json()["checkpoints"]}
+    assert ck["checkpoints-junk"]["error"] and ck["checkpoints-gone"]["error"]
+    assert "does not exist" in ck["checkpoints-gone"]["error"]
+    assert server.get("cache").status_code == 200
+
+
+# -- checkpoints ----------------------------------------------------------------------------------
+def test_committed_checkpoint_appears(server):
+    torch = pytest.importorskip("torch")
+    from air_magics.data import CheckpointManager
+
+    VolumeStore().create("main.ml.runs")
+    mgr = CheckpointManager("/Volumes/main/ml/runs/ckpt", show=False, keep=2)
+    mgr.save(1, {"w": torch.ones(3)})
+    mgr.save(2, {"w": torch.zeros(3)})
+    doc = server.get("checkpoints").json()["checkpoints"]
+    assert len(doc) == 1
+    ck = doc[0]
+    assert ck["directory"] == "/Volumes/main/ml/runs/ckpt" and ck["error"] is None
+    assert ck["steps"] == [1, 2] and ck["latest"] == 2 and ck["keep"] == 2
+    assert [(s["step"], s["state"]) for s in ck["saves"]] == [(1, "committed"), (2, "committed")]
+
+
+def test_import_air_magics_does_not_load_the_server():
+    code = ("import sys, air_magics, air_magics.magics; "
+            "bad = [m for m in sys.modules if m.startswith(('tornado', 'jupyter_server', 'air_magics.server'))]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
