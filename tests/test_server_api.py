@@ -378,6 +378,33 @@ def test_committed_checkpoint_appears(server):
     assert [(s["step"], s["state"]) for s in ck["saves"]] == [(1, "committed"), (2, "committed")]
 
 
+def test_sidebar_and_notebook_widgets_read_the_same_documents(server, images):
+    """What the widgets render (cache view, checkpoint view) is exactly what the API answers."""
+    torch = pytest.importorskip("torch")
+    from air_magics.data import CheckpointManager
+    from air_magics.data.commit import checkpoint_status
+    from air_magics.status import read_status
+    from air_magics.widgets import cache_text, checkpoints_text
+    from air_magics.widgets.cache_view import latest_loader
+
+    cache = FileCache()
+    cache.get("/Volumes/main/demo/images/README.txt")
+    cache.get("/Volumes/main/demo/images/README.txt")
+    cache.publish_status()
+    write_status(f"loader-{os.getpid()}", {"steps": 3, "wait_share": 0.5, "epoch": 0, "num_workers": 1})
+    api = server.get("cache").json()
+    assert api["cache"] == read_status("cache") and api["loader"] == latest_loader()
+    assert cache_text(api["cache"], api["loader"]) == cache_text()
+
+    VolumeStore().create("main.ml.agree")
+    CheckpointManager("/Volumes/main/ml/agree/ck", show=False).save(5, {"w": torch.ones(2)})
+    widget_doc = checkpoint_status("/Volumes/main/ml/agree/ck")
+    (item,) = server.get("checkpoints").json()["checkpoints"]
+    assert {k: item[k] for k in ("directory", "steps", "pending", "latest", "saves")} == \
+        {k: widget_doc[k] for k in ("directory", "steps", "pending", "latest", "saves")}
+    assert checkpoints_text(dict(item)) == checkpoints_text(widget_doc)
+
+
 def test_import_air_magics_does_not_load_the_server():
     code = ("import sys, air_magics, air_magics.magics; "
             "bad = [m for m in sys.modules if m.startswith(('tornado', 'jupyter_server', 'air_magics.server'))]; "
