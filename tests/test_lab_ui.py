@@ -171,6 +171,12 @@ def test_server_errors_are_shown_in_the_panel(lab, page):
     err = page.locator("#air-magics-sidebar .air-tree .air-error")
     err.wait_for()
     assert "404" in err.inner_text() and "does not exist" in err.inner_text()
+    # once the volume is back, collapsing and expanding again retries
+    store.create("main.scratch.doomed")
+    row(page, doomed).locator(".air-tree-caret").click()
+    expand(page, doomed)
+    page.wait_for_selector('#air-magics-sidebar .air-tree-note:has-text("(empty)")')
+    assert err.count() == 0
 
 
 def _slow_copy(src: Path, dest: Path, job: str) -> subprocess.Popen:

@@ -82,7 +82,8 @@ export class VolumesTree {
       return;
     }
     this._expanded.add(path);
-    if ((kind === 'volume' || kind === 'dir') && !this._folders.has(path)) {
+    const known = this._folders.get(path);
+    if ((kind === 'volume' || kind === 'dir') && (!known || known.error)) {
       await this._load(path, 0);
     } else {
       this.render();
