@@ -29,6 +29,8 @@ def copy(sources: Any, dest: str, **kwargs: Any) -> Any:
 
     plan_kw = {k: kwargs.pop(k) for k in ("store", "default_volume") if k in kwargs}
     plan = plan_copy(sources, dest, **plan_kw)
+    if kwargs.get("job"):
+        kwargs.setdefault("sources", plan.sources)
     return copy_files(plan.tasks, dest=plan.dest, **kwargs)
 
 

@@ -15,7 +15,9 @@ from typing import Any
 
 from . import config
 
-__all__ = ["run_dir", "write_status", "read_status", "list_status", "Throttle"]
+__all__ = ["run_dir", "write_status", "read_status", "list_status", "latest_loader", "Throttle"]
+
+_LOADER_FRESH = 120.0  # a loader document older than this is not "current"
 
 
 def run_dir() -> Path:
@@ -43,11 +45,17 @@ def write_status(name: str, doc: dict[str, Any]) -> None:
         raise
 
 
+def _valid(doc: Any) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("updated", 0), (int, float))
+
+
 def read_status(name: str) -> dict[str, Any] | None:
+    """The document, or ``None`` if it is missing or not a well-formed document."""
     try:
-        return json.loads(_file(name).read_text())
+        doc = json.loads(_file(name).read_text())
     except (FileNotFoundError, ValueError):
         return None
+    return doc if _valid(doc) else None
 
 
 def list_status(prefix: str) -> list[dict[str, Any]]:
@@ -61,10 +69,19 @@ def list_status(prefix: str) -> list[dict[str, Any]]:
             doc = json.loads(p.read_text())
         except (OSError, ValueError):
             continue
+        if not _valid(doc):  # someone else's or a damaged file: skip, never fail the viewers
+            continue
         doc.setdefault("name", p.stem)
         out.append(doc)
     out.sort(key=lambda doc: doc.get("updated", 0), reverse=True)
     return out
+
+
+def latest_loader(now: float | None = None) -> dict[str, Any] | None:
+    """The most recently updated DataLoader document, if it is recent (widget and sidebar agree)."""
+    docs = list_status("loader-")
+    now = time.time() if now is None else now
+    return docs[0] if docs and now - docs[0].get("updated", 0) < _LOADER_FRESH else None
 
 
 class Throttle:

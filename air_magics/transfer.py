@@ -214,6 +214,7 @@ def copy_files(
     progress_interval: float = 0.1,
     dest: str = "",
     job: str | None = None,
+    sources: Sequence[str] = (),
 ) -> CopyReport:
     """Copy every task in parallel; never raises for a single file (see ``report.failed``).
 
@@ -222,7 +223,8 @@ def copy_files(
     :class:`CopyProgress` snapshots on the calling thread every ``progress_interval`` seconds and
     once at the end. ``KeyboardInterrupt`` stops handing out files, lets in-flight files finish
     (or vanish: never a partial file under a final name) and is re-raised. With ``job`` (a name),
-    progress is also published as the status document ``job-copy-<job>`` for the sidebar.
+    progress is also published as the status document ``job-copy-<job>`` for the sidebar (with
+    ``sources``, the lines the copy was planned from, to label it).
     """
     tasks = _interleave(list(tasks))
     if workers < 1:
@@ -279,7 +281,7 @@ def copy_files(
             return CopyProgress(len(tasks), run.copied, run.skipped, len(run.failed), total, run.bytes_done,
                                 time.perf_counter() - t0)
 
-    publish = _JobPublisher(job, dest, len(tasks)) if job else None
+    publish = _JobPublisher(job, dest, len(tasks), sources) if job else None
     try:
         for th in threads:
             while th.is_alive():
@@ -308,11 +310,12 @@ def copy_files(
 class _JobPublisher:
     """Progress of a named copy as the status document ``job-copy-<name>`` (at most 4 times a second)."""
 
-    def __init__(self, name: str, dest: str, files: int) -> None:
+    def __init__(self, name: str, dest: str, files: int, sources: Sequence[str]) -> None:
         from .status import Throttle
 
         self.name, self.throttle = f"job-copy-{name}", Throttle(0.25)
-        self.doc = {"kind": "copy", "dest": dest, "files_total": files, "state": "running", "started": time.time()}
+        self.doc = {"kind": "copy", "job": name, "dest": dest, "sources": list(sources)[:20], "files_total": files,
+                    "state": "running", "started": time.time(), "pid": os.getpid()}
 
     def __call__(self, p: CopyProgress, state: str = "running") -> None:
         from .status import write_status

@@ -168,3 +168,23 @@ def test_checkpoints_command(ip, vol):
         ip.run_line_magic("air_volume", "checkpoints /Volumes/main/raw/img/none")
     with pytest.raises(UsageError, match="takes DIR"):
         ip.run_line_magic("air_volume", "checkpoints")
+
+
+def test_copy_job_is_published_with_its_name_and_sources(ip, vol, tmp_path):
+    from air_magics.status import read_status
+
+    ip.run_cell_magic("air_copy", f"--to {tmp_path / 'jobbed'} -q --job nightly-sync", "/Volumes/main/raw/img/train/c0")
+    doc = read_status("job-copy-nightly-sync")
+    assert doc["state"] == "done" and doc["sources"] == ["/Volumes/main/raw/img/train/c0"] and doc["pid"] == os.getpid()
+    with pytest.raises(UsageError, match="--job"):
+        ip.run_cell_magic("air_copy", f"--to {tmp_path / 'x'} --job 'a b'", "/Volumes/main/raw/img/train/c0")
+
+
+def test_malformed_status_documents_are_skipped(air_home):
+    from air_magics.status import list_status, read_status, write_status
+
+    write_status("job-copy-good", {"kind": "copy"})
+    (air_home / "run" / "job-copy-list.json").write_text("[1, 2]")
+    (air_home / "run" / "job-copy-upd.json").write_text('{"updated": "yesterday"}')
+    assert [d["name"] for d in list_status("job-copy-")] == ["job-copy-good"]
+    assert read_status("job-copy-list") is None and read_status("job-copy-upd") is None

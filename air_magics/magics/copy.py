@@ -6,6 +6,7 @@ default volume. ``{var}``/``$var`` in the body expand like in the magic line. Th
 """
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any, Callable
 
@@ -28,6 +29,7 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
         argument("--dry-run", action="store_true", help="only report what would be copied or skipped"),
         argument("-o", "--output", metavar="VAR", help="also store the report in this variable"),
         argument("-q", "--quiet", action="store_true", help="no progress display"),
+        argument("--job", metavar="NAME", help="name shown for this copy in the sidebar's jobs (default: random)"),
     )
 
 
@@ -53,13 +55,16 @@ def run(magics: Any, line: str, cell: str) -> Any:
         raise UsageError(f"--workers must be at least 1, got {workers}")
     if args.output is not None and not args.output.isidentifier():
         raise UsageError(f"-o takes a variable name, got {args.output!r}")
+    if args.job is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.job):
+        raise UsageError(f"--job {args.job!r}: use letters, digits, '_', '-' or '.' (at most 64)")
     plan = plan_copy(sources, args.dest, store=store(), default_volume=default_volume(magics))
     view = None if args.quiet else copy_progress_view(
         f"{'dry run: ' if args.dry_run else ''}copy to {args.dest}", widget=None if magics.widgets else False)
     report = None
     try:
         report = copy_files(plan.tasks, workers=workers, overwrite=args.overwrite, dry_run=args.dry_run,
-                            on_progress=view, dest=plan.dest, job=None if args.dry_run else uuid.uuid4().hex[:12])
+                            on_progress=view, dest=plan.dest, sources=plan.sources,
+                            job=None if args.dry_run else (args.job or uuid.uuid4().hex[:12]))
     finally:
         if view is not None:
             view.close(report)

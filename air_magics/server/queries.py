@@ -108,7 +108,7 @@ def list_folder(path: str, offset: int = 0, limit: int = PAGE_DEFAULT) -> dict[s
 # -- cache ----------------------------------------------------------------------------------------
 def cache_summary() -> dict[str, Any]:
     """The shared cache statistics and the current loader's timing: what ``%air_volume cache`` shows."""
-    from ..widgets.cache_view import latest_loader
+    from ..status import latest_loader
 
     return {"cache": read_status("cache"), "loader": latest_loader()}
 

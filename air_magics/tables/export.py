@@ -60,7 +60,7 @@ class _Progress:
     """Spark Connect progress handler -> job status document (+ an optional callback)."""
 
     def __init__(self, job: str, dest: str, on_progress: Callable[[dict[str, Any]], None] | None) -> None:
-        self.job, self.doc, self.on_progress = job, {"kind": "export", "dest": dest, "state": "running",
+        self.job, self.doc, self.on_progress = job, {"kind": "export", "dest": dest, "state": "running", "pid": os.getpid(),
                                                      "started": time.time(), "rows": 0, "files": 0}, on_progress
         self._last = 0.0
 

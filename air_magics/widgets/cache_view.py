@@ -11,19 +11,10 @@ import time
 from html import escape
 from typing import Any
 
-from ..status import list_status, read_status
+from ..status import latest_loader, read_status
 from ..volumes.summary import fmt_bytes
 
 __all__ = ["CacheView", "cache_html", "cache_text", "latest_loader"]
-
-_FRESH = 120.0  # a loader document older than this is not "current"
-
-
-def latest_loader(now: float | None = None) -> dict[str, Any] | None:
-    """The most recently updated loader document, if it is recent."""
-    docs = list_status("loader-")
-    now = time.time() if now is None else now
-    return docs[0] if docs and now - docs[0].get("updated", 0) < _FRESH else None
 
 
 def _rows(cache: dict[str, Any] | None, loader: dict[str, Any] | None) -> list[tuple[str, str]]:
