@@ -410,3 +410,15 @@ def test_import_air_magics_does_not_load_the_server():
             "bad = [m for m in sys.modules if m.startswith(('tornado', 'jupyter_server', 'air_magics.server'))]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_job_of_a_dead_process_is_stale(air_home):
+    from air_magics.server.queries import jobs
+    from air_magics.status import write_status
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    write_status("job-copy-dead", {"kind": "copy", "state": "running", "pid": dead.pid, "files_total": 5})
+    write_status("job-copy-alive", {"kind": "copy", "state": "running", "pid": os.getpid(), "files_total": 5})
+    by_job = {j["job"]: j for j in jobs()["jobs"]}
+    assert by_job["dead"]["stale"] and not by_job["alive"]["stale"]

@@ -6,6 +6,7 @@ same ones the notebook widgets render. Blocking: the handlers run them on a thre
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -161,10 +162,23 @@ def jobs(recent: float = RECENT_JOBS, now: float | None = None) -> dict[str, Any
         name = str(doc.get("name", ""))
         kind = doc.get("kind") or ("copy" if name.startswith("job-copy-") else "export")
         out.append(dict(doc, job=name.split("-", 2)[-1], kind=kind, progress=_progress(doc),
-                        stale=running and now - updated > STALE_AFTER))
+                        stale=running and (now - updated > STALE_AFTER or not _pid_alive(doc.get("pid")))))
         if len(out) >= MAX_JOBS:
             break
     return {"jobs": out, "now": now}
+
+
+def _pid_alive(pid: Any) -> bool:
+    """False only when the job's process is known to be gone (same machine, pid not running)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 # -- checkpoints ----------------------------------------------------------------------------------
