@@ -62,6 +62,7 @@ class CheckpointManager:
         self._history: list[dict[str, Any]] = []
         self.status_name = status_name(str(self.directory))
         self._active: str | None = None
+        self._latest: int | None | str = "unknown"  # what _publish reports; listed once, then kept by _commit
         if _dist.rank_and_world()[0] == 0:
             self.store.makedirs(self.directory)
         if show or (show is None and _in_notebook()):
@@ -98,7 +99,7 @@ class CheckpointManager:
 
         self.wait()
         rank, world = _dist.rank_and_world()
-        if step in self.steps():
+        if self.store.exists(self.step_path(step)):  # one round trip, not a listing: the caller is waiting
             raise CheckpointError(f"{self.step_path(step)} already exists; checkpoints are never overwritten: use a new step")
         if state is None:
             state = self._collect(model, optimizer, loader, rank)
@@ -163,6 +164,7 @@ class CheckpointManager:
             write_text_atomic(src.join(COMMITTED), json.dumps({"step": step, "time": time.time()}))
             commit_folder(src, dst, last=COMMITTED)
             write_text_atomic(self._loc("latest"), f"step_{int(step)}")
+            self._latest = step
             self._prune()
         _barrier(world)
         seconds = time.time() - rec["started"]
@@ -271,10 +273,12 @@ class CheckpointManager:
     def _publish(self) -> None:
         if _dist.rank_and_world()[0] != 0:
             return
-        try:
-            latest = self.latest()
-        except (AirError, OSError):
-            latest = None
+        if self._latest == "unknown":
+            try:
+                self._latest = self.latest()
+            except (AirError, OSError):
+                self._latest = None
+        latest = self._latest
         write_status(self.status_name, {"directory": str(self.directory), "keep": self.keep, "latest": latest,
                                         "saves": list(self._history)})
 
