@@ -12,6 +12,7 @@ fixed per-request latency, these loaders (``--configs``):
   air:default   ``air_magics.data.DataLoader(UCVolumeDataset(path), batch_size=None)`` at its defaults
                 (2 worker processes, 16 prefetch threads each)
   air:WxP       the same with ``num_workers=W`` and ``UCVolumeDataset(prefetch=P)``
+  air:WxPxF     ... and ``DataLoader(prefetch_factor=F)`` (torch's default is 2)
 
 Each measured configuration runs in its own subprocess (the reference from its own venv, ``--ref-python``),
 against a fresh mount and a fresh, empty cache directory (``TMPDIR`` for the reference, ``AIR_HOME`` for
@@ -27,7 +28,10 @@ peak PSS of the subprocess and all its children (``psutil.memory_full_info().pss
 sampled every ``--sample-ms`` by the harness at nice 19), CPU seconds of the tree during setup + both
 epochs, and FUSE requests per file (slowfs ``--stats``). Repetitions are interleaved (each rep runs every
 configuration once, the order rotated per rep) and medians are reported, with ratios against the
-reference's best configuration.
+reference's best configuration. The harness also counts the CPU the rest of the machine used while a
+measurement ran (``/proc/stat`` minus the measured tree, the slowfs server and itself); a measurement
+during which that exceeded ``--max-foreign`` cores, or during which a ``bench_copy.py`` ran, is repeated
+(``--retries``).
 
 Volume paths. air_magics maps ``/Volumes/c/s/v/...`` to ``$AIR_VOLUMES_MOUNT/c/s/v/...``. The reference
 reads the ``/Volumes/...`` path it is given straight from the filesystem and only checks that the path
@@ -38,9 +42,10 @@ reference gets ``<link>/main/bench/vol/flat``, air_magics ``AIR_VOLUMES_MOUNT=<l
 mount through the same path. The real ``/Volumes`` is never created unless ``--volumes-link /Volumes`` is
 given (then the script refuses to run if ``/Volumes`` already exists).
 
-    .venv/bin/python benchmarks/bench_loader.py --quick          # 300 files, 2 ms, 1 rep (a few minutes)
-    .venv/bin/python benchmarks/bench_loader.py                  # 3000 x 150 KiB, 2 and 10 ms, 3 reps
-    .venv/bin/python benchmarks/bench_loader.py --latencies 10 --reps 1 --configs air:default,air:4x32
+    .venv/bin/python benchmarks/bench_loader.py --quick          # 300 files, 2 ms, 1 rep (1-3 min)
+    .venv/bin/python benchmarks/bench_loader.py --json r.json    # 3000 x 150 KiB, 2 and 10 ms, 3 reps (15-40 min)
+    .venv/bin/python benchmarks/bench_loader.py --latencies 10 --reps 1 --configs air:default,air:2x32x32
+    .venv/bin/python benchmarks/bench_loader.py --report r.json  # print the report of a saved run again
 
 The reference lives in its own venv, never in this project's:
     python3 -m venv /tmp/refvenv && /tmp/refvenv/bin/pip install torch==2.13.0 'databricks-sdk-air[data]' psutil
@@ -71,7 +76,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 VOLUME = ("main", "bench", "vol")  # catalog, schema, volume
 TOP = "flat"                       # one flat folder: /Volumes/main/bench/vol/flat/f00000.bin ...
-DEFAULT_CONFIGS = "ref:default,ref:8,torch:8,air:default,air:4x32,air:2x32"
+DEFAULT_CONFIGS = "ref:default,ref:8,torch:8,air:default,air:4x32,air:2x32,air:1x32"
 
 
 # =========================================================================== child (one measurement)
@@ -101,6 +106,7 @@ class _NaiveFiles:
 def child_main(spec: dict) -> int:
     marks = {"start": time.monotonic()}
     kind, workers, prefetch = spec["kind"], spec.get("workers"), spec.get("prefetch")
+    pf = spec.get("prefetch_factor")
     if kind == "ref":
         from databricks.air.data import DataLoader, UCVolumeDataset
     elif kind == "air":
@@ -121,7 +127,10 @@ def child_main(spec: dict) -> int:
         loader = DataLoader(ds, batch_size=None, **kw)
     elif kind == "air":
         ds = UCVolumeDataset(spec["air_path"], **({} if prefetch is None else {"prefetch": prefetch}))
-        loader = DataLoader(ds, batch_size=None, **({} if workers is None else {"num_workers": workers}))
+        kw = {} if workers is None else {"num_workers": workers}
+        if pf is not None:
+            kw["prefetch_factor"] = pf
+        loader = DataLoader(ds, batch_size=None, **kw)
         info["prefetch"] = ds.prefetch
     else:
         top = spec["naive_path"]
@@ -179,6 +188,7 @@ class Config:
     kind: str            # ref | torch | air
     workers: int | None  # None = the library's default
     prefetch: int | None  # air only: UCVolumeDataset(prefetch=...); None = default
+    prefetch_factor: int | None = None  # air only: DataLoader(prefetch_factor=...); None = default
 
     @property
     def label(self) -> str:
@@ -188,7 +198,8 @@ class Config:
             return f"plain torch DataLoader, naive `open().read()` dataset, num_workers={self.workers}"
         if self.workers is None and self.prefetch is None:
             return "**air_magics defaults**"
-        return f"air_magics num_workers={self.workers if self.workers is not None else 'default'}, prefetch={self.prefetch or 'default'}"
+        return (f"air_magics num_workers={self.workers if self.workers is not None else 'default'}, "
+                f"prefetch={self.prefetch or 'default'}" + (f", prefetch_factor={self.prefetch_factor}" if self.prefetch_factor else ""))
 
 
 def parse_configs(text: str) -> list[Config]:
@@ -196,19 +207,20 @@ def parse_configs(text: str) -> list[Config]:
     for tok in [t.strip() for t in text.split(",") if t.strip()]:
         kind, _, arg = tok.partition(":")
         if kind not in ("ref", "torch", "air"):
-            raise SystemExit(f"--configs: unknown kind in {tok!r}: use ref:N|ref:default, torch:N, air:WxP|air:default")
-        workers = prefetch = None
+            raise SystemExit(f"--configs: unknown kind in {tok!r}: use ref:N|ref:default, torch:N, air:WxP[xF]|air:default")
+        workers = prefetch = pf = None
         try:
             if kind == "air" and arg and arg != "default":
-                w, _, p = arg.partition("x")
-                workers, prefetch = int(w), (int(p) if p else None)
+                w, _, rest = arg.partition("x")
+                p, _, f = rest.partition("x")
+                workers, prefetch, pf = int(w), (int(p) if p else None), (int(f) if f else None)
             elif kind != "air" and arg and arg != "default":
                 workers = int(arg)
             elif kind == "torch":
                 workers = 8
         except ValueError:
             raise SystemExit(f"--configs: cannot parse {tok!r}") from None
-        out.append(Config(tok if arg else f"{kind}:default", kind, workers, prefetch))
+        out.append(Config(tok if arg else f"{kind}:default", kind, workers, prefetch, pf))
     return out
 
 
@@ -415,7 +427,7 @@ class Bench:
 
     def spec(self, cfg: Config, run_dir: Path) -> dict:
         rel = "/".join((*VOLUME, TOP))
-        return {"kind": cfg.kind, "workers": cfg.workers, "prefetch": cfg.prefetch,
+        return {"kind": cfg.kind, "workers": cfg.workers, "prefetch": cfg.prefetch, "prefetch_factor": cfg.prefetch_factor,
                 "ref_path": f"{self.link}/{rel}", "air_path": f"/Volumes/{rel}", "naive_path": f"{self.link}/{rel}",
                 "result_file": str(run_dir / "result.json")}
 
@@ -597,6 +609,8 @@ def report(results: list[Result], configs: list[Config], a) -> str:
                 "cpu": med([r.cpu_s for r in good]),
                 "srv": med([r.server_cpu_s for r in good]),
                 "req": med([sum(n for op, n in r.requests.items() if op != "release") / files for r in good]),
+                "foreign": med([r.foreign_cores for r in good]),
+                "retried": sum(1 for r in rs if getattr(r, "attempt", 1) > 1),
                 "cold_range": (files / max((r.cold_s for r in good), default=float("nan")) if good else float("nan"),
                                files / min((r.cold_s for r in good), default=float("nan")) if good else float("nan")),
             }
@@ -610,8 +624,8 @@ def report(results: list[Result], configs: list[Config], a) -> str:
             out.append(f"Reference's best: cold `{best_cold}`, warm `{best_warm}`. x ref = this files/s / the reference's "
                        f"best files/s; PSS / ref = this peak PSS / the peak PSS of `{best_cold}`.\n")
         out.append("| loader | setup s | first item s | cold files/s (min-max) | cold x ref | warm files/s | warm x ref | "
-                   "warm first item s | peak PSS MiB (during cold) | PSS / ref | procs | CPU s | FUSE req/file |")
-        out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                   "warm first item s | peak PSS MiB (during cold) | PSS / ref | procs | CPU s | FUSE req/file | other CPU |")
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for name, v in rows.items():
             xc = v["cold"] / rows[best_cold]["cold"] if best_cold else float("nan")
             xw = v["warm"] / rows[best_warm]["warm"] if best_warm else float("nan")
@@ -622,7 +636,7 @@ def report(results: list[Result], configs: list[Config], a) -> str:
                        f"{fmt(v['cold'], ',.0f')} ({fmt(v['cold_range'][0], ',.0f')}-{fmt(v['cold_range'][1], ',.0f')}) | "
                        f"{fmt(xc)}x | {fmt(v['warm'], ',.0f')}{warm_note} | {fmt(xw)}x | {fmt(v['warm_first'])} | "
                        f"{fmt(v['pss'], ',.0f')} ({fmt(v['pss_cold'], ',.0f')}) | {fmt(xp)} | {v['procs']} | "
-                       f"{fmt(v['cpu'], '.1f')} | {fmt(v['req'], '.1f')} |")
+                       f"{fmt(v['cpu'], '.1f')} | {fmt(v['req'], '.1f')} | {fmt(v['foreign'])} |")
         # targets, per air_magics configuration
         if best_cold:
             out.append("")
@@ -645,8 +659,37 @@ def report(results: list[Result], configs: list[Config], a) -> str:
                "included); peak PSS = the largest sum of PSS over the measured process and all its children, over its "
                "whole life (import, setup, both epochs), in parentheses during the cold epoch; procs = most processes "
                "in that tree; CPU s = user + system seconds of the tree for setup and both epochs; FUSE req/file = "
-               "slowfs requests (release excluded) per file over setup and both epochs.")
+               "slowfs requests (release excluded) per file over setup and both epochs; other CPU = median cores "
+               "busy outside the measured tree, the slowfs server and the harness while it ran (other users of the "
+               "machine, and kernel threads such as writeback of the cache files); a measurement above "
+               "--max-foreign is repeated up to --retries times and the last attempt kept.")
     return "\n".join(out)
+
+
+def git_describe() -> str:
+    try:
+        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "air_magics"],
+                               capture_output=True, text=True).stdout.strip()
+        return head + (" with uncommitted changes in air_magics/" if dirty else "")
+    except OSError:
+        return "unknown"
+
+
+def header(a) -> str:
+    return (f"## bench_loader: {a.files} files x {a.size_kib} KiB in one folder, slowfs C engine (op latency = read "
+            f"latency), attr/entry timeout {a.cache_timeout:g} s, fresh mount and empty cache per measurement, "
+            f"{a.reps} interleaved rep(s), medians; {os.cpu_count()} CPUs; air_magics at {getattr(a, 'commit', 'unknown')}")
+
+
+def report_from_json(path: str) -> int:
+    d = json.loads(Path(path).read_text())
+    a = argparse.Namespace(**d["args"])
+    names = set(Result.__dataclass_fields__)
+    results = [Result(**{k: v for k, v in r.items() if k in names}) for r in d["results"]]
+    print(header(a))
+    print(report(results, parse_configs(a.configs), a))
+    return 0
 
 
 # =========================================================================== main
@@ -658,7 +701,7 @@ def main(argv=None) -> int:
     p.add_argument("--reps", type=int, help="interleaved repetitions (default 3; --quick 1)")
     p.add_argument("--latencies", help="comma-separated op (= read) latencies in ms (default 2,10; --quick 2)")
     p.add_argument("--configs", default=DEFAULT_CONFIGS,
-                   help=f"comma-separated loaders: ref:default|ref:N, torch:N, air:default|air:WxP (default {DEFAULT_CONFIGS})")
+                   help=f"comma-separated loaders: ref:default|ref:N, torch:N, air:default|air:WxP|air:WxPxF (default {DEFAULT_CONFIGS})")
     p.add_argument("--quick", action="store_true", help="small smoke run: 300 files, 2 ms, 1 rep")
     p.add_argument("--ref-python", default="/tmp/refvenv/bin/python",
                    help="interpreter of the venv holding databricks-sdk-air[data] (default /tmp/refvenv/bin/python)")
@@ -683,10 +726,13 @@ def main(argv=None) -> int:
     p.add_argument("--json", help="write every measurement as JSON here")
     p.add_argument("--slowfs", default=str(REPO.parent / "shared" / "tools" / "slowfs.py"),
                    help="path of slowfs.py (default ../shared/tools/slowfs.py)")
+    p.add_argument("--report", metavar="JSON", help="only print the report of a saved --json file")
     p.add_argument("--_child", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a._child:
         return child_main(json.loads(a._child))
+    if a.report:
+        return report_from_json(a.report)
 
     q = a.quick
     a.files = a.files or (300 if q else 3000)
@@ -700,6 +746,7 @@ def main(argv=None) -> int:
     if not str(link).startswith("/Volumes"):
         raise SystemExit(f"--volumes-link {link}: the reference accepts only paths that start with /Volumes")
 
+    a.commit = git_describe()
     slowfs = load_slowfs(Path(a.slowfs))
     work = Path(a.workdir) if a.workdir else Path(tempfile.mkdtemp(prefix="air-bench-loader-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -719,9 +766,7 @@ def main(argv=None) -> int:
         with volumes_link(link, work / "mnt"):
             bench.run(configs)
         print(f"done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-        print(f"## bench_loader: {a.files} files x {a.size_kib} KiB in one folder, slowfs C engine (op latency = read "
-              f"latency), attr/entry timeout {a.cache_timeout:g} s, fresh mount and empty cache per measurement, "
-              f"{a.reps} interleaved rep(s), medians; {os.cpu_count()} CPUs")
+        print(header(a))
         print(report(bench.results, configs, a))
         if a.json:
             Path(a.json).write_text(json.dumps({"args": vars(a), "results": [asdict(r) for r in bench.results]},
