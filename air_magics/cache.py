@@ -177,13 +177,11 @@ class FileCache:
             info = self.store.stat(vp)
             size, mtime = info.size, info.mtime
         local = self.local_path(vp)
-        if self._lookup(key, local, size, mtime):
-            self._count(hits=1, bytes_hit=size)
+        if self._hit(key, local, size, mtime):
             return str(local)
         tlock, flock = self._stripe(key)
         with tlock, flock:
-            if self._lookup(key, local, size, mtime):  # another process fetched it meanwhile
-                self._count(hits=1, bytes_hit=size)
+            if self._hit(key, local, size, mtime):  # another process fetched it meanwhile
                 return str(local)
             if self.limit is not None and size > self.limit:
                 raise CacheLimitError(
@@ -195,7 +193,8 @@ class FileCache:
             self._record(key, local, n, mtime)
         return str(local)
 
-    def _lookup(self, key: str, local: Path, size: int, mtime: float) -> bool:
+    def _hit(self, key: str, local: Path, size: int, mtime: float) -> bool:
+        """Serve from the cache if valid: one read, then one write transaction (LRU + counters)."""
         db, lock = self._conn()
         now = time.time()
         with lock:
@@ -207,7 +206,15 @@ class FileCache:
                     return False
             except FileNotFoundError:
                 return False
-            db.execute("UPDATE entries SET last_access=? WHERE key=?", (now, key))
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute("UPDATE entries SET last_access=? WHERE key=?", (now, key))
+                self._add(db, hits=1, bytes_hit=size)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        self._publish()
         return True
 
     def _record(self, key: str, local: Path, size: int, mtime: float) -> None:

@@ -80,7 +80,7 @@ class UCVolumeDataset(IterableDataset):
 
     def __init__(self, path: "str | VolumePath | Sequence[str | VolumePath]", *, pattern: str | None = None,
                  recursive: bool = True, shuffle: bool = False, seed: int = 0,
-                 transform: Callable[[str], Any] | None = None, cache: FileCache | None = None, prefetch: int = 16,
+                 transform: Callable[[str], Any] | None = None, cache: FileCache | None = None, prefetch: int = 32,
                  on_error: str = "raise", store: VolumeStore | None = None) -> None:
         super().__init__()
         if on_error not in ("raise", "skip"):

@@ -1,7 +1,8 @@
 """``DataLoader``: ``torch.utils.data.DataLoader`` with tuned defaults, delivered-progress state and timing.
 
 * Defaults suit :class:`UCVolumeDataset`: 2 worker processes (each prefetches with threads),
-  any start method (fork, spawn, forkserver).
+  ``prefetch_factor`` sized to the dataset's prefetch depth, any start method (fork, spawn,
+  forkserver).
 * ``state_dict()`` reflects batches *delivered* to the training loop, not those prefetched: each
   batch carries, from the worker that made it, how many items its stream had produced, and the
   loader records that count only when it hands the batch over. ``load_state_dict()`` works on the
@@ -87,6 +88,10 @@ class DataLoader(tud.DataLoader):
             collate_fn = _TaggingCollate(base, dataset)
         if workers == 0:
             prefetch_factor = None
+        elif prefetch_factor is None and self._air:
+            # torch's default (2 batches per worker) starves the loop on warm epochs; queue about as
+            # many items as each worker's prefetch threads keep in flight
+            prefetch_factor = max(2, dataset.prefetch // (batch_size or 1))
         super().__init__(dataset, batch_size=batch_size, num_workers=workers, collate_fn=collate_fn,
                          prefetch_factor=prefetch_factor, persistent_workers=persistent_workers, **kwargs)
         self.timing = LoaderTiming()
