@@ -75,6 +75,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from _common import load_slowfs, med, fmt  # noqa: E402  (benchmarks/ is on sys.path)
 
 REPO = Path(__file__).resolve().parents[1]
 VOLUME = ("main", "bench", "vol")  # catalog, schema, volume
@@ -305,15 +306,6 @@ def child_main(spec: dict) -> int:
 
 
 # =========================================================================== harness
-
-def load_slowfs(path: Path):
-    spec = importlib.util.spec_from_file_location("slowfs", path)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot load slowfs from {path}")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 def _proc_stat_cpu() -> tuple[int, int]:
     with open("/proc/stat") as f:
@@ -592,15 +584,6 @@ class Bench:
 
 
 # =========================================================================== report
-
-def med(xs):
-    xs = [x for x in xs if x == x]
-    return statistics.median(xs) if xs else float("nan")
-
-
-def fmt(x: float, spec: str = ".2f") -> str:
-    return "-" if x != x else format(x, spec)
-
 
 def ratio(x: float, y: float) -> str:
     return "-" if x != x or y != y or y == 0 else f"{x / y:.2f}x"

@@ -44,6 +44,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from _common import load_slowfs  # noqa: E402  (benchmarks/ is on sys.path)
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -51,15 +52,6 @@ sys.path.insert(0, str(REPO))
 VOLUME = ("main", "bench", "vol")  # catalog, schema, volume
 TOP = "data"                       # the copied folder: /Volumes/main/bench/vol/data
 SUBDIRS_PER_GROUP = 5              # leaf folders sit two levels deep: data/gNN/dM/
-
-
-def load_slowfs(path: Path):
-    spec = importlib.util.spec_from_file_location("slowfs", path)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot load slowfs from {path}")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 # --------------------------------------------------------------------------- data set

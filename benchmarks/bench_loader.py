@@ -72,6 +72,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from _common import load_slowfs, med, fmt  # noqa: E402  (benchmarks/ is on sys.path)
 
 REPO = Path(__file__).resolve().parents[1]
 VOLUME = ("main", "bench", "vol")  # catalog, schema, volume
@@ -222,15 +223,6 @@ def parse_configs(text: str) -> list[Config]:
             raise SystemExit(f"--configs: cannot parse {tok!r}") from None
         out.append(Config(tok if arg else f"{kind}:default", kind, workers, prefetch, pf))
     return out
-
-
-def load_slowfs(path: Path):
-    spec = importlib.util.spec_from_file_location("slowfs", path)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot load slowfs from {path}")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def make_dataset(backing: Path, files: int, size: int, seed: int = 0) -> None:
@@ -573,15 +565,6 @@ class Bench:
 
 
 # =========================================================================== report
-
-def med(xs):
-    xs = [x for x in xs if x == x]
-    return statistics.median(xs) if xs else float("nan")
-
-
-def fmt(x: float, spec: str = ".2f") -> str:
-    return "-" if x != x else format(x, spec)
-
 
 def report(results: list[Result], configs: list[Config], a) -> str:
     files = a.files
