@@ -193,6 +193,12 @@ class FileCache:
             self._record(key, local, n, mtime)
         return str(local)
 
+    def try_hit(self, path: "str | VolumePath", size: int, mtime: float) -> str | None:
+        """The local path if *path* is cached and valid for this size/mtime, else ``None`` (no fetch)."""
+        vp = VolumePath.parse(path)
+        local = self.local_path(vp)
+        return str(local) if self._hit(str(vp), local, size, mtime) else None
+
     def _hit(self, key: str, local: Path, size: int, mtime: float) -> bool:
         """Serve from the cache if valid: one read, then one write transaction (LRU + counters)."""
         db, lock = self._conn()

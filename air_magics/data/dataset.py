@@ -195,17 +195,28 @@ class UCVolumeDataset(IterableDataset):
         self._grid, self._stream, self._yielded = grid, stream, 0
         window: deque[Future] = deque()
         with ThreadPoolExecutor(max_workers=self.prefetch, thread_name_prefix="air-prefetch") as pool:
+
+            def start(i: int) -> Future:
+                f = self.files[i]
+                if self.transform is None:  # a warm file needs no thread: hand it over at once
+                    local = self.cache.try_hit(f.key, f.size, f.mtime)
+                    if local is not None:
+                        done: Future = Future()
+                        done.set_result(local)
+                        return done
+                return pool.submit(self._fetch, f)
+
             it = iter(items)
             try:
                 for i in it:
-                    window.append(pool.submit(self._fetch, self.files[i]))
+                    window.append(start(i))
                     if len(window) >= self.prefetch:
                         break
                 while window:
                     value = window.popleft().result()
                     nxt = next(it, None)
                     if nxt is not None:
-                        window.append(pool.submit(self._fetch, self.files[nxt]))
+                        window.append(start(nxt))
                     self._yielded += 1
                     if isinstance(value, SkippedFile):
                         self.skipped.append(value)
