@@ -95,7 +95,7 @@ class VolumeStore:
     embedded root); ``registry`` overrides the registry file; ``workers`` bounds parallel listing.
     """
 
-    def __init__(self, root: "str | os.PathLike[str] | None" = None, *, registry: "str | os.PathLike[str] | None" = None, workers: int = 64) -> None:
+    def __init__(self, root: "str | os.PathLike[str] | None" = None, *, registry: "str | os.PathLike[str] | None" = None, workers: int = 128) -> None:
         if root is not None:
             self.root, self.kind = Path(root), "embedded"
         else:

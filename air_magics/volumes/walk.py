@@ -16,7 +16,7 @@ from pathlib import Path
 
 __all__ = ["Entry", "scan_local", "has_magic", "glob_regex", "split_glob", "filter_glob", "is_within"]
 
-_STAT_CHUNK = 8
+_STAT_CHUNK = 4
 _MAGIC = re.compile(r"[*?\[]")
 
 
