@@ -75,7 +75,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from _common import load_slowfs, med, fmt  # noqa: E402  (benchmarks/ is on sys.path)
+from _common import cpu_busy, fmt, load_slowfs, machine_busy_seconds, med  # noqa: E402  (benchmarks/ is on sys.path)
 
 REPO = Path(__file__).resolve().parents[1]
 VOLUME = ("main", "bench", "vol")  # catalog, schema, volume
@@ -307,26 +307,6 @@ def child_main(spec: dict) -> int:
 
 # =========================================================================== harness
 
-def _proc_stat_cpu() -> tuple[int, int]:
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return sum(v), v[3] + v[4]
-
-
-def cpu_busy(interval: float = 1.0) -> float:
-    """Fraction of all CPUs busy over *interval* seconds (from /proc/stat)."""
-    t0, i0 = _proc_stat_cpu()
-    time.sleep(interval)
-    t1, i1 = _proc_stat_cpu()
-    return 1.0 - (i1 - i0) / max(1, t1 - t0)
-
-
-def machine_busy_seconds() -> float:
-    """CPU seconds the whole machine has been busy (all CPUs; idle and iowait excluded)."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
-
 
 def _proc_cpu(pid: int) -> float:
     try:
@@ -375,7 +355,7 @@ def wait_turn(a) -> float:
             log(f"  (waiting: {', '.join(f'{p} pids {v}' for p, v in running.items())} running)")
             said = True
         time.sleep(10)
-    busy = cpu_busy()
+    busy = cpu_busy(1.0)
     deadline = time.monotonic() + a.quiet_wait
     said = False
     while a.quiet_wait > 0 and busy > a.quiet_below and time.monotonic() < deadline:
@@ -383,7 +363,7 @@ def wait_turn(a) -> float:
             log(f"  (machine {busy:.0%} busy; waiting for it to calm down)")
             said = True
         time.sleep(2)
-        busy = cpu_busy()
+        busy = cpu_busy(1.0)
     return busy
 
 

@@ -44,7 +44,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from _common import load_slowfs  # noqa: E402  (benchmarks/ is on sys.path)
+from _common import cpu_busy, load_slowfs  # noqa: E402  (benchmarks/ is on sys.path)
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -157,20 +157,6 @@ def run_air(src: Path, dest: Path, mnt: Path, workers: int | None = None, **_) -
 
 
 # --------------------------------------------------------------------------- harness
-
-def cpu_busy(interval: float = 0.5) -> float:
-    """Fraction of all CPUs busy over *interval* seconds (from /proc/stat); 0.0 where unavailable."""
-    def sample():
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        return sum(v), v[3] + v[4]  # total, idle + iowait
-    try:
-        t0, i0 = sample()
-        time.sleep(interval)
-        t1, i1 = sample()
-    except OSError:
-        return 0.0
-    return 1.0 - (i1 - i0) / max(1, t1 - t0)
 
 
 def wait_quiet(limit: float, max_wait: float) -> float:

@@ -72,7 +72,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from _common import load_slowfs, med, fmt  # noqa: E402  (benchmarks/ is on sys.path)
+from _common import cpu_busy, fmt, load_slowfs, machine_busy_seconds, med  # noqa: E402  (benchmarks/ is on sys.path)
 
 REPO = Path(__file__).resolve().parents[1]
 VOLUME = ("main", "bench", "vol")  # catalog, schema, volume
@@ -233,26 +233,6 @@ def make_dataset(backing: Path, files: int, size: int, seed: int = 0) -> None:
         (top / f"f{i:05d}.bin").write_bytes(rng.randbytes(size))
 
 
-def cpu_busy(interval: float = 0.5) -> float:
-    """Fraction of all CPUs busy over *interval* seconds (from /proc/stat)."""
-    def sample():
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        return sum(v), v[3] + v[4]
-    try:
-        t0, i0 = sample()
-        time.sleep(interval)
-        t1, i1 = sample()
-    except OSError:
-        return 0.0
-    return 1.0 - (i1 - i0) / max(1, t1 - t0)
-
-
-def machine_busy_seconds() -> float:
-    """CPU seconds the whole machine has been busy (all CPUs, from /proc/stat; idle and iowait excluded)."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def _proc_cpu(pid: int) -> float:
