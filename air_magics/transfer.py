@@ -30,7 +30,7 @@ from .file_copy import TEMP_MARK, DirMaker, copy_file, is_unchanged, source_stat
 from .volumes.store import Location
 from .volumes.summary import fmt_bytes
 
-__all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport", "copy_files", "copy_one", "DEFAULT_WORKERS", "TRANSIENT_ERRNOS"]
+__all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport", "copy_files", "copy_one", "TEMP_MARK", "DEFAULT_WORKERS", "TRANSIENT_ERRNOS"]
 
 DEFAULT_WORKERS = 64
 CHECK_THREADS = 256

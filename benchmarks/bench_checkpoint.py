@@ -63,12 +63,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import os
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -683,7 +681,7 @@ def report(results: list[Result], sizes: list[float], methods: list[str], a) -> 
     bad = [r for r in results if not r.ok]
     L.append(f"\nVerification: {sum(r.ok for r in results)} of {len(results)} measurements ok; every load and every "
              f"checkpoint on the volume compared bit for bit with the saved state"
-             + (f"; FAILED: " + "; ".join(f"{r.method} {r.size_mb:g} MB rep {r.rep + 1}: {r.error[:200]}" for r in bad)
+             + ("; FAILED: " + "; ".join(f"{r.method} {r.size_mb:g} MB rep {r.rep + 1}: {r.error[:200]}" for r in bad)
                 if bad else "") + ".")
     dist = [r for r in results if r.disturbed]
     if dist:

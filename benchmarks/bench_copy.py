@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import hashlib
-import importlib.util
 import json
 import os
 import random

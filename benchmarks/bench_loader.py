@@ -58,13 +58,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import os
 import random
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile

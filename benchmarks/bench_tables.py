@@ -26,7 +26,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 CHILD = r'''
 import json, os, resource, sys, time, glob, shutil

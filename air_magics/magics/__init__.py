@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import magic_arguments
 from traitlets import Bool, Int, Unicode
 
 from . import copy as _copy

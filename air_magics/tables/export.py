@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 from ..errors import TablesError
 from ..status import write_status
 from ..volumes.path import VolumePath
-from ..volumes.store import Location, VolumeStore
+from ..volumes.store import VolumeStore
 from .ops import table_frame
 from .session import Session, get_session, guarded
 

@@ -12,7 +12,6 @@ import re
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 __all__ = ["Entry", "scan_local", "has_magic", "glob_regex", "split_glob", "filter_glob", "is_within"]
 
