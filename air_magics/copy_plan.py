@@ -79,20 +79,23 @@ def _select_local(line: str) -> _Selection:
         if not base.is_dir():
             raise VolumeNotFoundError(f"source folder {str(base)!r} of {line!r} does not exist; check the path")
         entries = filter_glob(scan_local(base, confine=base, stat=False), pat)
-        return _Selection(line, Location(str(base)), "", entries, Location(str(base)))
+        return _Selection(line, Location(str(base), root=str(base)), "", entries, Location(str(base)))
     if not p.exists():
         raise VolumeNotFoundError(f"source {line!r} does not exist; check the path")
-    if p.is_dir():
-        return _Selection(line, Location(str(p)), p.name, scan_local(p, confine=p, stat=False), Location(str(p)))
-    st = p.stat()
+    if p.is_dir():  # confined to the folder named: a link inside it never reads from elsewhere
+        return _Selection(line, Location(str(p), root=str(p)), p.name, scan_local(p, confine=p, stat=False),
+                          Location(str(p)))
+    st = p.stat()  # a file named on its own line: read wherever it is, but never a FIFO or device
     return _Selection(line, Location(str(p)), p.name, [Entry("", st.st_size, st.st_mtime)], None)
 
 
 def _dest_location(dest: str, store: VolumeStore) -> Location:
+    """Where the copy writes; every folder it creates or enters is confined to this root (a volume
+    destination: to its volume)."""
     if _is_volume(dest):
         return store.locate(VolumePath.parse(dest))
     p = Path(dest).expanduser().absolute()
-    return Location(str(p))
+    return Location(str(p), root=str(p))
 
 
 def _check_writable(loc: Location, dest: str) -> None:
@@ -140,7 +143,21 @@ def plan_copy(
                 raise CopyPlanError(f"{line!r} and {owner[rel]!r} both copy to {rel!r} under {dest!r}; copy them to different destinations")
             owner[rel] = line
             tasks.append(CopyTask(sel.anchor_parent.join(e.rel), dst_root.join(rel), e.size, e.mtime))
+    _check_file_folder_clash(owner, dest)
     return CopyPlan(tasks, dest, lines)
+
+
+def _check_file_folder_clash(owner: dict[str, str], dest: str) -> None:
+    """A file ``train`` and a folder ``train/...`` cannot both land in one destination."""
+    for rel in owner:
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            folder = "/".join(parts[:i])
+            if folder in owner:
+                raise CopyPlanError(
+                    f"{owner[folder]!r} copies a file to {folder!r} under {dest!r}, but {owner[rel]!r} needs a folder "
+                    f"there (for {rel!r}); copy them to different destinations"
+                )
 
 
 def _inside(dst: Location, src_tree: Location) -> bool:

@@ -11,6 +11,8 @@ __all__ = [
     "VolumePathError",
     "VolumeNotFoundError",
     "VolumeExistsError",
+    "ConfinementError",
+    "SpecialFileError",
     "RegistryError",
     "CopyPlanError",
     "DestinationError",
@@ -18,6 +20,8 @@ __all__ = [
     "DatasetError",
     "TableNameError",
     "TablesError",
+    "CheckpointError",
+    "CheckpointCorruptError",
 ]
 
 
@@ -35,6 +39,14 @@ class VolumeNotFoundError(AirError, FileNotFoundError):
 
 class VolumeExistsError(AirError, FileExistsError):
     """A volume to be created already exists."""
+
+
+class ConfinementError(AirError, PermissionError):
+    """A read or write would leave its volume (or folder) through a symlink or a swapped folder."""
+
+
+class SpecialFileError(AirError, OSError):
+    """A FIFO, socket or device where a regular file was expected; refused without blocking."""
 
 
 class RegistryError(AirError, ValueError):
@@ -63,3 +75,22 @@ class TableNameError(AirError, ValueError):
 
 class TablesError(AirError, RuntimeError):
     """A Spark session cannot be had, a query failed, or an export cannot be written."""
+
+
+class CheckpointError(AirError, RuntimeError):
+    """A checkpoint cannot be written or read (missing, incomplete, upload failed, ...)."""
+
+
+class CheckpointCorruptError(CheckpointError):
+    """A checkpoint file is missing or its bytes differ from the checksum recorded at save time.
+
+    Distinct from a state that does not match the checkpoint (different model or keys): the
+    fix is another checkpoint, not other code. ``checkpoint``, ``file`` and ``problem`` say what.
+    """
+
+    def __init__(self, checkpoint: str, file: str, problem: str, remedy: str = "") -> None:
+        self.checkpoint, self.file, self.problem, self.remedy = checkpoint, file, problem, remedy
+        super().__init__(f"corrupt checkpoint {checkpoint}: file {file} {problem}" + (f"; {remedy}" if remedy else ""))
+
+    def __reduce__(self) -> "tuple[type, tuple[str, str, str, str]]":  # picklable: DCP gathers errors across ranks
+        return type(self), (self.checkpoint, self.file, self.problem, self.remedy)

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import threading
-from typing import TYPE_CHECKING, Callable
+from contextlib import contextmanager
+from typing import IO, TYPE_CHECKING, Callable, Iterator
 
+from .io.confined import open_dir, open_read, publish_at
+from .io.leftovers import TEMP_MARK, sweep_stale, temp_name
 from .volumes.store import Location, fs_mtime
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -21,55 +25,75 @@ _CHUNK = 8 << 20
 _RANGE = 32 << 20          # large files are copied as parallel ranges of this size ...
 _RANGE_THREADS = 8         # ... this many at a time
 _MTIME_TOLERANCE = 1e-3
-TEMP_MARK = ".air-tmp-"
+_MAX_OPEN_DIRS = 256       # verified folder descriptors kept open per copy run
 
 
 class DirMaker:
-    """Creates each destination folder once; concurrent callers never race into ``EEXIST``."""
+    """Destination folders of one copy run: each is created once (concurrent callers never race into
+    ``EEXIST``), opened once and verified inside its root (``io.confined.open_dir``); files are then
+    created and renamed relative to that descriptor, so no link planted or swapped in later can
+    redirect a write. With ``sweep``, the first visit of a folder removes temp files that dead
+    processes left there. ``close()`` releases the descriptors."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, sweep: bool = False) -> None:
+        self._fds: dict[str, int] = {}
         self._made: set[str] = set()
+        self._lock = threading.Lock()
+        self._sweep = sweep
 
     def ensure(self, loc: Location) -> None:
-        parent = os.path.dirname(loc.path)
-        if not parent or parent in self._made:
+        """Make the folder of an fsspec destination (local ones are handled by :meth:`folder`)."""
+        parent = loc.path.rsplit("/", 1)[0]
+        if loc.is_local or parent in self._made:
             return
-        if loc.is_local:
-            os.makedirs(parent, exist_ok=True)
-        else:
-            try:
-                loc.fs.makedirs(parent, exist_ok=True)
-            except (NotImplementedError, FileExistsError):
-                pass
+        try:
+            loc.fs.makedirs(parent, exist_ok=True)
+        except (NotImplementedError, FileExistsError):
+            pass
         self._made.add(parent)  # set.add is atomic under the GIL
 
-
-def _temp_name(dst: str) -> str:
-    """Unique per (process, thread) and stable across retries of one file, so a retry reuses it."""
-    head, tail = os.path.split(dst)
-    return os.path.join(head, f".{tail}{TEMP_MARK}{os.getpid()}-{threading.get_ident()}")
-
-
-def _publish_atomic(dst: str, mtime: float, fill: "Callable[[int], None]") -> None:
-    """Create a temp file beside *dst*, let *fill* write it, stamp *mtime*, rename it into place;
-    on any failure the temp file is removed and *dst* is untouched."""
-    tmp = _temp_name(dst)
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+    @contextmanager
+    def folder(self, loc: Location) -> Iterator[int]:
+        """A verified descriptor of the local destination's folder, made if missing."""
+        parent = os.path.dirname(loc.path)
+        fd = self._fds.get(parent)
+        if fd is not None:
+            yield fd
+            return
+        fd = open_dir(parent, loc.root if loc.root is not None else parent, create=True)
+        if self._sweep:
+            sweep_stale(fd)
+        with self._lock:
+            if parent not in self._fds and len(self._fds) < _MAX_OPEN_DIRS:
+                self._fds[parent] = fd
+                cached = True
+            else:
+                cached = False
         try:
-            fill(fd)
-            if mtime:  # on the open file: no second path lookup
-                ns = int(mtime * 1e9)
-                os.utime(fd, ns=(ns, ns))
+            yield fd
         finally:
+            if not cached:
+                os.close(fd)
+
+    def close(self) -> None:
+        with self._lock:
+            fds, self._fds = list(self._fds.values()), {}
+        for fd in fds:
             os.close(fd)
-        os.replace(tmp, dst)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+
+    def __enter__(self) -> "DirMaker":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _publish_atomic(dst: Location, dirs: DirMaker, mtime: float, fill: "Callable[[int], None]") -> None:
+    """Write *dst* through a temp name beside it, inside its verified folder; on any failure the
+    temp file is removed and *dst* is untouched."""
+    name = os.path.basename(dst.path)
+    with dirs.folder(dst) as dfd:
+        publish_at(dfd, name, fill, mtime=mtime, temp=temp_name(name))
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -85,8 +109,10 @@ def is_unchanged(task: "CopyTask") -> int | None:
     is something to compare with and the listing did not already give its size and mtime."""
     dst = task.dst
     try:
-        if dst.is_local:
-            st = os.stat(dst.path)
+        if dst.is_local:  # a link at the destination is never "unchanged": the copy replaces it
+            st = os.stat(dst.path, follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode):
+                return None
             dsize, dmtime, exact = st.st_size, st.st_mtime, True
         else:
             info = dst.fs.info(dst.path)
@@ -103,13 +129,14 @@ def is_unchanged(task: "CopyTask") -> int | None:
 
 def source_stat(src: Location) -> tuple[int, float]:
     if src.is_local:
-        st = os.stat(src.path)
+        fd, st = open_read(src.path, src.root)  # confined, never blocks on a FIFO
+        os.close(fd)
         return st.st_size, st.st_mtime
     info = src.fs.info(src.path)
     return int(info.get("size") or 0), fs_mtime(info)
 
 
-def _copy_large_local(fin: int, src: str, dst: str, size: int, mtime: float) -> int:
+def _copy_large_local(fin: int, src: str, dst: Location, dirs: DirMaker, size: int, mtime: float) -> int:
     """Large local/mounted file: parallel ranged reads and writes (a remote mount serves each range
     concurrently), never the whole file in memory."""
     from concurrent.futures import ThreadPoolExecutor
@@ -131,27 +158,31 @@ def _copy_large_local(fin: int, src: str, dst: str, size: int, mtime: float) -> 
         if os.fstat(fin).st_size != size:
             raise OSError(errno.ESTALE, f"{src} changed size while it was copied")
 
-    _publish_atomic(dst, mtime, fill)
+    _publish_atomic(dst, dirs, mtime, fill)  # the mtime is stamped here too: a re-run sees "unchanged"
     return size
 
 
-def _copy_stream(src: Location, dst: Location) -> int:
-    """Large file with an fsspec side: stream in chunks."""
+def _copy_stream(src: Location, dst: Location, dirs: DirMaker, mtime: float = 0.0) -> int:
+    """Large file with an fsspec side: stream in chunks (confined on the local side)."""
     import shutil
 
-    fin = open(src.path, "rb") if src.is_local else src.fs.open(src.path, "rb")
+    if src.is_local:
+        fd, _ = open_read(src.path, src.root)
+        fin: "IO[bytes]" = os.fdopen(fd, "rb")
+    else:
+        fin = src.fs.open(src.path, "rb")
     with fin:
         if dst.is_local:
-            tmp = _temp_name(dst.path)
-            try:
-                with open(tmp, "wb") as fout:
-                    shutil.copyfileobj(fin, fout, _CHUNK)
-                os.replace(tmp, dst.path)
-            except BaseException:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-                raise
-            return os.path.getsize(dst.path)
+            written = 0
+
+            def fill(fout: int) -> None:
+                nonlocal written
+                while chunk := fin.read(_CHUNK):
+                    _write_all(fout, chunk)
+                    written += len(chunk)
+
+            _publish_atomic(dst, dirs, mtime, fill)  # the listing's mtime: a re-run sees "unchanged"
+            return written
         with dst.fs.open(dst.path, "wb") as fout:
             shutil.copyfileobj(fin, fout, _CHUNK)
         return int(dst.fs.info(dst.path).get("size") or 0)
@@ -178,24 +209,23 @@ def copy_file(task: "CopyTask", dirs: DirMaker) -> int:
         size = task.size if task.size >= 0 else source_stat(src)[0]
         if size > _ONE_READ_MAX:
             dirs.ensure(dst)
-            return _copy_stream(src, dst)
+            return _copy_stream(src, dst, dirs, task.mtime or source_stat(src)[1])
         data, mtime = src.fs.cat_file(src.path), task.mtime
     else:
-        fd = os.open(src.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd, st = open_read(src.path, src.root)  # confined at the moment of use; FIFOs refused
         try:
-            st = os.fstat(fd)
             if st.st_size > _ONE_READ_MAX:
                 dirs.ensure(dst)
                 if dst.is_local:
-                    return _copy_large_local(fd, src.path, dst.path, st.st_size, st.st_mtime)
-                return _copy_stream(src, dst)
+                    return _copy_large_local(fd, src.path, dst, dirs, st.st_size, st.st_mtime)
+                return _copy_stream(src, dst, dirs)
             data, mtime = _read_all(fd, st.st_size), st.st_mtime
         finally:
             os.close(fd)
-    dirs.ensure(dst)
     if dst.is_local:
-        _publish_atomic(dst.path, mtime, lambda fd: _write_all(fd, data))
+        _publish_atomic(dst, dirs, mtime, lambda fd: _write_all(fd, data))
     else:  # object stores publish an object only when its upload completes
+        dirs.ensure(dst)
         with dst.fs.open(dst.path, "wb") as f:
             f.write(data)
     return len(data)

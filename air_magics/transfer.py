@@ -4,8 +4,12 @@ Many small files on a remote volume are latency-bound, not bandwidth-bound, so t
 many requests in flight with a bounded pool of threads (file I/O releases the GIL; no process per
 file). For each file it
 
-* creates the destination folder once (``makedirs(exist_ok=True)``, so concurrent creators never
-  fail on ``EEXIST`` the way ``xargs -P ... cp --parents`` does),
+* opens every source and destination folder through the one confined primitive
+  (:mod:`air_magics.io.confined`): nothing is read or written outside the source's volume or the
+  destination root, even when a link is swapped in mid-copy, and a FIFO fails without blocking,
+* creates each destination folder once and keeps a verified descriptor of it (concurrent creators
+  never fail on ``EEXIST`` the way ``xargs -P ... cp --parents`` does); the first visit removes
+  temp files that dead processes left there,
 * skips it when the destination already has the same size and mtime (unless ``overwrite``),
 * reads it in one large sequential read (``posix_fadvise(SEQUENTIAL)``) into a temp name beside
   the target, stamps the source mtime and renames it into place: a reader never sees a partial
@@ -171,7 +175,8 @@ def copy_one(task: CopyTask, *, retries: int = 4, backoff: float = 0.05) -> int:
     attempt = 0
     while True:
         try:
-            return copy_file(task, DirMaker())
+            with DirMaker() as dirs:
+                return copy_file(task, dirs)
         except Exception as exc:
             attempt += 1
             if is_transient(exc) and attempt <= retries:
@@ -230,7 +235,7 @@ def copy_files(
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     run = _Run(tasks)
-    dirs = DirMaker()
+    dirs = DirMaker(sweep=not dry_run)  # first visit of a folder removes dead processes' temp files
     t0 = time.perf_counter()
 
     def work_one(task: CopyTask) -> None:
@@ -298,6 +303,9 @@ def copy_files(
         if publish is not None:
             publish(snapshot(final=True), state="interrupted")
         raise
+    finally:
+        if not any(th.is_alive() for th in threads):
+            dirs.close()
     if on_progress is not None:
         on_progress(snapshot(final=True))
     if publish is not None:

@@ -19,10 +19,15 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 from .. import config
+from ..io.confined import makedirs as confined_makedirs
+from ..io.confined import open_file, real_root
+from ..io.leftovers import is_leftover
 from ..errors import RegistryError, VolumeExistsError, VolumeNotFoundError, VolumePathError
-from .path import VolumePath
+from .path import _NAME, VolumePath  # one name rule for catalog / schema / volume
 from .registry import VolumeRegistry
 from .walk import Entry, filter_glob, glob_regex, is_within, scan_local, split_glob
+
+_LEVELS = ("catalog", "schema", "volume")
 
 __all__ = ["VolumeStore", "FileInfo", "VolumeInfo", "Location", "fs_mtime"]
 
@@ -48,10 +53,16 @@ class VolumeInfo:
 
 @dataclass(frozen=True, eq=False)
 class Location:
-    """A concrete file location: an OS path when ``fs`` is None, else a path on an fsspec filesystem."""
+    """A concrete file location: an OS path when ``fs`` is None, else a path on an fsspec filesystem.
+
+    ``root`` is the folder a local location is confined to (its volume, or a copy's destination):
+    every open goes through :mod:`air_magics.io.confined`, which refuses to leave it at the moment
+    of use. ``None``: no containment (a file the user named explicitly, a private staging file).
+    """
 
     path: str
     fs: Any = None
+    root: str | None = None
 
     @property
     def is_local(self) -> bool:
@@ -62,7 +73,7 @@ class Location:
         if not rel:
             return self
         if self.fs is None:
-            return Location(os.path.join(self.path, *rel.split("/")))
+            return Location(os.path.join(self.path, *rel.split("/")), root=self.root)
         return Location(f"{self.path.rstrip('/')}/{rel}", self.fs)
 
     def __str__(self) -> str:
@@ -110,17 +121,41 @@ class VolumeStore:
     # -- volumes --------------------------------------------------------------------------------
     def volumes(self) -> list[VolumeInfo]:
         """Every volume under the root plus every registered one, sorted by id."""
+        return self.scan_volumes()[0]
+
+    def scan_volumes(self) -> tuple[list[VolumeInfo], list[str]]:
+        """``(volumes, notes)``: like :meth:`volumes`, plus one note per folder under the root that is
+        skipped (a name that is not an identifier, a link leading outside the root, unreadable)."""
         found: dict[str, VolumeInfo] = {}
+        notes: list[str] = []
+        root = real_root(str(self.root))
+
+        def children(d: Path, depth: int) -> list[Path]:
+            try:
+                items = sorted(p for p in d.iterdir() if p.is_dir() and not is_leftover(p.name))
+            except OSError as exc:
+                notes.append(f"{d.relative_to(self.root)}: cannot be listed ({exc.strerror or exc})")
+                return []
+            out = []
+            for p in items:
+                rel = p.relative_to(self.root).as_posix()
+                if not _NAME.fullmatch(p.name):
+                    notes.append(f"{rel}: skipped, {p.name!r} is not a valid {_LEVELS[depth]} name")
+                elif not is_within(os.path.realpath(p), root):
+                    notes.append(f"{rel}: skipped, it links outside the volumes root")
+                else:
+                    out.append(p)
+            return out
+
         if self.root.is_dir():
-            for cat in sorted(self.root.iterdir()):
-                for sch in sorted(cat.iterdir()) if cat.is_dir() else ():
-                    for vol in sorted(sch.iterdir()) if sch.is_dir() else ():
+            for cat in children(self.root, 0):
+                for sch in children(cat, 1):
+                    for vol in children(sch, 2):
                         vid = f"{cat.name}.{sch.name}.{vol.name}"
-                        if vol.is_dir():
-                            found[vid] = VolumeInfo(vid, self.kind, str(vol))
+                        found[vid] = VolumeInfo(vid, self.kind, str(vol))
         for vid, url in self.registry.load().items():
             found[vid] = VolumeInfo(vid, "fsspec", url)
-        return [found[k] for k in sorted(found)]
+        return [found[k] for k in sorted(found)], notes
 
     def volume_info(self, volume: "str | VolumePath") -> VolumeInfo:
         vp = VolumePath.parse(volume).root
@@ -128,6 +163,10 @@ class VolumeStore:
         if url is not None:
             return VolumeInfo(vp.volume_id, "fsspec", url)
         d = self._volume_dir(vp)
+        if d.is_dir() and not is_within(os.path.realpath(d), real_root(str(self.root))):
+            raise VolumePathError(f"volume {vp.volume_id!r} is a link leading outside the volumes root {str(self.root)!r}; "
+                                  f"refusing it: replace the link with a folder, or register the storage with "
+                                  f"`%air_volume register {vp.volume_id} file:///PATH`")
         if not d.is_dir():
             raise VolumeNotFoundError(
                 f"volume {vp.volume_id!r} does not exist (looked in {d}); create it with "
@@ -178,14 +217,14 @@ class VolumeStore:
         return self._confined(Path(info.location), vp)
 
     def _confined(self, vol_dir: Path, vp: VolumePath) -> Location:
+        """Early, friendly check; the binding one is made again at every open (``io.confined``)."""
         target = vol_dir.joinpath(*vp.parts)
-        real_root = os.path.realpath(vol_dir)
-        if not is_within(os.path.realpath(target), real_root):
+        if not is_within(os.path.realpath(target), real_root(str(vol_dir))):
             raise VolumePathError(
-                f"{str(vp)!r} resolves outside its volume (through a symlink to {os.path.realpath(target)}); "
+                f"{str(vp)!r} resolves outside its volume (through a symlink); "
                 f"refusing to follow it: remove the link or use a path inside the volume"
             )
-        return Location(str(target))
+        return Location(str(target), root=str(vol_dir))
 
     # -- files ----------------------------------------------------------------------------------
     def exists(self, path: "str | VolumePath") -> bool:
@@ -207,17 +246,14 @@ class VolumeStore:
     def open(self, path: "str | VolumePath", mode: str = "rb", **kwargs: Any) -> IO[Any]:
         """Open a file in a volume; write modes create parent folders."""
         loc = self.locate(path)
-        writing = any(c in mode for c in "wax+")
-        if loc.is_local:
-            if writing:
-                os.makedirs(os.path.dirname(loc.path), exist_ok=True)
-            return open(loc.path, mode, **kwargs)
+        if loc.is_local:  # confined at the moment of use: no link out of the volume, no FIFO
+            return open_file(loc.path, loc.root, mode, **kwargs)
         return loc.fs.open(loc.path, mode, **kwargs)
 
     def makedirs(self, path: "str | VolumePath") -> None:
         loc = self.locate(path)
         if loc.is_local:
-            os.makedirs(loc.path, exist_ok=True)
+            confined_makedirs(loc.path, loc.root)
         else:
             loc.fs.makedirs(loc.path, exist_ok=True)
 
@@ -258,9 +294,13 @@ class VolumeStore:
             yield (vp.joinpath(rel) if rel else vp), sorted(dirs), sorted(files)
 
     def entries(self, path: "str | VolumePath", *, recursive: bool, with_dirs: bool | None = None,
-                stat: bool = True) -> list[Entry]:
+                stat: bool = True, skipped: "list[tuple[str, str]] | None" = None) -> list[Entry]:
         """Raw listing relative to *path* (``Entry.rel``); a file lists as one entry with ``rel == ''``.
-        ``stat=False`` skips the per-file stat on local/mounted volumes (sizes are then ``-1``)."""
+        ``stat=False`` skips the per-file stat on local/mounted volumes (sizes are then ``-1``).
+
+        Entries that cannot be data (symlink loops, links out of the volume, FIFOs, sockets,
+        devices, unreadable folders) are left out and reported by name: appended to *skipped* as
+        ``(rel, reason)`` when given, else logged as one warning on the ``air_magics`` logger."""
         vp = VolumePath.parse(path)
         loc = self.locate(vp)
         with_dirs = (not recursive) if with_dirs is None else with_dirs
@@ -270,10 +310,22 @@ class VolumeStore:
             if not os.path.isdir(loc.path):
                 st = os.stat(loc.path)
                 return [Entry("", st.st_size, st.st_mtime)]
-            vol_root = self.locate(vp.root).path
-            return scan_local(loc.path, recursive=recursive, with_dirs=with_dirs, confine=vol_root, workers=self.workers,
-                              stat=stat)
+            found: list[tuple[str, str]] = [] if skipped is None else skipped
+            out = scan_local(loc.path, recursive=recursive, with_dirs=with_dirs, confine=loc.root, workers=self.workers,
+                             stat=stat, skipped=found)
+            if found and skipped is None:
+                _log_skipped(vp, found)
+            return out
         return _fs_entries(loc, vp, recursive=recursive, with_dirs=with_dirs)
+
+
+def _log_skipped(vp: VolumePath, skipped: list[tuple[str, str]]) -> None:
+    import logging
+
+    shown = "; ".join(f"{rel} ({why})" for rel, why in skipped[:5])
+    more = f"; and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+    logging.getLogger("air_magics").warning("%s: skipped %d entr%s that cannot be read as files: %s%s", vp,
+                                            len(skipped), "y" if len(skipped) == 1 else "ies", shown, more)
 
 
 def _fs_entries(loc: Location, vp: VolumePath, *, recursive: bool, with_dirs: bool) -> list[Entry]:

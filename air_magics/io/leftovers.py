@@ -1,0 +1,74 @@
+"""Names of in-flight files and folders, and sweeping the ones dead processes left behind.
+
+Why: a process killed mid-copy or mid-export leaves its temp file or pending folder. Those names
+must never be taken for data (listings and datasets hide them) and must not pile up (the next
+writer into the same folder removes the ones whose owning process is gone). Every such name
+carries its owner's pid so liveness can be checked.
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+
+from .process import pid_alive
+
+__all__ = ["TEMP_MARK", "PENDING_EXPORT_PREFIX", "temp_name", "is_leftover", "owner_pid", "sweep_stale"]
+
+TEMP_MARK = ".air-tmp-"
+PENDING_EXPORT_PREFIX = ".pending-export-"
+_TEMP_RX = re.compile(r"\A\..*" + re.escape(TEMP_MARK) + r"(\d+)-\d+\Z", re.S)
+_PENDING_RX = re.compile(r"\A" + re.escape(PENDING_EXPORT_PREFIX) + r".*?-(\d+)\Z", re.S)
+
+
+def temp_name(name: str) -> str:
+    """Temp name for *name* in the same folder: unique per (process, thread), stable across retries."""
+    return f".{name}{TEMP_MARK}{os.getpid()}-{threading.get_ident()}"
+
+
+def is_leftover(name: str) -> bool:
+    """True for a copy's temp file or an export's pending folder (never data)."""
+    return (name.startswith(".") and TEMP_MARK in name) or name.startswith(PENDING_EXPORT_PREFIX)
+
+
+def owner_pid(name: str) -> int | None:
+    """The pid recorded in a leftover's name, or None if the name carries none."""
+    m = _TEMP_RX.match(name) or _PENDING_RX.match(name)
+    return int(m.group(1)) if m else None
+
+
+def sweep_stale(folder: str | int, *, remove_dirs: bool = False) -> list[str]:
+    """Remove the leftovers in *folder* (a path or an open directory descriptor) whose owner is dead.
+
+    Returns the names removed. Temp files of live processes, and names without a pid, are kept.
+    Folders are removed only with ``remove_dirs`` (pending exports)."""
+    import shutil
+
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        if not is_leftover(name):
+            continue
+        pid = owner_pid(name)
+        if pid is None or pid_alive(pid):
+            continue
+        try:
+            if isinstance(folder, int):
+                os.unlink(name, dir_fd=folder)
+            else:
+                path = os.path.join(folder, name)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    if not remove_dirs:
+                        continue
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+            removed.append(name)
+        except IsADirectoryError:
+            continue
+        except OSError:
+            continue
+    return removed
