@@ -21,7 +21,7 @@ __all__ = ["TableName", "DEFAULT_CATALOG", "DEFAULT_SCHEMA", "SEP"]
 DEFAULT_CATALOG = "main"
 DEFAULT_SCHEMA = "default"
 SEP = "__"
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
 
 
 def _quote(part: str) -> str:

@@ -15,7 +15,7 @@ from ..errors import VolumePathError
 __all__ = ["VolumePath", "PREFIX", "is_volume_text"]
 
 PREFIX = "/Volumes"
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,254}$")
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,254}")  # used with fullmatch: ``$`` would let "a\n" in
 _DOTTED = re.compile(r"^([^./\s]+)\.([^./\s]+)\.([^./\s]+)(/.*)?\Z", re.DOTALL)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -27,7 +27,7 @@ def is_volume_text(text: str) -> bool:
 
 
 def _check_name(kind: str, name: str, text: str) -> str:
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise VolumePathError(
             f"invalid {kind} name {name!r} in {text!r}: use letters, digits, '_' or '-' "
             f"(e.g. /Volumes/main/default/my_volume)"
@@ -84,6 +84,8 @@ class VolumePath:
         if not isinstance(text, str):
             raise VolumePathError(f"volume path must be a string, got {type(text).__name__} {text!r}")
         raw = text
+        if _CONTROL.search(text):  # before any pattern sees it, so "c.s.v\n" is not mistaken for a relative path
+            raise VolumePathError(f"control character (NUL, newline, ...) in volume path {text!r}: remove it")
         if text == PREFIX or text.startswith(PREFIX + "/"):
             segs = text[len(PREFIX) + 1:].rstrip("/").split("/") if text != PREFIX else []
             if len(segs) < 3 or not all(segs[:3]):

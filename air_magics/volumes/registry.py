@@ -14,9 +14,41 @@ from pathlib import Path
 
 from ..errors import RegistryError
 
-__all__ = ["VolumeRegistry"]
+__all__ = ["VolumeRegistry", "normalise_url"]
 
-_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+_SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_LOCAL_SCHEMES = ("file", "local")  # fsspec's local filesystem
+
+
+def normalise_url(url: str) -> str:
+    """The form of *url* the registry stores: trailing ``/`` dropped, never down to an empty path.
+
+    Refused: no ``scheme://``, control characters, and local URLs that fsspec would resolve against
+    the working directory (``file:``, ``file://data``) or that name the whole filesystem
+    (``file:///``): a volume is a folder, and its files are created and deleted freely.
+    """
+    if not isinstance(url, str) or not _SCHEME.match(url):
+        raise RegistryError(
+            f"{url!r} is not a storage URL: give one with a scheme, e.g. s3://bucket/prefix, "
+            f"gs://bucket/prefix, file:///data/vol or memory://vol"
+        )
+    if _CONTROL.search(url):
+        raise RegistryError(f"control character (newline, tab, NUL, ...) in storage URL {url!r}: remove it")
+    scheme, _, rest = url.partition("://")
+    path = rest.rstrip("/") or ("/" if rest else "")
+    if scheme.lower() in _LOCAL_SCHEMES:
+        if not path.startswith("/"):
+            raise RegistryError(
+                f"{url!r} is not an absolute local URL: fsspec would resolve it against the working "
+                f"directory; write {scheme}:///absolute/folder (three slashes)"
+            )
+        if path == "/":
+            raise RegistryError(
+                f"{url!r} is the whole filesystem, not a folder: register a folder for the volume, "
+                f"e.g. {scheme}:///data/vol"
+            )
+    return f"{scheme}://{path}"
 
 
 class VolumeRegistry:
@@ -39,17 +71,25 @@ class VolumeRegistry:
         return {str(k): str(v) for k, v in data.items()}
 
     def get(self, volume_id: str) -> str | None:
-        return self.load().get(volume_id)
+        """The URL *volume_id* is registered to; a stored URL that is not valid (now) is refused."""
+        url = self.load().get(volume_id)
+        if url is not None:
+            try:
+                normalise_url(url)
+            except RegistryError as exc:
+                raise RegistryError(
+                    f"volume {volume_id!r} is registered to an unusable URL: {exc}; register it again "
+                    f"(%air_volume register {volume_id} URL) or remove it from {str(self.file)!r}"
+                ) from None
+        return url
 
-    def set(self, volume_id: str, url: str) -> None:
-        if not _SCHEME.match(url):
-            raise RegistryError(
-                f"{url!r} is not a storage URL: give one with a scheme, e.g. s3://bucket/prefix, "
-                f"gs://bucket/prefix, file:///data/vol or memory://vol"
-            )
+    def set(self, volume_id: str, url: str) -> str:
+        """Register *volume_id* to *url* (normalised, see :func:`normalise_url`); returns what was stored."""
+        url = normalise_url(url)
         data = self.load()
-        data[volume_id] = url.rstrip("/") if not url.endswith("://") else url
+        data[volume_id] = url
         self._write(data)
+        return url
 
     def remove(self, volume_id: str) -> bool:
         data = self.load()
