@@ -2,9 +2,12 @@
 
 `save2 RANK PORT`: one of 2 gloo ranks; trains a step, consumes 3 batches, saves step 5 with the manager.
 `slow_save SIZE_MB`: saves step 1 (small) then step 2 (SIZE_MB of weights) and prints progress.
+`kill_prune DIR`: saves steps 1-3 with keep=2 and SIGKILLs itself while pruning step 1, after the
+un-commit and before any file is deleted (tests/test_checkpoint_integrity.py).
 """
 import json
 import os
+import signal
 import sys
 
 import torch
@@ -47,8 +50,21 @@ def slow_save(size_mb: int) -> None:
     print("saved 2", flush=True)
 
 
+def kill_prune(directory: str) -> None:
+    from air_magics.data import manager as manager_mod
+
+    mgr = CheckpointManager(directory, keep=2, show=False)
+    mgr.save(1, {"w": torch.full((1000,), 1.0)})
+    mgr.save(2, {"w": torch.full((1000,), 2.0)})
+    manager_mod._PRUNE_HOOK = lambda name: os.kill(os.getpid(), signal.SIGKILL)
+    mgr.save(3, {"w": torch.full((1000,), 3.0)})
+    print("prune was not reached", flush=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "save2":
         save2(int(sys.argv[2]), sys.argv[3])
+    elif sys.argv[1] == "kill_prune":
+        kill_prune(sys.argv[2])
     else:
         slow_save(int(sys.argv[2]))

@@ -172,6 +172,9 @@ def test_saved_on_two_ranks_restored_on_one(vol, tmp_path):
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     mgr = CheckpointManager("/Volumes/main/ck/runs/dist", show=False)
     assert mgr.latest() == 5
+    marker = json.loads(Path(vol.locate("/Volumes/main/ck/runs/dist/step_5/_COMMITTED").path).read_text())
+    assert {n[:4] for n in marker["files"] if n.endswith(".distcp")} == {"__0_", "__1_"}  # both ranks' digests
+    assert mgr.verify() == 5
     m = model(seed=7)
     opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
     dl = DataLoader(UCVolumeDataset("/Volumes/main/ck/data", shuffle=True, seed=1), batch_size=3, num_workers=2)

@@ -1,25 +1,33 @@
-"""Small storage steps of the checkpoint commit protocol, for OS paths and fsspec locations alike."""
+"""Small storage steps of the checkpoint commit protocol, for OS paths and fsspec locations alike,
+and the checksums that let a load tell a corrupt file from a state that does not fit."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
 import tempfile
-from typing import TYPE_CHECKING, Any
+import time
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..volumes.store import Location
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..volumes.store import VolumeStore
 
-__all__ = ["write_text_atomic", "read_text", "commit_folder", "remove_folder", "METADATA", "COMMITTED",
-           "PENDING_PREFIX", "STEP_RE", "status_name", "checkpoint_status"]
+__all__ = ["write_text_atomic", "read_text", "commit_folder", "uncommit_folder", "remove_folder", "METADATA",
+           "COMMITTED", "CHECKSUMS", "PENDING_PREFIX", "PRUNING_PREFIX", "STEP_RE", "status_name",
+           "checkpoint_status", "file_digest", "checksums_json", "commit_marker", "parse_checksums"]
 
 METADATA = ".metadata"        # torch DCP's metadata file: uploaded last by UCVolumeWriter
 COMMITTED = "_COMMITTED"      # the manager's marker: written after .metadata, before the rename
+CHECKSUMS = ".checksums.json"  # UCVolumeWriter's manifest (size + sha256 per file), uploaded before .metadata
 PENDING_PREFIX = ".pending-step_"
+PRUNING_PREFIX = ".pruning-"  # a pruned step renamed out of sight before its files are deleted
 STEP_RE = re.compile(r"^step_(\d+)$")
+ALGORITHM = "sha256"
+_CHUNK = 4 << 20
 
 
 def status_name(directory: str) -> str:
@@ -102,3 +110,58 @@ def remove_folder(loc: Location) -> None:
         shutil.rmtree(loc.path, ignore_errors=True)
     elif loc.fs.exists(loc.path):
         loc.fs.rm(loc.path, recursive=True)
+
+
+def uncommit_folder(loc: Location, trash: Location) -> Location:
+    """Take committed folder *loc* out of sight *before* any of its files is deleted, so a kill at
+    any later point never leaves a listed step that cannot load. OS paths: one atomic rename to
+    *trash*; object stores (no atomic rename): delete the marker first. Returns what to delete."""
+    if loc.is_local:
+        os.rename(loc.path, trash.path)
+        return trash
+    marker = f"{loc.path.rstrip('/')}/{COMMITTED}"
+    if loc.fs.exists(marker):
+        loc.fs.rm(marker)
+    return loc
+
+
+# -- checksums ------------------------------------------------------------------------------------
+def file_digest(path: "str | os.PathLike[str]") -> dict[str, Any]:
+    """``{"size", "sha256"}`` of a local file (hashlib releases the GIL: threads hash in parallel)."""
+    h, size = hashlib.sha256(), 0
+    buf = bytearray(_CHUNK)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as f:
+        while n := f.readinto(buf):
+            h.update(view[:n])
+            size += n
+    return {"size": size, ALGORITHM: h.hexdigest()}
+
+
+def checksums_json(files: Mapping[str, Mapping[str, Any]]) -> str:
+    """The writer's manifest (:data:`CHECKSUMS`): every file it put in the folder but itself."""
+    return json.dumps({"algorithm": ALGORITHM, "files": dict(sorted(files.items()))}, indent=1)
+
+
+def commit_marker(step: int, files: Mapping[str, Mapping[str, Any]] | None) -> str:
+    """Text of ``_COMMITTED``: the step, the time and, when known, the checksum of every file."""
+    doc: dict[str, Any] = {"step": int(step), "time": time.time()}
+    if files:
+        doc.update(algorithm=ALGORITHM, files=dict(sorted(files.items())))
+    return json.dumps(doc, indent=1)
+
+
+def parse_checksums(text: str) -> dict[str, dict[str, Any]] | None:
+    """Files and checksums from a ``_COMMITTED`` or manifest text; ``None`` when it records none
+    (a marker written before checksums existed). Raises ``ValueError`` for text that is not one."""
+    doc = json.loads(text)
+    if not isinstance(doc, dict):
+        raise ValueError("not a JSON object")
+    files = doc.get("files")
+    if files is None:
+        return None
+    if doc.get("algorithm") != ALGORITHM or not isinstance(files, dict) or not all(
+            isinstance(v, dict) and isinstance(v.get("size"), int) and isinstance(v.get(ALGORITHM), str)
+            for v in files.values()):
+        raise ValueError(f"unknown checksum format (algorithm {doc.get('algorithm')!r})")
+    return files

@@ -2,8 +2,9 @@
 
 Layout under the manager's volume folder::
 
-    step_10/            committed: torch DCP files, .metadata, and _COMMITTED
+    step_10/            committed: torch DCP files, .checksums.json, .metadata, and _COMMITTED
     .pending-step_11/   a save in progress (or the leftover of a crashed one)
+    .pruning-step_7.ab12cd34/  a pruned step, out of sight, being deleted (or the leftover of a kill)
     latest              text file naming the newest committed step, replaced atomically
 
 A save writes into ``.pending-step_<N>`` (never into an existing checkpoint), uploads
@@ -13,30 +14,58 @@ copied last), moves ``latest`` and prunes to ``keep`` steps. ``latest()`` trusts
 both ``.metadata`` and ``_COMMITTED``, so a crash at any point leaves the previous checkpoint
 loadable and ``latest`` unchanged. Every transition (staging, uploading, committed, failed) is
 written to the status documents that the checkpoint widget and the sidebar show.
+
+Integrity: ``_COMMITTED`` is JSON holding the size and sha256 of every other file of the step
+(hashed from the staged copies before upload); loads verify the local copies they read and
+:meth:`CheckpointManager.verify` checks a whole step. A missing or changed file raises
+:class:`~air_magics.errors.CheckpointCorruptError` naming it and the step to fall back to.
+Pruning un-commits first (renames ``step_N`` to ``.pruning-step_N.<id>``, or on object stores
+deletes ``_COMMITTED``), then deletes, so ``steps()`` never lists a half-deleted step.
+
+Leftovers: ``.pruning-*`` folders are never loadable and deleting them twice is harmless, so every
+prune (after each committed save) and :meth:`~CheckpointManager.cleanup` remove them whoever made
+them. ``.pending-step_N`` folders carry no owner (every rank writes into the same one), so they
+are removed only by a save of the same step N and by ``cleanup()``.
 """
 from __future__ import annotations
 
 import json
 import threading
+import uuid
 import warnings
 import time
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
-from ..errors import AirError
+from ..errors import AirError, CheckpointCorruptError
 from ..status import write_status
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
 from . import _dist
 from .checkpoint import CheckpointError, UCVolumeReader, UCVolumeWriter
-from .commit import (COMMITTED, PENDING_PREFIX, checkpoint_status, commit_folder, remove_folder, status_name,
-                     write_text_atomic)
+from .commit import (COMMITTED, PENDING_PREFIX, PRUNING_PREFIX, STEP_RE, checkpoint_status, commit_folder,
+                     commit_marker, remove_folder, status_name, uncommit_folder, write_text_atomic)
 
 __all__ = ["CheckpointManager"]
 
 _HISTORY = 20
+_PRUNE_HOOK: Callable[[str], None] | None = None
+"""Called with the step folder's name after a pruned step is un-committed and before its files are
+deleted: the point where a kill used to leave a listed step that could not load (tests kill here)."""
 # DCP warns on every single-process save/load ("assuming the intent is to ... in a single process"),
 # from background threads too; single-process use is the normal case here.
 warnings.filterwarnings("ignore", message="torch.distributed is disabled, unavailable or uninitialized", category=UserWarning)
+
+
+def _corruption(exc: BaseException) -> CheckpointCorruptError | None:
+    """The corrupt-file error in *exc*, also when torch wrapped it in a ``CheckpointException``."""
+    if isinstance(exc, CheckpointCorruptError):
+        return exc
+    for inner in getattr(exc, "failures", {}).values():
+        err = inner[0] if isinstance(inner, tuple) else inner
+        if isinstance(err, CheckpointCorruptError):
+            return err
+    return None
 
 
 def _as_error(exc: BaseException, what: str) -> CheckpointError:
@@ -161,7 +190,8 @@ class CheckpointManager:
     def _commit(self, step: int, rec: dict[str, Any], writer: UCVolumeWriter, rank: int, world: int) -> None:
         if rank == 0:
             src, dst = self._loc(f"{PENDING_PREFIX}{int(step)}"), self._loc(f"step_{int(step)}")
-            write_text_atomic(src.join(COMMITTED), json.dumps({"step": step, "time": time.time()}))
+            # checksums of every file (None if torch ran the save elsewhere: then .checksums.json has them)
+            write_text_atomic(src.join(COMMITTED), commit_marker(step, writer.checksums or None))
             commit_folder(src, dst, last=COMMITTED)
             write_text_atomic(self._loc("latest"), f"step_{int(step)}")
             self._latest = step
@@ -172,20 +202,44 @@ class CheckpointManager:
                      mb_per_s=writer.bytes_uploaded / 1e6 / seconds if seconds > 0 else 0.0)
 
     def _prune(self) -> None:
-        steps = self.steps()
-        for old in steps[:-self.keep]:
-            remove_folder(self._loc(f"step_{old}"))
+        for name in self._names():  # leftovers of prunes that were killed: never loadable, safe to delete
+            if name.startswith(PRUNING_PREFIX):
+                remove_folder(self._loc(name))
+        for old in self.steps()[:-self.keep]:
+            self._discard(f"step_{old}")
+
+    def _discard(self, name: str) -> None:
+        """Delete a committed step: un-commit it first (one atomic step), then delete its files."""
+        doomed = uncommit_folder(self._loc(name), self._loc(f"{PRUNING_PREFIX}{name}.{uuid.uuid4().hex[:8]}"))
+        if _PRUNE_HOOK is not None:
+            _PRUNE_HOOK(name)
+        remove_folder(doomed)
 
     def cleanup(self, *, older_than: float = 0.0) -> list[str]:
-        """Remove leftovers of crashed saves (``.pending-*`` folders) older than *older_than* seconds."""
+        """Remove leftovers of crashed saves and prunes; returns their names.
+
+        ``.pruning-*`` folders always go; ``.pending-*`` folders (except this manager's running save)
+        and, on object stores, ``step_N`` folders whose ``_COMMITTED`` a killed prune already deleted
+        go when older than *older_than* seconds. Call it while no other process saves here: a
+        pending folder does not say which process owns it.
+        """
         removed = []
         now = time.time()
+        active_step = self._active[len(PENDING_PREFIX):] if self._active else None
+        committed = {f"step_{s}" for s in self.steps()}
         for name in self._names():
-            if name.startswith(PENDING_PREFIX):
-                info = self.store.stat(self.directory / name)
-                if now - info.mtime >= older_than and name != self._active:
-                    remove_folder(self._loc(name))
-                    removed.append(name)
+            if name.startswith(PRUNING_PREFIX):
+                pass
+            elif name.startswith(PENDING_PREFIX) or (STEP_RE.match(name) and name not in committed and
+                                                      not self._loc(name).is_local):
+                if name in (self._active, f"step_{active_step}"):
+                    continue
+                if now - self.store.stat(self.directory / name).mtime < older_than:
+                    continue
+            else:
+                continue
+            remove_folder(self._loc(name))
+            removed.append(name)
         return removed
 
     # -- loading --------------------------------------------------------------------------------
@@ -194,14 +248,43 @@ class CheckpointManager:
         import torch.distributed.checkpoint as dcp
 
         step = self._pick(step)
-        try:
-            dcp.load(state, storage_reader=UCVolumeReader(self.step_path(step), store=self.store))
-        except BaseException as exc:
-            if isinstance(exc, (KeyboardInterrupt, SystemExit, AirError)):
-                raise
-            raise _as_error(exc, f"checkpoint {self.step_path(step)} does not match the state to load "
-                                 f"(different model or keys?)") from None
+        with self._suggest_earlier_step(step):
+            try:
+                dcp.load(state, storage_reader=self._reader(step))
+            except BaseException as exc:
+                if isinstance(exc, (KeyboardInterrupt, SystemExit, AirError)) or _corruption(exc):
+                    raise
+                raise _as_error(exc, f"checkpoint {self.step_path(step)} does not match the state to load "
+                                     f"(different model or keys?)") from None
         return step
+
+    def verify(self, step: int | None = None) -> int:
+        """Check every file of *step* (default: the latest) against the checksums recorded when it
+        was saved, before trusting it (e.g. after copying checkpoints around). Returns the step;
+        raises :class:`CheckpointCorruptError` naming the first bad file. Steps saved before
+        checksums existed are checked for presence and size only."""
+        step = self._pick(step)
+        with self._suggest_earlier_step(step):
+            self._reader(step).verify()
+        return step
+
+    def _reader(self, step: int) -> UCVolumeReader:
+        return UCVolumeReader(self.step_path(step), store=self.store)
+
+    @contextmanager
+    def _suggest_earlier_step(self, step: int) -> Iterator[None]:
+        """Turn a corrupt-file error (torch may have wrapped it) into one that names the step to load instead."""
+        try:
+            yield
+        except BaseException as exc:
+            bad = _corruption(exc)
+            if bad is None:
+                raise
+            earlier = [s for s in self.steps() if s < step]
+            remedy = (f"load an earlier step, e.g. manager.load(state, step={earlier[-1]}) or "
+                      f"manager.restore(..., step={earlier[-1]})" if earlier else
+                      "no earlier committed step to fall back to: save a new checkpoint")
+            raise CheckpointCorruptError(bad.checkpoint, bad.file, bad.problem, remedy) from None
 
     def restore(self, *, model: Any = None, optimizer: Any = None, loader: Any = None, step: int | None = None) -> int | None:
         """Restore model, optimizer and loader from *step* or the latest; ``None`` if there is none yet."""
@@ -212,7 +295,8 @@ class CheckpointManager:
         step = self._pick(step)
         rank, _ = _dist.rank_and_world()
         state = self._collect(model, optimizer, None, rank)
-        loader_key = self._loader_key(step, rank) if loader is not None else None
+        with self._suggest_earlier_step(step):
+            loader_key = self._loader_key(step, rank) if loader is not None else None
         if loader_key:
             state[loader_key] = ""
         self.load(state, step)
@@ -233,8 +317,7 @@ class CheckpointManager:
         return step
 
     def _loader_key(self, step: int, rank: int) -> str | None:
-        reader = UCVolumeReader(self.step_path(step), store=self.store)
-        keys = set(reader.read_metadata().state_dict_metadata)
+        keys = set(self._reader(step).read_metadata().state_dict_metadata)
         for key in (f"loader_rank{rank}", "loader_rank0"):  # gathered states are the same on every rank
             if key in keys:
                 return key
