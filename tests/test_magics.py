@@ -188,3 +188,63 @@ def test_malformed_status_documents_are_skipped(air_home):
     (air_home / "run" / "job-copy-upd.json").write_text('{"updated": "yesterday"}')
     assert [d["name"] for d in list_status("job-copy-")] == ["job-copy-good"]
     assert read_status("job-copy-list") is None and read_status("job-copy-upd") is None
+
+
+def test_copy_body_is_taken_literally(ip, vol, tmp_path):
+    """A file named ``x{7*6}.txt`` is that file, through IPython's own cell transformation too."""
+    for name, data in (("x{7*6}.txt", b"literal"), ("x42.txt", b"evaluated")):
+        with vol.open(f"/Volumes/main/raw/img/odd/{name}", "wb") as f:
+            f.write(data)
+    dest = tmp_path / "lit"
+    ip.user_ns["dest_dir"] = str(dest)
+    result = ip.run_cell("%%air_copy --to {dest_dir} -q -o lit_report\n/Volumes/main/raw/img/odd/x{7*6}.txt\n")
+    assert result.success, result.error_in_exec
+    assert ip.user_ns["lit_report"].copied == 1
+    assert os.listdir(dest) == ["x{7*6}.txt"] and (dest / "x{7*6}.txt").read_bytes() == b"literal"
+
+
+def test_copy_body_code_is_not_run(ip, vol, tmp_path):
+    ip.user_ns["ran"] = ran = []
+    with pytest.raises(UsageError, match="does not exist") as info:
+        ip.run_cell_magic("air_copy", f"--to {tmp_path / 'x'} -q",
+                          "/Volumes/main/raw/img/{__import__('os').getpid() and 'train'}\n"
+                          "/Volumes/main/raw/img/{ran.append(1) or 'train'}")
+    assert "getpid" in str(info.value) and ran == [] and not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("magic,line", [
+    ("air_volume", "ls /Volumes/main/raw/img/{ran.append(1) or 'train'}"),
+    ("air_volume", "create main.raw.{ran.append(1) or 'fresh'}"),
+    ("air_table", "--tables --sql \"{ran.append(1) or 'x'}\""),
+])
+def test_magic_lines_never_evaluate(ip, vol, magic, line):
+    ip.user_ns["ran"] = ran = []
+    with pytest.raises(UsageError):
+        ip.run_line_magic(magic, line)
+    assert ran == [] and "main.raw.fresh" not in [v.volume_id for v in VolumeStore().volumes()]
+
+
+def test_magic_lines_expand_plain_names(ip, vol, tmp_path):
+    ip.user_ns.update(vol_dir="/Volumes/main/raw/img/train", sub="c1")
+    assert len(ip.run_line_magic("air_volume", "ls {vol_dir}/$sub").files) == 200
+    dest = tmp_path / "named"
+    ip.user_ns["dest_dir"] = str(dest)
+    ip.run_cell_magic("air_copy", "--to $dest_dir -q", "/Volumes/main/raw/img/train/c2/0002.jpg")
+    assert os.listdir(dest) == ["0002.jpg"]
+    with pytest.raises(UsageError, match=r"img/\{undefined_name\}' does not exist"):  # unknown: as written
+        ip.run_line_magic("air_volume", "ls /Volumes/main/raw/img/{undefined_name}")
+
+
+@pytest.mark.parametrize("line,expected", [
+    ("ls {p}", "ls /V/x"),
+    ("ls $p/$n", "ls /V/x/3"),
+    ("{{p}} $$p {{}}", "{p} $p {}"),
+    ("{p.upper()} {7*6} {missing} $missing {p!r} {0}", "{p.upper()} {7*6} {missing} $missing {p!r} {0}"),
+    ("{__import__('os').getpid()}", "{__import__('os').getpid()}"),
+    ("{ p }", "{ p }"),
+    ("x{n}{n}$n", "x333"),
+])
+def test_expand_names(line, expected):
+    from air_magics.magics._common import expand_names
+
+    assert expand_names(line, {"p": "/V/x", "n": 3}) == expected

@@ -1,18 +1,22 @@
 """IPython front end: ``%air_volume``, ``%%air_copy`` and ``%air_table``, thin layers over the core API.
 
 Configure with ``%config AirMagics.<trait>`` (``workers``, ``default_volume``, ``widgets``).
+
+No magic lets IPython expand its line (that evaluates ``{expr}``): a line gets only
+``{name}``/``$name`` of plain notebook variables (:func:`._common.expand_names`), and the body of
+``%%air_copy`` is taken literally, so a file may be called ``x{7*6}.txt``.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from traitlets import Bool, Int, Unicode
 
 from . import copy as _copy
 from . import table as _table
 from . import volume as _volume
-from ._common import usage_errors
+from ._common import expand_names, usage_errors
 from .completion import install_completer
 
 __all__ = ["AirMagics", "register"]
@@ -27,25 +31,28 @@ class AirMagics(Magics):
     widgets = Bool(True, help="Show ipywidgets progress in notebooks (text progress when False).").tag(config=True)
 
     @line_magic
+    @no_var_expand
     @_volume.arguments
     @usage_errors
     def air_volume(self, line: str) -> Any:
         """Browse, inspect, create and register volumes."""
-        return _volume.run(self, line)
+        return _volume.run(self, expand_names(line, self.shell.user_ns))
 
     @line_magic
+    @no_var_expand
     @_table.arguments
     @usage_errors
     def air_table(self, line: str) -> Any:
         """Tables through Spark Connect: preview, read to pandas/NumPy/Arrow, export to a volume."""
-        return _table.run(self, line)
+        return _table.run(self, expand_names(line, self.shell.user_ns))
 
     @cell_magic
+    @no_var_expand
     @_copy.arguments
     @usage_errors
     def air_copy(self, line: str, cell: str) -> Any:
         """Copy many files from volumes (or local disk) to local disk (or a volume) in parallel."""
-        return _copy.run(self, line, cell)
+        return _copy.run(self, expand_names(line, self.shell.user_ns), cell)
 
 
 def register(ipython: Any) -> None:

@@ -1,14 +1,39 @@
-"""Shared by the magics: one-line ``UsageError``s instead of tracebacks, and argument parsing."""
+"""Shared by the magics: one-line ``UsageError``s, argument parsing, and the safe ``{name}`` expansion.
+
+IPython expands a magic's line with a formatter that *evaluates* every ``{expression}``, so a file
+named ``x{7*6}.txt`` became ``x42.txt`` and ``{__import__('os')...}`` ran. Every magic here opts
+out (``@no_var_expand``) and uses :func:`expand_names` instead: ``{name}``/``$name`` of a plain
+variable of the notebook are substituted, anything else is left exactly as written.
+"""
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, TypeVar
+import re
+from typing import Any, Callable, Mapping, TypeVar
 
 from IPython.core.error import UsageError
 
 from ..errors import AirError
 
+__all__ = ["usage_errors", "parse_line", "with_arguments", "expand_names"]
+
 F = TypeVar("F", bound=Callable[..., Any])
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\$\$|\{([^\W\d]\w*)\}|\$([^\W\d]\w*)")
+
+
+def expand_names(line: str, user_ns: Mapping[str, Any]) -> str:
+    """*line* with ``{name}`` and ``$name`` replaced by ``str()`` of that notebook variable.
+
+    Only a plain name is looked up (no attribute, index or call: nothing is evaluated); an
+    undefined name stays as written. ``{{``, ``}}`` and ``$$`` give a literal ``{``, ``}``, ``$``.
+    """
+    def sub(m: "re.Match[str]") -> str:
+        name = m.group(1) or m.group(2)
+        if name is None:
+            return m.group(0)[0]
+        return str(user_ns[name]) if name in user_ns else m.group(0)
+
+    return _PLACEHOLDER.sub(sub, line)
 
 
 def usage_errors(func: F) -> F:

@@ -1,8 +1,10 @@
 """``%%air_copy --to DEST [--workers N] [--overwrite] [--dry-run] [-o VAR]``, one source per line.
 
 Sources are ``/Volumes/...`` paths or globs, local absolute paths, or paths relative to the
-default volume. ``{var}``/``$var`` in the body expand like in the magic line. The relative layout below each source's anchor is kept (see
-:mod:`air_magics.copy_plan`). Returns the :class:`~air_magics.transfer.CopyReport`.
+default volume. The body is taken literally (``x{7*6}.txt`` is that file; nothing in it is
+evaluated or expanded); the magic line expands ``{name}``/``$name`` of notebook variables only.
+The relative layout below each source's anchor is kept (see :mod:`air_magics.copy_plan`). Returns
+the :class:`~air_magics.transfer.CopyReport`.
 """
 from __future__ import annotations
 
@@ -33,21 +35,11 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
     )
 
 
-def _expand(user_ns: dict[str, Any], text: str) -> str:
-    """``{var}``/``$var`` from the user's namespace only (never this module's locals); as-is on failure."""
-    from IPython.utils.text import DollarFormatter
-
-    try:
-        return DollarFormatter().vformat(text, args=[], kwargs=user_ns)
-    except Exception:
-        return text
-
-
 def run(magics: Any, line: str, cell: str) -> Any:
     args = parse_line(magics.air_copy, line)
     if not args.dest:
         raise UsageError("%%air_copy needs --to DEST (a local folder or a /Volumes/... folder)")
-    sources = parse_sources(_expand(magics.shell.user_ns, cell or ""))
+    sources = parse_sources(cell or "")
     if not sources:
         raise UsageError("%%air_copy cell is empty: put one /Volumes/... path or glob per line below the magic line")
     workers = magics.workers if args.workers is None else args.workers
