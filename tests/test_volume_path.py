@@ -84,3 +84,13 @@ def test_dotdot_anywhere_rejected(cat, sch, vol, before, after):
     text = "/".join(["/Volumes", cat, sch, vol, *before, "..", *after])
     with pytest.raises(VolumePathError):
         VolumePath.parse(text)
+
+
+@given(NAME, st.sampled_from(["\n", "\r", "\t", "\x00", "\x7f"]))
+def test_a_trailing_control_character_is_refused_everywhere(name, ch):
+    # names are matched with fullmatch: a ``$`` anchor lets a trailing newline through
+    for build in (lambda: VolumePath(name + ch, "s", "v"), lambda: VolumePath("c", "s", name + ch),
+                  lambda: VolumePath.parse(f"/Volumes/c/s/{name}{ch}"), lambda: VolumePath.parse(f"c.s.{name}{ch}"),
+                  lambda: VolumePath.parse(f"/Volumes/c/s/v/{name}{ch}")):
+        with pytest.raises(VolumePathError):
+            build()
