@@ -135,11 +135,14 @@ class UCVolumeWriter(FileSystemWriter):
         results = super().write_data(plan, planner).wait()  # torch.futures.Future
         names = sorted({wr.storage_data.relative_path for wr in results})
         digests = self._upload(names)
-        checked = [dataclasses.replace(wr, storage_data=_CheckedInfo(
-            **dataclasses.asdict(wr.storage_data), file_size=digests[wr.storage_data.relative_path]["size"],
-            sha256=digests[wr.storage_data.relative_path]["sha256"])) for wr in results]
+
+        def checked(wr: Any) -> Any:  # the digest rides to the coordinator with torch's own results
+            d = digests[wr.storage_data.relative_path]
+            info = _CheckedInfo(**dataclasses.asdict(wr.storage_data), file_size=d["size"], sha256=d["sha256"])
+            return dataclasses.replace(wr, storage_data=info)
+
         fut: Any = torch.futures.Future()
-        fut.set_result(checked)
+        fut.set_result([checked(wr) for wr in results])
         return fut
 
     def _upload(self, names: list[str]) -> dict[str, dict[str, Any]]:

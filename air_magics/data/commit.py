@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["write_text_atomic", "read_text", "commit_folder", "uncommit_folder", "remove_folder", "METADATA",
            "COMMITTED", "CHECKSUMS", "PENDING_PREFIX", "PRUNING_PREFIX", "STEP_RE", "status_name",
-           "checkpoint_status", "file_digest", "checksums_json", "commit_marker", "parse_checksums"]
+           "checkpoint_status", "scan_checkpoints", "file_digest", "checksums_json", "commit_marker", "parse_checksums"]
 
 METADATA = ".metadata"        # torch DCP's metadata file: uploaded last by UCVolumeWriter
 COMMITTED = "_COMMITTED"      # the manager's marker: written after .metadata, before the rename
@@ -35,6 +35,28 @@ def status_name(directory: str) -> str:
     return "checkpoints-" + hashlib.sha1(directory.encode()).hexdigest()[:12]
 
 
+def scan_checkpoints(vp: "VolumePath", store: "VolumeStore") -> dict[str, list[Any]]:
+    """One listing of a manager's folder: ``steps`` (committed, sorted), ``pending`` (saves in
+    progress or crashed), ``pruning`` (un-committed trash) and ``uncommitted`` (``step_N``
+    folders without both ``.metadata`` and ``_COMMITTED``: never loaded)."""
+    found: dict[str, list[Any]] = {"steps": [], "pending": [], "pruning": [], "uncommitted": []}
+    if not store.exists(vp):
+        return found
+    for e in store.entries(vp, recursive=False, with_dirs=True):
+        m = STEP_RE.match(e.rel)
+        if m and store.exists(vp / e.rel / COMMITTED) and store.exists(vp / e.rel / METADATA):
+            found["steps"].append(int(m.group(1)))
+        elif m and e.is_dir:
+            found["uncommitted"].append(e.rel)
+        elif e.is_dir and e.rel.startswith(PENDING_PREFIX):
+            found["pending"].append(e.rel)
+        elif e.is_dir and e.rel.startswith(PRUNING_PREFIX):
+            found["pruning"].append(e.rel)
+    for names in found.values():
+        names.sort()
+    return found
+
+
 def checkpoint_status(directory: str, store: "VolumeStore | None" = None) -> dict[str, Any]:
     """What the widget and sidebar show: committed steps on the volume plus the recent saves
     (with their state) reported by the manager. Cheap and torch-free."""
@@ -44,17 +66,11 @@ def checkpoint_status(directory: str, store: "VolumeStore | None" = None) -> dic
 
     store = store or VolumeStore()
     vp = VolumePath.parse(directory)
-    steps, pending = [], []
-    if store.exists(vp):
-        for e in store.entries(vp, recursive=False, with_dirs=True):
-            m = STEP_RE.match(e.rel)
-            if m and store.exists(vp / e.rel / COMMITTED) and store.exists(vp / e.rel / METADATA):
-                steps.append(int(m.group(1)))
-            elif e.is_dir and e.rel.startswith(PENDING_PREFIX):
-                pending.append(e.rel)
+    found = scan_checkpoints(vp, store)
+    steps, pending = found["steps"], found["pending"]
     doc = read_status(status_name(str(vp))) or {}
     latest = read_text(store.locate(vp / "latest")) if store.exists(vp) else None
-    return {"directory": str(vp), "steps": sorted(steps), "pending": sorted(pending),
+    return {"directory": str(vp), "steps": steps, "pending": pending,
             "latest": int(latest[5:]) if latest and STEP_RE.match(latest) and int(latest[5:]) in steps else (max(steps) if steps else None),
             "saves": doc.get("saves", []), "updated": doc.get("updated")}
 

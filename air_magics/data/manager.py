@@ -43,8 +43,8 @@ from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
 from . import _dist
 from .checkpoint import CheckpointError, UCVolumeReader, UCVolumeWriter
-from .commit import (COMMITTED, PENDING_PREFIX, PRUNING_PREFIX, STEP_RE, checkpoint_status, commit_folder,
-                     commit_marker, remove_folder, status_name, uncommit_folder, write_text_atomic)
+from .commit import (COMMITTED, PENDING_PREFIX, PRUNING_PREFIX, checkpoint_status, commit_folder, commit_marker,
+                     remove_folder, scan_checkpoints, status_name, uncommit_folder, write_text_atomic)
 
 __all__ = ["CheckpointManager"]
 
@@ -107,9 +107,6 @@ class CheckpointManager:
 
     def step_path(self, step: int) -> VolumePath:
         return self.directory / f"step_{int(step)}"
-
-    def _names(self) -> list[str]:
-        return [e.rel for e in self.store.entries(self.directory, recursive=False, with_dirs=True) if e.is_dir]
 
     def steps(self) -> list[int]:
         """Committed steps, oldest first."""
@@ -202,10 +199,10 @@ class CheckpointManager:
                      mb_per_s=writer.bytes_uploaded / 1e6 / seconds if seconds > 0 else 0.0)
 
     def _prune(self) -> None:
-        for name in self._names():  # leftovers of prunes that were killed: never loadable, safe to delete
-            if name.startswith(PRUNING_PREFIX):
-                remove_folder(self._loc(name))
-        for old in self.steps()[:-self.keep]:
+        found = scan_checkpoints(self.directory, self.store)
+        for name in found["pruning"]:  # leftovers of killed prunes: never loadable, safe for anyone to delete
+            remove_folder(self._loc(name))
+        for old in found["steps"][:-self.keep]:
             self._discard(f"step_{old}")
 
     def _discard(self, name: str) -> None:
@@ -218,29 +215,19 @@ class CheckpointManager:
     def cleanup(self, *, older_than: float = 0.0) -> list[str]:
         """Remove leftovers of crashed saves and prunes; returns their names.
 
-        ``.pruning-*`` folders always go; ``.pending-*`` folders (except this manager's running save)
-        and, on object stores, ``step_N`` folders whose ``_COMMITTED`` a killed prune already deleted
-        go when older than *older_than* seconds. Call it while no other process saves here: a
-        pending folder does not say which process owns it.
+        ``.pruning-*`` folders always go. ``.pending-*`` folders and uncommitted ``step_N`` folders
+        (never loadable: e.g. on object stores a killed prune already deleted the marker) go when
+        older than *older_than* seconds, except this manager's running save. Call it while no other
+        process saves here: a pending folder does not say which process owns it.
         """
-        removed = []
-        now = time.time()
-        active_step = self._active[len(PENDING_PREFIX):] if self._active else None
-        committed = {f"step_{s}" for s in self.steps()}
-        for name in self._names():
-            if name.startswith(PRUNING_PREFIX):
-                pass
-            elif name.startswith(PENDING_PREFIX) or (STEP_RE.match(name) and name not in committed and
-                                                      not self._loc(name).is_local):
-                if name in (self._active, f"step_{active_step}"):
-                    continue
-                if now - self.store.stat(self.directory / name).mtime < older_than:
-                    continue
-            else:
-                continue
+        found = scan_checkpoints(self.directory, self.store)
+        mine = {self._active, "step_" + self._active[len(PENDING_PREFIX):]} if self._active else set()
+        unowned = found["pending"] + found["uncommitted"]
+        cutoff = time.time() - older_than
+        stale = [n for n in unowned if n not in mine and self.store.stat(self.directory / n).mtime <= cutoff]
+        for name in found["pruning"] + stale:
             remove_folder(self._loc(name))
-            removed.append(name)
-        return removed
+        return found["pruning"] + stale
 
     # -- loading --------------------------------------------------------------------------------
     def load(self, state: dict[str, Any], step: int | None = None) -> int:
