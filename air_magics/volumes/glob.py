@@ -24,7 +24,7 @@ __all__ = ["GlobMatcher", "compile_glob", "glob_regex", "has_magic", "split_glob
 _MAGIC = re.compile(r"[*?\[]")
 # DFA transitions kept per pattern; past this the matcher computes new ones without storing them
 # (still linear), so a hostile stream of paths cannot grow memory without bound.
-_MAX_TRANSITIONS = 1 << 16
+_MAX_TRANSITIONS = 1 << 14
 
 # token kinds
 _CHAR, _ONE, _CLASS, _STAR, _DSTAR, _DIRS = range(6)
