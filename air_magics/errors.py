@@ -20,6 +20,7 @@ __all__ = [
     "DatasetError",
     "TableNameError",
     "TablesError",
+    "ExportTargetError",
     "CheckpointError",
     "CheckpointCorruptError",
 ]
@@ -94,3 +95,7 @@ class CheckpointCorruptError(CheckpointError):
 
     def __reduce__(self) -> "tuple[type, tuple[str, str, str, str]]":  # picklable: DCP gathers errors across ranks
         return type(self), (self.checkpoint, self.file, self.problem, self.remedy)
+
+
+class ExportTargetError(AirError, NotADirectoryError):
+    """An export destination (or a folder on its way) is an existing file, not a folder."""

@@ -1,4 +1,5 @@
 """Tables against a real embedded Spark Connect server and a separately started one (sc:// URL)."""
+import json
 import os
 import signal
 import subprocess
@@ -6,10 +7,11 @@ import sys
 import time
 
 import pandas as pd
+import psutil
 import pytest
 
 from air_magics import tables
-from air_magics.errors import TableNameError, TablesError, VolumePathError
+from air_magics.errors import ExportTargetError, TableNameError, TablesError, VolumePathError
 from air_magics.status import list_status
 from air_magics.tables import server as srv_mod
 from air_magics.volumes import VolumeStore
@@ -43,10 +45,50 @@ def remote_url(tmp_path_factory):
     proc.wait(timeout=60)
 
 
+_START = ("import json; from air_magics.tables.server import ensure_server, read_record, store_dir; "
+          "s = ensure_server(); print(json.dumps([s.pid, s.port, read_record(store_dir())['starter']]))")
+
+
+@pytest.fixture(scope="session")
+def shared_server(spark_dir):
+    """The embedded server of the run, started by two client processes at once that then exit.
+
+    Every later test uses it from this process: it must have outlived its starter. Stopped at the
+    end of the session (after the notebooks, which share it through AIR_SPARK_DIR)."""
+    saved = {k: os.environ.get(k) for k in ("AIR_SPARK_DIR", "SPARK_REMOTE")}
+    os.environ["AIR_SPARK_DIR"] = spark_dir
+    os.environ.pop("SPARK_REMOTE", None)
+    try:
+        starters = [subprocess.Popen([sys.executable, "-c", _START], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+        outs = [p.communicate(timeout=280)[0] for p in starters]
+        assert all(p.returncode == 0 for p in starters), outs
+        started = [json.loads(o.strip().splitlines()[-1]) for o in outs]
+        yield {"servers": started, "starters": [p.pid for p in starters]}
+    finally:
+        tables.stop_server()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 @pytest.fixture(autouse=True)
-def _spark_env(spark_dir, monkeypatch):
+def _spark_env(spark_dir, shared_server, monkeypatch):
     monkeypatch.setenv("AIR_SPARK_DIR", spark_dir)
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
+
+
+def test_concurrent_starters_share_one_server_that_outlives_them(shared_server):
+    (pid_a, port_a, starter_a), (pid_b, port_b, starter_b) = shared_server["servers"]
+    assert (pid_a, port_a) == (pid_b, port_b)  # one server, whichever process got the lock first
+    assert starter_a == starter_b and starter_a in shared_server["starters"]
+    assert not psutil.pid_exists(starter_a)  # the starter has exited ...
+    assert tables.read_sql("SELECT 41 + 1 AS n").n[0] == 42  # ... and its server still answers this process
+    assert srv_mod._running().pid == pid_a  # the same one: no restart
+    javas = [p for p in psutil.process_iter(["cmdline"]) if "SparkConnectServer" in " ".join(p.info["cmdline"] or [])
+             and f"-Dderby.system.home={srv_mod.store_dir()}" in " ".join(p.info["cmdline"] or [])]
+    assert [p.pid for p in javas] == [pid_a]
 
 
 @pytest.fixture
@@ -128,6 +170,73 @@ def test_failed_export_leaves_nothing(nums):
         tables.export_table("main.test.nums", "/tmp/out")
     with pytest.raises(TablesError, match="volume root"):
         tables.export_table("main.test.nums", "/Volumes/main/test/exports")
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_export_removes_what_killed_exports_left(nums):
+    store = VolumeStore()
+    store.create("main.test.exports", exist_ok=True)
+    parent = store.locate("/Volumes/main/test/exports").path
+    dead = _dead_pid()
+    stale = os.path.join(parent, f".pending-export-{dead}-0123456789ab")
+    os.makedirs(os.path.join(stale, "_temporary", "0"))
+    open(os.path.join(stale, "_temporary", "0", "part-00000.parquet"), "wb").close()
+    stale_trash = os.path.join(parent, f".trash-export-{dead}-0123456789ab")
+    os.makedirs(stale_trash)
+    live = os.path.join(parent, f".pending-export-{os.getppid()}-ba9876543210")  # a running export elsewhere
+    os.makedirs(live)
+    r = tables.export_table("main.test.nums", "/Volumes/main/test/exports/after_kill", mode="overwrite")
+    assert r.rows == 2000
+    assert not os.path.exists(stale) and not os.path.exists(stale_trash)
+    assert os.path.isdir(live)
+    assert not [n for n in os.listdir(parent) if n.startswith(".") and str(os.getpid()) in n]  # ours went too
+
+
+def test_export_onto_a_file_is_explained(nums):
+    store = VolumeStore()
+    store.create("main.test.exports", exist_ok=True)
+    parent = store.locate("/Volumes/main/test/exports").path
+    with open(os.path.join(parent, "afile"), "w") as f:
+        f.write("not a folder")
+    for dest, says in [("/Volumes/main/test/exports/afile", "is a file"),
+                       ("/Volumes/main/test/exports/afile/sub", "lies below the file /Volumes/main/test/exports/afile")]:
+        with pytest.raises(ExportTargetError, match=says) as err:
+            tables.export_table("main.test.nums", dest, mode="overwrite")
+        assert isinstance(err.value, NotADirectoryError) and dest in str(err.value) and "remove" in str(err.value)
+    assert open(os.path.join(parent, "afile")).read() == "not a folder"
+
+
+@pytest.mark.parametrize("parts,k", [({0: 5, 1: 3}, 4), ({0: 0, 2: 7, 5: 1}, 3), ({3: 10}, 10), ({0: 1, 1: 1}, 1)])
+def test_row_ranges_cover_every_row_once(parts, k):
+    from air_magics.tables.stream import row_ranges
+
+    ranges = row_ranges(parts, k)
+    ids = [(p << 33) + i for p, n in parts.items() for i in range(n)]
+    got = [i for i in ids for lo, hi in ranges if lo <= i < hi]
+    assert sorted(got) == sorted(ids) and all(sum(lo <= i < hi for i in ids) <= k for lo, hi in ranges)
+
+
+def test_client_export_fetches_bounded_chunks_of_one_result(nums, monkeypatch):
+    from air_magics.tables import stream
+    from air_magics.tables.session import get_session
+
+    s = get_session()
+    df = s.spark.sql("SELECT id, name FROM spark_catalog.main__test.nums WHERE rand() < 0.5")
+    chunks = [c.toArrow() for c in stream._chunks(df, budget=4000)]
+    ids = [i for c in chunks for i in c.column("id").to_pylist()]
+    assert len(chunks) > 3 and len(ids) == len(set(ids)) and 0 < len(ids) < 2000  # one draw, each row once
+    assert max(c.nbytes for c in chunks) < 3 * 4000
+    monkeypatch.setenv("AIR_EXPORT_CHUNK_BYTES", "8000")
+    VolumeStore().create("main.test.exports", exist_ok=True)
+    r = tables.export_table(sql="SELECT id FROM spark_catalog.main__test.nums WHERE rand() < 0.5",
+                            dest="/Volumes/main/test/exports/sampled", via="client", rows_per_file=300, mode="overwrite")
+    got = r.load_dataset()["id"]
+    assert r.rows == len(got) == len(set(got)) and 0 < r.rows < 2000
 
 
 def test_remote_server_by_url(remote_url):

@@ -1,31 +1,38 @@
 """Export a table or query to Parquet files in a volume folder, then load them with ``datasets``.
 
-The files are written into a pending folder beside the target (``.pending-export-<id>``) and the
-folder is renamed into place only when complete, so a failed export never leaves a half-written
-dataset under the target path. Two ways to write:
+The files are written into a pending folder beside the target (``.pending-export-<pid>-<id>``) and
+the folder is renamed into place only when complete, so a failed export never leaves a half-written
+dataset under the target path. The leading dot hides it from listings; the pid lets the next export
+into the same folder remove what a killed export left (pending and ``.trash-export-<pid>-<id>``
+folders of processes that are gone). Two ways to write:
 
 * ``server``: the Spark server writes the Parquet itself (it must see the volume's path: the
   embedded server on a local or mounted volume);
-* ``client``: Arrow batches are streamed from the server and written by this process into files
-  of about ``rows_per_file`` rows, so client memory stays flat whatever the table's size.
+* ``client``: the result is fetched in bounded chunks (:mod:`air_magics.tables.stream`) and written
+  by this process into files of about ``rows_per_file`` rows: neither this process nor the server
+  holds the whole result.
 
-``via="auto"`` picks ``server`` when the server can see the volume, else ``client``.
+``via="auto"`` picks ``server`` when the server can see the volume, else ``client``. Names, modes
+and the destination are checked before any server is started or reached.
 """
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..errors import TablesError
+from ..errors import ExportTargetError, TablesError
 from ..status import write_status
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
+from .names import TableName
 from .ops import table_frame
-from .session import Session, get_session, guarded
+from .session import get_session, guarded
+from .stream import chunk_bytes, write_parquet_stream
 
 __all__ = ["export_table", "ExportResult"]
 
@@ -83,34 +90,40 @@ def _parquet_files(d: str) -> list[str]:
     return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".parquet"))
 
 
-def _write_via_client(s: Session, df: Any, pending: str, rows_per_file: int, prog: _Progress) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+_LEFTOVER = re.compile(r"^\.(?:pending|trash)-export-(\d+)-[0-9a-f]+$")
 
-    client = s.spark.client
-    stream = client.to_table_as_iterator(df._plan.to_proto(client), df._plan.observations)
-    os.makedirs(pending, exist_ok=True)
-    writer, n_file, rows_in_file, rows = None, 0, 0, 0
+
+def _leftover_name(kind: str) -> str:
+    """``.pending-export-<pid>-<id>`` / ``.trash-export-<pid>-<id>``: hidden, and owned by this process."""
+    return f".{kind}-export-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def remove_stale_leftovers(folder: str) -> list[str]:
+    """Remove pending and trash folders in *folder* left by exports whose process is gone; their names."""
+    import psutil
+
     try:
-        for item in stream:
-            if not isinstance(item, pa.Table):
-                continue
-            for batch in item.to_batches():
-                while batch.num_rows:
-                    if writer is None or rows_in_file >= rows_per_file:
-                        if writer is not None:
-                            writer.close()
-                        writer = pq.ParquetWriter(os.path.join(pending, f"part-{n_file:05d}.parquet"), batch.schema)
-                        n_file, rows_in_file = n_file + 1, 0
-                    part = batch.slice(0, rows_per_file - rows_in_file)
-                    writer.write_batch(part)
-                    batch = batch.slice(part.num_rows)
-                    rows_in_file += part.num_rows
-                    rows += part.num_rows
-                    prog.update(rows=rows, files=n_file)
-    finally:
-        if writer is not None:
-            writer.close()
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        m = _LEFTOVER.match(name)
+        if m and int(m.group(1)) != os.getpid() and not psutil.pid_exists(int(m.group(1))):
+            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+            removed.append(name)
+    return removed
+
+
+def _check_target(path: str, target: VolumePath) -> None:
+    """Refuse a destination that is a file, or lies below one, before anything runs."""
+    p, depth = path, len(target.parts)
+    for up in range(depth):  # the destination, then its folders inside the volume
+        if os.path.lexists(p) and not os.path.isdir(p):
+            where = "is a file" if up == 0 else f"lies below the file {target.root.joinpath(*target.parts[:depth - up])}"
+            raise ExportTargetError(f"export destination {target} {where}: an export writes a folder of Parquet files; "
+                                    f"remove or rename the file, or export to another folder")
+        p = os.path.dirname(p)
 
 
 def export_table(source: str | None = None, dest: "str | VolumePath" = "", *, sql: str | None = None,
@@ -127,6 +140,8 @@ def export_table(source: str | None = None, dest: "str | VolumePath" = "", *, sq
         raise TablesError(f"via {via!r}: use 'auto', 'server' or 'client'")
     if rows_per_file < 1:
         raise TablesError(f"rows_per_file {rows_per_file} must be positive")
+    if source is not None:
+        TableName.parse(source)  # a bad name is refused before any server is started
     store = store or VolumeStore()
     target = VolumePath.parse(dest)
     if target.is_root:
@@ -134,11 +149,13 @@ def export_table(source: str | None = None, dest: "str | VolumePath" = "", *, sq
     loc = store.locate(target)
     if not loc.is_local:
         raise TablesError(f"{target} is on {loc}: export needs a local or mounted volume (fsspec volumes: copy the files after)")
+    _check_target(loc.path, target)
     if os.path.exists(loc.path) and os.listdir(loc.path) and mode == "error":
         raise TablesError(f"{target} already exists; pass --mode overwrite (mode='overwrite') to replace it")
     s = get_session(remote, user_ns=user_ns)
     how = ("server" if s.embedded else "client") if via == "auto" else via
-    pending = os.path.join(os.path.dirname(loc.path), f".pending-export-{uuid.uuid4().hex[:12]}")
+    remove_stale_leftovers(os.path.dirname(loc.path))
+    pending = os.path.join(os.path.dirname(loc.path), _leftover_name("pending"))
     job = f"job-export-{uuid.uuid4().hex[:12]}"
     prog = _Progress(job, str(target), on_progress)
     t0 = time.perf_counter()
@@ -151,12 +168,21 @@ def export_table(source: str | None = None, dest: "str | VolumePath" = "", *, sq
             df = df.where(where) if where else df
             df = df.limit(limit) if limit is not None else df
         s.spark.registerProgressHandler(prog)
+        s.spark.addTag(job)
         try:
             if how == "server":
                 df.write.mode("error").option("maxRecordsPerFile", rows_per_file).parquet(pending)
             else:
-                _write_via_client(s, df, pending, rows_per_file, prog)
+                write_parquet_stream(s.spark, df, pending, rows_per_file, chunk_bytes(s.spark),
+                                     lambda rows, files: prog.update(rows=rows, files=files))
+        except BaseException:  # stop the server's job too (Ctrl-C): it would go on writing into the pending folder
+            try:
+                s.spark.interruptTag(job)
+            except Exception:
+                pass
+            raise
         finally:
+            s.spark.removeTag(job)
             s.spark.removeProgressHandler(prog)
 
     try:
@@ -184,7 +210,7 @@ def _publish(pending: str, final: str, mode: str) -> None:
     if os.path.exists(final):
         if mode != "overwrite" and os.listdir(final):
             raise TablesError(f"{final} appeared while exporting; nothing was replaced")
-        trash = f"{os.path.dirname(final)}/.trash-export-{uuid.uuid4().hex[:12]}"
+        trash = os.path.join(os.path.dirname(final), _leftover_name("trash"))
         os.rename(final, trash)
         os.rename(pending, final)
         shutil.rmtree(trash, ignore_errors=True)

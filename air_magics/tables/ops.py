@@ -50,6 +50,9 @@ def read_table(name: str, *, columns: Sequence[str] | None = None, where: str | 
     """A table (or a selection of it) as pandas, a NumPy structured array, or Arrow."""
     if to not in FORMATS:
         convert(None, to)
+    TableName.parse(name)  # a bad name is refused before any server is started
+    if limit is not None and limit < 0:
+        raise TablesError(f"limit {limit} must be >= 0")
     s = get_session(remote, user_ns=user_ns)
     return guarded(s, f"reading {name}", lambda: convert(table_frame(s, name, columns=columns, where=where, limit=limit), to))
 
@@ -87,6 +90,8 @@ def write_table(df: Any, name: str, *, mode: str = "error", remote: str | None =
 
 def list_tables(schema: str | None = None, *, remote: str | None = None, user_ns: dict[str, Any] | None = None) -> list[str]:
     """``catalog.schema.table`` names, in *schema* (``catalog.schema``) or everywhere."""
+    if schema:
+        TableName.parse(f"{schema}.x")  # a bad name is refused before any server is started
     s = get_session(remote, user_ns=user_ns)
 
     def run() -> list[str]:
@@ -126,6 +131,8 @@ class TableSummary:
 
 
 def describe_table(name: str, *, preview: int = 5, remote: str | None = None, user_ns: dict[str, Any] | None = None) -> TableSummary:
+    """Schema, row count and the first *preview* rows of table *name*."""
+    TableName.parse(name)  # a bad name is refused before any server is started
     s = get_session(remote, user_ns=user_ns)
 
     def run() -> TableSummary:

@@ -1,30 +1,41 @@
-"""The embedded Spark Connect server: started once on demand, shared, persistent, stopped at exit.
+"""The embedded Spark Connect server: started once on demand, shared by every process, stopped when idle.
 
 One JVM per store (Derby allows one), bound to 127.0.0.1 on a free port, Hive tables as Parquet
-under ``$AIR_HOME/spark/warehouse``, metastore, logs and temp dirs under ``$AIR_HOME/spark``. Its
-pid and port are recorded in ``server.json``; any process reuses a live one. The process that
-started it stops it at exit (so a later process starts a fresh one on the same store: tables
-persist across restarts).
+under ``$AIR_SPARK_DIR/warehouse`` (default ``$AIR_HOME/spark``), metastore, logs and temp dirs
+beside it. The server belongs to no client: :func:`ensure_server` starts a detached supervisor
+(:mod:`air_magics.tables.supervisor`, its own session) which runs the JVM, records it in
+``server.json`` (pid, port, supervisor, store) and stops it after ``AIR_SPARK_IDLE_TIMEOUT``
+seconds without use (:mod:`air_magics.tables.activity`). So a process that exits never stops a
+query another process is running, and an unused server does not live forever. Starts happen under
+a file lock: concurrent starters end up with one server.
+
+The driver heap is a quarter of the machine's memory (or its cgroup limit), between 1 and 8 GiB;
+``AIR_SPARK_DRIVER_MEMORY`` (``4g``, ``6144m``) overrides it.
 """
 from __future__ import annotations
 
-import atexit
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import config
 from ..errors import TablesError
+from . import activity
 
-__all__ = ["EmbeddedServer", "ensure_server", "stop_server", "store_dir"]
+__all__ = ["EmbeddedServer", "ensure_server", "stop_server", "store_dir", "driver_memory_mb", "idle_timeout"]
 
 _START_TIMEOUT = 180.0
+_DEFAULT_IDLE = 1800.0
+_MIB = 1 << 20
+_SUPERVISORS: list[subprocess.Popen] = []  # kept so a finished supervisor is reaped, not warned about
 
 
 def store_dir() -> Path:
@@ -41,6 +52,47 @@ class EmbeddedServer:
         return f"sc://127.0.0.1:{self.port}"
 
 
+def idle_timeout() -> float:
+    """``$AIR_SPARK_IDLE_TIMEOUT``: seconds without use after which the server stops (default 1800)."""
+    raw = os.environ.get("AIR_SPARK_IDLE_TIMEOUT", "").strip()
+    if not raw:
+        return _DEFAULT_IDLE
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise TablesError(f"AIR_SPARK_IDLE_TIMEOUT={raw!r} is not a positive number of seconds: write e.g. 600")
+    return value
+
+
+def _machine_memory() -> int:
+    """Physical memory, or the cgroup's limit when that is lower (containers)."""
+    import psutil
+
+    total = psutil.virtual_memory().total
+    for f in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(f).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total
+
+
+def driver_memory_mb() -> int:
+    """The driver heap in MiB: ``$AIR_SPARK_DRIVER_MEMORY``, else 1/4 of the machine, 1-8 GiB."""
+    raw = os.environ.get("AIR_SPARK_DRIVER_MEMORY", "").strip()
+    if raw:
+        m = re.fullmatch(r"(\d+)\s*([kmgt]?)b?", raw.lower())
+        if not m or int(m.group(1)) == 0:
+            raise TablesError(f"AIR_SPARK_DRIVER_MEMORY={raw!r} is not a JVM memory size: write e.g. 4g or 6144m")
+        scale = {"k": 1 / 1024, "": 1 / _MIB, "m": 1, "g": 1024, "t": 1024 * 1024}[m.group(2)]
+        return max(256, int(int(m.group(1)) * scale))
+    return int(min(max(_machine_memory() // 4, 1024 * _MIB), 8192 * _MIB) // _MIB)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -50,8 +102,8 @@ def _alive(pid: int) -> bool:
         return True
     try:  # a zombie child is not alive
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except OSError:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
         return True
 
 
@@ -67,23 +119,50 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _record() -> Path:
-    return store_dir() / "server.json"
+def record_path(store: Path) -> Path:
+    return store / "server.json"
 
 
-def _running() -> EmbeddedServer | None:
+def read_record(store: Path) -> dict | None:
+    """The recorded server of *store* (pid, port, supervisor, ...), alive or not; ``None`` if none."""
     try:
-        d = json.loads(_record().read_text())
-        srv = EmbeddedServer(int(d["pid"]), int(d["port"]))
-    except (OSError, ValueError, KeyError):
+        d = json.loads(record_path(store).read_text())
+        int(d["pid"]), int(d["port"])
+        return d
+    except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def write_record(store: Path, rec: dict) -> None:
+    tmp = store / f".server.json.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(rec))
+    os.replace(tmp, record_path(store))
+
+
+def remove_record(store: Path, pid: int) -> None:
+    """Remove the record if it still names the JVM *pid* (never a newer server's record)."""
+    rec = read_record(store)
+    if rec is not None and int(rec["pid"]) == pid:
+        try:
+            record_path(store).unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _running(store: Path | None = None) -> EmbeddedServer | None:
+    rec = read_record(store or store_dir())
+    if rec is None:
+        return None
+    srv = EmbeddedServer(int(rec["pid"]), int(rec["port"]))
     return srv if _alive(srv.pid) and _port_open(srv.port) else None
 
 
-def _command(port: int, store: Path) -> list[str]:
+def _command(port: int, store: Path, heap_mb: int | None = None) -> list[str]:
+    """The ``spark-submit`` command line of a Spark Connect server on *port* with its Hive store in *store*."""
     import pyspark
 
     home = Path(pyspark.__file__).parent
+    heap_mb = heap_mb or driver_memory_mb()
     confs = {
         "spark.master": "local[*]",
         "spark.connect.grpc.binding.address": "127.0.0.1",
@@ -96,7 +175,9 @@ def _command(port: int, store: Path) -> list[str]:
         "spark.ui.showConsoleProgress": "false",
         "spark.local.dir": str(store / "tmp"),
         "spark.sql.shuffle.partitions": "4",
-        "spark.driver.memory": os.environ.get("AIR_SPARK_DRIVER_MEMORY", "2g"),
+        "spark.driver.memory": f"{heap_mb}m",
+        # a result too large to buffer fails that query instead of running the shared JVM out of heap
+        "spark.driver.maxResultSize": f"{max(heap_mb // 3, 256)}m",
     }
     cmd = [str(home / "bin" / "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
     for k, v in confs.items():
@@ -111,11 +192,7 @@ def _log_tail(path: Path, n: int = 15) -> str:
         return ""
 
 
-def ensure_server() -> EmbeddedServer:
-    """The running embedded server, starting one if needed (seconds to a minute on 2 cores)."""
-    srv = _running()
-    if srv is not None:
-        return srv
+def _check_requirements() -> None:
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise TablesError("Java (17) is needed for the embedded Spark server: install it (apt-get install "
                           "openjdk-17-jre-headless), or use a remote server with --remote sc://host:15002 / SPARK_REMOTE")
@@ -123,44 +200,72 @@ def ensure_server() -> EmbeddedServer:
         import pyspark  # noqa: F401
     except ImportError:
         raise TablesError("pyspark is not installed: pip install 'air_magics[tables]'") from None
+
+
+def ensure_server() -> EmbeddedServer:
+    """The running embedded server, starting one if needed (seconds to a minute on 2 cores).
+
+    The use is recorded before the server is looked up, so an idle stop racing with this call
+    either sees the use (and keeps the server) or has already removed the record (and this call
+    waits for the lock and starts a fresh server)."""
+    store = store_dir()
+    store.mkdir(parents=True, exist_ok=True)
+    activity.touch(store)
+    srv = _running(store)
+    if srv is not None:
+        return srv
+    _check_requirements()
+    idle = idle_timeout()
+    heap = driver_memory_mb()
     from filelock import FileLock
 
-    store = store_dir()
     (store / "tmp").mkdir(parents=True, exist_ok=True)
-    with FileLock(str(store / "server.lock")):
-        srv = _running()
+    with FileLock(str(store / "server.lock"), timeout=_START_TIMEOUT + 60):
+        srv = _running(store)
         if srv is not None:
             return srv
-        port = _free_port()
-        log = store / "server.log"
-        env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(store / "logs"))
-        env.pop("SPARK_REMOTE", None)
-        env.pop("SPARK_CONNECT_MODE_ENABLED", None)
-        with open(log, "ab") as out:
-            proc = subprocess.Popen(_command(port, store), stdout=out, stderr=subprocess.STDOUT, env=env,
-                                    cwd=store, start_new_session=True)
-        deadline = time.monotonic() + _START_TIMEOUT
-        while not _port_open(port):
-            if proc.poll() is not None:
-                raise TablesError(f"the embedded Spark server exited with code {proc.returncode} while starting; "
-                                  f"log {log}:\n{_log_tail(log)}")
-            if time.monotonic() > deadline:
-                _terminate(proc.pid)
-                raise TablesError(f"the embedded Spark server did not start within {_START_TIMEOUT:.0f} s; see {log}")
-            time.sleep(0.25)
-        srv = EmbeddedServer(proc.pid, port)
-        tmp = _record().with_suffix(".tmp")
-        tmp.write_text(json.dumps({"pid": srv.pid, "port": srv.port, "started": time.time()}))
-        os.replace(tmp, _record())
-        atexit.register(stop_server, srv)
-        return srv
+        stale = read_record(store)
+        if stale is not None:  # recorded but not answering: a hung JVM still holds the Derby store
+            _terminate(int(stale["pid"]))
+            remove_record(store, int(stale["pid"]))
+        return _start(store, idle, heap)
+
+
+def _start(store: Path, idle: float, heap_mb: int) -> EmbeddedServer:
+    log = store / "server.log"
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(store / "logs"),
+               AIR_SPARK_IDLE_TIMEOUT=str(idle), AIR_SPARK_DRIVER_MEMORY=f"{heap_mb}m")
+    env.pop("SPARK_REMOTE", None)
+    env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    cmd = [sys.executable, "-m", "air_magics.tables.supervisor", str(store), str(_free_port()), str(os.getpid())]
+    with open(log, "ab") as out:
+        sup = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
+                               cwd=store, start_new_session=True, close_fds=True)
+    _SUPERVISORS.append(sup)
+    deadline = time.monotonic() + _START_TIMEOUT
+    while True:
+        rec = read_record(store)
+        if rec is not None and rec.get("supervisor") == sup.pid:
+            srv = _running(store)
+            if srv is not None:
+                return srv
+        if sup.poll() is not None:
+            raise TablesError(f"the embedded Spark server exited with code {sup.returncode} while starting; "
+                              f"log {log}:\n{_log_tail(log)}")
+        if time.monotonic() > deadline:
+            _terminate(sup.pid)
+            raise TablesError(f"the embedded Spark server did not start within {_START_TIMEOUT:.0f} s; see {log}")
+        time.sleep(0.25)
 
 
 def _terminate(pid: int, timeout: float = 20.0) -> None:
+    """SIGTERM the process group led by *pid*, SIGKILL it after *timeout* seconds."""
     try:
         os.killpg(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
+    except PermissionError:
+        os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while _alive(pid) and time.monotonic() < deadline:
         try:
@@ -171,19 +276,27 @@ def _terminate(pid: int, timeout: float = 20.0) -> None:
     if _alive(pid):
         try:
             os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):
             pass
 
 
 def stop_server(srv: EmbeddedServer | None = None) -> bool:
-    """Stop the embedded server (this process's, or the one recorded); True if one was running."""
-    srv = srv or _running()
-    if srv is None or not _alive(srv.pid):
+    """Stop the embedded server now (for every process using it); True if one was running.
+
+    Normally unnecessary: the server stops by itself after ``AIR_SPARK_IDLE_TIMEOUT`` seconds unused."""
+    store = store_dir()
+    rec = read_record(store)
+    if srv is None:
+        if rec is None:
+            return False
+        srv = EmbeddedServer(int(rec["pid"]), int(rec["port"]))
+    if not _alive(srv.pid):
+        remove_record(store, srv.pid)
         return False
     _terminate(srv.pid)
-    try:
-        if json.loads(_record().read_text()).get("pid") == srv.pid:
-            _record().unlink()
-    except (OSError, ValueError):
-        pass
+    remove_record(store, srv.pid)
+    sup = int(rec.get("supervisor", 0)) if rec is not None and int(rec["pid"]) == srv.pid else 0
+    deadline = time.monotonic() + 10
+    while sup and _alive(sup) and time.monotonic() < deadline:  # it notices the JVM is gone within a second
+        time.sleep(0.1)
     return True

@@ -1,14 +1,17 @@
 """Finding the Spark session: a ``spark`` already in the notebook, a remote URL, or the embedded server."""
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from ..errors import AirError, TablesError
-from .server import ensure_server
+from . import activity
+from .server import ensure_server, store_dir
 
 __all__ = ["Session", "get_session", "guarded"]
 
@@ -24,6 +27,7 @@ class Session:
     spark: Any
     embedded: bool
     url: str | None = None
+    store: Path | None = None  # the embedded server's store: operations there are recorded as its use
 
 
 def _short_retries(spark: Any) -> None:
@@ -54,7 +58,7 @@ def get_session(remote: str | None = None, *, user_ns: dict[str, Any] | None = N
     if remote is None and user_ns is not None and _is_session(user_ns.get("spark")):
         spark = user_ns["spark"]
         embedded = any(spark is s for s in _SESSIONS.values()) and _embedded_url(spark)
-        return Session(spark, embedded)
+        return Session(spark, embedded, store=store_dir() if embedded else None)
     url = remote or os.environ.get("SPARK_REMOTE")
     if url:
         if not url.startswith("sc://"):
@@ -65,7 +69,7 @@ def get_session(remote: str | None = None, *, user_ns: dict[str, Any] | None = N
     except ImportError:
         raise TablesError("pyspark is not installed: pip install 'air_magics[tables]'") from None
     srv = ensure_server()
-    return Session(_connect(srv.url), True, srv.url)
+    return Session(_connect(srv.url), True, srv.url, store_dir())
 
 
 def _is_session(obj: Any) -> bool:
@@ -80,9 +84,13 @@ def _embedded_url(spark: Any) -> bool:
 
 
 def guarded(session: Session, what: str, fn: Callable[[], T]) -> T:
-    """Run *fn*, turning Spark and connection errors into one-line ``TablesError``s."""
+    """Run *fn*, turning Spark and connection errors into one-line ``TablesError``s.
+
+    On the embedded server the run counts as a use of it (the idle stop waits for it to end)."""
+    busy = activity.operation(session.store) if session.store is not None else contextlib.nullcontext()
     try:
-        return fn()
+        with busy:
+            return fn()
     except AirError:
         raise
     except Exception as exc:

@@ -1,0 +1,94 @@
+"""The embedded server's life: nothing starts for a bad request, and an unused server stops itself.
+
+Each test has its own store (AIR_SPARK_DIR), so it never touches the run's shared server."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import psutil
+import pytest
+
+from air_magics import tables
+from air_magics.errors import TableNameError
+from air_magics.tables import activity
+from air_magics.tables import server as srv_mod
+from air_magics.volumes import VolumeStore
+
+pytestmark = pytest.mark.spark
+
+
+def _store_processes(store) -> list[psutil.Process]:
+    """Processes (supervisor, JVM) whose command line names *store*."""
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        if str(store) in " ".join(p.info["cmdline"] or []) and p.pid != os.getpid():
+            out.append(p)
+    return out
+
+
+@pytest.fixture
+def own_store(tmp_path, monkeypatch):
+    store = tmp_path / "spark"
+    monkeypatch.setenv("AIR_SPARK_DIR", str(store))
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    yield store
+    rec = srv_mod.read_record(store)
+    if rec is not None:  # a failed test must not leave its JVM running
+        srv_mod.stop_server()
+
+
+@pytest.mark.parametrize("bad", ["x;DROP TABLE y", "`a`.b", "a b", "a.b.c.d", "main__x.s.t"])
+def test_hostile_names_start_no_server(own_store, bad):
+    VolumeStore().create("main.test.exports", exist_ok=True)
+    calls = [lambda: tables.read_table(bad), lambda: tables.describe_table(bad),
+             lambda: tables.write_table(pd.DataFrame({"a": [1]}), bad),
+             lambda: tables.export_table(bad, "/Volumes/main/test/exports/x"),
+             lambda: tables.list_tables(bad)]
+    for call in calls:
+        with pytest.raises(TableNameError):
+            call()
+    assert srv_mod.read_record(own_store) is None and not (own_store / "server.log").exists()
+    assert _store_processes(own_store) == []
+
+
+def test_idle_server_stops_itself_but_not_while_in_use(own_store, monkeypatch):
+    monkeypatch.setenv("AIR_SPARK_IDLE_TIMEOUT", "3")
+    monkeypatch.setenv("AIR_SPARK_DRIVER_MEMORY", "1g")
+    code = ("import json; from air_magics import tables; from air_magics.tables.server import read_record, store_dir; "
+            "tables.read_sql('SELECT 1'); print(json.dumps(read_record(store_dir())))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=280).stdout
+    rec = json.loads(out.strip().splitlines()[-1])
+    jvm, sup = psutil.Process(rec["pid"]), psutil.Process(rec["supervisor"])
+    assert rec["heap_mb"] == 1024 and "-Xmx1024m" in jvm.cmdline() and rec["idle_timeout"] == 3
+    assert sup.ppid() != os.getpid() and os.getsid(sup.pid) == sup.pid  # detached: its own session
+    # an operation in flight (what every API call holds) keeps it up well past the idle timeout
+    with activity.operation(own_store):
+        for _ in range(4):
+            time.sleep(3)
+            assert jvm.is_running() and srv_mod.read_record(own_store)["pid"] == rec["pid"]
+    # unused: it stops by itself, record removed, no process left
+    deadline = time.monotonic() + 120
+    while (jvm.is_running() or sup.is_running()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not jvm.is_running() and not sup.is_running()
+    assert srv_mod.read_record(own_store) is None and _store_processes(own_store) == []
+    assert "stopped after" in (own_store / "server.log").read_text()
+
+
+def test_bad_settings_are_explained(own_store, monkeypatch):
+    from air_magics.errors import TablesError
+
+    monkeypatch.setenv("AIR_SPARK_IDLE_TIMEOUT", "soon")
+    with pytest.raises(TablesError, match="AIR_SPARK_IDLE_TIMEOUT='soon'"):
+        tables.read_sql("SELECT 1")
+    monkeypatch.delenv("AIR_SPARK_IDLE_TIMEOUT")
+    monkeypatch.setenv("AIR_SPARK_DRIVER_MEMORY", "lots")
+    with pytest.raises(TablesError, match="AIR_SPARK_DRIVER_MEMORY='lots'"):
+        tables.read_sql("SELECT 1")
+    assert srv_mod.read_record(own_store) is None and _store_processes(own_store) == []
+    monkeypatch.delenv("AIR_SPARK_DRIVER_MEMORY")
+    heap = srv_mod.driver_memory_mb()
+    assert 1024 <= heap <= 8192 and heap <= psutil.virtual_memory().total // (1 << 20)
