@@ -24,7 +24,7 @@ from ..io.confined import open_file, real_root
 from ..io.leftovers import is_leftover
 from ..errors import RegistryError, VolumeExistsError, VolumeNotFoundError, VolumePathError
 from .path import _NAME, VolumePath  # one name rule for catalog / schema / volume
-from .registry import VolumeRegistry
+from .registry import VolumeRegistry, normalise_url
 from .walk import Entry, filter_glob, glob_regex, is_within, scan_local, split_glob
 
 _LEVELS = ("catalog", "schema", "volume")
@@ -190,6 +190,7 @@ class VolumeStore:
     def register(self, volume: "str | VolumePath", url: str) -> VolumeInfo:
         """Register a volume backed by an fsspec URL (``s3://``, ``gs://``, ``file://``, ``memory://``...)."""
         vp = VolumePath.parse_volume(volume)
+        url = normalise_url(url)
         fs, base = _open_url(url)
         self.registry.set(vp.volume_id, url)
         try:

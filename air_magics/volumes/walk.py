@@ -1,4 +1,4 @@
-"""Parallel directory listing and glob matching, the I/O shape that suits remote mounts.
+"""Parallel directory listing, the I/O shape that suits remote mounts (globs: :mod:`.glob`).
 
 On a mount with milliseconds of latency per request a serial ``os.walk`` + ``stat`` costs one
 round trip per entry. Here directories are scanned and entries stat'ed on a thread pool so the
@@ -7,21 +7,18 @@ round trips overlap. Symlinks are followed only when they stay inside ``confine`
 from __future__ import annotations
 
 import errno
-import fnmatch
 import os
-import re
 import stat as stat_module
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from functools import lru_cache
 
 from ..io.confined import is_within
 from ..io.leftovers import is_leftover
+from .glob import filter_glob, glob_regex, has_magic, split_glob  # re-exported: one glob matcher
 
 __all__ = ["Entry", "scan_local", "has_magic", "glob_regex", "split_glob", "filter_glob", "is_within"]
 
 _STAT_CHUNK = 4
-_MAGIC = re.compile(r"[*?\[]")
 
 
 @dataclass(frozen=True)
@@ -32,65 +29,6 @@ class Entry:
     size: int
     mtime: float
     is_dir: bool = False
-
-
-def has_magic(segment: str) -> bool:
-    return bool(_MAGIC.search(segment))
-
-
-def split_glob(parts: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Split path segments into the literal prefix and the pattern that follows it."""
-    for i, seg in enumerate(parts):
-        if has_magic(seg):
-            return parts[:i], parts[i:]
-    return parts, ()
-
-
-@lru_cache(maxsize=256)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """Regex for a ``/``-separated glob: ``*``/``?``/``[..]`` stay in one segment, ``**`` spans any."""
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif c == "*":
-            out.append("[^/]*")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[":
-            j = pattern.find("]", i + 1)
-            if j < 0:
-                out.append(re.escape(c))
-                i += 1
-            else:
-                # reuse fnmatch's class translation, then keep it inside one segment
-                cls = fnmatch.translate(pattern[i:j + 1])
-                out.append(cls[cls.index("["):cls.rindex("]") + 1])
-                i = j + 1
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
-def filter_glob(entries: "list[Entry]", pattern: tuple[str, ...]) -> list[Entry]:
-    """Entries whose path, or one of whose folders, matches the glob segments *pattern*."""
-    if not pattern:
-        return list(entries)
-    rx = glob_regex("/".join(pattern))
-
-    def hit(rel: str) -> bool:
-        parts = rel.split("/")
-        return any(rx.match("/".join(parts[:i])) for i in range(len(parts), 0, -1))
-
-    return [e for e in entries if hit(e.rel)]
 
 
 def _scan_dir(path: str) -> list[os.DirEntry[str]]:
