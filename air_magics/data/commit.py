@@ -25,7 +25,7 @@ COMMITTED = "_COMMITTED"      # the manager's marker: written after .metadata, b
 CHECKSUMS = ".checksums.json"  # UCVolumeWriter's manifest (size + sha256 per file), uploaded before .metadata
 PENDING_PREFIX = ".pending-step_"
 PRUNING_PREFIX = ".pruning-"  # a pruned step renamed out of sight before its files are deleted
-STEP_RE = re.compile(r"^step_(\d+)$")
+STEP_RE = re.compile(r"step_([0-9]+)\Z")
 ALGORITHM = "sha256"
 _CHUNK = 4 << 20
 
