@@ -219,16 +219,23 @@ def ensure_server() -> EmbeddedServer:
     heap = driver_memory_mb()
     from filelock import FileLock
 
+    from filelock import Timeout
+
     (store / "tmp").mkdir(parents=True, exist_ok=True)
-    with FileLock(str(store / "server.lock"), timeout=_START_TIMEOUT + 60):
-        srv = _running(store)
-        if srv is not None:
-            return srv
-        stale = read_record(store)
-        if stale is not None:  # recorded but not answering: a hung JVM still holds the Derby store
-            _terminate(int(stale["pid"]))
-            remove_record(store, int(stale["pid"]))
-        return _start(store, idle, heap)
+    try:
+        with FileLock(str(store / "server.lock"), timeout=_START_TIMEOUT + 60):
+            srv = _running(store)
+            if srv is not None:
+                return srv
+            stale = read_record(store)
+            if stale is not None:  # recorded but not answering: a hung JVM still holds the Derby store
+                _terminate(int(stale["pid"]))
+                remove_record(store, int(stale["pid"]))
+            return _start(store, idle, heap)
+    except Timeout:
+        raise TablesError(f"another process has held {store / 'server.lock'} for over {_START_TIMEOUT + 60:.0f} s "
+                          f"while starting the embedded Spark server; see {store / 'server.log'}, or stop that "
+                          f"process") from None
 
 
 def _start(store: Path, idle: float, heap_mb: int) -> EmbeddedServer:
@@ -237,6 +244,9 @@ def _start(store: Path, idle: float, heap_mb: int) -> EmbeddedServer:
                AIR_SPARK_IDLE_TIMEOUT=str(idle), AIR_SPARK_DRIVER_MEMORY=f"{heap_mb}m")
     env.pop("SPARK_REMOTE", None)
     env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    # the supervisor imports this package from where this process did (a source checkout works too)
+    here = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     cmd = [sys.executable, "-m", "air_magics.tables.supervisor", str(store), str(_free_port()), str(os.getpid())]
     with open(log, "ab") as out:
         sup = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
