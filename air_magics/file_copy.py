@@ -11,7 +11,7 @@ import threading
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Callable, Iterator
 
-from .io.confined import open_dir, open_read, publish_at
+from .io.confined import open_dir, open_read, publish_at, write_all
 from .io.leftovers import TEMP_MARK, sweep_stale, temp_name
 from .volumes.store import Location, fs_mtime
 
@@ -96,12 +96,6 @@ def _publish_atomic(dst: Location, dirs: DirMaker, mtime: float, fill: "Callable
         publish_at(dfd, name, fill, mtime=mtime, temp=temp_name(name))
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
 def is_unchanged(task: "CopyTask") -> int | None:
     """The source's size when the destination already holds this version of it, else ``None``.
 
@@ -178,7 +172,7 @@ def _copy_stream(src: Location, dst: Location, dirs: DirMaker, mtime: float = 0.
             def fill(fout: int) -> None:
                 nonlocal written
                 while chunk := fin.read(_CHUNK):
-                    _write_all(fout, chunk)
+                    write_all(fout, chunk)
                     written += len(chunk)
 
             _publish_atomic(dst, dirs, mtime, fill)  # the listing's mtime: a re-run sees "unchanged"
@@ -223,7 +217,7 @@ def copy_file(task: "CopyTask", dirs: DirMaker) -> int:
         finally:
             os.close(fd)
     if dst.is_local:
-        _publish_atomic(dst, dirs, mtime, lambda fd: _write_all(fd, data))
+        _publish_atomic(dst, dirs, mtime, lambda fd: write_all(fd, data))
     else:  # object stores publish an object only when its upload completes
         dirs.ensure(dst)
         with dst.fs.open(dst.path, "wb") as f:

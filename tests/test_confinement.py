@@ -149,7 +149,7 @@ def test_leftovers_are_hidden_and_swept_after_sigkill(vols, tmp_path):
             import os
             os.write(fd, data[:1000])
             time.sleep(120)
-        fc._write_all = stuck
+        fc.write_all = stuck
         air_magics.copy(["/Volumes/main/demo/images/train/big.bin"], {str(dest)!r}, workers=1)
     """)
     proc = subprocess.Popen([sys.executable, "-c", child], env=os.environ.copy())

@@ -7,13 +7,15 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import time
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..io.confined import open_dir, open_file, publish_at, write_all
+from ..io.leftovers import temp_name
 from ..volumes.store import Location
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..volumes.path import VolumePath
     from ..volumes.store import VolumeStore
 
 __all__ = ["write_text_atomic", "read_text", "commit_folder", "uncommit_folder", "remove_folder", "METADATA",
@@ -77,20 +79,13 @@ def checkpoint_status(directory: str, store: "VolumeStore | None" = None) -> dic
 
 def write_text_atomic(loc: Location, text: str) -> None:
     """Replace a small text file so readers see the old or the new content, never a mix."""
-    if loc.is_local:
-        d = os.path.dirname(loc.path)
-        os.makedirs(d, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=".air-tmp-")
+    if loc.is_local:  # confined: temp + fsync + rename inside the verified folder
+        name, data = os.path.basename(loc.path), text.encode()
+        dfd = open_dir(os.path.dirname(loc.path), loc.root, create=True)
         try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, loc.path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+            publish_at(dfd, name, lambda fd: write_all(fd, data), temp=temp_name(name), fsync=True)
+        finally:
+            os.close(dfd)
     else:  # object stores publish a whole object at once
         with loc.fs.open(loc.path, "w") as f:
             f.write(text)
@@ -99,7 +94,7 @@ def write_text_atomic(loc: Location, text: str) -> None:
 def read_text(loc: Location) -> str | None:
     try:
         if loc.is_local:
-            with open(loc.path) as f:
+            with open_file(loc.path, loc.root, "r") as f:
                 return f.read().strip()
         with loc.fs.open(loc.path, "r") as f:
             return f.read().strip()

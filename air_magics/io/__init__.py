@@ -6,10 +6,10 @@ use it.
 """
 from __future__ import annotations
 
-from .confined import check_inside, is_within, makedirs, open_dir, open_file, open_read, open_write, publish_at, real_root
+from .confined import check_inside, is_within, makedirs, open_dir, open_file, open_read, open_write, publish_at, real_root, write_all
 from .leftovers import PENDING_EXPORT_PREFIX, TEMP_MARK, is_leftover, owner_pid, sweep_stale, temp_name
 from .process import pid_alive
 
 __all__ = ["check_inside", "is_within", "makedirs", "open_dir", "open_file", "open_read", "open_write", "publish_at",
-           "real_root", "PENDING_EXPORT_PREFIX", "TEMP_MARK", "is_leftover", "owner_pid", "sweep_stale", "temp_name",
+           "real_root", "write_all", "PENDING_EXPORT_PREFIX", "TEMP_MARK", "is_leftover", "owner_pid", "sweep_stale", "temp_name",
            "pid_alive"]

@@ -32,7 +32,7 @@ from typing import IO, Any, Callable
 from ..errors import ConfinementError, SpecialFileError
 
 __all__ = ["real_root", "open_read", "open_dir", "publish_at", "open_write", "open_file", "makedirs",
-           "check_inside", "is_within"]
+           "check_inside", "is_within", "write_all"]
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -249,6 +249,13 @@ def publish_at(dir_fd: int, name: str, fill: Callable[[int], None], *, mtime: fl
         except OSError:
             pass
         raise
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is written (a write may be short)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 _MODE_FLAGS = {"r": os.O_RDONLY, "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,

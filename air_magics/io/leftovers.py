@@ -13,12 +13,13 @@ import threading
 
 from .process import pid_alive
 
-__all__ = ["TEMP_MARK", "PENDING_EXPORT_PREFIX", "temp_name", "is_leftover", "owner_pid", "sweep_stale"]
+__all__ = ["TEMP_MARK", "PENDING_EXPORT_PREFIX", "TRASH_EXPORT_PREFIX", "temp_name", "is_leftover", "owner_pid", "sweep_stale"]
 
 TEMP_MARK = ".air-tmp-"
-PENDING_EXPORT_PREFIX = ".pending-export-"
+PENDING_EXPORT_PREFIX = ".pending-export-"   # an export being written: .pending-export-<pid>-<12 hex>
+TRASH_EXPORT_PREFIX = ".trash-export-"       # the folder an export replaces, until it is deleted
 _TEMP_RX = re.compile(r"\A\..*" + re.escape(TEMP_MARK) + r"(\d+)-\d+\Z", re.S)
-_PENDING_RX = re.compile(r"\A" + re.escape(PENDING_EXPORT_PREFIX) + r".*?-(\d+)\Z", re.S)
+_EXPORT_RX = re.compile(r"\A\.(?:pending|trash)-export-(\d+)-[0-9a-f]{12}\Z")
 
 
 def temp_name(name: str) -> str:
@@ -27,13 +28,13 @@ def temp_name(name: str) -> str:
 
 
 def is_leftover(name: str) -> bool:
-    """True for a copy's temp file or an export's pending folder (never data)."""
-    return (name.startswith(".") and TEMP_MARK in name) or name.startswith(PENDING_EXPORT_PREFIX)
+    """True for a copy's temp file or an export's pending or trash folder (never data)."""
+    return (name.startswith(".") and TEMP_MARK in name) or name.startswith((PENDING_EXPORT_PREFIX, TRASH_EXPORT_PREFIX))
 
 
 def owner_pid(name: str) -> int | None:
     """The pid recorded in a leftover's name, or None if the name carries none."""
-    m = _TEMP_RX.match(name) or _PENDING_RX.match(name)
+    m = _TEMP_RX.match(name) or _EXPORT_RX.match(name)
     return int(m.group(1)) if m else None
 
 

@@ -18,7 +18,6 @@ and the destination are checked before any server is started or reached.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import time
 import uuid
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from ..errors import ExportTargetError, TablesError
+from ..io.leftovers import PENDING_EXPORT_PREFIX, TRASH_EXPORT_PREFIX, sweep_stale
 from ..status import write_status
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
@@ -90,29 +90,10 @@ def _parquet_files(d: str) -> list[str]:
     return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".parquet"))
 
 
-_LEFTOVER = re.compile(r"^\.(?:pending|trash)-export-(\d+)-[0-9a-f]+$")
-
-
-def _leftover_name(kind: str) -> str:
-    """``.pending-export-<pid>-<id>`` / ``.trash-export-<pid>-<id>``: hidden, and owned by this process."""
-    return f".{kind}-export-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-
-
-def remove_stale_leftovers(folder: str) -> list[str]:
-    """Remove pending and trash folders in *folder* left by exports whose process is gone; their names."""
-    import psutil
-
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return []
-    removed = []
-    for name in names:
-        m = _LEFTOVER.match(name)
-        if m and int(m.group(1)) != os.getpid() and not psutil.pid_exists(int(m.group(1))):
-            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
-            removed.append(name)
-    return removed
+def _leftover_name(prefix: str) -> str:
+    """``.pending-export-<pid>-<id>`` / ``.trash-export-<pid>-<id>``: hidden from listings, and
+    owned by this process, so the next export can tell a dead one's leftovers (``io.leftovers``)."""
+    return f"{prefix}{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
 def _check_target(path: str, target: VolumePath) -> None:
@@ -154,8 +135,8 @@ def export_table(source: str | None = None, dest: "str | VolumePath" = "", *, sq
         raise TablesError(f"{target} already exists; pass --mode overwrite (mode='overwrite') to replace it")
     s = get_session(remote, user_ns=user_ns)
     how = ("server" if s.embedded else "client") if via == "auto" else via
-    remove_stale_leftovers(os.path.dirname(loc.path))
-    pending = os.path.join(os.path.dirname(loc.path), _leftover_name("pending"))
+    sweep_stale(os.path.dirname(loc.path), remove_dirs=True)  # what killed exports left here
+    pending = os.path.join(os.path.dirname(loc.path), _leftover_name(PENDING_EXPORT_PREFIX))
     job = f"job-export-{uuid.uuid4().hex[:12]}"
     prog = _Progress(job, str(target), on_progress)
     t0 = time.perf_counter()
@@ -210,7 +191,7 @@ def _publish(pending: str, final: str, mode: str) -> None:
     if os.path.exists(final):
         if mode != "overwrite" and os.listdir(final):
             raise TablesError(f"{final} appeared while exporting; nothing was replaced")
-        trash = os.path.join(os.path.dirname(final), _leftover_name("trash"))
+        trash = os.path.join(os.path.dirname(final), _leftover_name(TRASH_EXPORT_PREFIX))
         os.rename(final, trash)
         os.rename(pending, final)
         shutil.rmtree(trash, ignore_errors=True)
