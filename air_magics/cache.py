@@ -16,9 +16,15 @@ source is unchanged.
   write to a temp name and rename; a striped file lock makes concurrent requests for one path
   fetch it once. Connections and locks are created lazily per process, so a ``FileCache``
   pickles into DataLoader workers under fork, spawn and forkserver.
+* **Never deletes what it does not own**: ``clear()`` keeps pinned entries too (``force=True``
+  does not: unsafe while training), and a file is unlinked only under its key's stripe lock, only
+  if it is the cache's own ``<root>/files/...`` path for that key, reached through no link.
+* **The index** (:mod:`air_magics.cache_index`) recovers from a damaged file, bounds its WAL, and
+  reports a full disk as :class:`~air_magics.errors.CacheDiskFullError`.
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sqlite3
@@ -30,25 +36,22 @@ from pathlib import Path
 from typing import Any
 
 from . import config
-from .errors import CacheLimitError
+from .cache_index import checkpoint, open_index, transaction, translate_disk_full, wal_headroom
+from .errors import AirError, CacheLimitError
+from .io.confined import is_within
 from .status import Throttle, write_status
 from .transfer import CopyTask, copy_one
 from .volumes.path import VolumePath
 from .volumes.store import Location, VolumeStore
 from .volumes.summary import fmt_bytes
 
-__all__ = ["FileCache", "CacheInfo"]
+__all__ = ["FileCache", "CacheInfo", "ClearReport"]
 
 _STRIPES = 256
 _OPEN_LOCK = threading.Lock()
 _MTIME_TOLERANCE = 1e-3
-_COUNTERS = ("hits", "misses", "bytes_hit", "bytes_fetched", "evictions", "total_bytes")
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries(key TEXT PRIMARY KEY, local TEXT NOT NULL, size INTEGER NOT NULL,
-                                   mtime REAL NOT NULL, last_access REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS entries_lru ON entries(last_access);
-CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-"""
+_CLEAR_WAIT = 2.0  # seconds clear() waits for a stripe busy with a fetch; its entries are kept after that
+_log = logging.getLogger("air_magics")
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,23 @@ class CacheInfo:
                 f"{fmt_bytes(self.bytes_hit)} served, {fmt_bytes(self.bytes_fetched)} fetched; {self.evictions:,} evictions")
 
 
+@dataclass(frozen=True)
+class ClearReport:
+    """What ``clear()`` did: files removed, and entries kept because a reader may hold their path."""
+
+    removed: int
+    bytes: int
+    kept: int
+    pin_seconds: float
+
+    def __str__(self) -> str:
+        text = f"removed {self.removed:,} cached files ({fmt_bytes(self.bytes)})"
+        if self.kept:
+            text += (f"; kept {self.kept:,} in use (used in the last {self.pin_seconds:g} s or being fetched; "
+                     f"clear(force=True) removes them too, unsafe while a training loop reads them)")
+        return text
+
+
 class FileCache:
     """Local copies of volume files. ``get(path)`` returns a local path valid for the current source.
 
@@ -110,10 +130,11 @@ class FileCache:
         self._db_lock: threading.Lock | None = None
         self._stripes: dict[int, tuple[threading.Lock, Any]] = {}
         self._status = Throttle(0.5)
+        self._wal_check = Throttle(5.0)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for k in ("_pid", "_db", "_db_lock", "_stripes", "_status"):
+        for k in ("_pid", "_db", "_db_lock", "_stripes", "_status", "_wal_check"):
             state.pop(k, None)
         return state
 
@@ -134,30 +155,33 @@ class FileCache:
         return self._db, self._db_lock
 
     def _open(self) -> sqlite3.Connection:
-        self.root.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.root / "index.sqlite", timeout=60, isolation_level=None, check_same_thread=False)
-        for attempt in range(100):  # switching to WAL ignores the busy timeout: another process may hold it
-            try:
-                if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                    db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=NORMAL")
-                db.executescript(_SCHEMA)
-                db.executemany("INSERT OR IGNORE INTO counters(name, value) VALUES (?, 0)", [(c,) for c in _COUNTERS])
-                return db
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or attempt == 99:
-                    raise
-                time.sleep(0.05)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return open_index(self.root, self.reserve)
 
     def _stripe(self, key: str) -> tuple[threading.Lock, Any]:
-        from filelock import FileLock
+        return self._stripe_at(_stripe_of(key))
 
-        i = zlib.crc32(key.encode()) % _STRIPES
+    def _stripe_at(self, i: int) -> tuple[threading.Lock, Any]:
         if i not in self._stripes:
+            from filelock import FileLock
+
             (self.root / "locks").mkdir(parents=True, exist_ok=True)
-            self._stripes[i] = (threading.Lock(), FileLock(str(self.root / "locks" / f"{i:03d}.lock")))
+            # setdefault: two threads creating stripe i at once must still end up sharing one lock
+            self._stripes.setdefault(i, (threading.Lock(), FileLock(str(self.root / "locks" / f"{i:03d}.lock"))))
         return self._stripes[i]
+
+    def _try_stripe(self, i: int, wait: float) -> tuple[threading.Lock, Any] | None:
+        """Stripe *i*'s locks if they can be had within *wait* seconds (0: only if free now), else None."""
+        from filelock import Timeout
+
+        tlock, flock = self._stripe_at(i)
+        if not (tlock.acquire(timeout=wait) if wait > 0 else tlock.acquire(blocking=False)):
+            return None
+        try:
+            flock.acquire(timeout=wait)
+        except Timeout:
+            tlock.release()
+            return None
+        return tlock, flock
 
     # -- the cache --------------------------------------------------------------------------------
     def local_path(self, path: "str | VolumePath") -> Path:
@@ -180,7 +204,7 @@ class FileCache:
         if self._hit(key, local, size, mtime):
             return str(local)
         tlock, flock = self._stripe(key)
-        with tlock, flock:
+        with tlock, flock, translate_disk_full(self.root, self.reserve, f"fetching {key}"):
             if self._hit(key, local, size, mtime):  # another process fetched it meanwhile
                 return str(local)
             if self.limit is not None and size > self.limit:
@@ -188,7 +212,7 @@ class FileCache:
                     f"{key} is {fmt_bytes(size)} but the cache limit is {fmt_bytes(self.limit)}; raise the limit "
                     f"(FileCache(limit=...) or AIR_CACHE_LIMIT) above the largest file")
             self._make_room(size)
-            task = CopyTask(src or self.store.locate(vp), Location(str(local)), size, mtime)
+            task = CopyTask(src or self.store.locate(vp), Location(str(local), root=str(self.root / "files")), size, mtime)
             n = copy_one(task, retries=self.retries)
             self._record(key, local, n, mtime)
         return str(local)
@@ -212,35 +236,25 @@ class FileCache:
                     return False
             except FileNotFoundError:
                 return False
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.execute("UPDATE entries SET last_access=? WHERE key=?", (now, key))
+            with self._disk_full("recording a hit"), transaction(db):
+                if not db.execute("UPDATE entries SET last_access=? WHERE key=?", (now, key)).rowcount:
+                    return False  # cleared or evicted since the read: fetch it again (under its stripe lock)
                 self._add(db, hits=1, bytes_hit=size)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
         self._publish()
         return True
 
     def _record(self, key: str, local: Path, size: int, mtime: float) -> None:
         db, lock = self._conn()
-        with lock:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                old = db.execute("SELECT size FROM entries WHERE key=?", (key,)).fetchone()
-                db.execute("INSERT OR REPLACE INTO entries(key, local, size, mtime, last_access) VALUES (?,?,?,?,?)",
-                           (key, str(local), size, mtime, time.time()))
-                self._add(db, misses=1, bytes_fetched=size, total_bytes=size - (old[0] if old else 0))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+        with lock, self._disk_full(f"indexing {key}"), transaction(db):
+            old = db.execute("SELECT size FROM entries WHERE key=?", (key,)).fetchone()
+            db.execute("INSERT OR REPLACE INTO entries(key, local, size, mtime, last_access) VALUES (?,?,?,?,?)",
+                       (key, str(local), size, mtime, time.time()))
+            self._add(db, misses=1, bytes_fetched=size, total_bytes=size - (old[0] if old else 0))
         self._publish()
 
     def _count(self, **deltas: int) -> None:
         db, lock = self._conn()
-        with lock:
+        with lock, self._disk_full("counting"):
             self._add(db, **deltas)
         self._publish()
 
@@ -248,12 +262,20 @@ class FileCache:
     def _add(db: sqlite3.Connection, **deltas: int) -> None:
         db.executemany("UPDATE counters SET value = value + ? WHERE name = ?", [(v, k) for k, v in deltas.items() if v])
 
+    def _disk_full(self, doing: str) -> Any:
+        return translate_disk_full(self.root, self.reserve, doing)
+
     def _make_room(self, incoming: int) -> None:
-        """Evict least recently used, unpinned entries whose source still exists."""
+        """Evict least recently used, unpinned entries whose source still exists.
+
+        The index's WAL is bounded here too, and what it may still grow by is counted against the
+        reserve (it shares the disk with the cached files)."""
         db, lock = self._conn()
         with lock:
             total = db.execute("SELECT value FROM counters WHERE name='total_bytes'").fetchone()[0]
-        free = shutil.disk_usage(self.root).free
+            if self._wal_check.ready() and wal_headroom(self.root) == 0:
+                checkpoint(db)
+        free = shutil.disk_usage(self.root).free - wal_headroom(self.root)
         need = max((total + incoming - self.limit) if self.limit is not None else 0, self.reserve - (free - incoming))
         if need <= 0:
             return
@@ -261,6 +283,7 @@ class FileCache:
         with lock:
             rows = db.execute("SELECT key, local, size FROM entries WHERE last_access < ? ORDER BY last_access LIMIT 1024",
                               (cutoff,)).fetchall()
+        victims = []
         for key, local, size in rows:
             if need <= 0:
                 break
@@ -269,15 +292,57 @@ class FileCache:
                     continue  # the source is gone: this copy may be the only one left
             except Exception:  # an unreachable source is not proof of absence: keep it
                 continue
-            with lock:
-                db.execute("BEGIN IMMEDIATE")
-                gone = db.execute("DELETE FROM entries WHERE key=? AND last_access < ?", (key, cutoff)).rowcount
-                if gone:
-                    self._add(db, evictions=1, total_bytes=-size)
-                db.execute("COMMIT")
-            if gone:
-                Path(local).unlink(missing_ok=True)
-                need -= size
+            victims.append((key, local, size))
+            need -= size
+        # never wait here: the caller holds its own stripe, and a busy stripe is being fetched right now
+        self._drop(victims, cutoff, wait=0.0, evictions=True)
+
+    def _drop(self, rows: "list[tuple[str, str, int]]", cutoff: float | None, *, wait: float,
+              evictions: bool) -> tuple[int, int, int]:
+        """Remove entries ``(key, local, size)`` and their files; ``(files removed, their bytes, kept)``.
+
+        Each stripe's entries are removed under that stripe's lock, so a fetch of the same key can
+        never land between deleting the row and unlinking the file. An entry used since *cutoff*
+        (``None``: no pin) is kept, and so is every entry of a stripe not free within *wait* s."""
+        by_stripe: dict[int, list[tuple[str, str, int]]] = {}
+        for row in rows:
+            by_stripe.setdefault(_stripe_of(row[0]), []).append(row)
+        db, lock = self._conn()
+        files = os.path.realpath(self.root / "files")
+        removed = nbytes = kept = 0
+        for i, group in by_stripe.items():
+            locks = self._try_stripe(i, wait)
+            if locks is None:
+                kept += len(group)
+                continue
+            try:
+                with lock, self._disk_full("removing cached files"), transaction(db):
+                    gone = [(key, local, size) for key, local, size in group if db.execute(
+                        "DELETE FROM entries WHERE key=? AND local=? AND last_access < ?",
+                        (key, local, float("inf") if cutoff is None else cutoff)).rowcount]
+                    self._add(db, evictions=len(gone) if evictions else 0, total_bytes=-sum(r[2] for r in gone))
+                owned = [r for r in gone if self._unlink_owned(r[0], r[1], files)]
+            finally:
+                locks[1].release()
+                locks[0].release()
+            removed += len(owned)
+            nbytes += sum(r[2] for r in owned)
+            kept += len(group) - len(gone)
+        return removed, nbytes, kept
+
+    def _unlink_owned(self, key: str, local: str, files: str) -> bool:
+        """Unlink *local* only if it is this cache's own file for *key*: ``<root>/files/<key>``, reached
+        through no link out of *files* (real path). An index entry is data: it may be crafted or damaged."""
+        try:
+            own = str(self.local_path(key)) == local and is_within(os.path.realpath(local), files)
+        except (AirError, ValueError):
+            own = False
+        if not own:
+            _log.warning("cache %s: index entry %r names %r, which is not the cache's own file for it; "
+                         "dropped the entry, left the file", self.root, key, local)
+            return False
+        Path(local).unlink(missing_ok=True)
+        return True
 
     # -- inspection -------------------------------------------------------------------------------
     def info(self) -> CacheInfo:
@@ -289,19 +354,26 @@ class FileCache:
                          shutil.disk_usage(self.root).free, counters["hits"], counters["misses"],
                          counters["bytes_hit"], counters["bytes_fetched"], counters["evictions"])
 
-    def clear(self, *, reset_stats: bool = False) -> int:
-        """Drop every cached file (not the sources); returns how many. ``reset_stats`` zeroes counters."""
+    def clear(self, *, reset_stats: bool = False, force: bool = False) -> ClearReport:
+        """Drop cached files (never the sources), keeping those used in the last ``pin_seconds``.
+
+        A training loop may hold a path handed out moments ago: those entries are kept and counted
+        in the report. ``force=True`` drops them too, which is unsafe while anything reads from the
+        cache. ``reset_stats`` zeroes the hit/miss counters."""
         db, lock = self._conn()
         with lock:
-            rows = db.execute("SELECT local FROM entries").fetchall()
-            db.execute("DELETE FROM entries")
-            db.execute("UPDATE counters SET value = 0 WHERE name = 'total_bytes'")
-            if reset_stats:
-                db.execute("UPDATE counters SET value = 0")
-        for (local,) in rows:
-            Path(local).unlink(missing_ok=True)
+            rows = db.execute("SELECT key, local, size FROM entries").fetchall()
+        cutoff = None if force else time.time() - self.pin_seconds
+        removed, nbytes, kept = self._drop(rows, cutoff, wait=_CLEAR_WAIT, evictions=False)
+        with lock:
+            with self._disk_full("clearing"), transaction(db):
+                db.execute("UPDATE counters SET value = (SELECT COALESCE(SUM(size), 0) FROM entries) "
+                           "WHERE name = 'total_bytes'")  # heal any drift while we are at it
+                if reset_stats:
+                    db.execute("UPDATE counters SET value = 0 WHERE name != 'total_bytes'")
+            checkpoint(db)
         self.publish_status()
-        return len(rows)
+        return ClearReport(removed, nbytes, kept, 0.0 if force else self.pin_seconds)
 
     def publish_status(self) -> None:
         """Write the statistics document for widgets and the sidebar now."""
@@ -310,3 +382,7 @@ class FileCache:
     def _publish(self, force: bool = False) -> None:
         if force or self._status.ready():  # at most twice a second per process
             self.publish_status()
+
+
+def _stripe_of(key: str) -> int:
+    return zlib.crc32(key.encode()) % _STRIPES

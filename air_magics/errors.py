@@ -17,6 +17,7 @@ __all__ = [
     "CopyPlanError",
     "DestinationError",
     "CacheLimitError",
+    "CacheDiskFullError",
     "DatasetError",
     "TableNameError",
     "TablesError",
@@ -64,6 +65,14 @@ class DestinationError(AirError, PermissionError):
 
 class CacheLimitError(AirError, ValueError):
     """The cache cannot hold a file (limit smaller than the file, or no room on disk)."""
+
+
+class CacheDiskFullError(AirError, OSError):
+    """The cache's disk filled up (a fetch or its index ran out of space); ``errno`` is ``ENOSPC``.
+
+    The message names the cache root, the free space and the fixes: a larger ``AIR_CACHE_RESERVE``,
+    clearing the cache, or ``AIR_CACHE_DIR`` on a larger disk.
+    """
 
 
 class DatasetError(AirError, ValueError):

@@ -1,14 +1,20 @@
-"""FileCache: validation, eviction bounds, pins, orphans, many processes, faults on a FUSE volume."""
+"""FileCache: validation, eviction bounds, pins, orphans, many processes, faults on a FUSE volume,
+a damaged index, index entries naming foreign files, and a full disk (a real 2 MiB tmpfs)."""
+import errno
+import gc
 import multiprocessing as mp
 import os
 import pickle
+import sqlite3
+import subprocess
 import time
+import warnings
 
 import pytest
 
 from air_magics.cache import FileCache
 from air_magics.data import UCVolumeDataset
-from air_magics.errors import CacheLimitError, VolumeNotFoundError
+from air_magics.errors import CacheDiskFullError, CacheLimitError, VolumeNotFoundError
 from air_magics.status import read_status
 from air_magics.volumes import VolumeStore
 
@@ -93,9 +99,152 @@ def test_clear_and_pickle(vol):
     p = c.get("/Volumes/main/raw/img/f03.bin")
     c2 = pickle.loads(pickle.dumps(c))
     assert c2.get("/Volumes/main/raw/img/f03.bin") == p and c2.info().hits == 1
-    assert c.clear() == 1 and not os.path.exists(p) and c.info().entries == 0
+    report = c.clear(force=True)
+    assert (report.removed, report.kept, report.bytes) == (1, 0, 1000)
+    assert not os.path.exists(p) and c.info().entries == 0 and c.info().bytes == 0
     c.clear(reset_stats=True)
     assert c.info().hits == 0
+
+
+def _age(cache, key, seconds):
+    """Pretend *key* was last used *seconds* earlier than it was (the index is a plain SQLite file)."""
+    db = sqlite3.connect(cache.root / "index.sqlite")
+    with db:
+        db.execute("UPDATE entries SET last_access = last_access - ? WHERE key = ?", (seconds, key))
+    db.close()
+
+
+def test_clear_keeps_what_was_just_handed_out(vol):
+    c = FileCache(pin_seconds=60)
+    old, new = c.get("/Volumes/main/raw/img/f00.bin"), c.get("/Volumes/main/raw/img/f01.bin")
+    _age(c, "/Volumes/main/raw/img/f00.bin", 3600)
+    report = c.clear()
+    assert (report.removed, report.kept, report.bytes) == (1, 1, 1000)
+    assert not os.path.exists(old) and open(new, "rb").read() == b"\x01" * 1000  # the training loop's path
+    assert "kept 1 in use" in str(report) and "force=True" in str(report)
+    assert (c.info().entries, c.info().bytes) == (1, 1000)
+    assert c.get("/Volumes/main/raw/img/f01.bin") == new and c.info().hits == 1  # still a valid hit
+    report = c.clear(force=True)
+    assert (report.removed, report.kept) == (1, 0) and not os.path.exists(new) and c.info().bytes == 0
+
+
+def test_never_deletes_a_file_outside_its_files_folder(vol, tmp_path):
+    """Index rows are data: one naming a foreign file, or reaching out of files/ through a link,
+    is dropped from the index but its file is never unlinked, by clear or by eviction."""
+    c = FileCache(pin_seconds=0, limit=2500)
+    c.get("/Volumes/main/raw/img/f00.bin")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    elsewhere = tmp_path / "elsewhere" / "img"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "f05.bin").write_text("keep me too")
+    (c.root / "files" / "main" / "linked").symlink_to(tmp_path / "elsewhere")  # a folder swapped for a link
+    db = sqlite3.connect(c.root / "index.sqlite")
+    with db:
+        db.executemany("INSERT INTO entries VALUES (?, ?, ?, ?, 0)", [
+            ("/Volumes/main/raw/img/f01.bin", str(victim), 1000, 0.0),
+            ("/Volumes/main/linked/img/f05.bin", str(c.root / "files/main/linked/img/f05.bin"), 1000, 0.0)])
+        db.execute("UPDATE counters SET value = value + 2000 WHERE name = 'total_bytes'")
+    db.close()
+    c.get("/Volumes/main/raw/img/f02.bin")  # over the limit: evicts the oldest rows, the crafted one first
+    assert victim.read_text() == "keep me" and c.info().evictions >= 1
+    report = c.clear()
+    assert report.removed == 1 and c.info().entries == 0  # f02; the linked row is only dropped
+    assert victim.read_text() == "keep me" and (elsewhere / "f05.bin").read_text() == "keep me too"
+
+
+def test_damaged_index_is_moved_aside_and_rebuilt(vol, tmp_path):
+    root = tmp_path / "cache"
+    root.mkdir()
+    garbage = b"this is not a database " * 200
+    (root / "index.sqlite").write_bytes(garbage)
+    with pytest.warns(RuntimeWarning, match=r"index\.sqlite is damaged .*moved it to .*index\.sqlite\.corrupt-"):
+        p = FileCache(root).get("/Volumes/main/raw/img/f04.bin")
+    assert open(p, "rb").read() == b"\x04" * 1000
+    (aside,) = root.glob("index.sqlite.corrupt-*")
+    assert aside.read_bytes() == garbage  # kept for a post-mortem
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the rebuilt index opens quietly in a new process state
+        again = FileCache(root)
+        assert again.info().entries == 1 and again.get("/Volumes/main/raw/img/f04.bin") == p
+
+
+def test_clear_truncates_the_write_ahead_log(vol):
+    c = FileCache(pin_seconds=0)
+    for i in range(10):
+        c.get(f"/Volumes/main/raw/img/f{i:02d}.bin")
+    wal = c.root / "index.sqlite-wal"
+    assert wal.stat().st_size > 0
+    c.clear()
+    assert wal.stat().st_size == 0
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 2 MiB filesystem (tmpfs; needs root), unmounted afterwards."""
+    d = tmp_path / "small"
+    d.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(d)], capture_output=True, text=True)
+    if r.returncode:
+        pytest.skip(f"cannot mount a 2 MiB tmpfs (needs root): {r.stderr.strip()}")
+    try:
+        yield d
+    finally:
+        gc.collect()  # close SQLite connections of dropped caches before unmounting
+        if subprocess.run(["umount", str(d)], capture_output=True).returncode:
+            subprocess.run(["umount", "-l", str(d)], check=True)
+
+
+def _fill(path):
+    """Write zeros until the disk refuses: afterwards it has no free page left."""
+    with open(path, "wb", buffering=0) as f:
+        with pytest.raises(OSError) as exc:
+            while True:
+                f.write(b"\0" * 4096)
+    assert exc.value.errno == errno.ENOSPC
+
+
+def _assert_clear_disk_full(exc, root):
+    msg = str(exc)
+    assert isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+    assert str(root) in msg and "free" in msg and "cannot rollback" not in msg
+    assert "AIR_CACHE_RESERVE" in msg and "AIR_CACHE_DIR" in msg and "clear" in msg
+
+
+def test_a_full_disk_during_a_fetch_is_a_clear_error(vol, small_disk):
+    for i in range(5):
+        with vol.open(f"/Volumes/main/raw/img/big{i}.bin", "wb") as f:
+            f.write(bytes([i]) * 600_000)
+    c = FileCache(small_disk / "cache", reserve=0, pin_seconds=60)  # every file pinned: nothing to evict
+    with pytest.raises(CacheDiskFullError) as exc:
+        for i in range(5):
+            c.get(f"/Volumes/main/raw/img/big{i}.bin")
+    _assert_clear_disk_full(exc.value, small_disk / "cache")
+    assert "while fetching /Volumes/main/raw/img/big" in str(exc.value)
+    c.clear(force=True)  # the way out the message names works
+    assert open(c.get("/Volumes/main/raw/img/big4.bin"), "rb").read() == b"\x04" * 600_000
+
+
+def test_a_full_disk_under_the_index_is_a_clear_error(vol, small_disk):
+    """SQLite rolls back by itself on SQLITE_FULL; the error must say "disk full", not "cannot rollback"."""
+    c = FileCache(small_disk / "cache", reserve=0, pin_seconds=60)
+    p = c.get("/Volumes/main/raw/img/f01.bin")
+    c.clear()  # keeps the pinned file, and truncates the WAL: the next write must grow it
+    _fill(small_disk / "filler")
+    with pytest.raises(CacheDiskFullError) as exc:
+        c.get("/Volumes/main/raw/img/f01.bin")  # a hit still writes (LRU time, counters)
+    _assert_clear_disk_full(exc.value, small_disk / "cache")
+    assert isinstance(exc.value.__cause__, sqlite3.OperationalError)
+    os.unlink(small_disk / "filler")
+    assert c.get("/Volumes/main/raw/img/f01.bin") == p and c.info().hits == 1
+
+
+def test_the_index_log_counts_against_the_reserve(vol, small_disk):
+    """On a 2 MiB disk the WAL's room (up to 4 MiB) leaves no reserve: every fetch evicts the rest."""
+    c = FileCache(small_disk / "cache", reserve=0, pin_seconds=0)
+    for i in range(3):
+        c.get(f"/Volumes/main/raw/img/f{i:02d}.bin")
+    assert (c.info().entries, c.info().evictions) == (1, 2)
 
 
 def _fetch_all(args):
@@ -132,7 +281,7 @@ def test_faults_on_a_fuse_volume(slowfs, tmp_path, monkeypatch):
     with slowfs.mounted(backing, tmp_path / "mnt2", op_latency_ms=1, fail_rate=1, fail_ops="open", fail_paths=bad,
                         fail_times=1000):
         monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt2"))
-        FileCache().clear()
+        FileCache().clear(force=True)  # the files were just read: pinned, so force
         with pytest.raises(OSError, match="Input/output error"):
             list(UCVolumeDataset("/Volumes/main/raw/img", cache=FileCache(retries=1)))
         skipping = UCVolumeDataset("/Volumes/main/raw/img", on_error="skip", cache=FileCache(retries=1))

@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -65,6 +68,14 @@ def message(r: requests.Response) -> str:
     return body["message"]
 
 
+def idle(cache: FileCache) -> None:
+    """Make every entry look unused for an hour (no pin left), as after a finished training run."""
+    db = sqlite3.connect(cache.root / "index.sqlite")
+    with db:
+        db.execute("UPDATE entries SET last_access = last_access - 3600")
+    db.close()
+
+
 # -- installation and auth ------------------------------------------------------------------------
 def test_enabled_by_the_installed_config_file(server):
     cfg = Path(sys.prefix) / "etc" / "jupyter" / "jupyter_server_config.d" / "air_magics.json"
@@ -100,6 +111,7 @@ def test_clear_without_token_is_403_and_clears_nothing(server, images):
 def test_cookie_authenticated_clear_needs_the_xsrf_header(server, images):
     cache = FileCache()
     cache.get("/Volumes/main/demo/images/README.txt")
+    idle(cache)
     s = requests.Session()
     assert s.get(f"{server.url}/lab?token={server.token}", timeout=30).status_code == 200  # login cookie + _xsrf
     assert s.get(server.api("cache"), timeout=30).status_code == 200  # cookie-authenticated read
@@ -127,7 +139,40 @@ def test_volumes_tree(server, images):
 
 def test_no_volumes_is_an_empty_tree(server):
     doc = server.get("volumes").json()
-    assert doc["count"] == 0 and doc["catalogs"] == []
+    assert doc["count"] == 0 and doc["catalogs"] == [] and doc["notes"] == []
+
+
+def _tree(doc: dict) -> dict:
+    return {c["name"]: {s["name"]: [v["name"] for v in s["volumes"]] for s in c["schemas"]} for c in doc["catalogs"]}
+
+
+def test_stray_folders_and_bad_registrations_do_not_break_the_tree(server, images):
+    root = server.home / "volumes"
+    (root / "bad.cat" / "s" / "v").mkdir(parents=True)
+    (root / "main" / "demo" / "not a volume").mkdir()
+    (server.home / "volume_registry.json").write_text(json.dumps({"x.y.z.w": "memory://w", "ok.reg.vol": "memory://ok"}))
+    r = server.get("volumes")
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    assert _tree(doc) == {"main": {"demo": ["images"]}, "ok": {"reg": ["vol"]}} and doc["count"] == 2
+    notes = "\n".join(doc["notes"])
+    assert "bad.cat" in notes and "not a volume" in notes and "x.y.z.w" in notes
+    assert str(server.home) not in json.dumps(doc["notes"])
+
+
+def test_a_catalog_that_links_outside_the_root_is_not_listed(server, images, tmp_path):
+    outside = tmp_path / "outside-catalog"
+    (outside / "sch" / "vol").mkdir(parents=True)
+    (outside / "sch" / "vol" / "secret.txt").write_text("secret")
+    (server.home / "volumes" / "evil").symlink_to(outside)
+    doc = server.get("volumes").json()
+    assert _tree(doc) == {"main": {"demo": ["images"]}}
+    assert any(n.startswith("evil") for n in doc["notes"]) and str(outside) not in json.dumps(doc)
+    for p in ("/Volumes/evil/sch/vol", "/Volumes/evil/sch/vol/secret.txt"):
+        r = server.get("volumes", path=p)
+        assert r.status_code in (400, 404), (p, r.status_code, r.text)
+        assert "secret" not in r.text.replace("secret.txt", "") and str(outside) not in r.text
+        assert str(server.home) not in r.text  # no host path in the message either
 
 
 def test_folder_listing_has_sizes_folders_first(server, images):
@@ -240,9 +285,12 @@ def test_symlink_out_of_the_volume_is_400_and_not_listed(server, images, tmp_pat
     vol = Path(VolumeStore().locate("/Volumes/main/demo/images").path)
     (vol / "escape").symlink_to(secret)
     (vol / "key.pem").symlink_to(secret / "key.pem")
-    for p in ("/Volumes/main/demo/images/escape", "/Volumes/main/demo/images/key.pem"):
+    for p in ("/Volumes/main/demo/images/escape", "/Volumes/main/demo/images/key.pem",
+              "/Volumes/main/demo/images/escape/key.pem"):
         r = server.get("volumes", path=p)
         assert r.status_code == 400 and "outside its volume" in message(r), r.text
+        assert p in message(r)  # names the offending path inside the volume ...
+        assert str(tmp_path) not in r.text and "/tmp" not in r.text  # ... never where the link points
     names = {e["name"]: e for e in server.get("volumes", path="/Volumes/main/demo/images").json()["entries"]}
     assert "key.pem" not in names  # a file link leaving the volume is not listed
     assert "outside" not in json.dumps(names)  # nothing resolved through the link
@@ -254,6 +302,7 @@ def test_missing_volume_or_path_is_404(server, images):
         r = server.get("volumes", path=p)
         assert r.status_code == 404, r.text
         assert "does not exist" in message(r)
+        assert str(server.home) not in message(r)  # where the server looked is its own business
 
 
 def test_a_file_is_not_a_folder(server, images):
@@ -294,12 +343,66 @@ def test_cache_statistics_and_clear(server, images):
     assert doc["hit_rate"] == pytest.approx(info.hit_rate) and doc["evictions"] == 0
     local = cache.local_path("/Volumes/main/demo/images/README.txt")
     assert local.exists()
+    idle(cache)
     r = requests.delete(server.api("cache"), headers=server.auth, timeout=30)
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["removed"] == 3 and body["cache"]["entries"] == 0 and body["cache"]["hits"] == 1
+    assert body["kept"] == 0 and body["bytes_removed"] == 3542 and body["root"] == str(cache.root)
     assert not local.exists() and cache.info().entries == 0
     assert VolumeStore().exists("/Volumes/main/demo/images/README.txt")  # sources untouched
+
+
+def test_clear_keeps_files_a_training_loop_was_just_handed(server, images):
+    cache = FileCache()
+    old = cache.get("/Volumes/main/demo/images/train/cat/a.jpg")
+    idle(cache)
+    handed = cache.get("/Volumes/main/demo/images/README.txt")  # a DataLoader got this path just now
+    r = requests.delete(server.api("cache"), headers=server.auth, timeout=30)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert (body["removed"], body["kept"]) == (1, 1) and "kept 1 in use" in body["summary"]
+    assert not os.path.exists(old) and open(handed, "rb").read() == b"x" * 42
+    assert body["cache"]["entries"] == 1
+
+
+def test_a_crafted_status_document_cannot_choose_what_is_deleted(server, images, tmp_path):
+    """The cache document is written by any process: its `root` (and a crafted index there naming
+    an arbitrary file) must not steer DELETE, and a wrongly typed one is no 500."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    evil = tmp_path / "evil-cache"
+    evil.mkdir()
+    db = sqlite3.connect(evil / "index.sqlite")
+    with db:
+        db.execute("CREATE TABLE entries(key TEXT PRIMARY KEY, local TEXT NOT NULL, size INTEGER NOT NULL, "
+                   "mtime REAL NOT NULL, last_access REAL NOT NULL)")
+        db.execute("CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+        db.execute("INSERT INTO entries VALUES ('/Volumes/main/demo/images/README.txt', ?, 8, 0, 0)", (str(victim),))
+    db.close()
+    own = FileCache()
+    own.get("/Volumes/main/demo/images/train/cat/a.jpg")
+    idle(own)
+    db = sqlite3.connect(own.root / "index.sqlite")  # the server's own index, tampered with too
+    with db:
+        db.execute("INSERT INTO entries VALUES ('/Volumes/main/demo/images/val/x.jpg', ?, 8, 0, 0)", (str(victim),))
+    db.close()
+    _raw_status("cache", {"root": str(evil), "entries": 1, "updated": time.time()})
+    r = requests.delete(server.api("cache"), headers=server.auth, timeout=30)
+    assert r.status_code == 200, r.text
+    assert r.json()["root"] == str(own.root) and r.json()["removed"] == 1  # a.jpg; the forged row only dropped
+    assert victim.read_text() == "precious"  # named by both indexes, deleted by neither
+    assert own.info().entries == 0
+    for bad_root in (["/tmp"], 42, {"x": 1}, None):
+        _raw_status("cache", {"root": bad_root, "hits": "many", "entries": [], "updated": time.time()})
+        r = requests.delete(server.api("cache"), headers=server.auth, timeout=30)
+        assert r.status_code == 200, (bad_root, r.status_code, r.text)
+        doc = server.get("cache").json()["cache"]
+        assert doc["root"] == str(own.root)  # the clear republished the server's own statistics
+        _raw_status("cache", {"root": bad_root, "hits": "many", "entries": [], "updated": time.time()})
+        doc = server.get("cache").json()["cache"]
+        assert doc["root"] is None and doc["hits"] is None and doc["entries"] is None
+    assert victim.read_text() == "precious"
 
 
 def test_loader_timing_comes_along(server):
@@ -335,6 +438,55 @@ def test_jobs_running_recent_and_stale(server):
     for bad in ("x", "-1", "nan", "inf"):
         r = server.get("jobs", recent=bad)
         assert r.status_code == 400 and "recent" in message(r)
+
+
+def _wait_for(condition, what: str, deadline_s: float = 120.0) -> None:
+    """Poll *condition*; the deadline only bounds a broken run, it is not what the test measures."""
+    deadline = time.monotonic() + deadline_s
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.1)
+
+
+def _inflight(stats: Path) -> int:
+    try:
+        return int(json.loads(stats.read_text()).get("inflight", 0))
+    except (OSError, ValueError):
+        return 0
+
+
+@pytest.mark.fuse
+def test_status_answers_while_listings_are_stuck_on_the_mount(server, slowfs, tmp_path):
+    """Six folder listings stuck on a mount fill the listing pool; the status endpoints answer anyway.
+
+    Each listing asks the mount for another catalog (distinct lookups run in parallel). Once the
+    mount's own counters show four of them in flight, its server is stopped (SIGSTOP), so nothing
+    can finish until it is killed: /jobs and /cache must answer in that state."""
+    backing = tmp_path / "backing"
+    backing.mkdir()
+    mnt = server.home.parent / "no-such-mount"  # where the server (and this test) look for /Volumes
+    stats = tmp_path / "slowfs.json"
+    write_status("job-copy-busy", {"kind": "copy", "state": "running", "files_total": 4, "files_done": 1})
+    try:
+        with slowfs.mounted(backing, mnt, op_latency_ms=10_000, stats=stats) as pid:
+            pool = ThreadPoolExecutor(6)
+            listings = [pool.submit(requests.get, server.api("volumes"), headers=server.auth, timeout=600,
+                                    params={"path": f"/Volumes/c{i}/s/v"}) for i in range(6)]
+            try:
+                _wait_for(lambda: _inflight(stats) >= 4, "four listings in flight on the mount")
+                os.kill(pid, signal.SIGSTOP)  # from here on no request to the mount completes
+                jobs = server.get("jobs")
+                assert jobs.status_code == 200 and [j["job"] for j in jobs.json()["jobs"]] == ["busy"]
+                assert server.get("cache").status_code == 200
+                assert not any(f.done() for f in listings)  # answered while all listings were stuck
+            finally:
+                os.kill(pid, signal.SIGKILL)  # the mount's server dies: the stuck calls fail at once
+                answers = [f.result() for f in listings]
+                pool.shutdown()
+        assert all(a.status_code != 200 for a in answers) and server.alive()
+    finally:
+        if mnt.is_dir() and not os.path.ismount(mnt):
+            mnt.rmdir()  # an empty folder there would look like a /Volumes mount to later tests
 
 
 def test_a_real_copy_is_reported(server, images, tmp_path):

@@ -4,9 +4,13 @@
   ``@authorized`` (the server's authorizer decides);
 * state-changing calls (``DELETE /air/api/cache``) are XSRF-checked by Jupyter's handler base
   unless token-authenticated;
-* blocking storage work runs on a small thread pool, so a slow mount never stalls the server;
+* blocking work runs on thread pools, one per kind, so a slow mount never stalls the server and
+  the status endpoints (small local JSON files) never queue behind folder listings or checkpoint
+  folders on that mount;
 * bad input is a JSON ``{"message": ...}`` with 400 (invalid or escaping path, bad paging) or 404
   (missing volume or path); anything unexpected is a 500 with a message, logged, never a crash.
+  Messages name volume paths only: host paths (where a link points, where a volume lives) are
+  cut out (:mod:`.redact`).
 """
 from __future__ import annotations
 
@@ -24,11 +28,15 @@ from tornado import web
 
 from ..errors import AirError
 from . import queries
+from .redact import redact
 
 __all__ = ["setup_handlers", "API_PREFIX"]
 
 API_PREFIX = "air/api"
-_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="air-api")
+# "volumes": listings on possibly slow mounts; "checkpoints": checkpoint folders, on volumes too;
+# "status": the local status documents and the local cache, never stuck behind either of them.
+_POOLS = {kind: ThreadPoolExecutor(max_workers=n, thread_name_prefix=f"air-api-{kind}")
+          for kind, n in (("volumes", 4), ("checkpoints", 2), ("status", 4))}
 
 
 def _status_of(exc: BaseException) -> int:
@@ -56,11 +64,11 @@ class _Base(APIHandler):
     auth_resource = "air"
     _track_activity = False  # the sidebar polls: that is not user activity (idle culling still works)
 
-    async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-        """Run *fn* on the pool and answer its result as JSON, or its error as a JSON message."""
+    async def call(self, pool: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """Run *fn* on pool *pool* and answer its result as JSON, or its error as a JSON message."""
         loop = asyncio.get_running_loop()
         try:
-            doc = await loop.run_in_executor(_pool, functools.partial(fn, *args, **kwargs))
+            doc = await loop.run_in_executor(_POOLS[pool], functools.partial(fn, *args, **kwargs))
             body = json.dumps(_finite(doc), default=str, allow_nan=False)
         except Exception as exc:  # noqa: BLE001 - every failure becomes an answer, never a crash
             self.fail(_status_of(exc), exc)
@@ -75,7 +83,12 @@ class _Base(APIHandler):
         else:
             self.log.info("air_magics API %s %s: %s", self.request.method, self.request.uri, message)
         self.set_status(status)
-        self.finish(json.dumps({"message": message, "reason": None}))
+        self.finish(json.dumps({"message": self.redact(message), "reason": None}))
+
+    def redact(self, message: str) -> str:
+        """*message* without host paths, except those the client sent itself."""
+        sent = [v.decode("utf-8", "replace") for vs in self.request.query_arguments.values() for v in vs]
+        return redact(message, keep=sent)
 
     def int_arg(self, name: str, default: int, lo: int, hi: int) -> int:
         raw = self.get_query_argument(name, None)
@@ -102,7 +115,7 @@ class IndexHandler(_Base):
 
         self.finish(json.dumps({"version": __version__, "endpoints": {
             "volumes": "GET volumes; GET volumes?path=/Volumes/c/s/v/dir&offset=0&limit=200",
-            "cache": "GET cache; DELETE cache (clear cached files)",
+            "cache": "GET cache; DELETE cache (clear this server's cache; files used in the last 30 s are kept)",
             "jobs": "GET jobs", "checkpoints": "GET checkpoints"}}))
 
 
@@ -112,7 +125,7 @@ class VolumesHandler(_Base):
     async def get(self) -> None:
         path = self.get_query_argument("path", None, strip=False)
         if path is None:
-            await self.call(queries.list_volumes)
+            await self.call("volumes", queries.list_volumes)
             return
         try:
             offset = self.int_arg("offset", 0, 0, 2**62)
@@ -120,20 +133,20 @@ class VolumesHandler(_Base):
         except _BadArg as exc:
             self.fail(400, str(exc))
             return
-        await self.call(queries.list_folder, path, offset, limit)
+        await self.call("volumes", queries.list_folder, path, offset, limit)
 
 
 class CacheHandler(_Base):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        await self.call(queries.cache_summary)
+        await self.call("status", queries.cache_summary)
 
     @web.authenticated
     @authorized
     async def delete(self) -> None:
         reset = self.get_query_argument("reset_stats", "0") in ("1", "true", "yes")
-        await self.call(queries.clear_cache, reset_stats=reset)
+        await self.call("status", queries.clear_cache, reset_stats=reset)
 
 
 class JobsHandler(_Base):
@@ -148,14 +161,14 @@ class JobsHandler(_Base):
         except ValueError:
             self.fail(400, f"query argument recent={raw!r} must be a number of seconds >= 0")
             return
-        await self.call(queries.jobs, recent=recent)
+        await self.call("status", queries.jobs, recent=recent)
 
 
 class CheckpointsHandler(_Base):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        await self.call(queries.checkpoints)
+        await self.call("checkpoints", queries.checkpoints)
 
 
 def setup_handlers(web_app: Any) -> str:

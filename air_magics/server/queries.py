@@ -2,7 +2,10 @@
 
 Every function returns a JSON-ready dict. They read volumes only through :class:`VolumeStore`
 (listings and stats, never file contents) and state only through the status documents, the
-same ones the notebook widgets render. Blocking: the handlers run them on a thread pool.
+same ones the notebook widgets render. Blocking: the handlers run them on thread pools.
+
+Status documents are data written by other processes: their fields are type-checked before use,
+and none of them ever chooses what is deleted (clearing acts on this server's own cache root).
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from ..errors import AirError, VolumePathError
 from ..status import list_status, read_status
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
+from .redact import redact
 
 __all__ = ["list_volumes", "list_folder", "cache_summary", "clear_cache", "jobs", "checkpoints",
            "PAGE_DEFAULT", "PAGE_MAX", "STALE_AFTER"]
@@ -41,16 +45,25 @@ def _store() -> VolumeStore:
 
 # -- volumes --------------------------------------------------------------------------------------
 def list_volumes() -> dict[str, Any]:
-    """Every volume as a tree: catalogs -> schemas -> volumes."""
+    """Every volume as a tree: catalogs -> schemas -> volumes.
+
+    A folder that is not a volume (a name that is not an identifier, a link out of the root, an
+    unreadable folder) is left out with a line in ``notes``; it never fails the whole tree."""
     store = _store()
     catalogs: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    vols = store.volumes()
+    vols, notes = store.scan_volumes()
+    count = 0
     for v in vols:
-        cat, sch, vol = v.volume_id.split(".")
-        path = str(VolumePath(cat, sch, vol))
+        try:
+            cat, sch, vol = v.volume_id.split(".")
+            path = str(VolumePath(cat, sch, vol))
+        except (ValueError, AirError):
+            notes.append(f"{v.volume_id}: skipped, not a catalog.schema.volume name")
+            continue
         catalogs.setdefault(cat, {}).setdefault(sch, []).append({"name": vol, "path": path, "kind": v.kind})
+        count += 1
     return {
-        "root": str(store.root), "kind": store.kind, "count": len(vols),
+        "root": str(store.root), "kind": store.kind, "count": count, "notes": [redact(n) for n in notes],
         "catalogs": [{"name": c, "schemas": [{"name": s, "volumes": catalogs[c][s]} for s in sorted(catalogs[c])]}
                      for c in sorted(catalogs)],
     }
@@ -107,21 +120,43 @@ def list_folder(path: str, offset: int = 0, limit: int = PAGE_DEFAULT) -> dict[s
 
 
 # -- cache ----------------------------------------------------------------------------------------
+_CACHE_NUMBERS = ("entries", "bytes", "limit", "reserve", "free_disk", "hits", "misses", "bytes_hit",
+                  "bytes_fetched", "evictions", "hit_rate", "updated")
+
+
+def _cache_doc() -> dict[str, Any] | None:
+    """The ``cache`` status document with wrongly typed fields set to null (the viewers then show "?")."""
+    doc = read_status("cache")
+    if doc is None:
+        return None
+    out = dict(doc)
+    for k in _CACHE_NUMBERS:
+        if k in out and out[k] is not None and _num(out[k]) is None:
+            out[k] = None
+    if "root" in out and not isinstance(out["root"], str):
+        out["root"] = None
+    return out
+
+
 def cache_summary() -> dict[str, Any]:
     """The shared cache statistics and the current loader's timing: what ``%air_volume cache`` shows."""
     from ..status import latest_loader
 
-    return {"cache": read_status("cache"), "loader": latest_loader()}
+    return {"cache": _cache_doc(), "loader": latest_loader()}
 
 
 def clear_cache(reset_stats: bool = False) -> dict[str, Any]:
-    """Drop every cached file of the cache the statistics describe (sources are never touched)."""
+    """Drop the cached files of this server's cache (``AIR_CACHE_DIR`` or ``$AIR_HOME/cache``).
+
+    Never a root named by a status document: any process may write one, so it cannot be allowed
+    to choose what gets deleted. Files used in the last ``pin_seconds`` (a training loop may hold
+    their paths) are kept and counted; sources are never touched."""
     from ..cache import FileCache
 
-    doc = read_status("cache") or {}
-    cache = FileCache(root=doc["root"]) if doc.get("root") else FileCache()
-    removed = cache.clear(reset_stats=reset_stats)
-    return {"removed": removed, **cache_summary()}
+    cache = FileCache()
+    report = cache.clear(reset_stats=reset_stats)
+    return {"removed": report.removed, "kept": report.kept, "bytes_removed": report.bytes,
+            "pin_seconds": report.pin_seconds, "root": str(cache.root), "summary": str(report), **cache_summary()}
 
 
 # -- jobs -----------------------------------------------------------------------------------------
@@ -196,6 +231,7 @@ def checkpoints(limit: int = MAX_CHECKPOINTS) -> dict[str, Any]:
             st = checkpoint_status(directory)
             item.update(latest=st["latest"], steps=st["steps"], pending=st["pending"], saves=st["saves"])
         except (AirError, OSError, TypeError, ValueError) as exc:  # volume gone, unreadable, malformed document
-            item["error"] = str(exc) if isinstance(exc, AirError) else f"{type(exc).__name__}: {exc}"
+            error = str(exc) if isinstance(exc, AirError) else f"{type(exc).__name__}: {exc}"
+            item["error"] = redact(error, keep=[directory] if isinstance(directory, str) else [])
         out.append(item)
     return {"checkpoints": out}

@@ -1,0 +1,189 @@
+"""The cache's SQLite index (``<root>/index.sqlite``): opening, recovery, transactions, a full disk.
+
+Why a module of its own: the index must survive what disks do to it.
+
+* **A damaged file** (not a database, malformed) is moved aside to ``index.sqlite.corrupt-<time>``
+  and an empty index is built, with one warning naming both files. The cached files stay on disk
+  but unindexed, so nothing is served unchecked: they are fetched again (and replaced) on use.
+* **The write-ahead log is bounded**: ``journal_size_limit`` truncates it after each checkpoint,
+  :func:`checkpoint` truncates it outright when no reader holds it, and :func:`wal_headroom` (what
+  it may still grow by) is counted against the cache's free-disk reserve.
+* **A full disk** surfaces as :class:`CacheDiskFullError` naming the cache root, the free space and
+  the fix. SQLite rolls a transaction back by itself on ``SQLITE_FULL``; :func:`transaction` does
+  not then bury that error under "cannot rollback - no transaction is active".
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import sqlite3
+import time
+import warnings
+from pathlib import Path
+from typing import Iterator
+
+from .errors import CacheDiskFullError
+from .volumes.summary import fmt_bytes
+
+__all__ = ["INDEX_NAME", "WAL_LIMIT", "COUNTERS", "open_index", "transaction", "checkpoint", "wal_headroom",
+           "is_disk_full", "disk_full_error", "translate_disk_full"]
+
+INDEX_NAME = "index.sqlite"
+WAL_LIMIT = 4 << 20  # bytes the WAL is truncated to after a checkpoint, and may grow by before one
+COUNTERS = ("hits", "misses", "bytes_hit", "bytes_fetched", "evictions", "total_bytes")
+_BUSY_MS = 60_000
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries(key TEXT PRIMARY KEY, local TEXT NOT NULL, size INTEGER NOT NULL,
+                                   mtime REAL NOT NULL, last_access REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS entries_lru ON entries(last_access);
+CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+"""
+_SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_IOERR, _SQLITE_NOTADB = 11, 13, 10, 26
+
+
+def open_index(root: Path, reserve: int) -> sqlite3.Connection:
+    """A connection to *root*'s index (created if missing, rebuilt empty if damaged)."""
+    with translate_disk_full(root, reserve, "opening its index"):
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            return _connect(root)
+        except sqlite3.DatabaseError as exc:
+            if not _is_corrupt(exc):
+                raise
+        from filelock import FileLock
+
+        (root / "locks").mkdir(exist_ok=True)
+        with FileLock(str(root / "locks" / "index.lock")):  # one process moves it aside; the others reopen
+            try:
+                return _connect(root)
+            except sqlite3.DatabaseError as exc:
+                if not _is_corrupt(exc):
+                    raise
+                damage = exc
+            aside = _move_aside(root)
+            warnings.warn(f"air_magics cache index {root / INDEX_NAME} is damaged ({damage}); moved it to {aside} "
+                          f"and started an empty index (cached files are fetched again on use)", RuntimeWarning,
+                          stacklevel=2)
+            return _connect(root)
+
+
+def _connect(root: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(root / INDEX_NAME, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
+    try:
+        for attempt in range(100):  # switching to WAL ignores the busy timeout: another process may hold it
+            try:
+                if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
+                db.executescript(_SCHEMA)
+                db.executemany("INSERT OR IGNORE INTO counters(name, value) VALUES (?, 0)", [(c,) for c in COUNTERS])
+                return db
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 99:
+                    raise
+                time.sleep(0.05)
+    except BaseException:
+        db.close()
+        raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+    return any(s in str(exc) for s in ("file is not a database", "malformed"))  # pragma: no cover
+
+
+def _move_aside(root: Path) -> Path:
+    """Rename the damaged index (and its WAL, which belongs to it) out of the way; drop its shm."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    aside = root / f"{INDEX_NAME}.corrupt-{stamp}-{os.getpid()}"
+    os.replace(root / INDEX_NAME, aside)
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(root / f"{INDEX_NAME}-wal", f"{aside}-wal")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(root / f"{INDEX_NAME}-shm")
+    return aside
+
+
+@contextlib.contextmanager
+def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``; on error roll back if SQLite has not already, and re-raise
+    the *first* error (SQLite rolls back by itself on a full disk: a second ROLLBACK would hide why)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+        raise
+
+
+def checkpoint(db: sqlite3.Connection) -> None:
+    """Copy the WAL into the database and truncate it; skipped (never waited for) while a reader holds it."""
+    db.execute("PRAGMA busy_timeout=0")
+    try:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    except sqlite3.OperationalError:
+        pass  # busy or out of space: the next checkpoint tries again
+    finally:
+        db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
+
+
+def wal_headroom(root: Path) -> int:
+    """Bytes the WAL may still grow by before a checkpoint truncates it (counted against the reserve)."""
+    try:
+        size = os.stat(root / f"{INDEX_NAME}-wal").st_size
+    except OSError:
+        size = 0
+    return max(0, WAL_LIMIT - size)
+
+
+def is_disk_full(exc: BaseException, root: Path) -> bool:
+    """Whether *exc* means the disk of *root* is full (or the user's quota there is used up)."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if isinstance(exc, sqlite3.Error):
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        if code == _SQLITE_FULL or "database or disk is full" in str(exc):
+            return True
+        if code == _SQLITE_IOERR:  # growing the WAL index (shm) on a full disk is an I/O error
+            return _free(root) < WAL_LIMIT
+    return False
+
+
+def disk_full_error(root: Path, reserve: int, doing: str) -> CacheDiskFullError:
+    """The error that names the cache, its free space and the three ways out."""
+    exc = CacheDiskFullError(
+        f"the disk of the cache at {root} is full ({fmt_bytes(_free(root))} free) while {doing}: raise "
+        f"AIR_CACHE_RESERVE (now {fmt_bytes(reserve)}; or FileCache(reserve=...)) so the cache evicts before the "
+        f"disk fills, clear it (FileCache().clear() or %air_volume cache --clear), or move AIR_CACHE_DIR to a "
+        f"larger disk")
+    exc.errno = errno.ENOSPC
+    return exc
+
+
+@contextlib.contextmanager
+def translate_disk_full(root: Path, reserve: int, doing: str) -> Iterator[None]:
+    """Turn a disk-full ``OSError``/``sqlite3.Error`` inside the block into :class:`CacheDiskFullError`."""
+    try:
+        yield
+    except CacheDiskFullError:
+        raise
+    except (OSError, sqlite3.Error) as exc:
+        if is_disk_full(exc, root):
+            raise disk_full_error(root, reserve, doing) from exc
+        raise
+
+
+def _free(root: Path) -> int:
+    try:
+        return shutil.disk_usage(root).free
+    except OSError:
+        return 0
