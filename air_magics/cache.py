@@ -37,7 +37,7 @@ from typing import Any
 
 from . import config
 from .cache_index import checkpoint, open_index, transaction, translate_disk_full, wal_headroom
-from .errors import AirError, CacheLimitError
+from .errors import CacheLimitError
 from .io.confined import is_within
 from .status import Throttle, write_status
 from .transfer import CopyTask, copy_one
@@ -283,7 +283,7 @@ class FileCache:
         with lock:
             rows = db.execute("SELECT key, local, size FROM entries WHERE last_access < ? ORDER BY last_access LIMIT 1024",
                               (cutoff,)).fetchall()
-        victims = []
+        victims: list[str] = []
         for key, local, size in rows:
             if need <= 0:
                 break
@@ -292,23 +292,23 @@ class FileCache:
                     continue  # the source is gone: this copy may be the only one left
             except Exception:  # an unreachable source is not proof of absence: keep it
                 continue
-            victims.append((key, local, size))
+            victims.append(key)
             need -= size
         # never wait here: the caller holds its own stripe, and a busy stripe is being fetched right now
         self._drop(victims, cutoff, wait=0.0, evictions=True)
 
-    def _drop(self, rows: "list[tuple[str, str, int]]", cutoff: float | None, *, wait: float,
-              evictions: bool) -> tuple[int, int, int]:
-        """Remove entries ``(key, local, size)`` and their files; ``(files removed, their bytes, kept)``.
+    def _drop(self, keys: "list[str]", cutoff: float | None, *, wait: float, evictions: bool) -> tuple[int, int, int]:
+        """Remove the entries of *keys* and their files; ``(files removed, their bytes, entries kept)``.
 
         Each stripe's entries are removed under that stripe's lock, so a fetch of the same key can
         never land between deleting the row and unlinking the file. An entry used since *cutoff*
         (``None``: no pin) is kept, and so is every entry of a stripe not free within *wait* s."""
-        by_stripe: dict[int, list[tuple[str, str, int]]] = {}
-        for row in rows:
-            by_stripe.setdefault(_stripe_of(row[0]), []).append(row)
+        by_stripe: dict[int, list[str]] = {}
+        for key in keys:
+            by_stripe.setdefault(_stripe_of(key), []).append(key)
         db, lock = self._conn()
-        files = os.path.realpath(self.root / "files")
+        files, real_dirs = str(self.root / "files"), {"": os.path.realpath(self.root / "files")}
+        cut = float("inf") if cutoff is None else cutoff
         removed = nbytes = kept = 0
         for i, group in by_stripe.items():
             locks = self._try_stripe(i, wait)
@@ -316,12 +316,16 @@ class FileCache:
                 kept += len(group)
                 continue
             try:
+                gone: list[tuple[str, str, int]] = []
                 with lock, self._disk_full("removing cached files"), transaction(db):
-                    gone = [(key, local, size) for key, local, size in group if db.execute(
-                        "DELETE FROM entries WHERE key=? AND local=? AND last_access < ?",
-                        (key, local, float("inf") if cutoff is None else cutoff)).rowcount]
+                    for n in range(0, len(group), 500):  # SQLite allows 999+ parameters per statement
+                        chunk = group[n:n + 500]
+                        # "+last_access": look rows up by key, not by scanning the LRU index
+                        where = f"+last_access < ? AND key IN ({','.join('?' * len(chunk))})"
+                        gone += db.execute(f"SELECT key, local, size FROM entries WHERE {where}", (cut, *chunk)).fetchall()
+                        db.execute(f"DELETE FROM entries WHERE {where}", (cut, *chunk))
                     self._add(db, evictions=len(gone) if evictions else 0, total_bytes=-sum(r[2] for r in gone))
-                owned = [r for r in gone if self._unlink_owned(r[0], r[1], files)]
+                owned = [r for r in gone if self._unlink_owned(r[0], r[1], files, real_dirs)]
             finally:
                 locks[1].release()
                 locks[0].release()
@@ -330,18 +334,24 @@ class FileCache:
             kept += len(group) - len(gone)
         return removed, nbytes, kept
 
-    def _unlink_owned(self, key: str, local: str, files: str) -> bool:
-        """Unlink *local* only if it is this cache's own file for *key*: ``<root>/files/<key>``, reached
-        through no link out of *files* (real path). An index entry is data: it may be crafted or damaged."""
-        try:
-            own = str(self.local_path(key)) == local and is_within(os.path.realpath(local), files)
-        except (AirError, ValueError):
-            own = False
+    def _unlink_owned(self, key: str, local: str, files: str, real_dirs: dict[str, str]) -> bool:
+        """Unlink *local* only if it is this cache's own file for *key* (``<root>/files`` + the key's
+        path, no ``..``) in a folder whose real path is inside ``files`` (no link out of it). An index
+        entry is data: it may be crafted or damaged. *real_dirs* caches real paths per folder."""
+        own = key.startswith("/Volumes/") and local == files + key[len("/Volumes"):] and os.path.normpath(local) == local
+        if own:
+            parent = os.path.dirname(local)
+            if parent not in real_dirs:
+                real_dirs[parent] = os.path.realpath(parent)
+            own = is_within(real_dirs[parent], real_dirs[""])
         if not own:
             _log.warning("cache %s: index entry %r names %r, which is not the cache's own file for it; "
                          "dropped the entry, left the file", self.root, key, local)
             return False
-        Path(local).unlink(missing_ok=True)
+        try:
+            os.unlink(local)
+        except FileNotFoundError:
+            pass  # removed behind the cache's back: nothing left to free
         return True
 
     # -- inspection -------------------------------------------------------------------------------
@@ -362,9 +372,9 @@ class FileCache:
         cache. ``reset_stats`` zeroes the hit/miss counters."""
         db, lock = self._conn()
         with lock:
-            rows = db.execute("SELECT key, local, size FROM entries").fetchall()
+            keys = [k for (k,) in db.execute("SELECT key FROM entries")]
         cutoff = None if force else time.time() - self.pin_seconds
-        removed, nbytes, kept = self._drop(rows, cutoff, wait=_CLEAR_WAIT, evictions=False)
+        removed, nbytes, kept = self._drop(keys, cutoff, wait=_CLEAR_WAIT, evictions=False)
         with lock:
             with self._disk_full("clearing"), transaction(db):
                 db.execute("UPDATE counters SET value = (SELECT COALESCE(SUM(size), 0) FROM entries) "

@@ -305,6 +305,20 @@ def test_missing_volume_or_path_is_404(server, images):
         assert str(server.home) not in message(r)  # where the server looked is its own business
 
 
+def test_redact_keeps_volume_paths_and_what_the_client_sent():
+    from air_magics.server.redact import HIDDEN, redact
+
+    msg = ("'/Volumes/a/b/c/x' resolves outside its volume (through a symlink to /srv/secret dir/key); refusing; "
+           "volume 'a.b.c' is a link leading outside the volumes root '/home/me/.air/volumes'; "
+           "[Errno 13] Permission denied: '/var/lib/x y' and /etc/shadow, see file:///PATH or s3://bucket/k")
+    out = redact(msg)
+    assert "/srv" not in out and "secret" not in out and "/home/me" not in out and "/var/lib" not in out
+    assert "/etc/shadow" not in out and out.count(HIDDEN) == 3
+    assert "'/Volumes/a/b/c/x' resolves outside its volume; refusing" in out
+    assert "file:///PATH" in out and "s3://bucket/k" in out
+    assert "/etc/shadow" in redact(msg, keep=["/etc/shadow"])  # the client's own input is no secret
+
+
 def test_a_file_is_not_a_folder(server, images):
     r = server.get("volumes", path="/Volumes/main/demo/images/README.txt")
     assert r.status_code == 400 and "is a file" in message(r)
@@ -510,6 +524,7 @@ def test_malformed_status_documents_do_not_break_answers(server):
     ck = {c["name"]: c for c in server.get("checkpoints").json()["checkpoints"]}
     assert ck["checkpoints-junk"]["error"] and ck["checkpoints-gone"]["error"]
     assert "does not exist" in ck["checkpoints-gone"]["error"]
+    assert str(server.home) not in json.dumps(ck)  # where the server looked for the volume stays private
     assert server.get("cache").status_code == 200
 
 
