@@ -163,8 +163,8 @@ def disk_full_error(root: Path, reserve: int, doing: str) -> CacheDiskFullError:
     exc = CacheDiskFullError(
         f"the disk of the cache at {root} is full ({fmt_bytes(_free(root))} free) while {doing}: raise "
         f"AIR_CACHE_RESERVE (now {fmt_bytes(reserve)}; or FileCache(reserve=...)) so the cache evicts before the "
-        f"disk fills, clear it (FileCache().clear() or %air_volume cache --clear), or move AIR_CACHE_DIR to a "
-        f"larger disk")
+        f"disk fills, clear it (FileCache().clear() or %air_volume cache --clear; clear(force=True) also drops "
+        f"files used in the last seconds), or move AIR_CACHE_DIR to a larger disk")
     exc.errno = errno.ENOSPC
     return exc
 
