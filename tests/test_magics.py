@@ -150,8 +150,14 @@ def test_cache_command_text_and_clear(ip, vol, capsys):
     FileCache().get("/Volumes/main/raw/img/train/c0/0000.jpg")
     out = ip.run_line_magic("air_volume", "cache")
     assert "hit rate" in repr(out) and "1 misses" in repr(out)
-    ip.run_line_magic("air_volume", "cache --clear")
+    capsys.readouterr()
+    ip.run_line_magic("air_volume", "cache --clear")  # the file was just handed out: pinned, kept
+    out = capsys.readouterr().out
+    assert "removed 0 cached files" in out and "kept 1" in out and "force=True" in out
+    ip.run_line_magic("air_volume", "cache --clear --force")
     assert "removed 1 cached files" in capsys.readouterr().out
+    with pytest.raises(UsageError, match="--force only applies"):
+        ip.run_line_magic("air_volume", "cache --force")
     with pytest.raises(UsageError, match="--clear only applies"):
         ip.run_line_magic("air_volume", "ls --clear /Volumes/main/raw/img")
 

@@ -5,7 +5,7 @@
     %air_volume create catalog.schema.volume [--exist-ok]
     %air_volume register catalog.schema.volume URL
     %air_volume use catalog.schema.volume          default volume for relative paths
-    %air_volume cache [--clear]                    live cache view: hit rate, size, evictions, data wait
+    %air_volume cache [--clear [--force]]          live cache view: hit rate, size, evictions, data wait
     %air_volume checkpoints DIR                    live view of the checkpoints saved under DIR
 """
 from __future__ import annotations
@@ -35,7 +35,10 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
         argument("-r", "--recursive", action="store_true", help="ls: list every file below PATH"),
         argument("--pattern", metavar="GLOB", help="ls: only entries matching GLOB (e.g. '*.jpg', 'train/**/*.png')"),
         argument("--exist-ok", action="store_true", help="create: no error if the volume already exists"),
-        argument("--clear", action="store_true", help="cache: remove every cached file (sources are untouched)"),
+        argument("--clear", action="store_true",
+                 help="cache: remove cached files not used in the last 30 s (sources are untouched)"),
+        argument("--force", action="store_true",
+                 help="cache --clear: also remove files just handed to a running training loop (unsafe while it runs)"),
     )
 
 
@@ -56,8 +59,10 @@ def run(magics: Any, line: str) -> Any:
         raise UsageError(f"--exist-ok only applies to `create`, not to {cmd!r}")
     if cmd != "cache" and args.clear:
         raise UsageError(f"--clear only applies to `cache`, not to {cmd!r}")
+    if args.force and not args.clear:
+        raise UsageError("--force only applies to `cache --clear`")
     if cmd == "cache":
-        return _cache(magics, args.clear)
+        return _cache(magics, args.clear, args.force)
     if cmd == "checkpoints":
         return _checkpoints(magics, VolumePath.parse(args.args[0], default=default_volume(magics)))
     st = store()
@@ -84,13 +89,13 @@ def run(magics: Any, line: str) -> Any:
     return None
 
 
-def _cache(magics: Any, clear: bool) -> Any:
+def _cache(magics: Any, clear: bool, force: bool = False) -> Any:
     from ..cache import FileCache
     from ..widgets import CacheView, cache_text, has_widget_frontend
 
     cache = FileCache()
     if clear:
-        print(f"removed {cache.clear():,} cached files from {cache.root}")
+        print(f"cache {cache.root}: {cache.clear(force=force)}")
     cache.publish_status()
     if magics.widgets and has_widget_frontend():
         return CacheView()

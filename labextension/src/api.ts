@@ -68,6 +68,9 @@ export interface ICacheDoc {
   cache: ICacheStats | null;
   loader: ILoaderStats | null;
   removed?: number;
+  /** entries not removed because a reader was handed their path in the last pin window */
+  kept?: number;
+  summary?: string;
 }
 
 export interface IJob {

@@ -172,7 +172,12 @@ export class AirSidebar extends Widget {
     await this._guard(this._cache, 'cache statistics', async () => {
       const doc = await requestAPI<ICacheDoc>('cache', {}, { method: 'DELETE' });
       renderCache(this._cache.body, doc, () => void this._clearCache());
-      this.say(`Cleared ${doc.removed ?? 0} cached files.`);
+      const kept = doc.kept ?? 0;
+      this.say(
+        kept
+          ? `Cleared ${doc.removed ?? 0} cached files; kept ${kept} in use by a running job.`
+          : `Cleared ${doc.removed ?? 0} cached files.`
+      );
     });
   }
 
