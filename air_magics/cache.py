@@ -43,7 +43,7 @@ from .status import Throttle, write_status
 from .transfer import CopyTask, copy_one
 from .volumes.path import VolumePath
 from .volumes.store import Location, VolumeStore
-from .volumes.summary import fmt_bytes
+from .io.units import fmt_bytes
 
 __all__ = ["FileCache", "CacheInfo", "ClearReport"]
 

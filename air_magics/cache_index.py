@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import CacheDiskFullError
-from .volumes.summary import fmt_bytes
+from .io.units import fmt_bytes
 
 __all__ = ["INDEX_NAME", "WAL_LIMIT", "COUNTERS", "open_index", "transaction", "checkpoint", "wal_headroom",
            "is_disk_full", "disk_full_error", "translate_disk_full"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .io.units import parse_size  # re-exported: sizes in settings are parsed in one place
+
 __all__ = ["air_home", "volumes_mount", "embedded_volumes_root", "registry_file", "parse_size", "cache_dir", "cache_limit", "cache_reserve", "spark_dir"]
 
 MOUNT_DEFAULT = "/Volumes"
@@ -41,29 +43,6 @@ def registry_file() -> Path:
     return air_home() / "volume_registry.json"
 
 
-_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1 << 10, "m": 1000**2, "mb": 1000**2, "mib": 1 << 20,
-          "g": 1000**3, "gb": 1000**3, "gib": 1 << 30, "t": 1000**4, "tb": 1000**4, "tib": 1 << 40}
-
-
-def parse_size(value: "int | float | str | None", what: str = "size") -> int | None:
-    """``10GiB``, ``500 MB``, ``1e9`` or an int -> bytes; ``None``/``''`` -> ``None``."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, (int, float)):
-        n = int(value)
-    else:
-        import re
-
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", str(value))
-        unit = m.group(2).lower() if m else None
-        if not m or unit not in _UNITS:
-            raise ValueError(f"{what} {value!r} is not a size: write e.g. 500MB, 10GiB or a number of bytes")
-        n = int(float(m.group(1)) * _UNITS[unit])
-    if n < 0:
-        raise ValueError(f"{what} {value!r} is negative")
-    return n
-
-
 def cache_dir() -> Path:
     """``$AIR_CACHE_DIR`` or ``$AIR_HOME/cache``."""
     d = os.environ.get("AIR_CACHE_DIR")
@@ -77,7 +56,8 @@ def cache_limit() -> int | None:
 
 def cache_reserve() -> int:
     """``$AIR_CACHE_RESERVE``: free disk the cache always leaves (default 1 GiB)."""
-    return parse_size(os.environ.get("AIR_CACHE_RESERVE"), "AIR_CACHE_RESERVE") or (1 << 30)
+    n = parse_size(os.environ.get("AIR_CACHE_RESERVE"), "AIR_CACHE_RESERVE")
+    return 1 << 30 if n is None else n
 
 
 def spark_dir() -> Path:

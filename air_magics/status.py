@@ -7,13 +7,12 @@ reader never sees half a document. No secrets and no file contents go in them.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from . import config
+from .io.atomic import write_json_atomic
 
 __all__ = ["run_dir", "write_status", "read_status", "list_status", "latest_loader", "Throttle"]
 
@@ -32,17 +31,7 @@ def _file(name: str) -> Path:
 
 def write_status(name: str, doc: dict[str, Any]) -> None:
     """Atomically replace status document *name* (``updated`` is stamped in)."""
-    target = _file(name)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    body = dict(doc, updated=time.time())
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(body, f)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_json_atomic(_file(name), dict(doc, updated=time.time()))
 
 
 def _valid(doc: Any) -> bool:

@@ -32,7 +32,7 @@ from typing import Callable, Iterable, Sequence
 
 from .file_copy import TEMP_MARK, DirMaker, copy_file, is_unchanged, source_stat
 from .volumes.store import Location
-from .volumes.summary import fmt_bytes
+from .io.units import fmt_bytes
 
 __all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport", "copy_files", "copy_one", "TEMP_MARK", "DEFAULT_WORKERS", "TRANSIENT_ERRNOS"]
 

@@ -10,8 +10,8 @@ import shutil
 import time
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..io.confined import open_dir, open_file, publish_at, write_all
-from ..io.leftovers import temp_name
+from ..io.atomic import write_atomic
+from ..io.confined import open_file
 from ..volumes.store import Location
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,12 +80,7 @@ def checkpoint_status(directory: str, store: "VolumeStore | None" = None) -> dic
 def write_text_atomic(loc: Location, text: str) -> None:
     """Replace a small text file so readers see the old or the new content, never a mix."""
     if loc.is_local:  # confined: temp + fsync + rename inside the verified folder
-        name, data = os.path.basename(loc.path), text.encode()
-        dfd = open_dir(os.path.dirname(loc.path), loc.root, create=True)
-        try:
-            publish_at(dfd, name, lambda fd: write_all(fd, data), temp=temp_name(name), fsync=True)
-        finally:
-            os.close(dfd)
+        write_atomic(loc.path, text, root=loc.root, fsync=True)
     else:  # object stores publish a whole object at once
         with loc.fs.open(loc.path, "w") as f:
             f.write(text)

@@ -9,7 +9,6 @@ and none of them ever chooses what is deleted (clearing acts on this server's ow
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -17,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import AirError, VolumePathError
+from ..io.process import pid_alive
 from ..status import list_status, read_status
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
@@ -207,13 +207,7 @@ def _pid_alive(pid: Any) -> bool:
     """False only when the job's process is known to be gone (same machine, pid not running)."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
+    return pid_alive(pid)
 
 
 # -- checkpoints ----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ it, so it cannot stop when a process exits; it stops when nobody has used it for
 * a file whose process is gone (or whose pid was reused: ``created`` differs) counts for nothing
   and is removed by the supervisor.
 
-Only the standard library and psutil are imported: the supervisor imports this module too.
+Only the standard library, psutil and ``air_magics.io`` are imported: the supervisor imports this module too.
 """
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
+
+from ..io.atomic import write_json_atomic
 
 __all__ = ["touch", "operation", "scan", "Activity", "clients_dir"]
 
@@ -43,12 +45,8 @@ def _created(pid: int) -> float | None:
 
 
 def _write(store: Path, inflight: int) -> None:
-    d = clients_dir(store)
-    d.mkdir(parents=True, exist_ok=True)
     pid = os.getpid()
-    tmp = d / f".{pid}.{threading.get_ident()}.tmp"
-    tmp.write_text(json.dumps({"pid": pid, "created": _created(pid), "inflight": inflight}))
-    os.replace(tmp, d / str(pid))
+    write_json_atomic(clients_dir(store) / str(pid), {"pid": pid, "created": _created(pid), "inflight": inflight})
 
 
 def touch(store: Path) -> None:

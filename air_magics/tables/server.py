@@ -28,6 +28,8 @@ from pathlib import Path
 
 from .. import config
 from ..errors import TablesError
+from ..io.atomic import write_json_atomic
+from ..io.process import pid_alive
 from . import activity
 
 __all__ = ["EmbeddedServer", "ensure_server", "stop_server", "store_dir", "driver_memory_mb", "idle_timeout"]
@@ -93,20 +95,6 @@ def driver_memory_mb() -> int:
     return int(min(max(_machine_memory() // 4, 1024 * _MIB), 8192 * _MIB) // _MIB)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie child is not alive
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def _port_open(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
@@ -134,9 +122,7 @@ def read_record(store: Path) -> dict | None:
 
 
 def write_record(store: Path, rec: dict) -> None:
-    tmp = store / f".server.json.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(rec))
-    os.replace(tmp, record_path(store))
+    write_json_atomic(record_path(store), rec)
 
 
 def remove_record(store: Path, pid: int) -> None:
@@ -154,7 +140,7 @@ def _running(store: Path | None = None) -> EmbeddedServer | None:
     if rec is None:
         return None
     srv = EmbeddedServer(int(rec["pid"]), int(rec["port"]))
-    return srv if _alive(srv.pid) and _port_open(srv.port) else None
+    return srv if pid_alive(srv.pid) and _port_open(srv.port) else None
 
 
 def _command(port: int, store: Path, heap_mb: int | None = None) -> list[str]:
@@ -277,13 +263,13 @@ def _terminate(pid: int, timeout: float = 20.0) -> None:
     except PermissionError:
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while _alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         try:
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             pass
         time.sleep(0.1)
-    if _alive(pid):
+    if pid_alive(pid):
         try:
             os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -300,13 +286,13 @@ def stop_server(srv: EmbeddedServer | None = None) -> bool:
         if rec is None:
             return False
         srv = EmbeddedServer(int(rec["pid"]), int(rec["port"]))
-    if not _alive(srv.pid):
+    if not pid_alive(srv.pid):
         remove_record(store, srv.pid)
         return False
     _terminate(srv.pid)
     remove_record(store, srv.pid)
     sup = int(rec.get("supervisor", 0)) if rec is not None and int(rec["pid"]) == srv.pid else 0
     deadline = time.monotonic() + 10
-    while sup and _alive(sup) and time.monotonic() < deadline:  # it notices the JVM is gone within a second
+    while sup and pid_alive(sup) and time.monotonic() < deadline:  # it notices the JVM is gone within a second
         time.sleep(0.1)
     return True

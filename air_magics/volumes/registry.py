@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 
 from ..errors import RegistryError
+from ..io.atomic import write_json_atomic
 
 __all__ = ["VolumeRegistry", "normalise_url"]
 
@@ -99,12 +99,4 @@ class VolumeRegistry:
         return found
 
     def _write(self, data: dict[str, str]) -> None:
-        self.file.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.file.parent, prefix=".registry-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(data, f, indent=2, sort_keys=True)
-            os.replace(tmp, self.file)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_json_atomic(self.file, data, indent=2, sort_keys=True)

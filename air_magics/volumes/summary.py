@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from html import escape
 
+from ..io.units import fmt_bytes
 from .store import FileInfo, VolumeInfo
 
 __all__ = ["ListingSummary", "VolumesOverview", "fmt_bytes", "SMALL_FILE_BYTES", "MANY_FILES"]
@@ -20,15 +21,6 @@ MANY_FILES = 500            # ... when a folder holds at least this many files
 _BUCKETS = [(64 << 10, "< 64 KiB"), (1 << 20, "64 KiB - 1 MiB"), (16 << 20, "1 - 16 MiB"),
             (256 << 20, "16 - 256 MiB"), (1 << 30, "256 MiB - 1 GiB"), (None, ">= 1 GiB")]
 _MAX_ROWS = 50
-
-
-def fmt_bytes(n: float) -> str:
-    """Human-readable binary size: ``1.5 MiB``."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 @dataclass

@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 
 from ..status import latest_loader, read_status
-from ..volumes.summary import fmt_bytes
+from ..io.units import fmt_bytes
 
 __all__ = ["CacheView", "cache_html", "cache_text", "latest_loader"]
 

@@ -6,7 +6,7 @@ import time
 from html import escape
 from typing import Any
 
-from ..volumes.summary import fmt_bytes
+from ..io.units import fmt_bytes
 
 __all__ = ["CheckpointView", "checkpoint_view", "checkpoints_html", "checkpoints_text"]
 

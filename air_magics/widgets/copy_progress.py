@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from ..transfer import CopyProgress, CopyReport
-from ..volumes.summary import fmt_bytes
+from ..io.units import fmt_bytes
 from ._frontend import has_widget_frontend
 
 __all__ = ["copy_progress_view", "WidgetCopyProgress", "TextCopyProgress", "describe"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..volumes.summary import fmt_bytes
+from ..io.units import fmt_bytes
 from ._frontend import has_widget_frontend
 
 __all__ = ["export_progress_view", "describe_job"]
