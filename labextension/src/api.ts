@@ -155,7 +155,7 @@ export async function requestAPI<T>(
     throw new ApiError(`cannot reach the Jupyter server: ${error}`, 0);
   }
   const text = await response.text();
-  let data: any = null;
+  let data: unknown = null;
   if (text) {
     try {
       data = JSON.parse(text);
@@ -164,8 +164,9 @@ export async function requestAPI<T>(
     }
   }
   if (!response.ok) {
+    const sent = (data as { message?: unknown } | null)?.message;
     const message =
-      (data && typeof data.message === 'string' && data.message) ||
+      (typeof sent === 'string' && sent) ||
       response.statusText ||
       'request failed';
     const hint =

@@ -36,12 +36,16 @@ export function fmtSeconds(s: number | null | undefined): string {
   return `${(s / 3600).toFixed(1)} h`;
 }
 
-/** "12 s ago" from a Unix timestamp in seconds. */
-export function fmtAgo(t: number | null | undefined, now: number = Date.now() / 1000): string {
+/**
+ * A Unix timestamp (seconds) as a local clock time, with the date when it is not today. Absolute,
+ * not "12 s ago": a section re-renders only when its data changes, so a relative time would go stale.
+ */
+export function fmtClock(t: number | null | undefined, now: Date = new Date()): string {
   if (!t) {
     return '';
   }
-  return `${fmtSeconds(Math.max(0, now - t))} ago`;
+  const d = new Date(t * 1000);
+  return d.toDateString() === now.toDateString() ? d.toLocaleTimeString() : d.toLocaleString();
 }
 
 /** Create an element with a class and optional text. */

@@ -3,6 +3,8 @@
  *
  * Data comes from the air_magics server extension (`<base_url>/air/api/`), which reads the same
  * status documents as the notebook widgets. Commands: `air-magics:refresh`, `air-magics:open`.
+ * Settings (`schema/sidebar.json`) apply live; without a settings registry the defaults hold, and
+ * without a translator the English text.
  */
 import {
   ILayoutRestorer,
@@ -11,9 +13,12 @@ import {
 } from '@jupyterlab/application';
 import { Clipboard, ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { AirSidebar } from './panel';
+import { watchSettings } from './settings';
 import { SnippetKind } from './tree';
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24" fill="none">
@@ -26,10 +31,10 @@ const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"
 
 export const airIcon = new LabIcon({ name: 'air-magics:volumes', svgstr: ICON_SVG });
 
-namespace CommandIDs {
-  export const refresh = 'air-magics:refresh';
-  export const open = 'air-magics:open';
-}
+const CommandIDs = {
+  refresh: 'air-magics:refresh',
+  open: 'air-magics:open'
+} as const;
 
 /** The notebook text for a snippet button. */
 export function snippet(kind: SnippetKind, path: string): string {
@@ -41,22 +46,26 @@ export function snippet(kind: SnippetKind, path: string): string {
   return `%%air_copy --to /local_disk0/${volume}\n${path}`;
 }
 
+const PLUGIN_ID = 'air-magics:sidebar';
+
 const plugin: JupyterFrontEndPlugin<void> = {
-  id: 'air-magics:sidebar',
+  id: PLUGIN_ID,
   description: 'Volumes, cache, jobs and checkpoints of air_magics in the left sidebar.',
   autoStart: true,
-  optional: [ICommandPalette, INotebookTracker, ILayoutRestorer],
+  optional: [ICommandPalette, INotebookTracker, ILayoutRestorer, ISettingRegistry, ITranslator],
   activate: (
     app: JupyterFrontEnd,
     palette: ICommandPalette | null,
     notebooks: INotebookTracker | null,
-    restorer: ILayoutRestorer | null
+    restorer: ILayoutRestorer | null,
+    registry: ISettingRegistry | null,
+    translator: ITranslator | null
   ) => {
-    let panel: AirSidebar;
-
+    const trans = (translator ?? nullTranslator).load('air_magics');
+    // the actions run on clicks, after `panel` below exists
     const copyPath = (path: string): void => {
       Clipboard.copyToSystem(path);
-      panel.say(`Copied ${path}`);
+      panel.say(trans.__('Copied %1', path));
     };
 
     const insertSnippet = (kind: SnippetKind, path: string): void => {
@@ -64,7 +73,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       const current = notebooks?.currentWidget;
       if (!current) {
         Clipboard.copyToSystem(text);
-        panel.say('No notebook is open: the snippet was copied to the clipboard.');
+        panel.say(trans.__('No notebook is open: the snippet was copied to the clipboard.'));
         return;
       }
       const nb = current.content;
@@ -74,7 +83,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
       const cell = nb.activeCell;
       if (!cell) {
-        panel.say('Cannot insert into this notebook (is it read-only?).', true);
+        panel.say(trans.__('Cannot insert into this notebook (is it read-only?).'), true);
         return;
       }
       if (cell.model.type !== 'code') {
@@ -82,27 +91,29 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
       nb.activeCell?.model.sharedModel.setSource(text);
       app.shell.activateById(current.id);
-      panel.say(`Inserted into ${current.context.path}`);
+      panel.say(trans.__('Inserted into %1', current.context.path));
     };
 
-    panel = new AirSidebar({ copyPath, insertSnippet }, airIcon);
+    const panel = new AirSidebar({ copyPath, insertSnippet }, airIcon, trans);
     app.shell.add(panel, 'left', { rank: 650 });
     if (restorer) {
       restorer.add(panel, 'air-magics-sidebar');
     }
+    void watchSettings(registry, PLUGIN_ID, settings => panel.applySettings(settings));
 
     app.commands.addCommand(CommandIDs.refresh, {
-      label: 'Refresh Air Sidebar',
-      caption: 'Reload volumes, cache, jobs and checkpoints',
+      label: trans.__('Refresh Air Sidebar'),
+      caption: trans.__('Reload volumes, cache, jobs and checkpoints'),
       execute: () => panel.refresh()
     });
     app.commands.addCommand(CommandIDs.open, {
-      label: 'Show Air Sidebar',
+      label: trans.__('Show Air Sidebar'),
       execute: () => app.shell.activateById(panel.id)
     });
     if (palette) {
-      palette.addItem({ command: CommandIDs.refresh, category: 'Air' });
-      palette.addItem({ command: CommandIDs.open, category: 'Air' });
+      const category = trans.__('Air');
+      palette.addItem({ command: CommandIDs.refresh, category });
+      palette.addItem({ command: CommandIDs.open, category });
     }
   }
 };

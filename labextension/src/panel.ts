@@ -1,76 +1,95 @@
 /**
  * The sidebar panel: header (refresh, last update, messages), the volumes tree and the cache,
- * jobs and checkpoint sections. It polls the status endpoints while visible, and everything on
- * `refresh()` (the refresh button and the `air-magics:refresh` command).
+ * jobs and checkpoint sections.
+ *
+ * The panel is a view: the status sections re-render on their model signal only, the tree on
+ * its own loads. While the panel is hidden the model is paused; showing it polls at once and
+ * reloads the volume list (volumes created meanwhile appear, expanded folders stay open).
  */
 import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { TranslationBundle } from '@jupyterlab/translation';
 import { LabIcon, refreshIcon } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
+import { ISignal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
-import { ICacheDoc, ICheckpointFolder, IJob, requestAPI } from './api';
+import { syncChildren } from './dom';
 import { el } from './format';
-import { renderCache, renderCheckpoints, renderJobs } from './sections';
+import { ISectionState, StatusModel } from './model';
+import {
+  CacheContent,
+  CheckpointsContent,
+  ISectionContent,
+  JobsContent,
+  SidebarSection
+} from './sections';
+import { DEFAULT_SETTINGS, IAirSettings, SectionName } from './settings';
 import { ITreeActions, VolumesTree } from './tree';
-
-export const POLL_MS = 2000;
-
-interface ISection {
-  root: HTMLDetailsElement;
-  body: HTMLElement;
-  error: HTMLElement;
-}
 
 export class AirSidebar extends Widget {
   readonly tree: VolumesTree;
+  readonly model: StatusModel;
 
-  constructor(actions: ITreeActions, icon: LabIcon) {
+  constructor(actions: ITreeActions, icon: LabIcon, trans: TranslationBundle) {
     super();
+    this._trans = trans;
     this.id = 'air-magics-sidebar';
     this.addClass('air-sidebar');
     this.title.icon = icon;
-    this.title.caption = 'Air: volumes, cache, jobs, checkpoints';
+    this.title.caption = trans.__('Air: volumes, cache, jobs, checkpoints');
 
     const header = el('div', 'air-header');
-    header.appendChild(el('span', 'air-title', 'Air'));
+    header.appendChild(el('span', 'air-title', trans.__('Air')));
     this._updated = el('span', 'air-updated air-muted');
     header.appendChild(this._updated);
     const refresh = el('button', 'air-icon-button air-refresh');
-    refresh.title = 'Refresh (volumes, cache, jobs, checkpoints)';
+    refresh.title = trans.__('Refresh (volumes, cache, jobs, checkpoints)');
     refreshIcon.element({ container: refresh });
     refresh.onclick = () => void this.refresh();
     header.appendChild(refresh);
-    this.node.appendChild(header);
     this._message = el('div', 'air-message');
     this._message.setAttribute('aria-live', 'polite');
-    this.node.appendChild(this._message);
+    this._body = el('div', 'air-sections');
+    this.node.append(header, this._message, this._body);
 
-    this.tree = new VolumesTree(actions, icon);
-    const volumes = this._section('volumes', 'Volumes');
-    volumes.body.appendChild(this.tree.node);
-    this._cache = this._section('cache', 'Cache');
-    this._jobs = this._section('jobs', 'Jobs');
-    this._checkpoints = this._section('checkpoints', 'Checkpoints');
-    this._copyPath = actions.copyPath;
+    this.tree = new VolumesTree(actions, icon, trans);
+    this._sections = {
+      volumes: new SidebarSection('volumes', trans.__('Volumes')),
+      cache: new SidebarSection('cache', trans.__('Cache')),
+      jobs: new SidebarSection('jobs', trans.__('Jobs')),
+      checkpoints: new SidebarSection('checkpoints', trans.__('Checkpoints'))
+    };
+    this._sections.volumes.body.appendChild(this.tree.node);
+
+    this.model = new StatusModel(DEFAULT_SETTINGS.refreshInterval);
+    this._bind(this._sections.cache, this.model.cacheChanged, trans.__('cache statistics'),
+      new CacheContent(trans, () => void this._clearCache()));
+    this._bind(this._sections.jobs, this.model.jobsChanged, trans.__('jobs'), new JobsContent(trans));
+    this._bind(this._sections.checkpoints, this.model.checkpointsChanged, trans.__('checkpoints'),
+      new CheckpointsContent(trans, actions.copyPath));
+    this.model.polled.connect((_, when) => {
+      this._updated.textContent = trans.__('updated %1', when.toLocaleTimeString());
+    });
+    this.applySettings(DEFAULT_SETTINGS);
+  }
+
+  /** Apply (new) settings: poll interval, folder page size, which sections show and in what order. */
+  applySettings(settings: IAirSettings): void {
+    this.model.interval = settings.refreshInterval;
+    this.tree.pageSize = settings.pageSize;
+    const shown = settings.sections;
+    this.model.sections = shown.filter((s): s is Exclude<SectionName, 'volumes'> => s !== 'volumes');
+    syncChildren(this._body, shown.map(name => this._sections[name].node));
+    const volumesShown = shown.includes('volumes');
+    if (volumesShown && !this._volumesShown && this._started) {
+      void this.tree.refresh(true);
+    }
+    this._volumesShown = volumesShown;
   }
 
   /** Everything: the volumes (and expanded folders) and the status sections. */
   async refresh(): Promise<void> {
-    await Promise.all([this.tree.refresh(true), this.refreshStatus()]);
-  }
-
-  /** The cache, jobs and checkpoint sections (what the interval polls). */
-  async refreshStatus(): Promise<void> {
-    if (this._polling) {
-      return;
-    }
-    this._polling = true;
-    try {
-      await Promise.all([this._loadCache(), this._loadJobs(), this._loadCheckpoints()]);
-      this._updated.textContent = `updated ${new Date().toLocaleTimeString()}`;
-    } finally {
-      this._polling = false;
-    }
+    await Promise.all([this._volumesShown ? this.tree.refresh(true) : null, this.model.refresh()]);
   }
 
   /** A short note under the header (e.g. "Copied ..."), cleared after a few seconds. */
@@ -78,117 +97,87 @@ export class AirSidebar extends Widget {
     this._message.textContent = text;
     this._message.classList.toggle('air-error', error);
     window.clearTimeout(this._messageTimer);
-    this._messageTimer = window.setTimeout(() => {
-      this._message.textContent = '';
-      this._message.classList.remove('air-error');
-    }, error ? 10000 : 4000);
+    this._messageTimer = window.setTimeout(
+      () => {
+        this._message.textContent = '';
+        this._message.classList.remove('air-error');
+      },
+      error ? 10000 : 4000
+    );
   }
 
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
-    if (!this._started) {
-      this._started = true;
-      void this.refresh();
-    } else {
-      void this.tree.refresh(false); // volumes created meanwhile show up when the panel is reopened
-      void this.refreshStatus();
+    if (this._volumesShown) {
+      void this.tree.refresh(false); // volumes created meanwhile appear; open folders stay as they are
     }
-    window.clearInterval(this._timer);
-    this._timer = window.setInterval(() => {
-      if (this.isVisible) {
-        void this.refreshStatus();
-      }
-    }, POLL_MS);
+    this._started = true;
+    this.model.paused = false;
   }
 
   protected onAfterHide(msg: Message): void {
     super.onAfterHide(msg);
-    window.clearInterval(this._timer);
+    this.model.paused = true;
   }
 
   dispose(): void {
-    window.clearInterval(this._timer);
+    if (this.isDisposed) {
+      return;
+    }
+    this.model.dispose();
     window.clearTimeout(this._messageTimer);
     super.dispose();
   }
 
-  private _section(name: string, title: string): ISection {
-    const root = document.createElement('details');
-    root.className = `air-section air-section-${name}`;
-    root.open = true;
-    const summary = document.createElement('summary');
-    summary.textContent = title;
-    root.appendChild(summary);
-    const error = el('div', 'air-error air-section-error');
-    error.hidden = true;
-    root.appendChild(error);
-    const body = el('div', 'air-section-body');
-    root.appendChild(body);
-    this.node.appendChild(root);
-    return { root, body, error };
-  }
-
-  private async _guard(section: ISection, what: string, load: () => Promise<void>): Promise<void> {
-    try {
-      await load();
-      section.error.hidden = true;
-      section.error.textContent = '';
-    } catch (error) {
-      section.error.hidden = false;
-      section.error.textContent = `Cannot load ${what}: ${(error as Error).message}`;
-    }
-  }
-
-  private _loadCache(): Promise<void> {
-    return this._guard(this._cache, 'cache statistics', async () => {
-      const doc = await requestAPI<ICacheDoc>('cache');
-      renderCache(this._cache.body, doc, () => void this._clearCache());
-    });
-  }
-
-  private _loadJobs(): Promise<void> {
-    return this._guard(this._jobs, 'jobs', async () => {
-      const doc = await requestAPI<{ jobs: IJob[] }>('jobs');
-      renderJobs(this._jobs.body, doc.jobs);
-    });
-  }
-
-  private _loadCheckpoints(): Promise<void> {
-    return this._guard(this._checkpoints, 'checkpoints', async () => {
-      const doc = await requestAPI<{ checkpoints: ICheckpointFolder[] }>('checkpoints');
-      renderCheckpoints(this._checkpoints.body, doc.checkpoints, this._copyPath);
+  /** Render `section` from the model's signal: its error line and, when there is data, its content. */
+  private _bind<T>(
+    section: SidebarSection,
+    changed: ISignal<StatusModel, ISectionState<T>>,
+    what: string,
+    content: ISectionContent<T>
+  ): void {
+    changed.connect((_, state) => {
+      const error = state.error;
+      section.setError(error === null ? null : this._trans.__('Cannot load %1: %2', what, error));
+      if (state.data !== null) {
+        content.update(section.body, state.data);
+      }
     });
   }
 
   private async _clearCache(): Promise<void> {
+    const trans = this._trans;
     const answer = await showDialog({
-      title: 'Clear the air_magics cache?',
-      body: 'Deletes the local copies of volume files; the volumes themselves are not touched.',
-      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Clear' })]
+      title: trans.__('Clear the air_magics cache?'),
+      body: trans.__('Deletes the local copies of volume files; the volumes themselves are not touched.'),
+      buttons: [
+        Dialog.cancelButton({ label: trans.__('Cancel') }),
+        Dialog.warnButton({ label: trans.__('Clear') })
+      ]
     });
     if (!answer.button.accept) {
       return;
     }
-    await this._guard(this._cache, 'cache statistics', async () => {
-      const doc = await requestAPI<ICacheDoc>('cache', {}, { method: 'DELETE' });
-      renderCache(this._cache.body, doc, () => void this._clearCache());
+    try {
+      const doc = await this.model.clearCache();
+      const removed = doc.removed ?? 0;
       const kept = doc.kept ?? 0;
       this.say(
         kept
-          ? `Cleared ${doc.removed ?? 0} cached files; kept ${kept} in use by a running job.`
-          : `Cleared ${doc.removed ?? 0} cached files.`
+          ? trans.__('Cleared %1 cached files; kept %2 in use by a running job.', removed, kept)
+          : trans._n('Cleared %1 cached file.', 'Cleared %1 cached files.', removed)
       );
-    });
+    } catch (error) {
+      this.say(trans.__('Cannot clear the cache: %1', (error as Error).message), true);
+    }
   }
 
+  private _trans: TranslationBundle;
   private _updated: HTMLElement;
   private _message: HTMLElement;
   private _messageTimer = 0;
-  private _cache: ISection;
-  private _jobs: ISection;
-  private _checkpoints: ISection;
-  private _copyPath: (p: string) => void;
-  private _timer = 0;
+  private _body: HTMLElement;
+  private _sections: Record<SectionName, SidebarSection>;
   private _started = false;
-  private _polling = false;
+  private _volumesShown = false;
 }

@@ -1,22 +1,52 @@
 /**
- * The status sections of the sidebar: cache, jobs and checkpoints. Each renders one answer of the
- * REST API, which reads the same status documents the notebook widgets render.
+ * The sidebar's sections: a collapsible frame (`SidebarSection`) and the contents of the cache,
+ * jobs and checkpoint sections. Contents are keyed (`dom.ts`): the cache block as one node, each
+ * job and checkpoint folder as its own, so a running copy's progress re-renders that copy only and
+ * an unchanged answer touches nothing.
  */
-import {
-  ICacheDoc,
-  ICheckpointFolder,
-  IJob,
-  ISave
-} from './api';
-import {
-  el,
-  fmtAgo,
-  fmtBytes,
-  fmtInt,
-  fmtPct,
-  fmtSeconds,
-  progressBar
-} from './format';
+import { TranslationBundle } from '@jupyterlab/translation';
+
+import { ICacheDoc, ICheckpointFolder, IJob, ISave } from './api';
+import { IKeyed, KeyedNodes } from './dom';
+import { el, fmtBytes, fmtClock, fmtInt, fmtPct, fmtSeconds, progressBar } from './format';
+import { SectionName } from './settings';
+
+/** A collapsible section: title, an error line (hidden when there is none) and a body. */
+export class SidebarSection {
+  readonly node: HTMLDetailsElement;
+  readonly body: HTMLElement;
+
+  constructor(
+    readonly name: SectionName,
+    title: string
+  ) {
+    this.node = document.createElement('details');
+    this.node.className = `air-section air-section-${name}`;
+    this.node.open = true;
+    const summary = document.createElement('summary');
+    summary.textContent = title;
+    this._error = el('div', 'air-error air-section-error');
+    this._error.hidden = true;
+    this.body = el('div', 'air-section-body');
+    this.node.append(summary, this._error, this.body);
+  }
+
+  /** Show `message` in the error line, or hide it (null); the same message again changes nothing. */
+  setError(message: string | null): void {
+    if ((message ?? '') === this._error.textContent && this._error.hidden === (message === null)) {
+      return;
+    }
+    this._error.textContent = message ?? '';
+    this._error.hidden = message === null;
+  }
+
+  private _error: HTMLElement;
+}
+
+/** What a status section's content does with a new answer. */
+export interface ISectionContent<T> {
+  update(body: HTMLElement, data: T): void;
+}
 
 function stat(label: string, value: string): HTMLElement {
   const row = el('div', 'air-stat');
@@ -24,135 +54,144 @@ function stat(label: string, value: string): HTMLElement {
   return row;
 }
 
-function badge(state: string): HTMLElement {
-  return el('span', `air-badge air-state-${state.replace(/[^a-z]/g, '')}`, state);
+/** A state badge: the class keeps the state's own name, the text is translated where known. */
+function badge(state: string, trans: TranslationBundle): HTMLElement {
+  const labels: Record<string, string> = {
+    running: trans.__('running'),
+    done: trans.__('done'),
+    failed: trans.__('failed'),
+    interrupted: trans.__('interrupted'),
+    stale: trans.__('stale'),
+    staging: trans.__('staging'),
+    uploading: trans.__('uploading'),
+    committed: trans.__('committed')
+  };
+  return el('span', `air-badge air-state-${state.replace(/[^a-z]/g, '')}`, labels[state] ?? state);
+}
+
+function one<T>(key: string, item: T): IKeyed<T>[] {
+  return [{ key, sig: JSON.stringify(item), item }];
 }
 
 /** Hit rate, size vs. limit, traffic, evictions and the loader's data-wait share. */
-export function renderCache(body: HTMLElement, doc: ICacheDoc, onClear: () => void): void {
-  body.textContent = '';
-  const c = doc.cache;
-  if (!c) {
-    body.appendChild(
-      el(
+export class CacheContent implements ISectionContent<ICacheDoc> {
+  constructor(
+    private readonly _trans: TranslationBundle,
+    private readonly _onClear: () => void
+  ) {}
+
+  update(body: HTMLElement, doc: ICacheDoc): void {
+    this._nodes.update(body, one(doc.cache ? 'cache' : 'empty', doc));
+  }
+
+  private _render(doc: ICacheDoc): HTMLElement {
+    const trans = this._trans;
+    const c = doc.cache;
+    if (!c) {
+      return el(
         'div',
         'air-muted',
-        'No cache activity yet: iterate a UCVolumeDataset or call FileCache().get(...).'
-      )
+        trans.__('No cache activity yet: iterate a UCVolumeDataset or call FileCache().get(...).')
+      );
+    }
+    const block = el('div', 'air-cache');
+    const hits = c.hits ?? 0;
+    const misses = c.misses ?? 0;
+    const rate = c.hit_rate ?? (hits + misses ? hits / (hits + misses) : 0);
+    const head = el('div', 'air-meter');
+    head.append(
+      el('span', 'air-meter-label', trans.__('hit rate')),
+      progressBar(rate, 'good'),
+      el('span', 'air-meter-value air-cache-hitrate', fmtPct(rate))
     );
-    return;
-  }
-  const hits = c.hits ?? 0;
-  const misses = c.misses ?? 0;
-  const rate = c.hit_rate ?? (hits + misses ? hits / (hits + misses) : 0);
-  const head = el('div', 'air-meter');
-  head.append(
-    el('span', 'air-meter-label', 'hit rate'),
-    progressBar(rate, 'good'),
-    el('span', 'air-meter-value air-cache-hitrate', fmtPct(rate))
-  );
-  body.appendChild(head);
-
-  const limit = c.limit ?? 0;
-  const size = el('div', 'air-meter');
-  size.append(
-    el('span', 'air-meter-label', 'size'),
-    progressBar(limit ? (c.bytes ?? 0) / limit : 0, limit && (c.bytes ?? 0) / limit > 0.9 ? 'warn' : ''),
-    el(
-      'span',
-      'air-meter-value',
-      limit ? `${fmtBytes(c.bytes ?? 0)} / ${fmtBytes(limit)}` : fmtBytes(c.bytes ?? 0)
-    )
-  );
-  body.appendChild(size);
-
-  body.append(
-    stat('hits / misses', `${fmtInt(hits)} / ${fmtInt(misses)}`),
-    stat('files cached', fmtInt(c.entries)),
-    stat('limit', limit ? fmtBytes(limit) : `none (keeps ${fmtBytes(c.reserve ?? 0)} disk free)`),
-    stat('served from cache', fmtBytes(c.bytes_hit ?? 0)),
-    stat('fetched from volumes', fmtBytes(c.bytes_fetched ?? 0)),
-    stat('evictions', fmtInt(c.evictions))
-  );
-  const evictions = body.lastElementChild as HTMLElement;
-  evictions.classList.add('air-cache-evictions');
-  if (doc.loader) {
-    const l = doc.loader;
-    body.appendChild(
+    const bytes = c.bytes ?? 0;
+    const limit = c.limit ?? 0;
+    const size = el('div', 'air-meter');
+    size.append(
+      el('span', 'air-meter-label', trans.__('size')),
+      progressBar(limit ? bytes / limit : 0, limit && bytes / limit > 0.9 ? 'warn' : ''),
+      el('span', 'air-meter-value', limit ? `${fmtBytes(bytes)} / ${fmtBytes(limit)}` : fmtBytes(bytes))
+    );
+    const evictions = stat(trans.__('evictions'), fmtInt(c.evictions));
+    evictions.classList.add('air-cache-evictions');
+    block.append(
+      head,
+      size,
+      stat(trans.__('hits / misses'), `${fmtInt(hits)} / ${fmtInt(misses)}`),
+      stat(trans.__('files cached'), fmtInt(c.entries)),
       stat(
-        'data wait',
-        `${fmtPct(l.wait_share)} over ${fmtInt(l.steps)} steps (epoch ${l.epoch ?? 0}, ${l.num_workers ?? 0} workers)`
-      )
+        trans.__('limit'),
+        limit ? fmtBytes(limit) : trans.__('none (keeps %1 disk free)', fmtBytes(c.reserve ?? 0))
+      ),
+      stat(trans.__('served from cache'), fmtBytes(c.bytes_hit ?? 0)),
+      stat(trans.__('fetched from volumes'), fmtBytes(c.bytes_fetched ?? 0)),
+      evictions
     );
+    const l = doc.loader;
+    if (l) {
+      block.appendChild(
+        stat(
+          trans.__('data wait'),
+          trans.__(
+            '%1 over %2 steps (epoch %3, %4 workers)',
+            fmtPct(l.wait_share),
+            fmtInt(l.steps),
+            l.epoch ?? 0,
+            l.num_workers ?? 0
+          )
+        )
+      );
+    }
+    const foot = el('div', 'air-foot');
+    foot.appendChild(el('span', 'air-muted', trans.__('updated %1', fmtClock(c.updated))));
+    const clear = el('button', 'air-link air-cache-clear', trans.__('Clear cache'));
+    clear.title = trans.__(
+      'Delete the cached copies under %1 (volumes are not touched)',
+      c.root ?? trans.__('the cache folder')
+    );
+    clear.onclick = this._onClear;
+    foot.appendChild(clear);
+    block.appendChild(foot);
+    return block;
   }
-  const foot = el('div', 'air-foot');
-  foot.appendChild(el('span', 'air-muted', `updated ${fmtAgo(c.updated)}`));
-  const clear = el('button', 'air-link air-cache-clear', 'Clear cache');
-  clear.title = `Delete the cached copies under ${c.root ?? 'the cache folder'} (volumes are not touched)`;
-  clear.onclick = onClear;
-  foot.appendChild(clear);
-  body.appendChild(foot);
+
+  private _nodes = new KeyedNodes<ICacheDoc>(doc => this._render(doc));
 }
 
-function jobDetail(j: IJob): string {
-  const parts: string[] = [];
-  if (j.kind === 'copy') {
-    parts.push(`${fmtInt(j.files_done)} / ${fmtInt(j.files_total)} files`);
-    if (j.bytes_done) {
-      parts.push(fmtBytes(j.bytes_done));
-    }
-    if (j.state === 'running' && j.files_per_second) {
-      parts.push(`${fmtInt(Math.round(j.files_per_second))} files/s`);
-    }
-    if (j.state === 'running' && j.eta !== null && j.eta !== undefined) {
-      parts.push(`ETA ${fmtSeconds(j.eta)}`);
-    }
-    if (j.skipped) {
-      parts.push(`${fmtInt(j.skipped)} skipped`);
-    }
-    if (j.failed) {
-      parts.push(`${fmtInt(j.failed)} failed`);
-    }
-  } else {
-    if (j.tasks) {
-      parts.push(`tasks ${fmtInt(j.tasks_done)} / ${fmtInt(j.tasks)}`);
-    }
-    if (j.bytes_read) {
-      parts.push(`${fmtBytes(j.bytes_read)} scanned`);
-    }
-    if (j.rows) {
-      parts.push(`${fmtInt(j.rows)} rows`);
-    }
-    if (j.files) {
-      parts.push(`${fmtInt(j.files)} files`);
-    }
-  }
-  if (j.state !== 'running' && j.finished) {
-    parts.push(`finished ${fmtAgo(j.finished)}`);
-  }
-  return parts.join(' · ') || 'starting...';
-}
+/** Copies and exports running or recently finished, with progress bars; one node per job. */
+export class JobsContent implements ISectionContent<IJob[]> {
+  constructor(private readonly _trans: TranslationBundle) {}
 
-/** Copies and exports running or recently finished, with progress bars. */
-export function renderJobs(body: HTMLElement, jobs: IJob[]): void {
-  body.textContent = '';
-  if (!jobs.length) {
-    body.appendChild(
-      el('div', 'air-muted', 'No copies or exports in the last hour.')
+  update(body: HTMLElement, jobs: IJob[]): void {
+    if (!jobs.length) {
+      this._nodes.update(body, one('empty', null));
+      return;
+    }
+    this._nodes.update(
+      body,
+      jobs.map(j => ({ key: `job:${j.name}`, sig: JSON.stringify(j), item: j }))
     );
-    return;
   }
-  for (const j of jobs) {
+
+  private _render(j: IJob | null): HTMLElement {
+    const trans = this._trans;
+    if (!j) {
+      return el('div', 'air-muted', trans.__('No copies or exports in the last hour.'));
+    }
     const state = j.stale ? 'stale' : j.state;
     const item = el('div', `air-job air-job-${state}`);
     item.dataset.job = j.name;
     const head = el('div', 'air-job-head');
-    head.append(el('span', 'air-job-kind', j.kind), el('span', 'air-job-name', j.job), badge(state));
+    head.append(
+      el('span', 'air-job-kind', j.kind),
+      el('span', 'air-job-name', j.job),
+      badge(state, trans)
+    );
     item.appendChild(head);
-    const barState =
-      state === 'done' ? 'good' : state === 'failed' || state === 'interrupted' || state === 'stale' ? 'bad' : '';
-    item.appendChild(progressBar(j.progress, j.failed ? 'warn' : barState));
-    item.appendChild(el('div', 'air-job-detail', jobDetail(j)));
+    const bad = state === 'failed' || state === 'interrupted' || state === 'stale';
+    const bar = j.failed ? 'warn' : state === 'done' ? 'good' : bad ? 'bad' : '';
+    item.appendChild(progressBar(j.progress, bar));
+    item.appendChild(el('div', 'air-job-detail', this._detail(j)));
     if (j.dest) {
       const dest = el('div', 'air-job-dest air-muted', `→ ${j.dest}`);
       dest.title = j.dest;
@@ -160,82 +199,149 @@ export function renderJobs(body: HTMLElement, jobs: IJob[]): void {
     }
     if (j.stale) {
       item.appendChild(
-        el('div', 'air-muted', `no update for ${fmtAgo(j.updated)}: the copying process has probably stopped`)
+        el(
+          'div',
+          'air-muted',
+          trans.__('no update since %1: the copying process has probably stopped', fmtClock(j.updated))
+        )
       );
     }
-    body.appendChild(item);
+    return item;
   }
+
+  private _detail(j: IJob): string {
+    const trans = this._trans;
+    const parts: string[] = [];
+    const running = j.state === 'running';
+    if (j.kind === 'copy') {
+      parts.push(trans.__('%1 / %2 files', fmtInt(j.files_done), fmtInt(j.files_total)));
+      if (j.bytes_done) {
+        parts.push(fmtBytes(j.bytes_done));
+      }
+      if (running && j.files_per_second) {
+        parts.push(trans.__('%1 files/s', fmtInt(Math.round(j.files_per_second))));
+      }
+      if (running && j.eta !== null && j.eta !== undefined) {
+        parts.push(trans.__('ETA %1', fmtSeconds(j.eta)));
+      }
+      if (j.skipped) {
+        parts.push(trans.__('%1 skipped', fmtInt(j.skipped)));
+      }
+      if (j.failed) {
+        parts.push(trans.__('%1 failed', fmtInt(j.failed)));
+      }
+    } else {
+      if (j.tasks) {
+        parts.push(trans.__('tasks %1 / %2', fmtInt(j.tasks_done), fmtInt(j.tasks)));
+      }
+      if (j.bytes_read) {
+        parts.push(trans.__('%1 scanned', fmtBytes(j.bytes_read)));
+      }
+      if (j.rows) {
+        parts.push(trans.__('%1 rows', fmtInt(j.rows)));
+      }
+      if (j.files) {
+        parts.push(trans.__('%1 files', fmtInt(j.files)));
+      }
+    }
+    if (!running && j.finished) {
+      parts.push(trans.__('finished %1', fmtClock(j.finished)));
+    }
+    return parts.join(' · ') || trans.__('starting...');
+  }
+
+  private _nodes = new KeyedNodes<IJob | null>(j => this._render(j));
 }
 
-function saveDetail(s: ISave): string {
-  const parts: string[] = [];
-  if (s.bytes) {
-    parts.push(fmtBytes(s.bytes));
-  }
-  if (s.seconds) {
-    parts.push(`${s.seconds.toFixed(2)} s`);
-  }
-  if (s.mb_per_s) {
-    parts.push(`${s.mb_per_s.toFixed(s.mb_per_s < 10 ? 1 : 0)} MB/s`);
-  }
-  if (s.blocked_s !== null && s.blocked_s !== undefined) {
-    parts.push(`loop blocked ${s.blocked_s.toFixed(2)} s`);
-  }
-  return parts.join(' · ');
-}
+/** Recent checkpoint saves with their state, one node per checkpoint folder. */
+export class CheckpointsContent implements ISectionContent<ICheckpointFolder[]> {
+  constructor(
+    private readonly _trans: TranslationBundle,
+    private readonly _copyPath: (path: string) => void
+  ) {}
 
-/** Recent checkpoint saves with their state, per checkpoint folder. */
-export function renderCheckpoints(
-  body: HTMLElement,
-  folders: ICheckpointFolder[],
-  copyPath: (p: string) => void
-): void {
-  body.textContent = '';
-  if (!folders.length) {
-    body.appendChild(
-      el('div', 'air-muted', 'No checkpoints yet: CheckpointManager("/Volumes/...").save(step, state).')
+  update(body: HTMLElement, folders: ICheckpointFolder[]): void {
+    if (!folders.length) {
+      this._nodes.update(body, one('empty', null));
+      return;
+    }
+    this._nodes.update(
+      body,
+      folders.map(f => ({ key: `ckpt:${f.directory}`, sig: JSON.stringify(f), item: f }))
     );
-    return;
   }
-  for (const f of folders) {
+
+  private _render(f: ICheckpointFolder | null): HTMLElement {
+    const trans = this._trans;
+    if (!f) {
+      return el(
+        'div',
+        'air-muted',
+        trans.__('No checkpoints yet: CheckpointManager("/Volumes/...").save(step, state).')
+      );
+    }
     const item = el('div', 'air-ckpt');
     item.dataset.directory = f.directory;
     const dir = el('div', 'air-ckpt-dir', f.directory);
-    dir.title = `${f.directory}\nclick: copy this path`;
-    dir.onclick = () => copyPath(f.directory);
+    dir.title = trans.__('%1\nclick: copy this path', f.directory);
+    dir.onclick = () => this._copyPath(f.directory);
     item.appendChild(dir);
-    const steps = f.steps.length
-      ? `committed ${f.steps.length > 6 ? `${f.steps.slice(0, 2).join(', ')}, ..., ${f.steps.slice(-3).join(', ')}` : f.steps.join(', ')}`
-      : 'nothing committed yet';
-    item.appendChild(
-      el('div', 'air-ckpt-summary', `latest ${f.latest ?? '-'} · ${steps}${f.keep ? ` · keep ${f.keep}` : ''}`)
-    );
+    const shown =
+      f.steps.length > 6
+        ? `${f.steps.slice(0, 2).join(', ')}, ..., ${f.steps.slice(-3).join(', ')}`
+        : f.steps.join(', ');
+    const parts = [
+      trans.__('latest %1', f.latest ?? '-'),
+      f.steps.length ? trans.__('committed %1', shown) : trans.__('nothing committed yet')
+    ];
+    if (f.keep) {
+      parts.push(trans.__('keep %1', f.keep));
+    }
+    item.appendChild(el('div', 'air-ckpt-summary', parts.join(' · ')));
     if (f.error) {
       item.appendChild(el('div', 'air-error', f.error));
     }
     if (f.pending.length) {
-      item.appendChild(el('div', 'air-muted', `incomplete (ignored): ${f.pending.join(', ')}`));
+      item.appendChild(el('div', 'air-muted', trans.__('incomplete (ignored): %1', f.pending.join(', '))));
     }
-    const saves = [...f.saves].reverse().slice(0, 5);
-    for (const s of saves) {
-      const row = el('div', 'air-save');
-      row.dataset.step = String(s.step);
-      row.dataset.state = s.state;
-      const t = s.finished ?? s.started;
-      row.append(
-        el('span', 'air-save-step', `step ${s.step}`),
-        badge(s.state),
-        el('span', 'air-save-when air-muted', t ? fmtAgo(t) : '')
-      );
-      item.appendChild(row);
-      const detail = saveDetail(s);
-      if (detail) {
-        item.appendChild(el('div', 'air-save-detail air-muted', detail));
-      }
-      if (s.error) {
-        item.appendChild(el('div', 'air-error', s.error));
-      }
+    for (const s of [...f.saves].reverse().slice(0, 5)) {
+      item.append(...this._save(s));
     }
-    body.appendChild(item);
+    return item;
   }
+
+  private _save(s: ISave): HTMLElement[] {
+    const trans = this._trans;
+    const row = el('div', 'air-save');
+    row.dataset.step = String(s.step);
+    row.dataset.state = s.state;
+    row.append(
+      el('span', 'air-save-step', trans.__('step %1', s.step)),
+      badge(s.state, trans),
+      el('span', 'air-save-when air-muted', fmtClock(s.finished ?? s.started))
+    );
+    const out = [row];
+    const detail: string[] = [];
+    if (s.bytes) {
+      detail.push(fmtBytes(s.bytes));
+    }
+    if (s.seconds) {
+      detail.push(`${s.seconds.toFixed(2)} s`);
+    }
+    if (s.mb_per_s) {
+      detail.push(`${s.mb_per_s.toFixed(s.mb_per_s < 10 ? 1 : 0)} MB/s`);
+    }
+    if (s.blocked_s !== null && s.blocked_s !== undefined) {
+      detail.push(trans.__('loop blocked %1 s', s.blocked_s.toFixed(2)));
+    }
+    if (detail.length) {
+      out.push(el('div', 'air-save-detail air-muted', detail.join(' · ')));
+    }
+    if (s.error) {
+      out.push(el('div', 'air-error', s.error));
+    }
+    return out;
+  }
+
+  private _nodes = new KeyedNodes<ICheckpointFolder | null>(f => this._render(f));
 }

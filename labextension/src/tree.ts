@@ -5,7 +5,12 @@
  * (`GET volumes?path=...`) only when expanded, one page at a time ("load more" fetches the next).
  * Clicking a name copies its `/Volumes/...` path; the row's buttons insert an `%air_volume ls` or
  * `%%air_copy` snippet into the active notebook.
+ *
+ * The tree is a flat list of keyed rows (`dom.ts`): expanding a folder inserts its rows, and a
+ * reload that brings the same entries touches no row, so the expanded state, hover and focus
+ * survive every refresh.
  */
+import { TranslationBundle } from '@jupyterlab/translation';
 import {
   caretDownIcon,
   caretRightIcon,
@@ -14,10 +19,10 @@ import {
   LabIcon
 } from '@jupyterlab/ui-components';
 
-import { IEntry, IFolderPage, IVolumesDoc, requestAPI } from './api';
+import { IFolderPage, IVolumesDoc, requestAPI, IEntry } from './api';
+import { KeyedNodes } from './dom';
 import { el, fmtBytes, fmtInt } from './format';
-
-export const PAGE_SIZE = 200;
+import { DEFAULT_SETTINGS } from './settings';
 
 export type SnippetKind = 'ls' | 'copy';
 
@@ -36,26 +41,53 @@ interface IFolderState {
 
 type Kind = 'catalog' | 'schema' | 'volume' | 'dir' | 'file';
 
+/** One line of the tree, everything its node depends on (its signature is this as JSON). */
+type Line =
+  | {
+      type: 'row';
+      kind: Kind;
+      name: string;
+      path: string;
+      depth: number;
+      size: number | null;
+      volumeKind: string;
+      open: boolean;
+      busy: boolean;
+    }
+  | { type: 'note'; cls: string; text: string; depth: number }
+  | { type: 'more'; path: string; depth: number; text: string };
+
+/** Volumes with at most this many are shown at once (catalogs and schemas open). */
+const OPEN_ALL_BELOW = 30;
+
+const indent = (depth: number): string => `${depth * 14 + 22}px`;
+
 export class VolumesTree {
   readonly node: HTMLElement;
 
+  /** Entries per folder page (the `pageSize` setting); applies to the next page loaded. */
+  pageSize = DEFAULT_SETTINGS.pageSize;
+
   constructor(
-    private readonly actions: ITreeActions,
-    private readonly volumeIcon: LabIcon
+    private readonly _actions: ITreeActions,
+    private readonly _volumeIcon: LabIcon,
+    private readonly _trans: TranslationBundle
   ) {
     this.node = el('div', 'air-tree');
     this.node.setAttribute('role', 'tree');
   }
 
-  /** Fetch the volumes again; with `folders`, also reload the first page of every expanded folder. */
+  /**
+   * Fetch the volumes again; with `folders`, also reload every expanded folder (as many entries as
+   * are shown). Reloads are quiet: no "Loading..." flashes over entries already shown.
+   */
   async refresh(folders = false): Promise<void> {
     try {
       this._doc = await requestAPI<IVolumesDoc>('volumes');
       this._error = null;
       if (!this._initialised) {
         this._initialised = true;
-        // few volumes: show them at once (catalogs and schemas open)
-        if (this._doc.count <= 30) {
+        if (this._doc.count <= OPEN_ALL_BELOW) {
           for (const c of this._doc.catalogs) {
             this._expanded.add(`/Volumes/${c.name}`);
             for (const s of c.schemas) {
@@ -65,12 +97,12 @@ export class VolumesTree {
         }
       }
     } catch (error) {
-      this._error = `Cannot list volumes: ${(error as Error).message}`;
+      this._error = this._trans.__('Cannot list volumes: %1', (error as Error).message);
     }
     this.render();
     if (folders) {
       const open = [...this._folders.keys()].filter(p => this._expanded.has(p));
-      await Promise.all(open.map(p => this._load(p, 0)));
+      await Promise.all(open.map(p => this._load(p, 0, true)));
     }
   }
 
@@ -90,24 +122,33 @@ export class VolumesTree {
     }
   }
 
-  private async _load(path: string, offset: number): Promise<void> {
-    const prev = this._folders.get(path);
-    const state: IFolderState = prev ?? {
+  /** Bring the DOM in line with the state, touching only the lines that changed. */
+  render(): void {
+    const lines = this._lines();
+    this._nodes.update(
+      this.node,
+      lines.map(line => ({ key: VolumesTree._key(line), sig: JSON.stringify(line), item: line }))
+    );
+  }
+
+  /** Load a page at `offset` (0: the first page, replacing what is shown; a quiet reload keeps as
+   * many entries as are shown and no "Loading..." line). */
+  private async _load(path: string, offset: number, quiet = false): Promise<void> {
+    const state: IFolderState = this._folders.get(path) ?? {
       entries: [],
       total: 0,
       next: null,
-      loading: true,
+      loading: false,
       error: null
     };
-    state.loading = true;
     this._folders.set(path, state);
-    this.render();
+    if (!quiet) {
+      state.loading = true;
+      this.render();
+    }
+    const limit = quiet ? Math.min(1000, Math.max(this.pageSize, state.entries.length)) : this.pageSize;
     try {
-      const page = await requestAPI<IFolderPage>('volumes', {
-        path,
-        offset,
-        limit: PAGE_SIZE
-      });
+      const page = await requestAPI<IFolderPage>('volumes', { path, offset, limit });
       state.entries = offset === 0 ? page.entries : state.entries.concat(page.entries);
       state.total = page.total;
       state.next = page.next_offset;
@@ -119,85 +160,74 @@ export class VolumesTree {
     this.render();
   }
 
-  render(): void {
-    const root = this.node;
-    root.textContent = '';
+  private _lines(): Line[] {
+    const trans = this._trans;
+    const lines: Line[] = [];
     if (this._error) {
-      root.appendChild(el('div', 'air-error', this._error));
+      lines.push({ type: 'note', cls: 'air-error', text: this._error, depth: -1 });
     }
     if (!this._doc) {
       if (!this._error) {
-        root.appendChild(el('div', 'air-muted', 'Loading volumes...'));
+        lines.push({ type: 'note', cls: 'air-muted', text: trans.__('Loading volumes...'), depth: -1 });
       }
-      return;
+      return lines;
     }
     if (this._doc.count === 0) {
-      root.appendChild(
-        el(
-          'div',
-          'air-muted',
-          `No volumes yet in ${this._doc.root}: create one with %air_volume create catalog.schema.volume`
-        )
+      const text = trans.__(
+        'No volumes yet in %1: create one with %2',
+        this._doc.root,
+        '%air_volume create catalog.schema.volume'
       );
-      return;
+      lines.push({ type: 'note', cls: 'air-muted', text, depth: -1 });
+      return lines;
     }
     for (const cat of this._doc.catalogs) {
       const catPath = `/Volumes/${cat.name}`;
-      root.appendChild(this._row('catalog', cat.name, catPath, 0));
+      lines.push(this._row('catalog', cat.name, catPath, 0));
       if (!this._expanded.has(catPath)) {
         continue;
       }
       for (const sch of cat.schemas) {
         const schPath = `${catPath}/${sch.name}`;
-        root.appendChild(this._row('schema', sch.name, schPath, 1));
+        lines.push(this._row('schema', sch.name, schPath, 1));
         if (!this._expanded.has(schPath)) {
           continue;
         }
         for (const vol of sch.volumes) {
-          root.appendChild(this._row('volume', vol.name, vol.path, 2, null, vol.kind));
-          this._children(vol.path, 3);
+          lines.push(this._row('volume', vol.name, vol.path, 2, null, vol.kind));
+          this._children(lines, vol.path, 3);
         }
       }
     }
+    return lines;
   }
 
-  private _children(path: string, depth: number): void {
-    if (!this._expanded.has(path)) {
-      return;
-    }
+  private _children(lines: Line[], path: string, depth: number): void {
     const state = this._folders.get(path);
-    if (!state) {
+    if (!state || !this._expanded.has(path)) {
       return;
     }
     for (const e of state.entries) {
-      this.node.appendChild(this._row(e.is_dir ? 'dir' : 'file', e.name, e.path, depth, e.size));
+      lines.push(this._row(e.is_dir ? 'dir' : 'file', e.name, e.path, depth, e.size));
       if (e.is_dir) {
-        this._children(e.path, depth + 1);
+        this._children(lines, e.path, depth + 1);
       }
     }
-    const pad = (depth * 14 + 22).toString() + 'px';
+    const trans = this._trans;
     if (state.error) {
-      const err = el('div', 'air-error air-tree-note', state.error);
-      err.style.marginLeft = pad;
-      this.node.appendChild(err);
+      lines.push({ type: 'note', cls: 'air-error', text: state.error, depth });
     }
     if (state.loading) {
-      const note = el('div', 'air-muted air-tree-note', 'Loading...');
-      note.style.paddingLeft = pad;
-      this.node.appendChild(note);
+      lines.push({ type: 'note', cls: 'air-muted', text: trans.__('Loading...'), depth });
     } else if (state.next !== null) {
-      const more = el(
-        'button',
-        'air-link air-tree-more',
-        `Load more (${fmtInt(state.entries.length)} of ${fmtInt(state.total)} shown)`
+      const text = trans.__(
+        'Load more (%1 of %2 shown)',
+        fmtInt(state.entries.length),
+        fmtInt(state.total)
       );
-      more.style.marginLeft = pad;
-      more.onclick = () => void this._load(path, state.next ?? state.entries.length);
-      this.node.appendChild(more);
+      lines.push({ type: 'more', path, depth, text });
     } else if (!state.error && state.entries.length === 0) {
-      const note = el('div', 'air-muted air-tree-note', '(empty)');
-      note.style.paddingLeft = pad;
-      this.node.appendChild(note);
+      lines.push({ type: 'note', cls: 'air-muted', text: trans.__('(empty)'), depth });
     }
   }
 
@@ -208,23 +238,65 @@ export class VolumesTree {
     depth: number,
     size: number | null = null,
     volumeKind = ''
-  ): HTMLElement {
-    const expandable = kind !== 'file';
+  ): Line {
     const open = this._expanded.has(path);
+    const busy = this._folders.get(path)?.loading ?? false;
+    return { type: 'row', kind, name, path, depth, size, volumeKind, open, busy };
+  }
+
+  /** A line's identity across renders: rows by path, notes by their folder and text. */
+  private static _key(line: Line): string {
+    switch (line.type) {
+      case 'row':
+        return `row:${line.path}`;
+      case 'more':
+        return `more:${line.path}`;
+      case 'note':
+        return `note:${line.depth}:${line.cls}:${line.text}`;
+    }
+  }
+
+  private _renderLine(line: Line): HTMLElement {
+    if (line.type === 'row') {
+      return this._renderRow(line);
+    }
+    if (line.type === 'more') {
+      const more = el('button', 'air-link air-tree-more', line.text);
+      more.style.marginLeft = indent(line.depth);
+      more.onclick = () => {
+        const state = this._folders.get(line.path);
+        if (state && state.next !== null && !state.loading) {
+          void this._load(line.path, state.next);
+        }
+      };
+      return more;
+    }
+    if (line.depth < 0) {
+      return el('div', line.cls, line.text);
+    }
+    const note = el('div', `${line.cls} air-tree-note`, line.text);
+    note.style[line.cls === 'air-error' ? 'marginLeft' : 'paddingLeft'] = indent(line.depth);
+    return note;
+  }
+
+  private _renderRow(line: Extract<Line, { type: 'row' }>): HTMLElement {
+    const { kind, name, path, depth, size, volumeKind, open, busy } = line;
+    const trans = this._trans;
+    const expandable = kind !== 'file';
     const row = el('div', `air-tree-row air-tree-${kind}`);
     row.setAttribute('role', 'treeitem');
     row.dataset.path = path;
     row.dataset.kind = kind;
     if (expandable) {
       row.setAttribute('aria-expanded', String(open));
-      row.setAttribute('aria-busy', String(this._folders.get(path)?.loading ?? false));
+      row.setAttribute('aria-busy', String(busy));
     }
     row.style.paddingLeft = `${depth * 14 + 4}px`;
 
     const caret = el('span', 'air-tree-caret');
     if (expandable) {
       (open ? caretDownIcon : caretRightIcon).element({ container: caret });
-      caret.title = open ? 'Collapse' : 'Expand';
+      caret.title = open ? trans.__('Collapse') : trans.__('Expand');
       caret.onclick = ev => {
         ev.stopPropagation();
         void this.toggle(path, kind);
@@ -233,13 +305,13 @@ export class VolumesTree {
     row.appendChild(caret);
 
     const icon = el('span', 'air-tree-icon');
-    const lab = kind === 'file' ? fileIcon : kind === 'volume' ? this.volumeIcon : folderIcon;
+    const lab = kind === 'file' ? fileIcon : kind === 'volume' ? this._volumeIcon : folderIcon;
     lab.element({ container: icon });
     row.appendChild(icon);
 
     const label = el('span', 'air-tree-name', name);
     const isPath = kind === 'volume' || kind === 'dir' || kind === 'file';
-    label.title = isPath ? `${path}\nclick: copy this path` : path;
+    label.title = isPath ? trans.__('%1\nclick: copy this path', path) : path;
     row.appendChild(label);
 
     if (kind === 'file') {
@@ -248,30 +320,30 @@ export class VolumesTree {
       row.appendChild(el('span', 'air-tree-size', volumeKind));
     }
 
-    if (isPath) {
-      const actions = el('span', 'air-tree-actions');
-      const ls = el('button', 'air-action', 'ls');
-      ls.title = `Insert %air_volume ls ${path} into the active notebook`;
-      ls.dataset.action = 'ls';
-      ls.onclick = ev => {
-        ev.stopPropagation();
-        this.actions.insertSnippet('ls', path);
-      };
-      const cp = el('button', 'air-action', 'copy');
-      cp.title = `Insert a %%air_copy cell for ${path} into the active notebook`;
-      cp.dataset.action = 'copy';
-      cp.onclick = ev => {
-        ev.stopPropagation();
-        this.actions.insertSnippet('copy', path);
-      };
-      actions.append(ls, cp);
-      row.appendChild(actions);
-      label.onclick = () => this.actions.copyPath(path);
-      if (expandable) {
-        label.ondblclick = () => void this.toggle(path, kind);
-      }
-    } else {
+    if (!isPath) {
       row.onclick = () => void this.toggle(path, kind);
+      return row;
+    }
+    const actions = el('span', 'air-tree-actions');
+    const ls = el('button', 'air-action', 'ls');
+    ls.title = trans.__('Insert %1 into the active notebook', `%air_volume ls ${path}`);
+    ls.dataset.action = 'ls';
+    ls.onclick = ev => {
+      ev.stopPropagation();
+      this._actions.insertSnippet('ls', path);
+    };
+    const cp = el('button', 'air-action', trans.__('copy'));
+    cp.title = trans.__('Insert a %1 cell for %2 into the active notebook', '%%air_copy', path);
+    cp.dataset.action = 'copy';
+    cp.onclick = ev => {
+      ev.stopPropagation();
+      this._actions.insertSnippet('copy', path);
+    };
+    actions.append(ls, cp);
+    row.appendChild(actions);
+    label.onclick = () => this._actions.copyPath(path);
+    if (expandable) {
+      label.ondblclick = () => void this.toggle(path, kind);
     }
     return row;
   }
@@ -281,4 +353,5 @@ export class VolumesTree {
   private _initialised = false;
   private _expanded = new Set<string>();
   private _folders = new Map<string, IFolderState>();
+  private _nodes = new KeyedNodes<Line>(line => this._renderLine(line));
 }
