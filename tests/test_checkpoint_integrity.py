@@ -184,7 +184,7 @@ def test_bad_cached_copy_is_refetched_not_reported(vol):
 
 
 def test_commit_marker_records_every_file(vol):
-    mgr = saved(vol, "marker", steps=(5,))
+    saved(vol, "marker", steps=(5,))
     d = folder(vol, "marker/step_5")
     doc = json.loads((d / "_COMMITTED").read_text())
     assert doc["step"] == 5 and doc["algorithm"] == "sha256"

@@ -12,10 +12,9 @@ import pytest
 
 import air_magics
 from air_magics.cache import FileCache
-from air_magics.copy_plan import plan_copy
 from air_magics.errors import ConfinementError, CopyPlanError, SpecialFileError, VolumePathError
 from air_magics.io import is_leftover, open_file, open_read, owner_pid, sweep_stale
-from air_magics.transfer import TEMP_MARK, copy_files
+from air_magics.transfer import TEMP_MARK, copy_files, plan_copy
 from air_magics.volumes import VolumeStore
 
 pytestmark = pytest.mark.timeout(60)  # a FIFO that blocks would hang: fail instead
@@ -144,7 +143,7 @@ def test_leftovers_are_hidden_and_swept_after_sigkill(vols, tmp_path):
     dest = tmp_path / "dest"
     (src / "train" / "big.bin").write_bytes(os.urandom(1 << 20))
     child = textwrap.dedent(f"""
-        import time, air_magics, air_magics.file_copy as fc
+        import time, air_magics, air_magics.transfer.file as fc
         def stuck(fd, data):
             import os
             os.write(fd, data[:1000])

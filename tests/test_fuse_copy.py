@@ -133,7 +133,7 @@ def test_kill_mid_copy_leaves_no_partial_file(slowfs, tmp_path, monkeypatch):
 
 def test_interrupt_stops_early_and_leaves_no_partial_files(slowfs, backing, tmp_path, monkeypatch):
     """Ctrl-C (KeyboardInterrupt in the calling thread) stops handing out files; no partial file."""
-    from air_magics.copy_plan import plan_copy
+    from air_magics.transfer import plan_copy
     from air_magics.transfer import copy_files
 
     b, hashes = backing

@@ -5,8 +5,7 @@ import time
 import pytest
 
 import air_magics
-from air_magics.copy_plan import plan_copy
-from air_magics.transfer import TEMP_MARK, CopyProgress, copy_files, is_transient
+from air_magics.transfer import TEMP_MARK, CopyProgress, copy_files, is_transient, plan_copy
 from air_magics.volumes import VolumeStore
 
 from conftest import make_tree, sha
@@ -111,6 +110,13 @@ def test_large_file_is_copied_in_parallel_ranges_intact(tmp_path):
     store.register("ext.mem.big", "memory://air-big")  # and streamed to an fsspec volume
     r = air_magics.copy(["/Volumes/main/raw/big/blob.bin"], "/Volumes/ext/mem/big", store=store)
     assert r.ok and store.stat("/Volumes/ext/mem/big/blob.bin").size == 72 << 20
+    # back from the fsspec volume (streamed): the listing's mtime is stamped, so a re-run skips it
+    back = tmp_path / "back"
+    r = air_magics.copy(["/Volumes/ext/mem/big/blob.bin"], str(back), store=store)
+    assert r.ok and r.copied == 1 and sha(back / "blob.bin") == sha(src)
+    assert os.stat(back / "blob.bin").st_mtime == pytest.approx(store.stat("/Volumes/ext/mem/big/blob.bin").mtime, abs=1e-3)
+    r = air_magics.copy(["/Volumes/ext/mem/big/blob.bin"], str(back), store=store)
+    assert (r.copied, r.skipped) == (0, 1)
 
 
 def test_named_copy_publishes_a_job_document(vol, tmp_path):

@@ -3,7 +3,7 @@
 Sources are ``/Volumes/...`` paths or globs, local absolute paths, or paths relative to the
 default volume. The body is taken literally (``x{7*6}.txt`` is that file; nothing in it is
 evaluated or expanded); the magic line expands ``{name}``/``$name`` of notebook variables only.
-The relative layout below each source's anchor is kept (see :mod:`air_magics.copy_plan`). Returns
+The relative layout below each source's anchor is kept (see :mod:`air_magics.transfer.plan`). Returns
 the :class:`~air_magics.transfer.CopyReport`.
 """
 from __future__ import annotations
@@ -15,8 +15,7 @@ from typing import Any, Callable
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument
 
-from ..copy_plan import parse_sources, plan_copy
-from ..transfer import copy_files
+from ..transfer import copy_files, parse_sources, plan_copy
 from ..widgets import copy_progress_view
 from ._common import parse_line, with_arguments
 from ._state import default_volume, store

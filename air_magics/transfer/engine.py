@@ -22,149 +22,20 @@ widgets and loggers never run on worker threads.
 """
 from __future__ import annotations
 
-import errno
 import os
-import random
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from .file_copy import TEMP_MARK, DirMaker, copy_file, is_unchanged, source_stat
-from .volumes.store import Location
-from .io.units import fmt_bytes
+from ..io.leftovers import TEMP_MARK
+from ..io.retry import TRANSIENT_ERRNOS, retry_call
+from .file import DirMaker, copy_file, is_unchanged, source_stat
+from .task import CopyFailure, CopyProgress, CopyReport, CopyTask
 
-__all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport", "copy_files", "copy_one", "TEMP_MARK", "DEFAULT_WORKERS", "TRANSIENT_ERRNOS"]
+__all__ = ["copy_files", "copy_one", "DEFAULT_WORKERS", "CHECK_THREADS", "TEMP_MARK", "TRANSIENT_ERRNOS"]
 
 DEFAULT_WORKERS = 64
 CHECK_THREADS = 256
-TRANSIENT_ERRNOS = frozenset(
-    getattr(errno, n) for n in ("EIO", "ETIMEDOUT", "ECONNRESET", "ECONNABORTED", "EAGAIN", "EBUSY", "ENETRESET", "EPIPE", "ESTALE")
-    if hasattr(errno, n)
-)
-
-
-@dataclass(frozen=True)
-class CopyTask:
-    """Copy ``src`` to ``dst``. ``size``/``mtime`` come from the listing (``-1``/``0`` = unknown)."""
-
-    src: Location
-    dst: Location
-    size: int = -1
-    mtime: float = 0.0
-
-
-@dataclass(frozen=True)
-class CopyFailure:
-    """A file that could not be copied, with the last error and how often it was tried."""
-
-    src: str
-    dst: str
-    reason: str
-    attempts: int
-
-
-@dataclass(frozen=True)
-class CopyProgress:
-    """A snapshot of a running copy."""
-
-    files_total: int
-    copied: int
-    skipped: int
-    failed: int
-    bytes_total: int
-    bytes_done: int
-    elapsed: float
-
-    @property
-    def files_done(self) -> int:
-        return self.copied + self.skipped + self.failed
-
-    @property
-    def files_per_second(self) -> float:
-        return self.files_done / self.elapsed if self.elapsed > 0 else 0.0
-
-    @property
-    def bytes_per_second(self) -> float:
-        return self.bytes_done / self.elapsed if self.elapsed > 0 else 0.0
-
-    @property
-    def eta(self) -> float | None:
-        """Seconds left, from the file rate; ``None`` before the first file lands."""
-        rate = self.files_per_second
-        return (self.files_total - self.files_done) / rate if rate > 0 else None
-
-    @property
-    def fraction(self) -> float:
-        return self.files_done / self.files_total if self.files_total else 1.0
-
-
-@dataclass
-class CopyReport:
-    """What a copy did. ``ok`` is False when any file failed."""
-
-    files_total: int = 0
-    copied: int = 0
-    skipped: int = 0
-    failed: list[CopyFailure] = field(default_factory=list)
-    bytes_copied: int = 0
-    seconds: float = 0.0
-    dest: str = ""
-    dry_run: bool = False
-    workers: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed
-
-    @property
-    def files_per_second(self) -> float:
-        return self.copied / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def mb_per_second(self) -> float:
-        return self.bytes_copied / 1e6 / self.seconds if self.seconds > 0 else 0.0
-
-    def summary(self) -> str:
-        verb = "would copy" if self.dry_run else "copied"
-        s = (f"{verb} {self.copied} of {self.files_total} files ({fmt_bytes(self.bytes_copied)}) to {self.dest} "
-             f"in {self.seconds:.2f} s")
-        if not self.dry_run and self.copied:
-            s += f" ({self.files_per_second:,.0f} files/s, {self.mb_per_second:,.1f} MB/s)"
-        if self.skipped:
-            s += f"; {self.skipped} unchanged skipped"
-        if self.failed:
-            s += f"; {len(self.failed)} FAILED"
-        return s
-
-    def __repr__(self) -> str:
-        return f"<CopyReport: {self.summary()}>"
-
-    def __str__(self) -> str:
-        lines = [self.summary()]
-        lines += [f"  failed: {f.src}: {f.reason} ({f.attempts} attempts)" for f in self.failed[:20]]
-        if len(self.failed) > 20:
-            lines.append(f"  ... and {len(self.failed) - 20} more (see report.failed)")
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        from html import escape
-        color = "#2e7d32" if self.ok else "#c62828"
-        rows = "".join(f"<tr><td><code>{escape(f.src)}</code></td><td>{escape(f.reason)}</td></tr>" for f in self.failed[:50])
-        table = f"<table><tr><th>failed file</th><th>reason</th></tr>{rows}</table>" if rows else ""
-        return f"<div><b style='color:{color}'>{escape(self.summary())}</b>{table}</div>"
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Errors worth retrying: I/O errors of remote storage, timeouts, dropped connections."""
-    if isinstance(exc, (TimeoutError, ConnectionError)):
-        return True
-    return isinstance(exc, OSError) and exc.errno in TRANSIENT_ERRNOS
-
-
-def _backoff_delay(attempt: int, backoff: float) -> float:
-    """Jittered exponential backoff, capped at 2 s."""
-    return min(2.0, backoff * 2 ** (attempt - 1)) * (0.5 + random.random())
 
 
 def copy_one(task: CopyTask, *, retries: int = 4, backoff: float = 0.05) -> int:
@@ -172,17 +43,11 @@ def copy_one(task: CopyTask, *, retries: int = 4, backoff: float = 0.05) -> int:
 
     The single-file form of :func:`copy_files`, used by the cache. Returns the bytes written.
     """
-    attempt = 0
-    while True:
-        try:
-            with DirMaker() as dirs:
-                return copy_file(task, dirs)
-        except Exception as exc:
-            attempt += 1
-            if is_transient(exc) and attempt <= retries:
-                time.sleep(_backoff_delay(attempt, backoff))
-                continue
-            raise
+    def attempt() -> int:
+        with DirMaker() as dirs:
+            return copy_file(task, dirs)
+
+    return retry_call(attempt, retries=retries, backoff=backoff)
 
 
 class _Run:
@@ -239,34 +104,34 @@ def copy_files(
     t0 = time.perf_counter()
 
     def work_one(task: CopyTask) -> None:
-        attempt = 0
-        while True:
-            try:
-                if not overwrite and (size := is_unchanged(task)) is not None:
-                    with run.lock:
-                        run.skipped += 1
-                        run.bytes_done += size
-                    return
-                if dry_run:
-                    n = task.size if task.size >= 0 else source_stat(task.src)[0]
-                else:
-                    with copy_slots:  # at most `workers` copies at once; more threads may be checking
-                        if run.stop.is_set():
-                            return
-                        n = copy_file(task, dirs)
+        attempts = 0
+
+        def attempt() -> int | None:
+            nonlocal attempts
+            attempts += 1
+            if not overwrite and (size := is_unchanged(task)) is not None:
                 with run.lock:
-                    run.copied += 1
-                    run.bytes_done += n
-                    run.bytes_copied += n
-                return
-            except Exception as exc:  # one file's failure never stops the others
-                attempt += 1
-                if is_transient(exc) and attempt <= retries and not run.stop.is_set():
-                    time.sleep(_backoff_delay(attempt, backoff))
-                    continue
-                with run.lock:
-                    run.failed.append(CopyFailure(str(task.src), str(task.dst), _reason(exc), attempt))
-                return
+                    run.skipped += 1
+                    run.bytes_done += size
+                return None
+            if dry_run:
+                return task.size if task.size >= 0 else source_stat(task.src)[0]
+            with copy_slots:  # at most `workers` copies at once; more threads may be checking
+                if run.stop.is_set():
+                    return None
+                return copy_file(task, dirs)
+
+        try:
+            n = retry_call(attempt, retries=retries, backoff=backoff, stop=run.stop.is_set)
+        except Exception as exc:  # one file's failure never stops the others
+            with run.lock:
+                run.failed.append(CopyFailure(str(task.src), str(task.dst), _reason(exc), attempts))
+            return
+        if n is not None:
+            with run.lock:
+                run.copied += 1
+                run.bytes_done += n
+                run.bytes_copied += n
 
     def worker() -> None:
         while (task := run.take()) is not None:
@@ -319,14 +184,14 @@ class _JobPublisher:
     """Progress of a named copy as the status document ``job-copy-<name>`` (at most 4 times a second)."""
 
     def __init__(self, name: str, dest: str, files: int, sources: Sequence[str]) -> None:
-        from .status import Throttle
+        from ..status import Throttle
 
         self.name, self.throttle = f"job-copy-{name}", Throttle(0.25)
         self.doc = {"kind": "copy", "job": name, "dest": dest, "sources": list(sources)[:20], "files_total": files,
                     "state": "running", "started": time.time(), "pid": os.getpid()}
 
     def __call__(self, p: CopyProgress, state: str = "running") -> None:
-        from .status import write_status
+        from ..status import write_status
 
         if state == "running" and not self.throttle.ready():
             return

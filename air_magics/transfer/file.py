@@ -1,6 +1,6 @@
 """How one file is copied: atomically (temp name + rename), in one read when small, in parallel
 ranges when large, and how "already there, unchanged" is decided. The parallel engine that calls
-this for many files is :mod:`air_magics.transfer`.
+this for many files is :mod:`air_magics.transfer.engine`.
 """
 from __future__ import annotations
 
@@ -9,14 +9,12 @@ import os
 import stat
 import threading
 from contextlib import contextmanager
-from typing import IO, TYPE_CHECKING, Callable, Iterator
+from typing import IO, Callable, Iterator
 
-from .io.confined import open_dir, open_read, publish_at, write_all
-from .io.leftovers import TEMP_MARK, sweep_stale, temp_name
-from .volumes.store import Location, fs_mtime
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .transfer import CopyTask
+from ..io.confined import open_dir, open_read, publish_at, write_all
+from ..io.leftovers import TEMP_MARK, sweep_stale, temp_name
+from ..volumes.store import Location, fs_mtime
+from .task import CopyTask
 
 __all__ = ["TEMP_MARK", "DirMaker", "copy_file", "is_unchanged", "source_stat"]
 
@@ -96,7 +94,7 @@ def _publish_atomic(dst: Location, dirs: DirMaker, mtime: float, fill: "Callable
         publish_at(dfd, name, fill, mtime=mtime, temp=temp_name(name))
 
 
-def is_unchanged(task: "CopyTask") -> int | None:
+def is_unchanged(task: CopyTask) -> int | None:
     """The source's size when the destination already holds this version of it, else ``None``.
 
     The destination is checked first (local disk, cheap); the source is stat'ed only when there
@@ -194,7 +192,7 @@ def _read_all(fd: int, size: int) -> bytes:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def copy_file(task: "CopyTask", dirs: DirMaker) -> int:
+def copy_file(task: CopyTask, dirs: DirMaker) -> int:
     """Copy one file; returns bytes written. A local source is opened once: its size and mtime come
     from ``fstat`` of that open file (served from the lookup the open made), so no separate stat
     round trip is needed and what is stamped on the copy is what was read."""

@@ -1,0 +1,168 @@
+"""Turn ``%%air_copy`` sources and a destination into copy tasks; all checks before any write.
+
+Layout rule (``cp --parents`` style, relative structure kept): each source line has an *anchor*,
+the folder it is taken relative to. A file or folder is anchored at its parent, so
+``/Volumes/c/s/v/data/train`` lands at ``DEST/train/...``; a glob is anchored at its literal
+prefix, so ``/Volumes/c/s/v/data/**/*.jpg`` lands at ``DEST/<path below data>``.
+
+Sources are ``/Volumes/...`` paths, other absolute (local) paths, or paths relative to the default
+volume (``%air_volume use``). The destination is a local folder or a ``/Volumes/...`` folder.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from ..errors import CopyPlanError, DestinationError, VolumeNotFoundError
+from ..volumes.path import PREFIX, VolumePath
+from ..volumes.store import Location, VolumeStore
+from ..volumes.walk import Entry, filter_glob, is_within, scan_local, split_glob
+from .task import CopyTask
+
+__all__ = ["CopyPlan", "plan_copy", "parse_sources"]
+
+
+@dataclass
+class CopyPlan:
+    """Tasks ready for :func:`air_magics.transfer.copy_files`, plus what they were made from."""
+
+    tasks: list[CopyTask]
+    dest: str
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def bytes_total(self) -> int:
+        return sum(max(t.size, 0) for t in self.tasks)
+
+
+def parse_sources(text: str) -> list[str]:
+    """One source per non-blank line; ``#`` starts a comment line."""
+    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+
+
+def _is_volume(text: str) -> bool:
+    return text == PREFIX or text.startswith(PREFIX + "/")
+
+
+@dataclass
+class _Selection:
+    line: str
+    anchor_parent: Location  # where entry rels are relative to
+    prefix: str               # prepended to each rel for the destination layout
+    entries: list[Entry]
+    tree: Location | None      # the folder copied from (for dest-inside-source checks)
+
+
+def _select_volume(line: str, store: VolumeStore, default: VolumePath | None) -> _Selection:
+    vp = VolumePath.parse(line, default=default)
+    fixed, pat = split_glob(vp.parts)
+    if pat:
+        base = VolumePath(vp.catalog, vp.schema, vp.volume, fixed)
+        loc = store.locate(base)
+        return _Selection(line, loc, "", filter_glob(store.entries(base, recursive=True, stat=False), pat), loc)
+    loc = store.locate(vp)
+    entries = store.entries(vp, recursive=True, stat=False)
+    is_file = len(entries) == 1 and entries[0].rel == ""
+    return _Selection(line, loc, vp.name, entries, None if is_file else loc)
+
+
+def _select_local(line: str) -> _Selection:
+    p = Path(line).expanduser()
+    if not p.is_absolute():
+        raise CopyPlanError(f"local source {line!r} must be an absolute path (relative lines mean the default volume)")
+    parts = p.parts[1:]
+    fixed, pat = split_glob(tuple(parts))
+    if pat:
+        base = Path("/", *fixed)
+        if not base.is_dir():
+            raise VolumeNotFoundError(f"source folder {str(base)!r} of {line!r} does not exist; check the path")
+        entries = filter_glob(scan_local(base, confine=base, stat=False), pat)
+        return _Selection(line, Location(str(base), root=str(base)), "", entries, Location(str(base)))
+    if not p.exists():
+        raise VolumeNotFoundError(f"source {line!r} does not exist; check the path")
+    if p.is_dir():  # confined to the folder named: a link inside it never reads from elsewhere
+        return _Selection(line, Location(str(p), root=str(p)), p.name, scan_local(p, confine=p, stat=False),
+                          Location(str(p)))
+    st = p.stat()  # a file named on its own line: read wherever it is, but never a FIFO or device
+    return _Selection(line, Location(str(p)), p.name, [Entry("", st.st_size, st.st_mtime)], None)
+
+
+def _dest_location(dest: str, store: VolumeStore) -> Location:
+    """Where the copy writes; every folder it creates or enters is confined to this root (a volume
+    destination: to its volume)."""
+    if _is_volume(dest):
+        return store.locate(VolumePath.parse(dest))
+    p = Path(dest).expanduser().absolute()
+    return Location(str(p), root=str(p))
+
+
+def _check_writable(loc: Location, dest: str) -> None:
+    if not loc.is_local:
+        return
+    existing = Path(loc.path)
+    if existing.exists() and not existing.is_dir():
+        raise DestinationError(f"destination {dest!r} is a file; give a folder to copy into")
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise DestinationError(f"destination {dest!r} is not writable (checked {str(existing)!r}); pick a folder you can write to")
+
+
+def plan_copy(
+    sources: "Iterable[str] | str",
+    dest: str,
+    *,
+    store: VolumeStore | None = None,
+    default_volume: VolumePath | None = None,
+) -> CopyPlan:
+    """Expand sources (paths or globs) into tasks; raise before anything is written if any is wrong."""
+    lines = parse_sources(sources) if isinstance(sources, str) else [s.strip() for s in sources if s.strip()]
+    if not lines:
+        raise CopyPlanError("no sources given: put one /Volumes/... path or glob per line in the cell body")
+    if not dest or not dest.strip():
+        raise CopyPlanError("no destination: pass --to DEST (a local folder or a /Volumes/... folder)")
+    dest = dest.strip()
+    store = store or VolumeStore()
+    dst_root = _dest_location(dest, store)
+    _check_writable(dst_root, dest)
+    tasks: list[CopyTask] = []
+    owner: dict[str, str] = {}
+    for line in lines:
+        sel = _select_volume(line, store, default_volume) if (_is_volume(line) or not line.startswith(("/", "~"))) else _select_local(line)
+        if not sel.entries:
+            raise CopyPlanError(f"source {line!r} matched no files; check the path or glob with `%air_volume ls`")
+        if sel.tree is not None and _inside(dst_root, sel.tree):
+            raise DestinationError(f"destination {dest!r} is inside source {line!r}; copying would recurse into itself. Pick a destination outside it")
+        for e in sel.entries:
+            rel = "/".join(x for x in (sel.prefix, e.rel) if x)
+            if rel in owner:
+                if owner[rel] == line:
+                    continue  # the same file selected twice by one line
+                raise CopyPlanError(f"{line!r} and {owner[rel]!r} both copy to {rel!r} under {dest!r}; copy them to different destinations")
+            owner[rel] = line
+            tasks.append(CopyTask(sel.anchor_parent.join(e.rel), dst_root.join(rel), e.size, e.mtime))
+    _check_file_folder_clash(owner, dest)
+    return CopyPlan(tasks, dest, lines)
+
+
+def _check_file_folder_clash(owner: dict[str, str], dest: str) -> None:
+    """A file ``train`` and a folder ``train/...`` cannot both land in one destination."""
+    for rel in owner:
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            folder = "/".join(parts[:i])
+            if folder in owner:
+                raise CopyPlanError(
+                    f"{owner[folder]!r} copies a file to {folder!r} under {dest!r}, but {owner[rel]!r} needs a folder "
+                    f"there (for {rel!r}); copy them to different destinations"
+                )
+
+
+def _inside(dst: Location, src_tree: Location) -> bool:
+    if dst.is_local != src_tree.is_local:
+        return False
+    if dst.is_local:
+        return is_within(os.path.realpath(dst.path), os.path.realpath(src_tree.path))
+    return dst.fs is src_tree.fs and is_within(dst.path.rstrip("/"), src_tree.path.rstrip("/"))

@@ -1,0 +1,125 @@
+"""The values the copy engine works with: a task, a failure, a progress snapshot, a report.
+
+They sit at the bottom of :mod:`air_magics.transfer`: the planner produces tasks, the engine and
+the per-file copy consume them, and front ends render progress and reports; none of those import
+each other through here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..io.units import fmt_bytes
+from ..volumes.store import Location
+
+__all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport"]
+
+
+@dataclass(frozen=True)
+class CopyTask:
+    """Copy ``src`` to ``dst``. ``size``/``mtime`` come from the listing (``-1``/``0`` = unknown)."""
+
+    src: Location
+    dst: Location
+    size: int = -1
+    mtime: float = 0.0
+
+
+@dataclass(frozen=True)
+class CopyFailure:
+    """A file that could not be copied, with the last error and how often it was tried."""
+
+    src: str
+    dst: str
+    reason: str
+    attempts: int
+
+
+@dataclass(frozen=True)
+class CopyProgress:
+    """A snapshot of a running copy."""
+
+    files_total: int
+    copied: int
+    skipped: int
+    failed: int
+    bytes_total: int
+    bytes_done: int
+    elapsed: float
+
+    @property
+    def files_done(self) -> int:
+        return self.copied + self.skipped + self.failed
+
+    @property
+    def files_per_second(self) -> float:
+        return self.files_done / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def bytes_per_second(self) -> float:
+        return self.bytes_done / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left, from the file rate; ``None`` before the first file lands."""
+        rate = self.files_per_second
+        return (self.files_total - self.files_done) / rate if rate > 0 else None
+
+    @property
+    def fraction(self) -> float:
+        return self.files_done / self.files_total if self.files_total else 1.0
+
+
+@dataclass
+class CopyReport:
+    """What a copy did. ``ok`` is False when any file failed."""
+
+    files_total: int = 0
+    copied: int = 0
+    skipped: int = 0
+    failed: list[CopyFailure] = field(default_factory=list)
+    bytes_copied: int = 0
+    seconds: float = 0.0
+    dest: str = ""
+    dry_run: bool = False
+    workers: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    @property
+    def files_per_second(self) -> float:
+        return self.copied / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def mb_per_second(self) -> float:
+        return self.bytes_copied / 1e6 / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        verb = "would copy" if self.dry_run else "copied"
+        s = (f"{verb} {self.copied} of {self.files_total} files ({fmt_bytes(self.bytes_copied)}) to {self.dest} "
+             f"in {self.seconds:.2f} s")
+        if not self.dry_run and self.copied:
+            s += f" ({self.files_per_second:,.0f} files/s, {self.mb_per_second:,.1f} MB/s)"
+        if self.skipped:
+            s += f"; {self.skipped} unchanged skipped"
+        if self.failed:
+            s += f"; {len(self.failed)} FAILED"
+        return s
+
+    def __repr__(self) -> str:
+        return f"<CopyReport: {self.summary()}>"
+
+    def __str__(self) -> str:
+        lines = [self.summary()]
+        lines += [f"  failed: {f.src}: {f.reason} ({f.attempts} attempts)" for f in self.failed[:20]]
+        if len(self.failed) > 20:
+            lines.append(f"  ... and {len(self.failed) - 20} more (see report.failed)")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+        color = "#2e7d32" if self.ok else "#c62828"
+        rows = "".join(f"<tr><td><code>{escape(f.src)}</code></td><td>{escape(f.reason)}</td></tr>" for f in self.failed[:50])
+        table = f"<table><tr><th>failed file</th><th>reason</th></tr>{rows}</table>" if rows else ""
+        return f"<div><b style='color:{color}'>{escape(self.summary())}</b>{table}</div>"
