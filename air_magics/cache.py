@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from . import config
+from .cache_hits import HitLog
 from .cache_index import checkpoint, open_index, transaction, translate_disk_full, wal_headroom
 from .errors import CacheLimitError
 from .io.confined import is_within
@@ -131,10 +132,11 @@ class FileCache:
         self._stripes: dict[int, tuple[threading.Lock, Any]] = {}
         self._status = Throttle(0.5)
         self._wal_check = Throttle(5.0)
+        self._hits = HitLog(self.pin_seconds)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for k in ("_pid", "_db", "_db_lock", "_stripes", "_status", "_wal_check"):
+        for k in ("_pid", "_db", "_db_lock", "_stripes", "_status", "_wal_check", "_hits"):
             state.pop(k, None)
         return state
 
@@ -224,9 +226,21 @@ class FileCache:
         return str(local) if self._hit(str(vp), local, size, mtime) else None
 
     def _hit(self, key: str, local: Path, size: int, mtime: float) -> bool:
-        """Serve from the cache if valid: one read, then one write transaction (LRU + counters)."""
+        """Serve from the cache if valid. Entries this process validated recently are served from
+        process-local state (:mod:`air_magics.cache_hits`; LRU time and counters batched); others
+        take one read and one write transaction on the shared index."""
         db, lock = self._conn()
         now = time.time()
+        if self._hits.valid(key, size, mtime, now):
+            try:
+                here = os.stat(local).st_size == size
+            except OSError:
+                here = False
+            if here:
+                if self._hits.note(key, size, now):
+                    self.flush_hits()
+                return True
+            self._hits.forget(key)
         with lock:
             row = db.execute("SELECT size, mtime FROM entries WHERE key=?", (key,)).fetchone()
             if row is None or row[0] != size or abs(row[1] - mtime) > _MTIME_TOLERANCE:
@@ -240,8 +254,22 @@ class FileCache:
                 if not db.execute("UPDATE entries SET last_access=? WHERE key=?", (now, key)).rowcount:
                     return False  # cleared or evicted since the read: fetch it again (under its stripe lock)
                 self._add(db, hits=1, bytes_hit=size)
+        self._hits.remember(key, size, mtime, now)
         self._publish()
         return True
+
+    def flush_hits(self) -> None:
+        """Write this process's batched hits (access times, counters) to the shared index. Called a
+        few times a second while hits are served, and before the totals are read or entries cleared."""
+        access, hits, nbytes = self._hits.take()
+        if not access and not hits:
+            return
+        db, lock = self._conn()
+        with lock, self._disk_full("recording hits"), transaction(db):
+            db.executemany("UPDATE entries SET last_access = MAX(last_access, ?) WHERE key = ?",
+                           [(t, k) for k, t in access.items()])
+            self._add(db, hits=hits, bytes_hit=nbytes)
+        self._publish()
 
     def _record(self, key: str, local: Path, size: int, mtime: float) -> None:
         db, lock = self._conn()
@@ -356,6 +384,7 @@ class FileCache:
 
     # -- inspection -------------------------------------------------------------------------------
     def info(self) -> CacheInfo:
+        self.flush_hits()  # this process's batched hits count too
         db, lock = self._conn()
         with lock:
             counters = dict(db.execute("SELECT name, value FROM counters").fetchall())
@@ -370,6 +399,7 @@ class FileCache:
         A training loop may hold a path handed out moments ago: those entries are kept and counted
         in the report. ``force=True`` drops them too, which is unsafe while anything reads from the
         cache. ``reset_stats`` zeroes the hit/miss counters."""
+        self.flush_hits()  # the pins of what this process handed out must be in the index
         db, lock = self._conn()
         with lock:
             keys = [k for (k,) in db.execute("SELECT key FROM entries")]

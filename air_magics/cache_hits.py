@@ -1,0 +1,68 @@
+"""Process-local bookkeeping of cache hits, flushed to the shared index a few times a second.
+
+Why: a warm epoch serves thousands of hits a second per process, and one SQLite write
+transaction per hit (shared by every DataLoader worker) cost more than reading the file. A hit on
+an entry this process already validated is decided from process-local state plus ``stat`` of the
+local file; its LRU time and the hit counters are batched and written in one transaction every
+``interval`` seconds (and before anyone reads the totals).
+
+Why it stays safe: an entry is served locally only while the access time *recorded in the index*
+is younger than half the pin window. Eviction and ``clear()`` (in any process) spare entries used
+within the pin window, so an entry this process hands out from local state cannot be deleted by
+anyone before the batched access time reaches the index. Older entries take the shared path (one
+transaction), which renews that guarantee.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+__all__ = ["HitLog"]
+
+_MTIME_TOLERANCE = 1e-3
+
+
+class HitLog:
+    """What this process knows about entries it validated, and the hits it has not yet written."""
+
+    def __init__(self, pin_seconds: float, interval: float = 0.25) -> None:
+        self._lock = threading.Lock()
+        self._known: dict[str, tuple[int, float, float]] = {}  # key -> (size, mtime, access time in the index)
+        self._access: dict[str, float] = {}
+        self._hits = self._bytes = 0
+        self._fresh = pin_seconds / 2
+        self._interval = interval
+        self._due = time.monotonic() + interval
+
+    def valid(self, key: str, size: int, mtime: float, now: float) -> bool:
+        """True when *key* was validated here for this size/mtime and its index access time is still
+        recent enough for the pin guarantee (the caller still checks the local file exists)."""
+        k = self._known.get(key)
+        return k is not None and k[0] == size and abs(k[1] - mtime) <= _MTIME_TOLERANCE and now - k[2] < self._fresh
+
+    def remember(self, key: str, size: int, mtime: float, recorded: float) -> None:
+        """*key* was validated against the index, whose access time for it is now *recorded*."""
+        self._known[key] = (size, mtime, recorded)
+
+    def forget(self, key: str) -> None:
+        self._known.pop(key, None)
+
+    def note(self, key: str, size: int, now: float) -> bool:
+        """Count a hit served from local state; True when a flush is due."""
+        with self._lock:
+            self._access[key] = now
+            self._hits += 1
+            self._bytes += size
+        return time.monotonic() >= self._due
+
+    def take(self) -> tuple[dict[str, float], int, int]:
+        """Swap out what is pending: ``(key -> access time, hits, bytes)``; the caller writes it."""
+        with self._lock:
+            access, hits, nbytes = self._access, self._hits, self._bytes
+            self._access, self._hits, self._bytes = {}, 0, 0
+            self._due = time.monotonic() + self._interval
+        for key, t in access.items():  # once written, the index holds these access times
+            k = self._known.get(key)
+            if k is not None:
+                self._known[key] = (k[0], k[1], t)
+        return access, hits, nbytes

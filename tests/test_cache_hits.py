@@ -1,0 +1,124 @@
+"""Warm hits served from process-local state: batched counters add up across processes, pins hold,
+a deleted or changed local copy is never served. Real SQLite, real files, real subprocesses."""
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from air_magics.cache import FileCache
+from air_magics.volumes import VolumeStore
+
+N = 20
+
+
+@pytest.fixture
+def warm(tmp_path):
+    s = VolumeStore()
+    s.create("main.hits.v")
+    root = Path(s.locate("/Volumes/main/hits/v").path)
+    for i in range(N):
+        (root / f"f{i:02d}.bin").write_bytes(os.urandom(1000 + i))
+    files = [(f"/Volumes/main/hits/v/f{i:02d}.bin", os.stat(root / f"f{i:02d}.bin")) for i in range(N)]
+    cache = FileCache(tmp_path / "cache", store=s)
+    for key, st in files:
+        cache.get(key, size=st.st_size, mtime=st.st_mtime)  # misses: fetched and recorded
+    return s, cache, files
+
+
+def index_access(cache: FileCache, key: str) -> float:
+    db = sqlite3.connect(cache.root / "index.sqlite")
+    try:
+        return db.execute("SELECT last_access FROM entries WHERE key=?", (key,)).fetchone()[0]
+    finally:
+        db.close()
+
+
+def age_index(cache: FileCache, seconds: float) -> None:
+    db = sqlite3.connect(cache.root / "index.sqlite")
+    with db:
+        db.execute("UPDATE entries SET last_access = last_access - ?", (seconds,))
+    db.close()
+
+
+def test_batched_hits_add_up_across_processes(warm, tmp_path):
+    s, cache, files = warm
+    for _ in range(3):
+        for key, st in files:
+            assert cache.get(key, size=st.st_size, mtime=st.st_mtime) == str(cache.local_path(key))
+    child = textwrap.dedent(f"""
+        import os
+        from air_magics.cache import FileCache
+        from air_magics.volumes import VolumeStore
+        c = FileCache({str(cache.root)!r}, store=VolumeStore())
+        for i in range({N}):
+            key = f"/Volumes/main/hits/v/f{{i:02d}}.bin"
+            st = os.stat(c.store.locate(key).path)
+            for _ in range(5):
+                c.get(key, size=st.st_size, mtime=st.st_mtime)
+        c.publish_status()  # as a dataset stream does at its end: the batch is written
+    """)
+    subprocess.run([sys.executable, "-c", child], check=True, env=os.environ.copy())
+    info = cache.info()  # flushes this process's batch first
+    assert (info.misses, info.hits) == (N, 3 * N + 5 * N)
+    assert info.bytes_hit == 8 * sum(st.st_size for _, st in files)
+
+
+def test_local_hits_reach_the_index_before_a_clear(warm):
+    s, cache, files = warm
+    age_index(cache, 3600)  # as after a long pause: nothing pinned in the index
+    key, st = files[0]
+    cache.get(key, size=st.st_size, mtime=st.st_mtime)  # old access time: the shared path renews it now
+    assert index_access(cache, key) > index_access(cache, files[1][0]) + 3000
+    other = FileCache(cache.root, store=s)  # a second cache object, as in another process
+    report = other.clear()
+    assert report.kept == 1 and Path(cache.local_path(key)).exists()  # the path just handed out survives
+    assert not Path(cache.local_path(files[1][0])).exists()
+
+
+def test_a_locally_known_entry_is_not_served_once_its_file_is_gone(warm):
+    s, cache, files = warm
+    key, st = files[2]
+    local = cache.get(key, size=st.st_size, mtime=st.st_mtime)  # now known locally
+    FileCache(cache.root, store=s).clear(force=True)  # another process removes everything
+    assert not Path(local).exists()
+    assert cache.try_hit(key, st.st_size, st.st_mtime) is None  # never a path to a missing file
+    again = cache.get(key, size=st.st_size, mtime=st.st_mtime)  # fetched again
+    assert Path(again).read_bytes() == Path(s.locate(key).path).read_bytes()
+
+
+def test_a_changed_source_is_never_served_from_local_state(warm):
+    s, cache, files = warm
+    key, st = files[3]
+    cache.get(key, size=st.st_size, mtime=st.st_mtime)
+    src = Path(s.locate(key).path)
+    src.write_bytes(b"new content of another size")
+    st2 = os.stat(src)
+    assert cache.try_hit(key, st2.st_size, st2.st_mtime) is None
+    assert Path(cache.get(key, size=st2.st_size, mtime=st2.st_mtime)).read_bytes() == b"new content of another size"
+
+
+def test_batched_access_times_are_written(warm):
+    s, cache, files = warm
+    key, st = files[4]
+    cache.get(key, size=st.st_size, mtime=st.st_mtime)  # validated on the shared index, known locally now
+    before = index_access(cache, key)
+    cache._hits._due = float("inf")
+    cache.get(key, size=st.st_size, mtime=st.st_mtime)  # served locally: nothing written yet
+    assert index_access(cache, key) == before
+    cache._hits._due = 0  # the next local hit finds its flush due
+    cache.get(key, size=st.st_size, mtime=st.st_mtime)
+    assert index_access(cache, key) > before
+
+
+def test_pickled_cache_starts_with_no_local_state(warm):
+    import pickle
+
+    s, cache, files = warm
+    clone = pickle.loads(pickle.dumps(cache))
+    key, st = files[5]
+    assert not clone._hits.valid(key, st.st_size, st.st_mtime, 0.0)
+    assert clone.get(key, size=st.st_size, mtime=st.st_mtime) == str(cache.local_path(key))
