@@ -11,7 +11,7 @@ AIR_HOME ?= $(HOME)/.air
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT   ?= 8888
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench bench-quick clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,8 +37,12 @@ test: install
 	AIR_HOME=$$home AIR_SPARK_DIR=$$home/spark $(BIN)/python -m pytest tests notebooks --nbval --nbval-current-env -p no:cacheprovider $(PYTEST_ARGS); \
 	rc=$$?; rm -rf $$home; exit $$rc
 
+# every benchmark scenario (copy, confined, loader, checkpoint, tables), full size: an hour or more here
 bench: install
-	$(BIN)/python benchmarks/bench_copy.py
+	$(BIN)/python -m benchmarks
+# a smoke run of each (tiny data, 1 rep, 2 ms; reference rows and tables skip with a reason where unavailable)
+bench-quick: install
+	$(BIN)/python -m benchmarks --quick
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache test-output \

@@ -10,11 +10,18 @@ from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 from .errors import AirError
+from .events import channel as _channel
+from .listeners import status_documents as _status_documents
 
 if TYPE_CHECKING:  # pragma: no cover
     from IPython.core.interactiveshell import InteractiveShell
 
 __all__ = ["__version__", "AirError", "load_ipython_extension", "unload_ipython_extension", "copy"]
+
+
+# The sidebar and the notebook views read status documents written by every process (scripts and
+# DataLoader workers too), so the listener that writes them is attached wherever air_magics is imported.
+_channel.attach(_status_documents)
 
 
 def copy(sources: Any, dest: str, **kwargs: Any) -> Any:

@@ -1,8 +1,10 @@
-"""Small JSON status documents under ``$AIR_HOME/run/``: the one channel between the core and viewers.
+"""Small JSON status documents under ``$AIR_HOME/run/``: what viewers in other processes read.
 
-The cache, loaders and (later) copies and checkpoints write what they are doing here; notebook
-widgets and the JupyterLab sidebar read the same documents. Writes are atomic (temp + rename), so a
-reader never sees half a document. No secrets and no file contents go in them.
+The core reports through :mod:`air_magics.events`; the
+:class:`~air_magics.listeners.StatusDocuments` listener (attached by default) writes the copy,
+export, cache, loader and checkpoint events here, and notebook widgets and the JupyterLab sidebar
+read the same documents. Writes are atomic (temp + rename), so a reader never sees half a
+document. No secrets and no file contents go in them.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import config
+from .events import Throttle  # re-exported: it used to live here
 from .io.atomic import write_json_atomic
 
 __all__ = ["run_dir", "write_status", "read_status", "list_status", "latest_loader", "Throttle"]
@@ -71,18 +74,3 @@ def latest_loader(now: float | None = None) -> dict[str, Any] | None:
     docs = list_status("loader-")
     now = time.time() if now is None else now
     return docs[0] if docs and now - docs[0].get("updated", 0) < _LOADER_FRESH else None
-
-
-class Throttle:
-    """``ready()`` is True at most once per *interval* seconds (first call included)."""
-
-    def __init__(self, interval: float) -> None:
-        self.interval = interval
-        self._last = float("-inf")
-
-    def ready(self, now: float | None = None) -> bool:
-        now = time.monotonic() if now is None else now
-        if now - self._last >= self.interval:
-            self._last = now
-            return True
-        return False

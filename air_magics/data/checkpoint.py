@@ -34,7 +34,8 @@ import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from types import MappingProxyType
+from typing import Any, Callable, Sequence
 
 import torch
 from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter
@@ -43,6 +44,7 @@ from torch.distributed.checkpoint.filesystem import FileSystem, _StorageInfo
 from .. import config
 from ..cache import FileCache
 from ..errors import CheckpointCorruptError, CheckpointError
+from ..events import CheckpointEvent, Listener, channel
 from ..transfer import CopyTask, copy_files, copy_one
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
@@ -87,16 +89,20 @@ class UCVolumeWriter(FileSystemWriter):
 
     ``path`` is a ``/Volumes/...`` folder. Other keyword arguments go to ``FileSystemWriter``
     (defaults here: ``thread_count=8`` files per rank, ``sync_files=False`` for the transient
-    staging copy). ``upload_workers`` bounds parallel uploads; ``on_event(kind, **info)`` is told
-    about ``uploading`` and ``uploaded`` (used by the checkpoint manager for status).
+    staging copy). ``upload_workers`` bounds parallel uploads. The upload is reported as
+    :class:`~air_magics.events.CheckpointEvent`s (``uploading`` with ``files``/``bytes``,
+    ``uploaded`` with ``bytes``) to ``listeners`` and :data:`air_magics.events.channel`;
+    ``on_event(kind, **info)`` is the older short form of such a listener.
     """
 
     def __init__(self, path: "str | VolumePath", *, upload_workers: int = 32, thread_count: int = 8,
                  sync_files: bool = False, overwrite: bool = False, store: VolumeStore | None = None,
-                 on_event: Callable[..., None] | None = None, **kwargs: Any) -> None:
+                 on_event: Callable[..., None] | None = None, listeners: Sequence[Listener] = (),
+                 **kwargs: Any) -> None:
         self.store = store or VolumeStore()
         self.upload_workers = upload_workers
         self.on_event = on_event
+        self.listeners = tuple(listeners)
         self.volume_path = VolumePath.parse(path)
         self.dest = self.store.locate(self.volume_path)
         self.bytes_uploaded = 0
@@ -153,8 +159,7 @@ class UCVolumeWriter(FileSystemWriter):
             local = self.staging / name
             st = local.stat()
             tasks.append(CopyTask(Location(str(local)), self.dest.join(name), st.st_size, st.st_mtime))
-        if self.on_event:
-            self.on_event("uploading", files=len(tasks), bytes=sum(t.size for t in tasks))
+        self._emit("uploading", files=len(tasks), bytes=sum(t.size for t in tasks))
         with ThreadPoolExecutor(max_workers=max(1, min(len(names), os.cpu_count() or 1))) as hasher:
             hashing = hasher.map(lambda n: (n, file_digest(self.staging / n)), names)
             report = copy_files(tasks, workers=self.upload_workers, overwrite=True, dest=str(self.volume_path))
@@ -195,9 +200,15 @@ class UCVolumeWriter(FileSystemWriter):
             copy_one(CopyTask(Location(str(local)), self.dest.join(name), st.st_size, st.st_mtime))
             self.bytes_uploaded += st.st_size
         self.checksums = files if complete else {}
-        if self.on_event:
-            self.on_event("uploaded", bytes=self.bytes_uploaded)
+        self._emit("uploaded", bytes=self.bytes_uploaded)
         shutil.rmtree(self.staging, ignore_errors=True)
+
+    def _emit(self, state: str, **detail: Any) -> None:
+        also = self.listeners
+        if self.on_event is not None:
+            on_event = self.on_event
+            also = (*also, lambda e: on_event(e.state, **e.detail))
+        channel.emit(CheckpointEvent(state=state, directory=str(self.volume_path), detail=MappingProxyType(detail)), also)
 
 
 class _CachedVolumeFS(FileSystem):

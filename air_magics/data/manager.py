@@ -13,7 +13,8 @@ folder to ``step_<N>`` (atomic on mounted and embedded volumes; on object stores
 copied last), moves ``latest`` and prunes to ``keep`` steps. ``latest()`` trusts only folders with
 both ``.metadata`` and ``_COMMITTED``, so a crash at any point leaves the previous checkpoint
 loadable and ``latest`` unchanged. Every transition (staging, uploading, committed, failed) is
-written to the status documents that the checkpoint widget and the sidebar show.
+emitted as a :class:`~air_magics.events.CheckpointEvent` (rank 0); the default listeners write it to
+the status document that the checkpoint view and the sidebar show.
 
 Integrity: ``_COMMITTED`` is JSON holding the size and sha256 of every other file of the step
 (hashed from the staged copies before upload); loads verify the local copies they read and
@@ -32,13 +33,14 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-import warnings
 import time
+import warnings
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from types import MappingProxyType
+from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import AirError, CheckpointCorruptError
-from ..status import write_status
+from ..events import CheckpointEvent, Listener, channel
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
 from . import _dist
@@ -52,9 +54,6 @@ _HISTORY = 20
 _PRUNE_HOOK: Callable[[str], None] | None = None
 """Called with the step folder's name after a pruned step is un-committed and before its files are
 deleted: the point where a kill used to leave a listed step that could not load (tests kill here)."""
-# DCP warns on every single-process save/load ("assuming the intent is to ... in a single process"),
-# from background threads too; single-process use is the normal case here.
-warnings.filterwarnings("ignore", message="torch.distributed is disabled, unavailable or uninitialized", category=UserWarning)
 
 
 def _corruption(exc: BaseException) -> CheckpointCorruptError | None:
@@ -76,10 +75,16 @@ def _as_error(exc: BaseException, what: str) -> CheckpointError:
 
 
 class CheckpointManager:
-    """Save and restore training state under a volume folder, keeping the newest ``keep`` steps."""
+    """Save and restore training state under a volume folder, keeping the newest ``keep`` steps.
+
+    A new manager announces itself with a ``CheckpointEvent(state="announced", show=show)``: in a
+    notebook with ``%load_ext air_magics`` the extension shows its live view (unless ``show=False``
+    or ``%config AirMagics.widgets = False``; ``show=True`` asks for it regardless). Its saves are
+    reported as checkpoint events to ``listeners`` and :data:`air_magics.events.channel`.
+    """
 
     def __init__(self, directory: "str | VolumePath", *, keep: int = 3, store: VolumeStore | None = None,
-                 upload_workers: int = 32, show: bool | None = None) -> None:
+                 upload_workers: int = 32, show: bool | None = None, listeners: Sequence[Listener] = ()) -> None:
         if keep < 1:
             raise CheckpointError(f"keep={keep}: keep at least 1 checkpoint")
         self.store = store or VolumeStore()
@@ -92,11 +97,11 @@ class CheckpointManager:
         self.status_name = status_name(str(self.directory))
         self._active: str | None = None
         self._latest: int | None | str = "unknown"  # what _publish reports; listed once, then kept by _commit
+        self.listeners = tuple(listeners)
         if _dist.rank_and_world()[0] == 0:
             self.store.makedirs(self.directory)
-        if show or (show is None and _in_notebook()):
-            from ..widgets import checkpoint_view
-            checkpoint_view(str(self.directory), display_now=True)
+        channel.emit(CheckpointEvent(state="announced", directory=str(self.directory), keep=keep, show=show),
+                     self.listeners)
 
     def __repr__(self) -> str:
         return f"CheckpointManager({str(self.directory)!r}, keep={self.keep}, latest={self.latest()})"
@@ -136,13 +141,14 @@ class CheckpointManager:
         _barrier(world)
         rec = self._record(step, "staging", started=time.time())
         writer = UCVolumeWriter(pending, store=self.store, upload_workers=self.upload_workers,
-                                on_event=lambda kind, **kw: self._update(rec, kind, **kw))
+                                listeners=[lambda e: self._update(rec, e.state, **e.detail)])
         t0 = time.perf_counter()
         try:
-            if blocking:
-                dcp.save(state, storage_writer=writer)
-            else:
-                fut = dcp.async_save(state, storage_writer=writer)
+            with _single_process_quiet():
+                if blocking:
+                    dcp.save(state, storage_writer=writer)
+                else:
+                    fut = dcp.async_save(state, storage_writer=writer)
         except BaseException as exc:
             self._update(rec, "failed", error=str(_as_error(exc, "save failed")))
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
@@ -237,7 +243,8 @@ class CheckpointManager:
         step = self._pick(step)
         with self._suggest_earlier_step(step):
             try:
-                dcp.load(state, storage_reader=self._reader(step))
+                with _single_process_quiet():
+                    dcp.load(state, storage_reader=self._reader(step))
             except BaseException as exc:
                 if isinstance(exc, (KeyboardInterrupt, SystemExit, AirError)) or _corruption(exc):
                     raise
@@ -341,6 +348,7 @@ class CheckpointManager:
         self._publish()
 
     def _publish(self) -> None:
+        """Emit the newest save's state with the recent history (rank 0 reports for all ranks)."""
         if _dist.rank_and_world()[0] != 0:
             return
         if self._latest == "unknown":
@@ -348,9 +356,13 @@ class CheckpointManager:
                 self._latest = self.latest()
             except (AirError, OSError):
                 self._latest = None
-        latest = self._latest
-        write_status(self.status_name, {"directory": str(self.directory), "keep": self.keep, "latest": latest,
-                                        "saves": list(self._history)})
+        latest = self._latest if isinstance(self._latest, int) else None
+        saves = tuple(MappingProxyType(dict(r)) for r in self._history)
+        last = saves[-1] if saves else {}
+        detail = MappingProxyType({k: v for k, v in last.items() if k not in ("step", "state")})
+        channel.emit(CheckpointEvent(state=last.get("state", "running"), directory=str(self.directory),
+                                     step=last.get("step"), detail=detail, keep=self.keep, latest=latest,
+                                     saves=saves), self.listeners)
 
 
 def _barrier(world: int) -> None:
@@ -361,7 +373,12 @@ def _barrier(world: int) -> None:
             dist.barrier()
 
 
-def _in_notebook() -> bool:
-    from ..widgets import has_widget_frontend
-
-    return has_widget_frontend()
+@contextmanager
+def _single_process_quiet() -> Iterator[None]:
+    """DCP warns on every single-process save and load ("assuming the intent is to ... in a single
+    process"), the normal case here. Scoped to the call: the user's own warning filters are left
+    alone (an async save's background thread may still warn once)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled, unavailable or uninitialized",
+                                category=UserWarning)
+        yield

@@ -59,3 +59,11 @@ def register(ipython: Any) -> None:
     """Register the magics and the ``/Volumes`` path completer on *ipython*."""
     ipython.register_magics(AirMagics)
     install_completer(ipython)
+    _attach_listeners(ipython)
+
+
+def _attach_listeners(ipython: Any) -> None:
+    """The notebook's event listeners (a CheckpointManager's live view), following %config AirMagics.widgets."""
+    from ..widgets.listeners import attach_notebook_listeners
+
+    attach_notebook_listeners(lambda: bool(getattr(ipython.magics_manager.registry.get("AirMagics"), "widgets", True)))

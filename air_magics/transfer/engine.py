@@ -17,8 +17,9 @@ file). For each file it
 * retries transient errors (``EIO``, timeouts, connection resets) with jittered exponential
   backoff, and records a file that keeps failing by name while every other file still lands.
 
-Progress is reported through a callback called from the *calling* thread at a fixed interval, so
-widgets and loggers never run on worker threads.
+Progress is reported as :class:`~air_magics.events.CopyEvent`s emitted from the *calling* thread at
+a fixed interval, to the call's listeners and the process-wide channel, so widgets, status
+documents and loggers never run on worker threads.
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ import threading
 import time
 from typing import Callable, Iterable, Sequence
 
+from .. import config
+from ..events import CopyEvent, Listener, channel
 from ..io.leftovers import TEMP_MARK
 from ..io.retry import TRANSIENT_ERRNOS, retry_call
 from .file import DirMaker, copy_file, is_unchanged, source_stat
@@ -34,7 +37,7 @@ from .task import CopyFailure, CopyProgress, CopyReport, CopyTask
 
 __all__ = ["copy_files", "copy_one", "DEFAULT_WORKERS", "CHECK_THREADS", "TEMP_MARK", "TRANSIENT_ERRNOS"]
 
-DEFAULT_WORKERS = 64
+DEFAULT_WORKERS = config.DEFAULT_COPY_WORKERS  # built-in default of the `workers` setting
 CHECK_THREADS = 256
 
 
@@ -75,7 +78,7 @@ class _Run:
 def copy_files(
     tasks: Iterable[CopyTask],
     *,
-    workers: int = DEFAULT_WORKERS,
+    workers: int | None = None,
     overwrite: bool = False,
     dry_run: bool = False,
     retries: int = 4,
@@ -85,18 +88,25 @@ def copy_files(
     dest: str = "",
     job: str | None = None,
     sources: Sequence[str] = (),
+    listeners: Sequence[Listener] = (),
 ) -> CopyReport:
     """Copy every task in parallel; never raises for a single file (see ``report.failed``).
 
+    ``workers`` bounds the copies in flight (default: the ``workers`` setting, 64).
     ``retries`` extra attempts are made for transient errors, waiting ``backoff * 2**k`` (jittered).
-    ``dry_run`` only decides what would be copied or skipped. ``on_progress`` receives
-    :class:`CopyProgress` snapshots on the calling thread every ``progress_interval`` seconds and
-    once at the end. ``KeyboardInterrupt`` stops handing out files, lets in-flight files finish
-    (or vanish: never a partial file under a final name) and is re-raised. With ``job`` (a name),
-    progress is also published as the status document ``job-copy-<job>`` for the sidebar (with
-    ``sources``, the lines the copy was planned from, to label it).
+    ``dry_run`` only decides what would be copied or skipped. Progress goes out as
+    :class:`~air_magics.events.CopyEvent`s on the calling thread every ``progress_interval``
+    seconds and once at the end (``done``, ``failed`` or ``interrupted``), to ``listeners`` and to
+    :data:`air_magics.events.channel`; ``on_progress`` is the short form of a listener that takes
+    the :class:`CopyProgress` alone. A listener that raises is logged and the copy goes on.
+    ``KeyboardInterrupt`` stops handing out files, lets in-flight files finish (or vanish: never a
+    partial file under a final name) and is re-raised. ``job`` names the copy in its events (the
+    default listeners write a named copy's progress to the status document ``job-copy-<job>`` for
+    the sidebar), ``sources`` are the lines it was planned from, to label it.
     """
     tasks = _interleave(list(tasks))
+    if workers is None:
+        workers = config.copy_workers()
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     run = _Run(tasks)
@@ -151,54 +161,44 @@ def copy_files(
             return CopyProgress(len(tasks), run.copied, run.skipped, len(run.failed), total, run.bytes_done,
                                 time.perf_counter() - t0)
 
-    publish = _JobPublisher(job, dest, len(tasks), sources) if job else None
+    also = (*listeners, _ProgressOnly(on_progress)) if on_progress is not None else tuple(listeners)
+    started, srcs = time.time(), tuple(sources)[:20]
+
+    def emit(state: str = "running") -> None:
+        channel.emit(CopyEvent(job=job, state=state, progress=snapshot(final=state != "running"), dest=dest,
+                               sources=srcs, started=started), also)
+
     try:
         for th in threads:
             while th.is_alive():
                 th.join(progress_interval)
-                snap = snapshot()
-                if on_progress is not None:
-                    on_progress(snap)
-                if publish is not None:
-                    publish(snap)
+                emit()
     except BaseException:
         run.stop.set()
         for th in threads:
             th.join()
-        if publish is not None:
-            publish(snapshot(final=True), state="interrupted")
+        emit("interrupted")
         raise
     finally:
         if not any(th.is_alive() for th in threads):
             dirs.close()
-    if on_progress is not None:
-        on_progress(snapshot(final=True))
-    if publish is not None:
-        publish(snapshot(final=True), state="failed" if run.failed else "done")
+    emit("failed" if run.failed else "done")
     run.failed.sort(key=lambda f: f.src)
     return CopyReport(len(tasks), run.copied, run.skipped, run.failed, run.bytes_copied,
                       time.perf_counter() - t0, dest, dry_run, workers)
 
 
-class _JobPublisher:
-    """Progress of a named copy as the status document ``job-copy-<name>`` (at most 4 times a second)."""
+class _ProgressOnly:
+    """``on_progress(CopyProgress)``, the short form, as a listener of copy events."""
 
-    def __init__(self, name: str, dest: str, files: int, sources: Sequence[str]) -> None:
-        from ..status import Throttle
+    def __init__(self, fn: Callable[[CopyProgress], None]) -> None:
+        self.fn = fn
 
-        self.name, self.throttle = f"job-copy-{name}", Throttle(0.25)
-        self.doc = {"kind": "copy", "job": name, "dest": dest, "sources": list(sources)[:20], "files_total": files,
-                    "state": "running", "started": time.time(), "pid": os.getpid()}
+    def __call__(self, event: CopyEvent) -> None:
+        self.fn(event.progress)
 
-    def __call__(self, p: CopyProgress, state: str = "running") -> None:
-        from ..status import write_status
-
-        if state == "running" and not self.throttle.ready():
-            return
-        self.doc.update(state=state, files_done=p.files_done, copied=p.copied, skipped=p.skipped, failed=p.failed,
-                        bytes_done=p.bytes_done, bytes_total=p.bytes_total, files_per_second=p.files_per_second,
-                        eta=p.eta, finished=time.time() if state != "running" else None)
-        write_status(self.name, self.doc)
+    def __repr__(self) -> str:
+        return f"on_progress={self.fn!r}"
 
 
 def _interleave(tasks: list[CopyTask]) -> list[CopyTask]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..io.units import fmt_bytes
+from ..snapshots import CopyProgress  # the value copy events carry; it lives below the events
 from ..volumes.store import Location
 
 __all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport"]
@@ -32,41 +33,6 @@ class CopyFailure:
     dst: str
     reason: str
     attempts: int
-
-
-@dataclass(frozen=True)
-class CopyProgress:
-    """A snapshot of a running copy."""
-
-    files_total: int
-    copied: int
-    skipped: int
-    failed: int
-    bytes_total: int
-    bytes_done: int
-    elapsed: float
-
-    @property
-    def files_done(self) -> int:
-        return self.copied + self.skipped + self.failed
-
-    @property
-    def files_per_second(self) -> float:
-        return self.files_done / self.elapsed if self.elapsed > 0 else 0.0
-
-    @property
-    def bytes_per_second(self) -> float:
-        return self.bytes_done / self.elapsed if self.elapsed > 0 else 0.0
-
-    @property
-    def eta(self) -> float | None:
-        """Seconds left, from the file rate; ``None`` before the first file lands."""
-        rate = self.files_per_second
-        return (self.files_total - self.files_done) / rate if rate > 0 else None
-
-    @property
-    def fraction(self) -> float:
-        return self.files_done / self.files_total if self.files_total else 1.0
 
 
 @dataclass

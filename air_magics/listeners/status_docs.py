@@ -1,0 +1,67 @@
+"""``StatusDocuments``: events -> the JSON documents under ``$AIR_HOME/run/`` (sidebar, notebook views).
+
+Documents and their names (fields as in :meth:`air_magics.events.Event.to_dict` of each kind):
+
+* ``job-copy-<job>``: a named copy (unnamed copies write nothing), at most 4 times a second;
+* ``job-export-<id>``: an export, at most every 0.3 s;
+* ``cache``: the shared cache statistics (the cache samples them at most twice a second);
+* ``loader-<pid>``: a DataLoader's timing, at most twice a second;
+* ``checkpoints-<hash of the folder>``: a ``CheckpointManager``'s recent saves.
+
+The last event of every job (done, failed, interrupted, committed, end of epoch) is always written.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..events import CacheEvent, CheckpointEvent, CopyEvent, Event, ExportEvent, LoaderEvent, throttled
+from ..status import write_status
+
+__all__ = ["StatusDocuments"]
+
+
+class StatusDocuments:
+    """Writes each source's events as its status document (see the module docstring)."""
+
+    def __init__(self, *, copy_interval: float = 0.25, export_interval: float = 0.3,
+                 loader_interval: float = 0.5) -> None:
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            CopyEvent: throttled(self._copy, copy_interval),
+            ExportEvent: throttled(self._export, export_interval),
+            LoaderEvent: throttled(self._loader, loader_interval),
+            CacheEvent: self._cache,
+            CheckpointEvent: self._checkpoint,
+        }
+
+    def __call__(self, event: Event) -> None:
+        handler = self._handlers.get(type(event))
+        if handler is not None:
+            handler(event)
+
+    @staticmethod
+    def _copy(e: CopyEvent) -> None:
+        if e.job:
+            write_status(f"job-copy-{e.job}", e.to_dict())
+
+    @staticmethod
+    def _export(e: ExportEvent) -> None:
+        write_status(f"job-export-{e.job}", e.to_dict())
+
+    @staticmethod
+    def _loader(e: LoaderEvent) -> None:
+        write_status(f"loader-{e.pid}", e.to_dict())
+
+    @staticmethod
+    def _cache(e: CacheEvent) -> None:
+        write_status("cache", e.to_dict())
+
+    @staticmethod
+    def _checkpoint(e: CheckpointEvent) -> None:
+        if e.saves is None:  # a bare writer's upload, or a manager announcing itself: no document
+            return
+        from ..data.commit import status_name  # light (no torch); imported late to keep `import air_magics` small
+
+        write_status(status_name(e.directory), e.to_dict())
+
+    def __repr__(self) -> str:
+        return "StatusDocuments()"

@@ -1,0 +1,52 @@
+"""``TqdmListener``: text progress bars for copies (files), exports (Spark tasks) and loaders (steps)."""
+from __future__ import annotations
+
+import sys
+import threading
+from typing import IO, Any, Hashable
+
+from ..events import CopyEvent, Event, ExportEvent, LoaderEvent
+from ..io.units import fmt_bytes
+
+__all__ = ["TqdmListener"]
+
+
+class TqdmListener:
+    """One tqdm bar per job on *file* (stderr), closed by the job's last event."""
+
+    def __init__(self, file: "IO[str] | None" = None, *, leave: bool = True) -> None:
+        self.file, self.leave = file, leave
+        self._bars: dict[Hashable, Any] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, CopyEvent):
+            p = event.progress
+            total, n, unit = p.files_total, p.files_done, "file"
+            post = f"{fmt_bytes(p.bytes_done)} · {fmt_bytes(p.bytes_per_second)}/s · {p.failed} failed"
+        elif isinstance(event, ExportEvent):
+            total, n, unit = event.progress.tasks or 0, event.progress.tasks_done or 0, "task"
+            post = f"{event.progress.rows:,} rows"
+        elif isinstance(event, LoaderEvent):
+            total, n, unit = None, event.timing.steps, "step"
+            post = f"data wait {event.timing.wait_share:.0%}"
+        else:
+            return
+        key = (event.source, event.job, event.pid)
+        with self._lock:
+            bar = self._bars.get(key)
+            if bar is None:
+                from tqdm import tqdm
+
+                desc = f"{event.source} {event.job}" if event.job else event.source
+                bar = self._bars[key] = tqdm(total=total, desc=desc, unit=unit, file=self.file or sys.stderr,
+                                             dynamic_ncols=True, leave=self.leave)
+            bar.total, bar.n = total, n
+            bar.set_postfix_str(post, refresh=False)
+            bar.refresh()
+            if event.terminal:
+                bar.close()
+                del self._bars[key]
+
+    def __repr__(self) -> str:
+        return "TqdmListener()"

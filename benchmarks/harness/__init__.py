@@ -1,0 +1,11 @@
+"""What every benchmark scenario shares, so each scenario module holds only what it measures.
+
+- ``runner``: interleaved repetitions with a rotating order, medians, measured child processes and
+  retries of measurements disturbed by the rest of the machine; the common command-line flags.
+- ``sampling``: CPU seconds and PSS of a process tree, how busy the machine is, quiet-machine waits,
+  other benchmark scripts running.
+- ``mounts``: slowfs (``../shared/tools/slowfs.py``, loaded by path) mounts and their request stats;
+  the ``/Volumes...`` symlink the reference library reads through.
+- ``reference``: the reference library's venv, or the reason its rows are skipped.
+- ``report``: markdown tables, number cells, ratios and MET / NOT MET target lines.
+"""

@@ -1,0 +1,151 @@
+"""slowfs volumes for the benchmarks: load the tool by path, mount, read its request counts.
+
+slowfs (``../shared/tools/slowfs.py``) is not a package; it is loaded from its file so the benchmarks
+use exactly the tool the tests use. Every measurement gets its own mount, so no method profits from
+kernel caches filled by the one before it.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+__all__ = [
+    "REPO",
+    "SLOWFS_DEFAULT",
+    "Mount",
+    "load_slowfs",
+    "read_stats",
+    "requests",
+    "slow_volume",
+    "slowfs_unavailable",
+    "unmount_leftover",
+    "volumes_link",
+]
+
+REPO = Path(__file__).resolve().parents[2]
+SLOWFS_DEFAULT = REPO.parent / "shared" / "tools" / "slowfs.py"
+_loaded: dict[Path, ModuleType] = {}
+
+
+def slowfs_unavailable(path: Path | str = SLOWFS_DEFAULT) -> str | None:
+    """Why a slowfs volume cannot be mounted here, or None."""
+    if not Path(path).is_file():
+        return f"slowfs tool not found at {path} (pass --slowfs PATH)"
+    if not os.path.exists("/dev/fuse"):
+        return "/dev/fuse is missing (container: --device /dev/fuse --cap-add SYS_ADMIN)"
+    if not shutil.which("fusermount3"):
+        return "fusermount3 missing: apt-get install fuse3 libfuse3-dev pkg-config gcc"
+    return None
+
+
+def load_slowfs(path: Path | str = SLOWFS_DEFAULT) -> ModuleType:
+    """The slowfs module, loaded by path once per process."""
+    path = Path(path).resolve()
+    if path not in _loaded:
+        spec = importlib.util.spec_from_file_location("slowfs", path)
+        if spec is None or spec.loader is None:
+            raise SystemExit(f"cannot load slowfs from {path}")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _loaded[path] = mod
+    return _loaded[path]
+
+
+def read_stats(path: Path | str) -> dict:
+    """slowfs's ``--stats`` document (ops per request kind, bytes, peak in flight); empty parts if unreadable."""
+    try:
+        s = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        s = {}
+    return {"ops": s.get("ops", {}), "bytes_read": s.get("bytes_read", 0),
+            "bytes_written": s.get("bytes_written", 0), "peak_inflight": s.get("peak_inflight", 0)}
+
+
+def requests(ops: dict) -> int:
+    """FUSE requests counted by the benchmarks: every kind except ``release`` (it never waits)."""
+    return sum(n for op, n in ops.items() if op != "release")
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A live slowfs mount: where it is, its server's PID (to count its CPU) and its stats file."""
+
+    path: Path
+    server_pid: int
+    stats_file: Path
+
+    def stats(self, settle: float = 0.0) -> dict:
+        """The stats so far; *settle* > 0.25 s waits for slowfs's next rewrite of the file."""
+        if settle:
+            time.sleep(settle)
+        return read_stats(self.stats_file)
+
+
+@contextlib.contextmanager
+def slow_volume(slowfs: ModuleType, backing: Path, mnt: Path, stats: Path, *, latency_ms: float,
+                read_ms: float | None = None, write_ms: float | None = None,
+                cache_timeout: float = 1.0) -> Iterator[Mount]:
+    """Mount *backing* at *mnt* with the C engine and a fixed latency per request; always unmounted.
+
+    *read_ms* / *write_ms* default to slowfs's own rule (read = 2 ms, write = read) when None.
+    """
+    opts: dict = dict(op_latency_ms=latency_ms, engine="c", attr_timeout=cache_timeout, entry_timeout=cache_timeout)
+    if read_ms is not None:
+        opts["read_latency_ms"] = read_ms
+    if write_ms is not None:
+        opts["write_latency_ms"] = write_ms
+    stats.unlink(missing_ok=True)
+    with slowfs.mounted(backing, mnt, stats=stats, **opts) as server_pid:
+        yield Mount(Path(mnt), server_pid, Path(stats))
+
+
+def unmount_leftover(slowfs: ModuleType, mnt: Path) -> bool:
+    """Unmount *mnt* lazily if something is still mounted there; True when nothing is (safe to delete)."""
+    if slowfs._fstype(mnt):
+        slowfs.unmount(str(mnt), lazy=True)
+    return not slowfs._fstype(mnt)
+
+
+@contextlib.contextmanager
+def volumes_link(link: Path, target: Path, *, wait_s: float = 0.0,
+                 busy: Callable[[], list[int]] | None = None) -> Iterator[Path]:
+    """Symlink *link* -> *target* for the with-block; removed afterwards, and only if it is still ours.
+
+    The reference library reads the ``/Volumes/...`` path it is given straight from the filesystem and
+    only checks that the string starts with ``/Volumes``, so a link like ``/Volumes-air-bench-<pid>``
+    serves it without creating ``/Volumes`` (which air_magics would take for a real mount). With
+    *wait_s* > 0 it waits that long for *link* to be free (and *busy()* to return nothing) instead of
+    refusing at once; it never replaces or deletes a path it did not create.
+    """
+    deadline, said = time.monotonic() + wait_s, False
+    while True:
+        in_use = busy() if busy else []
+        if not os.path.lexists(link) and not in_use:
+            try:
+                os.symlink(target, link)
+                break
+            except FileExistsError:
+                pass
+        if time.monotonic() >= deadline:
+            raise SystemExit(f"{link} already exists" + (f" (or pids {in_use} use it)" if in_use else "")
+                             + "; pass another --volumes-link (the harness never replaces an existing path)")
+        if not said:
+            print(f"  (waiting for {link} to be free" + (f"; pids {in_use}" if in_use else "") + ")",
+                  file=sys.stderr, flush=True)
+            said = True
+        time.sleep(5)
+    try:
+        yield link
+    finally:
+        with contextlib.suppress(OSError):
+            if os.path.islink(link) and os.readlink(link) == str(target):
+                os.unlink(link)

@@ -1,0 +1,282 @@
+"""Benchmark: a training DataLoader streaming many small files from a slow FUSE volume.
+
+Compares, on a slowfs volume (../shared/tools/slowfs.py, C engine; one flat folder of N files) with a
+fixed per-request latency, these loaders (``--configs``):
+
+  ref:default   the reference ``databricks.air.data``: ``DataLoader(UCVolumeDataset(path), batch_size=None)``
+                with its default workers (48 outside torch.distributed; prefetch_factor 4, persistent workers)
+  ref:8         the same with ``num_workers=8``
+  torch:8       a plain ``torch.utils.data.DataLoader(ds, batch_size=None, num_workers=8)`` over a naive
+                map-style dataset whose ``__getitem__`` returns ``open(path, "rb").read()`` (no cache)
+  air:default   ``air_magics.data.DataLoader(UCVolumeDataset(path), batch_size=None)`` at its defaults
+  air:WxP       the same with ``num_workers=W`` and ``UCVolumeDataset(prefetch=P)``
+  air:WxPxF     ... and ``DataLoader(prefetch_factor=F)``
+
+Each measured configuration runs in its own subprocess (``benchmarks.scenarios.loader_child``; the
+reference from its own venv, ``--ref-python``, or skipped with a printed reason when that venv is not
+there), against a fresh mount and a fresh, empty cache directory (``TMPDIR`` for the reference,
+``AIR_HOME`` for air_magics): setup (the listing), a cold epoch, a warm epoch over the same loader. The
+consumer touches every item; every epoch is checked (N items, N distinct names, N x size bytes).
+
+Metrics: files/s per epoch, time to the first item (from ``iter()``), setup seconds, peak PSS of the
+subprocess tree (sampled every ``--sample-ms`` at nice 19), CPU seconds of the tree, FUSE requests per
+file. Repetitions are interleaved with a rotating order, medians reported, ratios against the
+reference's best configuration. A measurement during which the rest of the machine used more than
+``--max-foreign`` cores, or a copy benchmark ran, is repeated (``--retries``).
+
+Volume paths: the harness creates one symlink ``--volumes-link`` (default ``/Volumes-air-bench-<pid>``)
+to the mount for the run; the reference and the naive loader read ``<link>/main/bench/vol/flat``,
+air_magics ``/Volumes/main/bench/vol/flat`` with ``AIR_VOLUMES_MOUNT=<link>``. ``/Volumes`` itself is
+never created unless ``--volumes-link /Volumes`` is given (refused if it exists).
+
+    .venv/bin/python benchmarks/bench_loader.py --quick          # 300 files, 2 ms, 1 rep (1-3 min)
+    .venv/bin/python benchmarks/bench_loader.py --json r.json    # 3000 x 150 KiB, 2 and 10 ms, 3 reps (15-40 min)
+    .venv/bin/python benchmarks/bench_loader.py --latencies 10 --reps 1 --configs air:default,air:2x32x32
+    .venv/bin/python benchmarks/bench_loader.py --report r.json  # print the report of a saved run again
+
+Prints progress on stderr and a markdown report on stdout; the exit status is 1 if a loader delivered a
+wrong set of items. Needs root (or fuse access), /dev/fuse, fuse3, gcc + pkg-config + libfuse3-dev.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from benchmarks.harness.mounts import (
+    REPO,
+    load_slowfs,
+    requests,
+    slow_volume,
+    slowfs_unavailable,
+    volumes_link,
+)
+from benchmarks.harness.reference import (
+    DEFAULT_REF_PYTHON,
+    INSTALL_HINT,
+    reference_unavailable,
+)
+from benchmarks.harness.report import git_describe, log, skipped
+from benchmarks.harness.runner import (
+    add_common_args,
+    child_env,
+    disturbance,
+    interleaved,
+    measure_with_retries,
+    raise_on_sigterm,
+    resolve_waits,
+    run_child,
+)
+from benchmarks.harness.sampling import wait_for_benches, wait_quiet
+from benchmarks.scenarios.loader_report import (
+    Config,
+    Result,
+    header,
+    parse_configs,
+    report,
+    report_from_json,
+)
+
+__all__ = ["Bench", "main", "make_dataset"]
+
+VOLUME = ("main", "bench", "vol")  # catalog, schema, volume
+TOP = "flat"                       # one flat folder: /Volumes/main/bench/vol/flat/f00000.bin ...
+DEFAULT_CONFIGS = "ref:default,ref:8,torch:8,air:default,air:4x32,air:2x32,air:1x32"
+
+
+def make_dataset(backing: Path, files: int, size: int, seed: int = 0) -> None:
+    top = backing.joinpath(*VOLUME, TOP)
+    top.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    for i in range(files):
+        (top / f"f{i:05d}.bin").write_bytes(rng.randbytes(size))
+
+
+class Bench:
+    def __init__(self, a: argparse.Namespace, slowfs, work: Path, link: Path) -> None:
+        self.a, self.slowfs, self.work, self.link = a, slowfs, work, link
+        self.backing, self.mnt = work / "backing", work / "mnt"
+        self.results: list[Result] = []
+
+    def spec(self, cfg: Config, run_dir: Path) -> dict:
+        rel = "/".join((*VOLUME, TOP))
+        return {"kind": cfg.kind, "workers": cfg.workers, "prefetch": cfg.prefetch, "prefetch_factor": cfg.prefetch_factor,
+                "ref_path": f"{self.link}/{rel}", "air_path": f"/Volumes/{rel}", "naive_path": f"{self.link}/{rel}",
+                "result_file": str(run_dir / "result.json")}
+
+    def measure(self, latency: float, rep: int, cfg: Config) -> Result:
+        """One measurement; repeated (up to --retries times) when something else used the CPUs meanwhile."""
+        res = measure_with_retries(lambda attempt: self.measure_once(latency, rep, cfg, attempt), self.a.retries)
+        self.results.append(res)
+        if self.a.json:  # keep what we have even if the run is interrupted later
+            Path(self.a.json).write_text(json.dumps({"args": vars(self.a), "results": [asdict(r) for r in self.results]},
+                                                    indent=1, default=str))
+        return res
+
+    def measure_once(self, latency: float, rep: int, cfg: Config, attempt: int = 1) -> Result:
+        a = self.a
+        run_dir = self.work / "runs" / f"{cfg.name.replace(':', '-')}-{latency:g}ms-{rep}"
+        shutil.rmtree(run_dir, ignore_errors=True)
+        (run_dir / "tmp").mkdir(parents=True)
+        env = child_env(run_dir, AIR_VOLUMES_MOUNT=str(self.link))
+        python = a.ref_python if cfg.kind == "ref" else a.python
+        argv = [python, "-m", "benchmarks.scenarios.loader_child", json.dumps(self.spec(cfg, run_dir))]
+        os.sync()  # no writeback of the previous run's cache during this one
+        wait_for_benches(("copy",), a.bench_wait)
+        busy = wait_quiet(a.quiet_below, a.quiet_wait)
+        res = Result(latency, rep, cfg.name, ok=False, busy_before=busy, attempt=attempt)
+        with slow_volume(self.slowfs, self.backing, self.mnt, run_dir / "slowfs-stats.json", latency_ms=latency,
+                         read_ms=latency, cache_timeout=a.cache_timeout) as mount:
+            run = run_child(argv, env=env, cwd=run_dir, log_path=run_dir / "child.log", timeout=a.child_timeout,
+                            server_pid=mount.server_pid, pss_interval=a.sample_ms / 1000, watch=("copy",))
+        res.error = run.error
+        res.server_cpu_s, res.wall_s = run.server_cpu_s, run.wall_s
+        res.child_cpu_s, res.foreign_cores = run.child_cpu_s, run.foreign_cores
+        res.disturbed = disturbance(run, a.max_foreign)
+        res.requests = mount.stats()["ops"]
+        samples = run.samples
+        res.samples = len(samples)
+        if len(samples) > 1:
+            res.sample_period_ms = (samples[-1][0] - samples[0][0]) / (len(samples) - 1) * 1000
+        res.peak_pss = max((s[1] for s in samples), default=0)
+        res.max_procs = max((s[2] for s in samples), default=0)
+        rf = run_dir / "result.json"
+        if run.returncode == 0 and rf.exists():
+            self._read_child(res, json.loads(rf.read_text()), samples)
+        else:
+            tail = (run_dir / "child.log").read_bytes()[-2000:].decode(errors="replace")
+            res.error = res.error or f"exit {run.returncode}: {tail}"
+        if not res.ok or a.keep_logs:
+            keep = self.work / "failed" if not res.ok else self.work / "logs"
+            keep.mkdir(exist_ok=True)
+            with contextlib.suppress(OSError):
+                shutil.copy(run_dir / "child.log", keep / f"{run_dir.name}.log")
+        shutil.rmtree(run_dir, ignore_errors=True)  # the cache: hundreds of MB per run
+        f = a.files
+        log(f"  [{latency:g} ms rep {rep + 1}] {cfg.name:<12} setup {res.setup_s:5.2f} s  first {res.cold_first_s:5.2f} s  "
+            f"cold {f / res.cold_s:7.0f} files/s  warm {f / res.warm_s:7.0f} files/s  peak PSS {res.peak_pss / 2**20:6.0f} MiB "
+            f"({res.max_procs} procs)  CPU {res.cpu_s:5.1f} s  req/file {requests(res.requests) / f:.1f}  "
+            f"busy-before {busy:.0%}  foreign {res.foreign_cores:.2f} cores"
+            + ("" if res.ok else f"  FAILED: {res.error[:400]}"))
+        return res
+
+    def _read_child(self, res: Result, out: dict, samples: list) -> None:
+        a = self.a
+        m, ep = out["marks"], out["epochs"]
+        res.setup_s = m["setup"] - m["imported"]
+        res.cold_s, res.warm_s = ep[0]["seconds"], ep[1]["seconds"]
+        res.cold_first_s, res.warm_first_s = ep[0]["first_item"] or float("nan"), ep[1]["first_item"] or float("nan")
+        res.cpu_s, res.info = out["cpu_s"], out["info"]
+
+        def peak(t0: float, t1: float) -> int:
+            return max((s[1] for s in samples if t0 <= s[0] <= t1), default=0)
+
+        res.peak_pss_cold = peak(m["epoch0_start"], m["epoch0_end"])
+        res.peak_pss_warm = peak(m["epoch1_start"], m["epoch1_end"])
+        before = [s[1] for s in samples if s[0] <= m["setup"]]
+        res.base_pss = before[-1] if before else 0
+        want_bytes = a.files * a.size_kib * 1024
+        res.checks = {f"epoch{i}": {"items": e["items"], "bytes_ok": e["bytes"] == want_bytes,
+                                    "distinct": e["distinct_names"], "types": e["item_types"]} for i, e in enumerate(ep)}
+        res.ok = all(e["items"] == a.files and e["bytes"] == want_bytes
+                     and (e["distinct_names"] is None or e["distinct_names"] == a.files) for e in ep)
+        if not res.ok:
+            res.error = f"wrong items: {res.checks}"
+
+    def run(self, configs: list[Config]) -> None:
+        for latency in self.a.latencies:
+            for rep, cfg in interleaved(self.a.reps, configs):
+                self.measure(latency, rep, cfg)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="bench_loader.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--files", type=int, help="number of files (default 3000; --quick 300)")
+    p.add_argument("--size-kib", type=int, default=150, help="file size in KiB (default 150)")
+    p.add_argument("--reps", type=int, help="interleaved repetitions (default 3; --quick 1)")
+    p.add_argument("--latencies", help="comma-separated op (= read) latencies in ms (default 2,10; --quick 2)")
+    p.add_argument("--configs", default=DEFAULT_CONFIGS,
+                   help=f"comma-separated loaders: ref:default|ref:N, torch:N, air:default|air:WxP|air:WxPxF (default {DEFAULT_CONFIGS})")
+    p.add_argument("--ref-python", default=DEFAULT_REF_PYTHON,
+                   help=f"interpreter of the venv holding databricks-sdk-air[data] (default {DEFAULT_REF_PYTHON}; "
+                   f"its rows are skipped when it is missing: {INSTALL_HINT})")
+    p.add_argument("--python", default=sys.executable, help="interpreter for air_magics and plain torch (default: this one)")
+    p.add_argument("--volumes-link", help="symlink to the mount that the reference reads through; its path must start "
+                   "with /Volumes (default /Volumes-air-bench-<pid>; removed at the end)")
+    p.add_argument("--sample-ms", type=float, default=50.0, help="PSS sampling interval in ms (default 50)")
+    p.add_argument("--cache-timeout", type=float, default=1.0, help="slowfs attr/entry timeout in s (default 1)")
+    p.add_argument("--child-timeout", type=float, default=900.0, help="seconds before a measurement is killed (default 900)")
+    p.add_argument("--workdir", help="where to put data, mount and caches (default: a new temp dir; local disk)")
+    p.add_argument("--keep", action="store_true", help="keep the work dir")
+    p.add_argument("--keep-logs", action="store_true", help="keep every child's log under WORKDIR/logs (implies --keep)")
+    p.add_argument("--json", help="write every measurement as JSON here")
+    p.add_argument("--report", metavar="JSON", help="only print the report of a saved --json file")
+    add_common_args(p, quiet_wait=120.0, quiet_below=0.15, bench_wait=7200.0, max_foreign=0.3, retries=3)
+    a = p.parse_args(argv)
+    resolve_waits(a)
+    q = a.quick
+    a.files = a.files or (300 if q else 3000)
+    a.reps = a.reps or (1 if q else 3)
+    a.latencies = [float(x) for x in (a.latencies or ("2" if q else "2,10")).split(",")]
+    a.keep = a.keep or a.keep_logs
+    return a
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    if a.report:
+        return report_from_json(a.report)
+    configs = parse_configs(a.configs)
+    if reason := slowfs_unavailable(a.slowfs):
+        print(skipped("bench_loader", reason))
+        return 0
+    ref_note = ""
+    if any(c.kind == "ref" for c in configs) and (why := reference_unavailable(a.ref_python)):
+        configs = [c for c in configs if c.kind != "ref"]
+        a.configs = ",".join(c.name for c in configs)
+        ref_note = skipped("reference rows (ref:*)", why)
+        log(ref_note)
+    link = Path(a.volumes_link or f"/Volumes-air-bench-{os.getpid()}")
+    if not str(link).startswith("/Volumes"):
+        raise SystemExit(f"--volumes-link {link}: the reference accepts only paths that start with /Volumes")
+
+    a.commit = git_describe(REPO)
+    slowfs = load_slowfs(a.slowfs)
+    work = Path(a.workdir) if a.workdir else Path(tempfile.mkdtemp(prefix="air-bench-loader-"))
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "mnt").mkdir(exist_ok=True)
+    raise_on_sigterm()
+    try:
+        log(f"writing {a.files} files x {a.size_kib} KiB into {work / 'backing'} ...")
+        shutil.rmtree(work / "backing", ignore_errors=True)
+        make_dataset(work / "backing", a.files, a.size_kib * 1024)
+        os.sync()
+        bench = Bench(a, slowfs, work, link)
+        t0 = time.perf_counter()
+        with volumes_link(link, work / "mnt"):
+            bench.run(configs)
+        log(f"done in {time.perf_counter() - t0:.0f} s")
+        print(header(a))
+        if ref_note:
+            print(f"\n{ref_note}")
+        print(report(bench.results, configs, a))
+        if a.json:
+            Path(a.json).write_text(json.dumps({"args": vars(a), "results": [asdict(r) for r in bench.results]},
+                                               indent=1, default=str))
+        return 0 if all(r.ok for r in bench.results) else 1
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""One loader measurement, in its own interpreter: ``python -m benchmarks.scenarios.loader_child SPEC_JSON``.
+
+Runs in this project's venv (air_magics, plain torch) or in the reference's own venv, so it imports only
+the standard library and the loader it measures. Steps: imports (not timed), setup (dataset + loader:
+the listing), a cold epoch, a warm epoch over the same loader; the consumer touches every item. The
+marks (monotonic times) let the harness cut its PSS samples per phase. Result: JSON at spec's
+``result_file``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["NaiveFiles", "child_main"]
+
+
+def _cpu_now() -> float:
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+class NaiveFiles:
+    """A map-style dataset: item i is the bytes of file i, read with ``open().read()``."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, i: int) -> bytes:
+        with open(self.paths[i], "rb") as f:
+            return f.read()
+
+
+def _build(spec: dict, info: dict):
+    """The loader of *spec*'s kind (ref | air | torch), built as a user would."""
+    kind, workers, prefetch, pf = spec["kind"], spec.get("workers"), spec.get("prefetch"), spec.get("prefetch_factor")
+    kw = {} if workers is None else {"num_workers": workers}
+    if kind == "ref":
+        from databricks.air.data import DataLoader, UCVolumeDataset
+
+        if workers == 0:
+            kw["prefetch_factor"] = None
+        return DataLoader(UCVolumeDataset(spec["ref_path"]), batch_size=None, **kw), None
+    if kind == "air":
+        from air_magics.data import DataLoader, UCVolumeDataset
+
+        ds = UCVolumeDataset(spec["air_path"], **({} if prefetch is None else {"prefetch": prefetch}))
+        if pf is not None:
+            kw["prefetch_factor"] = pf
+        info["prefetch"] = ds.prefetch
+        return DataLoader(ds, batch_size=None, **kw), ds
+    import torch.utils.data as tud
+
+    with os.scandir(spec["naive_path"]) as it:
+        paths = sorted(e.path for e in it if e.is_file(follow_symlinks=False))
+    return tud.DataLoader(NaiveFiles(paths), batch_size=None, shuffle=False, num_workers=workers or 0), None
+
+
+def _epoch(loader) -> tuple[float, float, dict]:
+    t0 = time.monotonic()
+    first, n, nbytes, names, kinds = None, 0, 0, set(), set()
+    for item in loader:
+        if first is None:
+            first = time.monotonic() - t0
+        if isinstance(item, (bytes, bytearray, memoryview)):
+            b = len(item)
+        else:  # a local path (str); read it now: the reference only guarantees it until the next item
+            with open(item, "rb") as f:
+                b = len(f.read())
+            names.add(os.path.basename(str(item)))
+        kinds.add(type(item).__name__)
+        n += 1
+        nbytes += b
+    t1 = time.monotonic()
+    return t0, t1, {"seconds": t1 - t0, "first_item": first, "items": n, "bytes": nbytes,
+                    "distinct_names": len(names) if names else None, "item_types": sorted(kinds)}
+
+
+def child_main(spec: dict) -> int:
+    marks = {"start": time.monotonic()}
+    kind = spec["kind"]
+    if kind == "ref":  # the same imports _build does, so none of them is timed
+        from databricks.air.data import DataLoader, UCVolumeDataset  # noqa: F401
+    elif kind == "air":
+        import air_magics.data.loader  # noqa: F401  (imports torch now, not inside setup)
+        from air_magics.data import DataLoader, UCVolumeDataset  # noqa: F401
+    else:
+        import torch.utils.data  # noqa: F401
+    marks["imported"] = time.monotonic()
+    cpu0 = _cpu_now()
+
+    info: dict = {}
+    loader, ds = _build(spec, info)
+    info.update(num_workers=loader.num_workers, prefetch_factor=loader.prefetch_factor,
+                persistent_workers=loader.persistent_workers)
+    marks["setup"] = time.monotonic()
+
+    epochs = []
+    for e in range(2):
+        marks[f"epoch{e}_start"], marks[f"epoch{e}_end"], ep = _epoch(loader)
+        epochs.append(ep)
+
+    # persistent workers (the reference) stay alive until the iterator is shut down: join them so their
+    # CPU time is counted (RUSAGE_CHILDREN only includes reaped children)
+    it = getattr(loader, "_iterator", None)
+    if it is not None and hasattr(it, "_shutdown_workers"):
+        it._shutdown_workers()
+    marks["done"] = time.monotonic()
+    cpu = _cpu_now() - cpu0
+    if kind == "air":
+        ci = ds.cache.info()
+        info["cache"] = {"hits": ci.hits, "misses": ci.misses, "entries": ci.entries, "root": ci.root}
+        info["loader_timing"] = loader.timing.to_dict()
+    out = {"marks": marks, "epochs": epochs, "cpu_s": cpu, "info": info}
+    Path(spec["result_file"]).write_text(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(child_main(json.loads(sys.argv[1])))

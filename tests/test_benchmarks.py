@@ -1,0 +1,77 @@
+"""The benchmarks' quick mode runs for real in the suite, so the scripts cannot rot.
+
+Each scenario runs through its command-line entry point (``benchmarks/bench_<name>.py --quick
+--no-wait``) in a subprocess, on real slowfs volumes and a real Spark Connect server; the test checks
+that it exits 0 and prints its report tables. No figure is asserted: benchmarks never assert speed
+in the suite. ``--no-wait`` keeps a busy machine from stretching a run (no quiet-machine waits, no
+repeats); the loader and checkpoint runs are trimmed to one configuration per kind so the whole file
+stays near 2-3 minutes on 2 cores.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+# scenario -> (extra flags on top of --quick --no-wait, texts its report must contain)
+SCENARIOS = {
+    "copy": ([], ["## bench_copy", "| method | median s", "air_magics workers=", "target >= 2x:",
+                  "Verification: every destination walked"]),
+    "confined": ([], ["### confined open vs plain open", "| read |", "| write |"]),
+    "loader": (["--configs", "ref:default,torch:8,air:default"],
+               ["## bench_loader", "| loader | setup s", "`torch:8`", "`air:default`"]),
+    "checkpoint": ([], ["## bench_checkpoint", "| method | save MB/s", "air_magics `UCVolumeWriter`/`Reader`",
+                        "async blocked <= 20% of a synchronous save", "measurements ok"]),
+    "tables": ([], ["## bench_tables", "| rows | method |", "air-export-client", "overhead at 200,000 rows"]),
+}
+NEEDS_FUSE = {"copy", "loader", "checkpoint"}
+
+
+def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _tables_unavailable() -> str | None:
+    import importlib.util
+
+    if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("datasets") is None:
+        return "pyspark or datasets not installed"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "Java not found"
+    return None
+
+
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=[pytest.mark.fuse] if n in NEEDS_FUSE else [pytest.mark.spark] if n == "tables" else [])
+    for n in SCENARIOS])
+def test_quick_benchmark_runs_and_reports(name, request):
+    if name in NEEDS_FUSE:
+        request.getfixturevalue("slowfs")  # skips where FUSE or the slowfs tool is missing
+    if name == "tables" and (why := _tables_unavailable()):
+        pytest.skip(why)
+    flags, expected = SCENARIOS[name]
+    p = _run([sys.executable, f"benchmarks/bench_{name}.py", "--quick", "--no-wait", *flags], timeout=400)
+    out = p.stdout
+    assert p.returncode == 0, f"exit {p.returncode}\n--- stdout\n{out[-3000:]}\n--- stderr\n{p.stderr[-3000:]}"
+    assert not out.lstrip().startswith(f"**bench_{name} skipped"), out  # it ran (a reference row may still skip)
+    assert "|---|" in out, out
+    for text in expected:
+        assert text in out, f"{text!r} missing from the report:\n{out}"
+    if name in ("loader", "checkpoint") and not os.access("/tmp/refvenv/bin/python", os.X_OK):
+        assert "reference rows" in out and "skipped" in out, out  # says why the reference is absent
+
+
+@pytest.mark.timeout(120)
+def test_suite_runs_scenarios_and_summarises():
+    p = _run([sys.executable, "-m", "benchmarks", "--quick", "--no-wait", "--only", "confined"], timeout=100)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "### confined open vs plain open" in p.stdout
+    assert "## Summary" in p.stdout and "| confined | ok |" in p.stdout, p.stdout
