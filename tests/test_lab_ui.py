@@ -22,6 +22,7 @@ import pytest
 
 from air_magics.cache import FileCache
 from air_magics.demo import seed_sample_volume
+from air_magics.status import write_status
 from air_magics.volumes import VolumeStore
 
 from _lab_server import start_server
@@ -32,6 +33,8 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-network
 OUT = Path(os.environ.get("AIR_TEST_OUTPUT") or Path(__file__).resolve().parents[1] / "test-output") / "lab_ui"
 SIDEBAR_TAB = '.jp-SideBar.jp-mod-left [data-id="air-magics-sidebar"]'
 VOLUME = "/Volumes/main/demo/images"
+LABEXTENSION = Path(__file__).resolve().parents[1] / "labextension"
+SETTINGS_ID = "air-magics:sidebar"
 
 pytestmark = pytest.mark.browser
 
@@ -248,7 +251,8 @@ def test_running_copy_cache_and_checkpoint_appear(lab, page, slowfs, tmp_path):
 def test_clear_cache_button_asks_then_clears(lab, page):
     """The one state-changing call, from the browser: cookie auth plus the XSRF header."""
     cache = FileCache()
-    for f in VolumeStore().ls(f"{VOLUME}/val/cat"):
+    files = VolumeStore().ls(f"{VOLUME}/val/cat")
+    for f in files:
         cache.get(f.path)
     cache.publish_status()
     n = cache.info().entries
@@ -257,6 +261,8 @@ def test_clear_cache_button_asks_then_clears(lab, page):
     page.locator("#air-magics-sidebar .air-cache-clear").click()
     page.locator(".jp-Dialog button.jp-mod-reject").click()  # cancel: nothing happens
     assert cache.info().entries == n
+    for f in files:  # handed out again just now: pinned however long Lab took to load on a busy machine
+        cache.get(f.path)
     page.locator("#air-magics-sidebar .air-cache-clear").click()
     page.locator(".jp-Dialog button.jp-mod-warn").click()  # every file was just handed out: all kept
     page.wait_for_selector(f'#air-magics-sidebar .air-message:has-text("Cleared 0 cached files; kept {n} in use")')
@@ -302,3 +308,118 @@ def test_refresh_command_picks_up_new_volumes(lab, page):
     row(page, "/Volumes/other").click()  # a new catalog arrives collapsed; a click opens it
     row(page, "/Volumes/other/new").click()
     row(page, "/Volumes/other/new/vol").wait_for()
+
+
+# -- an idiomatic sidebar: updates touch only what changed, settings apply live ---------------------
+WATCH_DOM = """() => {
+    const root = document.querySelector('#air-magics-sidebar');
+    window.airTagged = [...root.querySelectorAll('.air-tree-row, .air-section-body > *')];
+    window.airMutations = [];
+    const observer = new MutationObserver(records => window.airMutations.push(
+        ...records.map(r => `${r.type} in ${r.target.closest('.air-section').className}`)));
+    for (const node of root.querySelectorAll('.air-section')) {
+        observer.observe(node, {subtree: true, childList: true, attributes: true, characterData: true});
+    }
+}"""
+
+
+def refresh_all(page) -> None:
+    """The refresh command: resolves once the volumes, open folders and status sections reloaded."""
+    page.evaluate("window.jupyterapp.commands.execute('air-magics:refresh')")
+
+
+def test_an_unchanged_refresh_touches_no_dom_node(lab, page):
+    """Refreshing with the same answers changes nothing in the DOM: the tree keeps its open folders
+    (the very same row nodes) and every section's content stays. A new job adds its own node only."""
+    now = time.time()
+    write_status("job-copy-dom-a", {"kind": "copy", "state": "done", "files_total": 2, "files_done": 2,
+                                    "started": now - 5, "finished": now})
+    open_lab(page, lab)
+    expand(page, VOLUME)
+    expand(page, f"{VOLUME}/train")
+    page.locator('#air-magics-sidebar .air-job[data-job="job-copy-dom-a"]').wait_for()
+    for name in ("cache", "checkpoints"):
+        page.locator(f"#air-magics-sidebar .air-section-{name} .air-section-body > *").first.wait_for()
+    page.evaluate(WATCH_DOM)
+
+    refresh_all(page)
+    assert page.evaluate("window.airMutations") == []
+    assert page.evaluate("window.airTagged.every(node => node.isConnected)")
+    assert row(page, f"{VOLUME}/train").get_attribute("aria-expanded") == "true"
+
+    write_status("job-copy-dom-b", {"kind": "copy", "state": "done", "files_total": 3, "files_done": 3,
+                                    "started": now, "finished": time.time()})
+    refresh_all(page)
+    page.locator('#air-magics-sidebar .air-job[data-job="job-copy-dom-b"]').wait_for()
+    changed = set(page.evaluate("window.airMutations"))
+    assert changed == {"childList in air-section air-section-jobs"}, changed
+    assert page.evaluate("window.airTagged.every(node => node.isConnected)")  # the other job's node too
+
+
+def test_schema_defaults_match_the_fallback():
+    """Without a settings registry the extension uses DEFAULT_SETTINGS: the schema's defaults."""
+    import re
+
+    schema = json.loads((LABEXTENSION / "schema" / "sidebar.json").read_text())
+    defaults = {k: v["default"] for k, v in schema["properties"].items()}
+    source = (LABEXTENSION / "src" / "settings.ts").read_text()
+    block = re.search(r"DEFAULT_SETTINGS: IAirSettings = \{(.*?)\};", source, re.S).group(1)
+    fallback = json.loads("{" + re.sub(r"(\w+):", r'"\1":', block.replace("'", '"')) + "}")
+    assert fallback == defaults
+    package = json.loads((LABEXTENSION / "package.json").read_text())
+    assert package["jupyterlab"]["schemaDir"] == "schema"
+
+
+def test_settings_apply_live(lab, page):
+    """Changed in the settings editor, the page size and the sections shown apply at once; a section
+    left out is no longer polled."""
+    overrides = lab.home.parent / "lab-settings" / "air-magics" / "sidebar.jupyterlab-settings"
+    requests_seen: list[str] = []
+    page.on("request", lambda r: requests_seen.append(r.url))
+    try:
+        open_lab(page, lab)
+        page.evaluate("window.jupyterapp.commands.execute('settingeditor:open', {query: 'Air sidebar'})")
+        field = page.locator(f'[id="jp-SettingsEditor-{SETTINGS_ID}_pageSize"]')
+        with page.expect_response(lambda r: SETTINGS_ID in r.url and r.request.method == "PUT"):
+            field.fill("5")
+        with page.expect_response(lambda r: SETTINGS_ID in r.url and r.request.method == "PUT"):
+            page.locator(f'[id="jp-SettingsEditor-{SETTINGS_ID}_sections"]').select_option(["volumes", "cache"])
+        page.locator("#air-magics-sidebar .air-section-jobs").wait_for(state="detached")
+        sections = page.locator("#air-magics-sidebar .air-section").evaluate_all(
+            "ss => ss.map(s => s.className.replace('air-section air-section-', ''))")
+        assert sections == ["volumes", "cache"]
+        saved = json.loads(overrides.read_text())
+        assert (saved["pageSize"], saved["sections"]) == (5, ["volumes", "cache"])
+
+        expand(page, VOLUME)
+        expand(page, f"{VOLUME}/train")
+        expand(page, f"{VOLUME}/train/cat")
+        files = page.locator(f'#air-magics-sidebar .air-tree-file[data-path^="{VOLUME}/train/cat/"]')
+        assert files.count() == 5
+        more = page.locator("#air-magics-sidebar .air-tree-more")
+        assert more.inner_text() == "Load more (5 of 16 shown)"
+        more.click()
+        page.wait_for_function(f"""() => document.querySelectorAll(
+            '#air-magics-sidebar .air-tree-file[data-path^="{VOLUME}/train/cat/"]').length === 10""")
+
+        requests_seen.clear()
+        refresh_all(page)
+        polled = {u.split("/air/api/")[1].split("?")[0] for u in requests_seen if "/air/api/" in u}
+        assert "cache" in polled and not polled & {"jobs", "checkpoints"}, polled
+    finally:
+        overrides.unlink(missing_ok=True)
+
+
+def test_a_hidden_sidebar_does_not_poll(lab, page):
+    """Hidden, the sidebar fetches no status (not even on the refresh command); shown, it polls at once."""
+    open_lab(page, lab)
+    page.locator("#air-magics-sidebar .air-section-jobs .air-section-body > *").first.wait_for()
+    page.locator(SIDEBAR_TAB).click()
+    page.locator("#air-magics-sidebar").wait_for(state="hidden")
+    refresh_all(page)  # settles a poll that was under way when the panel closed
+    seen: list[str] = []
+    page.on("request", lambda r: seen.append(r.url))
+    refresh_all(page)
+    assert not [u for u in seen if any(f"/air/api/{e}" in u for e in ("cache", "jobs", "checkpoints"))], seen
+    with page.expect_request(lambda r: "/air/api/jobs" in r.url):
+        page.locator(SIDEBAR_TAB).click()
