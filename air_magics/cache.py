@@ -1,0 +1,426 @@
+"""A persistent, cross-process cache of volume files on local disk.
+
+Why: reading many small files from a remote volume pays a round trip per file; training reads
+every file every epoch. The cache keeps one local copy per volume path and serves it while the
+source is unchanged.
+
+* **Keyed by volume path**, stored readably under ``<root>/files/<catalog>/<schema>/<volume>/...``.
+* **Never stale**: an entry is valid only while the source's size and mtime match those recorded
+  when it was fetched; callers pass the source's current size/mtime (a dataset has them from its
+  listing) or the cache stats the source.
+* **Bounded**: a byte ``limit`` and a free-disk ``reserve``; least recently used entries go first.
+  An entry handed out in the last ``pin_seconds`` is never evicted (that is the guarantee a
+  yielded path relies on), and an entry whose source no longer exists is never evicted (it may be
+  the only copy left).
+* **Many processes**: the index and the statistics live in one SQLite database (WAL); fetches
+  write to a temp name and rename; a striped file lock makes concurrent requests for one path
+  fetch it once. Connections and locks are created lazily per process, so a ``FileCache``
+  pickles into DataLoader workers under fork, spawn and forkserver.
+* **Never deletes what it does not own**: ``clear()`` keeps pinned entries too (``force=True``
+  does not: unsafe while training), and a file is unlinked only under its key's stripe lock, only
+  if it is the cache's own ``<root>/files/...`` path for that key, reached through no link.
+* **The index** (:mod:`air_magics.cache_index`) recovers from a damaged file, bounds its WAL, and
+  reports a full disk as :class:`~air_magics.errors.CacheDiskFullError`.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sqlite3
+import threading
+import time
+import zlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from . import config
+from .cache_hits import HitLog
+from .cache_index import checkpoint, open_index, transaction, translate_disk_full, wal_headroom
+from .errors import CacheLimitError
+from .io.confined import is_within
+from .io.locks import ProcessFileLock
+from .status import Throttle, write_status
+from .transfer import CopyTask, copy_one
+from .volumes.path import VolumePath
+from .volumes.store import Location, VolumeStore
+from .io.units import fmt_bytes
+
+__all__ = ["FileCache", "CacheInfo", "ClearReport"]
+
+_STRIPES = 256
+_OPEN_LOCK = threading.Lock()
+_MTIME_TOLERANCE = 1e-3
+_CLEAR_WAIT = 2.0  # seconds clear() waits for a stripe busy with a fetch; its entries are kept after that
+_log = logging.getLogger("air_magics")
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """A snapshot of the cache: contents, bounds and the statistics all processes add to."""
+
+    root: str
+    entries: int
+    bytes: int
+    limit: int | None
+    reserve: int
+    free_disk: int
+    hits: int
+    misses: int
+    bytes_hit: int
+    bytes_fetched: int
+    evictions: int
+
+    @property
+    def hit_rate(self) -> float:
+        n = self.hits + self.misses
+        return self.hits / n if n else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(asdict(self), hit_rate=self.hit_rate)
+
+    def __repr__(self) -> str:
+        limit = fmt_bytes(self.limit) if self.limit else "none"
+        return (f"cache {self.root}: {self.entries:,} files, {fmt_bytes(self.bytes)} (limit {limit}, free disk "
+                f"{fmt_bytes(self.free_disk)}); hit rate {self.hit_rate:.1%} ({self.hits:,} hits, {self.misses:,} misses); "
+                f"{fmt_bytes(self.bytes_hit)} served, {fmt_bytes(self.bytes_fetched)} fetched; {self.evictions:,} evictions")
+
+
+@dataclass(frozen=True)
+class ClearReport:
+    """What ``clear()`` did: files removed, and entries kept because a reader may hold their path."""
+
+    removed: int
+    bytes: int
+    kept: int
+    pin_seconds: float
+
+    def __str__(self) -> str:
+        text = f"removed {self.removed:,} cached files ({fmt_bytes(self.bytes)})"
+        if self.kept:
+            text += (f"; kept {self.kept:,} in use (used in the last {self.pin_seconds:g} s or being fetched; "
+                     f"clear(force=True) removes them too, unsafe while a training loop reads them)")
+        return text
+
+
+class FileCache:
+    """Local copies of volume files. ``get(path)`` returns a local path valid for the current source.
+
+    ``root`` defaults to ``$AIR_CACHE_DIR`` (``$AIR_HOME/cache``); ``limit`` to ``$AIR_CACHE_LIMIT``
+    (``None``: only the reserve bounds it); ``reserve`` to ``$AIR_CACHE_RESERVE`` (1 GiB). Sizes
+    accept ``"10GiB"``-style strings.
+    """
+
+    def __init__(self, root: "str | os.PathLike[str] | None" = None, *, limit: "int | str | None" = None,
+                 reserve: "int | str | None" = None, pin_seconds: float = 30.0, store: VolumeStore | None = None,
+                 retries: int = 4) -> None:
+        self.root = Path(root) if root is not None else config.cache_dir()
+        self.limit = config.parse_size(limit, "cache limit") if limit is not None else config.cache_limit()
+        self.reserve = config.parse_size(reserve, "cache reserve") if reserve is not None else config.cache_reserve()
+        if self.limit is not None and self.limit <= 0:
+            raise CacheLimitError(f"cache limit {limit!r} must be positive: give e.g. '10GiB', or None for no limit")
+        self.pin_seconds = pin_seconds
+        self.retries = retries
+        self.store = store or VolumeStore()
+        self._reset_process_state()
+
+    # -- per-process state (never pickled) --------------------------------------------------------
+    def _reset_process_state(self) -> None:
+        self._pid: int | None = None
+        self._db: sqlite3.Connection | None = None
+        self._db_lock: threading.Lock | None = None
+        self._stripes: dict[int, tuple[threading.Lock, Any]] = {}
+        self._status = Throttle(0.5)
+        self._wal_check = Throttle(5.0)
+        self._hits = HitLog(self.pin_seconds)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for k in ("_pid", "_db", "_db_lock", "_stripes", "_status", "_wal_check", "_hits"):
+            state.pop(k, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._reset_process_state()
+
+    def __repr__(self) -> str:
+        return f"FileCache(root={str(self.root)!r}, limit={self.limit}, reserve={self.reserve})"
+
+    def _conn(self) -> tuple[sqlite3.Connection, threading.Lock]:
+        if self._db is None or self._pid != os.getpid():
+            with _OPEN_LOCK:  # prefetch threads race here on first use
+                if self._db is None or self._pid != os.getpid():
+                    self._reset_process_state()
+                    self._db, self._db_lock, self._pid = self._open(), threading.Lock(), os.getpid()
+        assert self._db is not None and self._db_lock is not None
+        return self._db, self._db_lock
+
+    def _open(self) -> sqlite3.Connection:
+        return open_index(self.root, self.reserve)
+
+    def _stripe(self, key: str) -> tuple[threading.Lock, Any]:
+        return self._stripe_at(_stripe_of(key))
+
+    def _stripe_at(self, i: int) -> tuple[threading.Lock, Any]:
+        if i not in self._stripes:
+            with _OPEN_LOCK:  # two threads creating stripe i at once must still end up sharing one lock
+                if i not in self._stripes:
+                    (self.root / "locks").mkdir(parents=True, exist_ok=True)
+                    self._stripes[i] = (threading.Lock(), ProcessFileLock(self.root / "locks" / f"{i:03d}.lock"))
+        return self._stripes[i]
+
+    def _try_stripe(self, i: int, wait: float) -> tuple[threading.Lock, Any] | None:
+        """Stripe *i*'s locks if they can be had within *wait* seconds (0: only if free now), else None."""
+        tlock, flock = self._stripe_at(i)
+        if not (tlock.acquire(timeout=wait) if wait > 0 else tlock.acquire(blocking=False)):
+            return None
+        try:
+            flock.acquire(timeout=wait)
+        except TimeoutError:
+            tlock.release()
+            return None
+        return tlock, flock
+
+    # -- the cache --------------------------------------------------------------------------------
+    def local_path(self, path: "str | VolumePath") -> Path:
+        vp = VolumePath.parse(path)
+        return self.root.joinpath("files", vp.catalog, vp.schema, vp.volume, *vp.parts)
+
+    def get(self, path: "str | VolumePath", *, size: int | None = None, mtime: float | None = None,
+            src: Location | None = None) -> str:
+        """Local path of *path*'s current content, fetching it on a miss.
+
+        Pass the source's ``size``/``mtime`` when known (saves a round trip) and ``src`` when
+        the caller has already located it.
+        """
+        vp = VolumePath.parse(path)
+        key = str(vp)
+        if size is None or mtime is None:
+            info = self.store.stat(vp)
+            size, mtime = info.size, info.mtime
+        local = self.local_path(vp)
+        if self._hit(key, local, size, mtime):
+            return str(local)
+        tlock, flock = self._stripe(key)
+        with tlock, flock, translate_disk_full(self.root, self.reserve, f"fetching {key}"):
+            if self._hit(key, local, size, mtime):  # another process fetched it meanwhile
+                return str(local)
+            if self.limit is not None and size > self.limit:
+                raise CacheLimitError(
+                    f"{key} is {fmt_bytes(size)} but the cache limit is {fmt_bytes(self.limit)}; raise the limit "
+                    f"(FileCache(limit=...) or AIR_CACHE_LIMIT) above the largest file")
+            self._make_room(size)
+            task = CopyTask(src or self.store.locate(vp), Location(str(local), root=str(self.root / "files")), size, mtime)
+            n = copy_one(task, retries=self.retries)
+            self._record(key, local, n, mtime)
+        return str(local)
+
+    def try_hit(self, path: "str | VolumePath", size: int, mtime: float) -> str | None:
+        """The local path if *path* is cached and valid for this size/mtime, else ``None`` (no fetch)."""
+        vp = VolumePath.parse(path)
+        local = self.local_path(vp)
+        return str(local) if self._hit(str(vp), local, size, mtime) else None
+
+    def _hit(self, key: str, local: Path, size: int, mtime: float) -> bool:
+        """Serve from the cache if valid. Entries this process validated recently are served from
+        process-local state (:mod:`air_magics.cache_hits`; LRU time and counters batched); others
+        take one read and one write transaction on the shared index."""
+        db, lock = self._conn()
+        now = time.time()
+        if self._hits.valid(key, size, mtime, now):
+            try:
+                here = os.stat(local).st_size == size
+            except OSError:
+                here = False
+            if here:
+                if self._hits.note(key, size, now):
+                    self.flush_hits()
+                return True
+            self._hits.forget(key)
+        with lock:
+            row = db.execute("SELECT size, mtime FROM entries WHERE key=?", (key,)).fetchone()
+            if row is None or row[0] != size or abs(row[1] - mtime) > _MTIME_TOLERANCE:
+                return False
+            try:
+                if os.stat(local).st_size != size:
+                    return False
+            except FileNotFoundError:
+                return False
+            with self._disk_full("recording a hit"), transaction(db):
+                if not db.execute("UPDATE entries SET last_access=? WHERE key=?", (now, key)).rowcount:
+                    return False  # cleared or evicted since the read: fetch it again (under its stripe lock)
+                self._add(db, hits=1, bytes_hit=size)
+        self._hits.remember(key, size, mtime, now)
+        self._publish()
+        return True
+
+    def flush_hits(self) -> None:
+        """Write this process's batched hits (access times, counters) to the shared index. Called a
+        few times a second while hits are served, and before the totals are read or entries cleared."""
+        access, hits, nbytes = self._hits.take()
+        if not access and not hits:
+            return
+        db, lock = self._conn()
+        with lock, self._disk_full("recording hits"), transaction(db):
+            db.executemany("UPDATE entries SET last_access = MAX(last_access, ?) WHERE key = ?",
+                           [(t, k) for k, t in access.items()])
+            self._add(db, hits=hits, bytes_hit=nbytes)
+        self._publish()
+
+    def _record(self, key: str, local: Path, size: int, mtime: float) -> None:
+        db, lock = self._conn()
+        with lock, self._disk_full(f"indexing {key}"), transaction(db):
+            old = db.execute("SELECT size FROM entries WHERE key=?", (key,)).fetchone()
+            db.execute("INSERT OR REPLACE INTO entries(key, local, size, mtime, last_access) VALUES (?,?,?,?,?)",
+                       (key, str(local), size, mtime, time.time()))
+            self._add(db, misses=1, bytes_fetched=size, total_bytes=size - (old[0] if old else 0))
+        self._publish()
+
+    def _count(self, **deltas: int) -> None:
+        db, lock = self._conn()
+        with lock, self._disk_full("counting"):
+            self._add(db, **deltas)
+        self._publish()
+
+    @staticmethod
+    def _add(db: sqlite3.Connection, **deltas: int) -> None:
+        db.executemany("UPDATE counters SET value = value + ? WHERE name = ?", [(v, k) for k, v in deltas.items() if v])
+
+    def _disk_full(self, doing: str) -> Any:
+        return translate_disk_full(self.root, self.reserve, doing)
+
+    def _make_room(self, incoming: int) -> None:
+        """Evict least recently used, unpinned entries whose source still exists.
+
+        The index's WAL is bounded here too, and what it may still grow by is counted against the
+        reserve (it shares the disk with the cached files)."""
+        db, lock = self._conn()
+        with lock:
+            total = db.execute("SELECT value FROM counters WHERE name='total_bytes'").fetchone()[0]
+            if self._wal_check.ready() and wal_headroom(self.root) == 0:
+                checkpoint(db)
+        free = shutil.disk_usage(self.root).free - wal_headroom(self.root)
+        need = max((total + incoming - self.limit) if self.limit is not None else 0, self.reserve - (free - incoming))
+        if need <= 0:
+            return
+        cutoff = time.time() - self.pin_seconds
+        with lock:
+            rows = db.execute("SELECT key, local, size FROM entries WHERE last_access < ? ORDER BY last_access LIMIT 1024",
+                              (cutoff,)).fetchall()
+        victims: list[str] = []
+        for key, local, size in rows:
+            if need <= 0:
+                break
+            try:
+                if not self.store.exists(key):
+                    continue  # the source is gone: this copy may be the only one left
+            except Exception:  # an unreachable source is not proof of absence: keep it
+                continue
+            victims.append(key)
+            need -= size
+        # never wait here: the caller holds its own stripe, and a busy stripe is being fetched right now
+        self._drop(victims, cutoff, wait=0.0, evictions=True)
+
+    def _drop(self, keys: "list[str]", cutoff: float | None, *, wait: float, evictions: bool) -> tuple[int, int, int]:
+        """Remove the entries of *keys* and their files; ``(files removed, their bytes, entries kept)``.
+
+        Each stripe's entries are removed under that stripe's lock, so a fetch of the same key can
+        never land between deleting the row and unlinking the file. An entry used since *cutoff*
+        (``None``: no pin) is kept, and so is every entry of a stripe not free within *wait* s."""
+        by_stripe: dict[int, list[str]] = {}
+        for key in keys:
+            by_stripe.setdefault(_stripe_of(key), []).append(key)
+        db, lock = self._conn()
+        files, real_dirs = str(self.root / "files"), {"": os.path.realpath(self.root / "files")}
+        cut = float("inf") if cutoff is None else cutoff
+        removed = nbytes = kept = 0
+        for i, group in by_stripe.items():
+            locks = self._try_stripe(i, wait)
+            if locks is None:
+                kept += len(group)
+                continue
+            try:
+                gone: list[tuple[str, str, int]] = []
+                with lock, self._disk_full("removing cached files"), transaction(db):
+                    for n in range(0, len(group), 500):  # SQLite allows 999+ parameters per statement
+                        chunk = group[n:n + 500]
+                        # "+last_access": look rows up by key, not by scanning the LRU index
+                        where = f"+last_access < ? AND key IN ({','.join('?' * len(chunk))})"
+                        gone += db.execute(f"SELECT key, local, size FROM entries WHERE {where}", (cut, *chunk)).fetchall()
+                        db.execute(f"DELETE FROM entries WHERE {where}", (cut, *chunk))
+                    self._add(db, evictions=len(gone) if evictions else 0, total_bytes=-sum(r[2] for r in gone))
+                owned = [r for r in gone if self._unlink_owned(r[0], r[1], files, real_dirs)]
+            finally:
+                locks[1].release()
+                locks[0].release()
+            removed += len(owned)
+            nbytes += sum(r[2] for r in owned)
+            kept += len(group) - len(gone)
+        return removed, nbytes, kept
+
+    def _unlink_owned(self, key: str, local: str, files: str, real_dirs: dict[str, str]) -> bool:
+        """Unlink *local* only if it is this cache's own file for *key* (``<root>/files`` + the key's
+        path, no ``..``) in a folder whose real path is inside ``files`` (no link out of it). An index
+        entry is data: it may be crafted or damaged. *real_dirs* caches real paths per folder."""
+        own = key.startswith("/Volumes/") and local == files + key[len("/Volumes"):] and os.path.normpath(local) == local
+        if own:
+            parent = os.path.dirname(local)
+            if parent not in real_dirs:
+                real_dirs[parent] = os.path.realpath(parent)
+            own = is_within(real_dirs[parent], real_dirs[""])
+        if not own:
+            _log.warning("cache %s: index entry %r names %r, which is not the cache's own file for it; "
+                         "dropped the entry, left the file", self.root, key, local)
+            return False
+        try:
+            os.unlink(local)
+        except FileNotFoundError:
+            pass  # removed behind the cache's back: nothing left to free
+        return True
+
+    # -- inspection -------------------------------------------------------------------------------
+    def info(self) -> CacheInfo:
+        self.flush_hits()  # this process's batched hits count too
+        db, lock = self._conn()
+        with lock:
+            counters = dict(db.execute("SELECT name, value FROM counters").fetchall())
+            entries = db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+        return CacheInfo(str(self.root), entries, counters["total_bytes"], self.limit, self.reserve,
+                         shutil.disk_usage(self.root).free, counters["hits"], counters["misses"],
+                         counters["bytes_hit"], counters["bytes_fetched"], counters["evictions"])
+
+    def clear(self, *, reset_stats: bool = False, force: bool = False) -> ClearReport:
+        """Drop cached files (never the sources), keeping those used in the last ``pin_seconds``.
+
+        A training loop may hold a path handed out moments ago: those entries are kept and counted
+        in the report. ``force=True`` drops them too, which is unsafe while anything reads from the
+        cache. ``reset_stats`` zeroes the hit/miss counters."""
+        self.flush_hits()  # the pins of what this process handed out must be in the index
+        db, lock = self._conn()
+        with lock:
+            keys = [k for (k,) in db.execute("SELECT key FROM entries")]
+        cutoff = None if force else time.time() - self.pin_seconds
+        removed, nbytes, kept = self._drop(keys, cutoff, wait=_CLEAR_WAIT, evictions=False)
+        with lock:
+            with self._disk_full("clearing"), transaction(db):
+                db.execute("UPDATE counters SET value = (SELECT COALESCE(SUM(size), 0) FROM entries) "
+                           "WHERE name = 'total_bytes'")  # heal any drift while we are at it
+                if reset_stats:
+                    db.execute("UPDATE counters SET value = 0 WHERE name != 'total_bytes'")
+            checkpoint(db)
+        self.publish_status()
+        return ClearReport(removed, nbytes, kept, 0.0 if force else self.pin_seconds)
+
+    def publish_status(self) -> None:
+        """Write the statistics document for widgets and the sidebar now."""
+        write_status("cache", self.info().to_dict())
+
+    def _publish(self, force: bool = False) -> None:
+        if force or self._status.ready():  # at most twice a second per process
+            self.publish_status()
+
+
+def _stripe_of(key: str) -> int:
+    return zlib.crc32(key.encode()) % _STRIPES
