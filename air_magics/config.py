@@ -1,41 +1,43 @@
-"""Where things live: environment first, overridable per call.
+"""Where things live and how big things get: typed readers of the current settings.
 
-``AIR_HOME`` (default ``~/.air``) holds the embedded volumes, the volume registry and run state.
-``AIR_VOLUMES_ROOT`` overrides where embedded volumes live; ``AIR_VOLUMES_MOUNT`` overrides the
-path probed for a real ``/Volumes`` mount (tests point it at a FUSE mount).
+Each function reads one setting through :func:`air_magics.settings.get` (set with
+``%config AirMagics.<name>``, ``c.AirConfig.<name>`` in ``jupyter_server_config``, or its ``AIR_*``
+environment variable; see :data:`air_magics.settings.SETTINGS`), so a change takes effect at the
+next call. ``AIR_VOLUMES_ROOT`` (or ``volumes_root``) set explicitly wins over a ``/Volumes`` mount.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from .io.units import parse_size  # re-exported: sizes in settings are parsed in one place
+from .settings import DEFAULT_COPY_WORKERS, get
 
-__all__ = ["air_home", "volumes_mount", "embedded_volumes_root", "registry_file", "parse_size", "cache_dir", "cache_limit", "cache_reserve", "spark_dir"]
+__all__ = ["air_home", "volumes_mount", "embedded_volumes_root", "registry_file", "parse_size", "cache_dir",
+           "cache_limit", "cache_reserve", "spark_dir", "copy_workers", "spark_driver_memory_mb",
+           "spark_idle_timeout", "export_chunk_bytes", "MOUNT_DEFAULT", "DEFAULT_COPY_WORKERS"]
 
 MOUNT_DEFAULT = "/Volumes"
 
 
 def air_home() -> Path:
-    """``$AIR_HOME`` or ``~/.air``."""
-    return Path(os.environ.get("AIR_HOME") or Path.home() / ".air").expanduser()
+    """``home``: ``$AIR_HOME`` or ``~/.air``."""
+    return get("home")
 
 
 def volumes_mount() -> Path | None:
     """The real ``/Volumes`` mount if one is present (a directory), else ``None``.
 
-    ``AIR_VOLUMES_ROOT`` set explicitly wins over a mount: the user asked for that root.
+    ``volumes_root`` set explicitly wins over a mount: the user asked for that root.
     """
-    if os.environ.get("AIR_VOLUMES_ROOT"):
+    if get("volumes_root") is not None:
         return None
-    mount = Path(os.environ.get("AIR_VOLUMES_MOUNT") or MOUNT_DEFAULT)
+    mount: Path = get("volumes_mount")
     return mount if mount.is_dir() else None
 
 
 def embedded_volumes_root() -> Path:
-    """``$AIR_VOLUMES_ROOT`` or ``$AIR_HOME/volumes``."""
-    root = os.environ.get("AIR_VOLUMES_ROOT")
-    return Path(root).expanduser() if root else air_home() / "volumes"
+    """``volumes_root``: ``$AIR_VOLUMES_ROOT`` or ``$AIR_HOME/volumes``."""
+    return get("volumes_root") or air_home() / "volumes"
 
 
 def registry_file() -> Path:
@@ -44,23 +46,40 @@ def registry_file() -> Path:
 
 
 def cache_dir() -> Path:
-    """``$AIR_CACHE_DIR`` or ``$AIR_HOME/cache``."""
-    d = os.environ.get("AIR_CACHE_DIR")
-    return Path(d).expanduser() if d else air_home() / "cache"
+    """``cache_dir``: ``$AIR_CACHE_DIR`` or ``$AIR_HOME/cache``."""
+    return get("cache_dir")
 
 
 def cache_limit() -> int | None:
-    """``$AIR_CACHE_LIMIT`` in bytes (``None``: bounded by the free-disk reserve only)."""
-    return parse_size(os.environ.get("AIR_CACHE_LIMIT"), "AIR_CACHE_LIMIT")
+    """``cache_limit`` in bytes (``None``: bounded by the free-disk reserve only)."""
+    return get("cache_limit")
 
 
 def cache_reserve() -> int:
-    """``$AIR_CACHE_RESERVE``: free disk the cache always leaves (default 1 GiB)."""
-    n = parse_size(os.environ.get("AIR_CACHE_RESERVE"), "AIR_CACHE_RESERVE")
-    return 1 << 30 if n is None else n
+    """``cache_reserve``: free disk the cache always leaves (default 1 GiB)."""
+    return get("cache_reserve")
 
 
 def spark_dir() -> Path:
-    """``$AIR_SPARK_DIR`` or ``$AIR_HOME/spark``: the embedded Spark store (warehouse, metastore, logs)."""
-    d = os.environ.get("AIR_SPARK_DIR")
-    return Path(d).expanduser() if d else air_home() / "spark"
+    """``spark_dir``: ``$AIR_SPARK_DIR`` or ``$AIR_HOME/spark``, the embedded Spark store."""
+    return get("spark_dir")
+
+
+def copy_workers() -> int:
+    """``workers``: parallel copies when a copy is not given ``workers`` (default 64)."""
+    return get("workers")
+
+
+def spark_driver_memory_mb() -> int | None:
+    """``spark_driver_memory`` in MiB, or ``None`` to size the heap from the machine."""
+    return get("spark_driver_memory")
+
+
+def spark_idle_timeout() -> float:
+    """``spark_idle_timeout``: seconds unused after which the embedded server stops (default 1800)."""
+    return get("spark_idle_timeout")
+
+
+def export_chunk_bytes() -> int | None:
+    """``export_chunk_bytes``, or ``None`` to size fetches from the driver heap."""
+    return get("export_chunk_bytes")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "AirError",
+    "SettingError",
     "VolumePathError",
     "VolumeNotFoundError",
     "VolumeExistsError",
@@ -29,6 +30,10 @@ __all__ = [
 
 class AirError(Exception):
     """Base class of every error air_magics raises on purpose."""
+
+
+class SettingError(AirError, ValueError):
+    """A setting (``AIR_*`` variable, ``%config AirMagics.<name>``, ``c.AirConfig.<name>``) has a bad value."""
 
 
 class VolumePathError(AirError, ValueError):

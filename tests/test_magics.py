@@ -5,6 +5,7 @@ import sys
 
 import pytest
 from IPython.core.error import UsageError
+from IPython import get_ipython
 from IPython.testing.globalipapp import start_ipython
 
 from air_magics.transfer import CopyReport
@@ -14,7 +15,7 @@ from air_magics.volumes.summary import ListingSummary, VolumesOverview
 
 @pytest.fixture(scope="module")
 def _shell():
-    ip = start_ipython()
+    ip = start_ipython() or get_ipython()  # the shell may already run (another test module)
     ip.run_line_magic("load_ext", "air_magics")
     return ip
 

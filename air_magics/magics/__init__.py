@@ -1,6 +1,9 @@
 """IPython front end: ``%air_volume``, ``%%air_copy`` and ``%air_table``, thin layers over the core API.
 
-Configure with ``%config AirMagics.<trait>`` (``workers``, ``default_volume``, ``widgets``).
+Configure with ``%config AirMagics.<trait>``: the magics class *is* the core's
+:class:`~air_magics.settings.AirConfig` (every setting: ``cache_limit``, ``workers``, ``home``...),
+passed down with :func:`air_magics.settings.use` when registered, plus the front end's own
+``default_volume`` and ``widgets``.
 
 No magic lets IPython expand its line (that evaluates ``{expr}``): a line gets only
 ``{name}``/``$name`` of plain notebook variables (:func:`._common.expand_names`), and the body of
@@ -11,8 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
-from traitlets import Bool, Int, Unicode
+from traitlets import Bool, Unicode
 
+from .. import settings
 from . import copy as _copy
 from . import table as _table
 from . import volume as _volume
@@ -23,10 +27,9 @@ __all__ = ["AirMagics", "register"]
 
 
 @magics_class
-class AirMagics(Magics):
-    """The air_magics line and cell magics."""
+class AirMagics(Magics, settings.AirConfig):
+    """The air_magics line and cell magics; their traits are every setting (see :mod:`air_magics.settings`)."""
 
-    workers = Int(64, help="Threads used by %%air_copy when --workers is not given.").tag(config=True)
     default_volume = Unicode("", help="Volume that relative paths refer to (set by %air_volume use).").tag(config=True)
     widgets = Bool(True, help="Show ipywidgets progress in notebooks (text progress when False).").tag(config=True)
 
@@ -58,6 +61,7 @@ class AirMagics(Magics):
 def register(ipython: Any) -> None:
     """Register the magics and the ``/Volumes`` path completer on *ipython*."""
     ipython.register_magics(AirMagics)
+    settings.use(ipython.magics_manager.registry["AirMagics"])  # the core now reads %config AirMagics.*
     install_completer(ipython)
     _attach_listeners(ipython)
 

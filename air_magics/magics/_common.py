@@ -8,6 +8,7 @@ variable of the notebook are substituted, anything else is left exactly as writt
 from __future__ import annotations
 
 import functools
+import keyword
 import re
 from typing import Any, Callable, Mapping, TypeVar
 
@@ -15,7 +16,8 @@ from IPython.core.error import UsageError
 
 from ..errors import AirError
 
-__all__ = ["usage_errors", "parse_line", "with_arguments", "expand_names"]
+__all__ = ["usage_errors", "parse_line", "with_arguments", "expand_names", "output_argument", "check_output",
+           "store_output"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\$\$|\{([^\W\d]\w*)\}|\$([^\W\d]\w*)")
@@ -61,3 +63,25 @@ def with_arguments(func: Any, *arguments: Any) -> Any:
     for deco in reversed((magic_arguments(), *arguments)):
         func = deco(func)
     return func
+
+
+def output_argument() -> Any:
+    """``-o VAR``, the same in every magic: the result goes into notebook variable VAR and is returned."""
+    from IPython.core.magic_arguments import argument
+
+    return argument("-o", "--output", metavar="VAR",
+                    help="also store the result in notebook variable VAR (it is still returned)")
+
+
+def check_output(var: str | None) -> None:
+    """Refuse a bad ``-o`` before any work is done."""
+    if var is not None and (not var.isidentifier() or keyword.iskeyword(var)):
+        raise UsageError(f"-o takes a variable name, got {var!r}: write e.g. -o result")
+
+
+def store_output(magics: Any, var: str | None, value: Any) -> Any:
+    """*value*, stored first in notebook variable *var* when ``-o VAR`` was given."""
+    if var is not None:
+        check_output(var)
+        magics.shell.user_ns[var] = value
+    return value

@@ -1,10 +1,12 @@
 """``%%air_copy --to DEST [--workers N] [--overwrite] [--dry-run] [-o VAR]``, one source per line.
 
-Sources are ``/Volumes/...`` paths or globs, local absolute paths, or paths relative to the
-default volume. The body is taken literally (``x{7*6}.txt`` is that file; nothing in it is
-evaluated or expanded); the magic line expands ``{name}``/``$name`` of notebook variables only.
-The relative layout below each source's anchor is kept (see :mod:`air_magics.transfer.plan`). Returns
-the :class:`~air_magics.transfer.CopyReport`.
+``--to`` is the destination (its one meaning in every magic); ``--workers`` defaults to the
+``workers`` setting (``%config AirMagics.workers``, ``$AIR_COPY_WORKERS``, 64). Sources are
+``/Volumes/...`` paths or globs, local absolute paths, or paths relative to the default volume.
+The body is taken literally (``x{7*6}.txt`` is that file; nothing in it is evaluated or
+expanded); the magic line expands ``{name}``/``$name`` of notebook variables only. The relative
+layout below each source's anchor is kept (see :mod:`air_magics.transfer.plan`). Returns the
+:class:`~air_magics.transfer.CopyReport` (``-o VAR`` stores it in VAR too).
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from IPython.core.magic_arguments import argument
 
 from ..transfer import copy_files, parse_sources, plan_copy
 from ..widgets import copy_progress_view
-from ._common import parse_line, with_arguments
+from ._common import check_output, output_argument, parse_line, store_output, with_arguments
 from ._state import default_volume, store
 
 
@@ -25,10 +27,11 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
     return with_arguments(
         func,
         argument("--to", dest="dest", metavar="DEST", help="destination folder: local path or /Volumes/..."),
-        argument("--workers", type=int, metavar="N", help="parallel copies (default: %%config AirMagics.workers)"),
+        argument("--workers", type=int, metavar="N",
+                 help="parallel copies (default: the workers setting, %%config AirMagics.workers, else 64)"),
         argument("--overwrite", action="store_true", help="copy even files that are already there unchanged"),
         argument("--dry-run", action="store_true", help="only report what would be copied or skipped"),
-        argument("-o", "--output", metavar="VAR", help="also store the report in this variable"),
+        output_argument(),
         argument("-q", "--quiet", action="store_true", help="no progress display"),
         argument("--job", metavar="NAME", help="name shown for this copy in the sidebar's jobs (default: random)"),
     )
@@ -41,11 +44,9 @@ def run(magics: Any, line: str, cell: str) -> Any:
     sources = parse_sources(cell or "")
     if not sources:
         raise UsageError("%%air_copy cell is empty: put one /Volumes/... path or glob per line below the magic line")
-    workers = magics.workers if args.workers is None else args.workers
-    if workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {workers}")
-    if args.output is not None and not args.output.isidentifier():
-        raise UsageError(f"-o takes a variable name, got {args.output!r}")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    check_output(args.output)
     if args.job is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.job):
         raise UsageError(f"--job {args.job!r}: use letters, digits, '_', '-' or '.' (at most 64)")
     plan = plan_copy(sources, args.dest, store=store(), default_volume=default_volume(magics))
@@ -53,12 +54,10 @@ def run(magics: Any, line: str, cell: str) -> Any:
         f"{'dry run: ' if args.dry_run else ''}copy to {args.dest}", widget=None if magics.widgets else False)
     report = None
     try:
-        report = copy_files(plan.tasks, workers=workers, overwrite=args.overwrite, dry_run=args.dry_run,
+        report = copy_files(plan.tasks, workers=args.workers, overwrite=args.overwrite, dry_run=args.dry_run,
                             on_progress=view, dest=plan.dest, sources=plan.sources,
                             job=None if args.dry_run else (args.job or uuid.uuid4().hex[:12]))
     finally:
         if view is not None:
             view.close(report)
-    if args.output:
-        magics.shell.user_ns[args.output] = report
-    return report
+    return store_output(magics, args.output, report)

@@ -1,32 +1,43 @@
 """``%air_table``: tables through Spark Connect.
 
     %air_table NAME                                   schema, row count, preview
-    %air_table NAME --to pandas|numpy|arrow -o VAR    [--columns a,b] [--where EXPR] [--limit N]
-    %air_table --sql "SELECT ..." [--to ...] [-o VAR]
-    %air_table NAME --export /Volumes/... [--mode overwrite|error] [--to datasets -o VAR]
+    %air_table NAME --as pandas|numpy|arrow -o VAR    [--columns a,b] [--where EXPR] [--limit N]
+    %air_table --sql "SELECT ..." [--as ...] [-o VAR]
+    %air_table NAME --to /Volumes/... [--mode overwrite|error] [--as datasets -o VAR]   (--export DEST too)
     %air_table --tables [catalog.schema]
     ... --remote sc://host:15002                      use that server instead of the default
+
+``--to`` is a destination, as in ``%%air_copy``; the form of the result is ``--as``. The old
+``--to pandas|numpy|arrow|datasets`` still works and prints one deprecation line. ``-o VAR``
+stores the result in VAR and returns it, as in every magic.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument
 
-from ._common import parse_line, with_arguments
+from ._common import check_output, output_argument, parse_line, store_output, with_arguments
+
+__all__ = ["arguments", "run", "FORMATS"]
+
+FORMATS = ("pandas", "numpy", "arrow", "datasets")
 
 
 def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
     return with_arguments(
         func,
         argument("name", nargs="?", help="table: [catalog.][schema.]table"),
-        argument("--to", choices=["pandas", "numpy", "arrow", "datasets"], help="return the data in this form"),
-        argument("-o", "--output", metavar="VAR", help="store the result in this variable"),
+        argument("--as", dest="form", choices=FORMATS, help="return the data in this form"),
+        output_argument(),
         argument("--columns", metavar="A,B", help="only these columns"),
         argument("--where", metavar="EXPR", help="filter rows with a SQL expression"),
         argument("--limit", type=int, metavar="N", help="at most N rows"),
         argument("--sql", metavar="QUERY", help="run this query instead of reading a table"),
+        argument("--to", dest="to", metavar="DEST",
+                 help="export: write Parquet files into this /Volumes/... folder (same as --export)"),
         argument("--export", metavar="DEST", help="write Parquet files into this /Volumes/... folder"),
         argument("--mode", choices=["error", "overwrite"], default="error", help="export: replace DEST or refuse"),
         argument("--via", choices=["auto", "server", "client"], default="auto", help="export: who writes the files"),
@@ -35,21 +46,45 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
     )
 
 
+def normalise(args: Any) -> Any:
+    """Fold ``--to`` into ``--export`` (a destination) or, in its old meaning, ``--as`` (a format)."""
+    to, args.to = args.to, None
+    if to is None:
+        return args
+    if to in FORMATS:
+        if args.form is not None:
+            raise UsageError(f"--to {to} is the old spelling of --as {to}; give the form once, with --as")
+        print(f"%air_table: --to {to} is deprecated, write --as {to} (--to is now a destination, as in %%air_copy)",
+              file=sys.stderr)
+        args.form = to
+    elif "/" in to:
+        if args.export is not None:
+            raise UsageError(f"give the destination once: --to {to} or --export {args.export}, not both")
+        args.export = to
+    else:
+        raise UsageError(f"--to {to!r}: invalid choice; --to takes a destination folder (/Volumes/...), "
+                         f"and the form of the result goes after --as ({', '.join(FORMATS)})")
+    return args
+
+
 def run(magics: Any, line: str) -> Any:
     from .. import tables
 
-    args = parse_line(magics.air_table, line)
+    args = normalise(parse_line(magics.air_table, line))
+    check_output(args.output)
     ns = magics.shell.user_ns
     kw: dict[str, Any] = {"remote": args.remote, "user_ns": ns}
     columns = [c for c in (args.columns or "").split(",") if c.strip()] or None
     if args.tables:
-        if args.sql or args.export or args.to:
-            raise UsageError("--tables lists tables; it takes no --sql, --export or --to")
-        return _store(magics, args.output, tables.list_tables(args.name, **kw))
+        if args.sql or args.export or args.form:
+            raise UsageError("--tables lists tables; it takes no --sql, --to/--export or --as")
+        return store_output(magics, args.output, tables.list_tables(args.name, **kw))
     if args.sql and args.name:
         raise UsageError(f"give a table NAME or --sql, not both (got {args.name!r} and --sql)")
     if not args.sql and not args.name:
         raise UsageError("%air_table needs a table NAME, --sql \"SELECT ...\" or --tables (see %air_table?)")
+    if args.export and args.form not in (None, "datasets"):
+        raise UsageError(f"an export is returned as is or --as datasets, not --as {args.form}")
     if args.export:
         from ..widgets.job_progress import export_progress_view
 
@@ -60,28 +95,15 @@ def run(magics: Any, line: str) -> Any:
                                          limit=args.limit, mode=args.mode, via=args.via, on_progress=view, **kw)
         finally:
             view.close(result)
-        if args.to == "datasets":
-            return _store(magics, args.output, result.load_dataset())
-        if args.to:
-            raise UsageError(f"after --export, --to takes only 'datasets' (got {args.to!r})")
-        return _store(magics, args.output, result)
-    if args.to == "datasets":
-        raise UsageError("--to datasets loads an export: add --export /Volumes/... (or use --to pandas)")
-    if args.to is None and not args.sql and not (columns or args.where or args.limit is not None):
-        return _store(magics, args.output, tables.describe_table(args.name, **kw))
-    to = args.to or "pandas"
+        return store_output(magics, args.output, result.load_dataset() if args.form == "datasets" else result)
+    if args.form == "datasets":
+        raise UsageError("--as datasets loads an export: add --export /Volumes/... (or use --as pandas)")
+    if args.form is None and not args.sql and not (columns or args.where or args.limit is not None):
+        return store_output(magics, args.output, tables.describe_table(args.name, **kw))
+    to = args.form or "pandas"
     if args.sql:
         if columns or args.where or args.limit is not None:
             raise UsageError("--columns/--where/--limit apply to a table; put them in the --sql query")
-        return _store(magics, args.output, tables.read_sql(args.sql, to=to, **kw))
-    return _store(magics, args.output, tables.read_table(args.name, columns=columns, where=args.where,
-                                                         limit=args.limit, to=to, **kw))
-
-
-def _store(magics: Any, var: str | None, value: Any) -> Any:
-    if var is not None:
-        if not var.isidentifier():
-            raise UsageError(f"-o takes a variable name, got {var!r}")
-        magics.shell.user_ns[var] = value
-        return None
-    return value
+        return store_output(magics, args.output, tables.read_sql(args.sql, to=to, **kw))
+    frame = tables.read_table(args.name, columns=columns, where=args.where, limit=args.limit, to=to, **kw)
+    return store_output(magics, args.output, frame)

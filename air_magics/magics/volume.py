@@ -7,6 +7,8 @@
     %air_volume use catalog.schema.volume          default volume for relative paths
     %air_volume cache [--clear [--force]]          live cache view: hit rate, size, evictions, data wait
     %air_volume checkpoints DIR                    live view of the checkpoints saved under DIR
+    ... -o VAR                                     also store the result in VAR (create/register/use:
+                                                   the volume, which they otherwise only print)
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from IPython.core.magic_arguments import argument
 
 from ..volumes import VolumePath
 from ..volumes.summary import ListingSummary, VolumesOverview
-from ._common import parse_line, with_arguments
+from ._common import check_output, output_argument, parse_line, store_output, with_arguments
 from ._state import default_volume, store
 
 COMMANDS = ("ls", "create", "register", "use", "cache", "checkpoints")
@@ -25,6 +27,7 @@ _NARGS = {"ls": (0, 1), "create": (1, 1), "register": (2, 2), "use": (1, 1), "ca
 _USAGE = {"ls": "[PATH]", "create": "catalog.schema.volume", "register": "catalog.schema.volume URL",
           "use": "catalog.schema.volume", "cache": "no arguments (and --clear to empty it)",
           "checkpoints": "DIR (the folder a CheckpointManager saves into)"}
+_PRINTED = frozenset({"create", "register", "use"})  # print one line; their value only with -o
 
 
 def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -39,11 +42,20 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
                  help="cache: remove cached files not used in the last 30 s (sources are untouched)"),
         argument("--force", action="store_true",
                  help="cache --clear: also remove files just handed to a running training loop (unsafe while it runs)"),
+        output_argument(),
     )
 
 
 def run(magics: Any, line: str) -> Any:
     args = parse_line(magics.air_volume, line)
+    check_output(args.output)
+    value = _command(magics, args)
+    if args.output is None and args.command in _PRINTED:
+        return None
+    return store_output(magics, args.output, value)
+
+
+def _command(magics: Any, args: Any) -> Any:
     cmd = args.command
     if cmd is None:
         st = store()
@@ -77,16 +89,16 @@ def run(magics: Any, line: str) -> Any:
     if cmd == "create":
         info = st.create(args.args[0], exist_ok=args.exist_ok)
         print(f"created volume /Volumes/{info.volume_id.replace('.', '/')} at {info.location}")
-        return None
+        return info
     if cmd == "register":
         info = st.register(args.args[0], args.args[1])
         print(f"registered /Volumes/{info.volume_id.replace('.', '/')} -> {info.location}")
-        return None
+        return info
     vp = VolumePath.parse_volume(args.args[0])
-    st.volume_info(vp)  # must exist
+    info = st.volume_info(vp)  # must exist
     magics.default_volume = vp.volume_id
     print(f"default volume: {vp} (relative paths in %air_volume and %%air_copy now refer to it)")
-    return None
+    return info
 
 
 def _cache(magics: Any, clear: bool, force: bool = False) -> Any:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -27,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import config
-from ..errors import TablesError
+from ..errors import SettingError, TablesError
 from ..io.atomic import write_json_atomic
 from ..io.process import pid_alive
 from . import activity
@@ -35,7 +34,6 @@ from . import activity
 __all__ = ["EmbeddedServer", "ensure_server", "stop_server", "store_dir", "driver_memory_mb", "idle_timeout"]
 
 _START_TIMEOUT = 180.0
-_DEFAULT_IDLE = 1800.0
 _MIB = 1 << 20
 _SUPERVISORS: list[subprocess.Popen] = []  # kept so a finished supervisor is reaped, not warned about
 
@@ -55,17 +53,11 @@ class EmbeddedServer:
 
 
 def idle_timeout() -> float:
-    """``$AIR_SPARK_IDLE_TIMEOUT``: seconds without use after which the server stops (default 1800)."""
-    raw = os.environ.get("AIR_SPARK_IDLE_TIMEOUT", "").strip()
-    if not raw:
-        return _DEFAULT_IDLE
+    """``spark_idle_timeout`` (``$AIR_SPARK_IDLE_TIMEOUT``): seconds without use after which the server stops (default 1800)."""
     try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise TablesError(f"AIR_SPARK_IDLE_TIMEOUT={raw!r} is not a positive number of seconds: write e.g. 600")
-    return value
+        return config.spark_idle_timeout()
+    except SettingError as exc:
+        raise TablesError(str(exc)) from None
 
 
 def _machine_memory() -> int:
@@ -84,14 +76,13 @@ def _machine_memory() -> int:
 
 
 def driver_memory_mb() -> int:
-    """The driver heap in MiB: ``$AIR_SPARK_DRIVER_MEMORY``, else 1/4 of the machine, 1-8 GiB."""
-    raw = os.environ.get("AIR_SPARK_DRIVER_MEMORY", "").strip()
-    if raw:
-        m = re.fullmatch(r"(\d+)\s*([kmgt]?)b?", raw.lower())
-        if not m or int(m.group(1)) == 0:
-            raise TablesError(f"AIR_SPARK_DRIVER_MEMORY={raw!r} is not a JVM memory size: write e.g. 4g or 6144m")
-        scale = {"k": 1 / 1024, "": 1 / _MIB, "m": 1, "g": 1024, "t": 1024 * 1024}[m.group(2)]
-        return max(256, int(int(m.group(1)) * scale))
+    """The driver heap in MiB: ``spark_driver_memory`` (``$AIR_SPARK_DRIVER_MEMORY``), else 1/4 of the machine, 1-8 GiB."""
+    try:
+        mb = config.spark_driver_memory_mb()
+    except SettingError as exc:
+        raise TablesError(str(exc)) from None
+    if mb is not None:
+        return mb
     return int(min(max(_machine_memory() // 4, 1024 * _MIB), 8192 * _MIB) // _MIB)
 
 

@@ -32,16 +32,13 @@ _MIB = 1 << 20
 def chunk_bytes(spark: Any) -> int:
     """How many result bytes one fetch may ask the server to buffer."""
     from .. import config
-    from ..errors import TablesError
+    from ..errors import SettingError, TablesError
 
-    raw = os.environ.get("AIR_EXPORT_CHUNK_BYTES")
-    if raw:
-        try:
-            n = config.parse_size(raw, "AIR_EXPORT_CHUNK_BYTES")
-        except ValueError as exc:
-            raise TablesError(str(exc)) from None
-        if not n:
-            raise TablesError(f"AIR_EXPORT_CHUNK_BYTES={raw!r} must be positive: write e.g. 256MiB")
+    try:
+        n = config.export_chunk_bytes()
+    except SettingError as exc:
+        raise TablesError(str(exc)) from None
+    if n is not None:
         return n
     heap = 0
     try:

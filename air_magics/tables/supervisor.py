@@ -18,6 +18,7 @@ If this process is killed outright, the JVM gets SIGTERM from the kernel (``PR_S
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import signal
 import subprocess
@@ -28,6 +29,7 @@ from pathlib import Path
 from . import activity
 from .server import _command, _port_open, _terminate, driver_memory_mb, idle_timeout, remove_record, write_record
 
+_log = logging.getLogger(__name__)
 _BUSY_CPU = 0.2  # JVM CPU seconds per wall second that count as use (a query run outside air_magics' API)
 _STOP = False
 
@@ -53,10 +55,6 @@ def _cpu_seconds(pid: int) -> float:
         return t.user + t.system + t.children_user + t.children_system
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return 0.0
-
-
-def _log(msg: str) -> None:
-    print(f"[air supervisor {os.getpid()} {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 def _idle_stop(store: Path, jvm: subprocess.Popen, rec: dict, seen_use: float) -> bool:
@@ -90,10 +88,10 @@ def run(store: Path, port: int, starter: int) -> int:
     idle, heap = idle_timeout(), driver_memory_mb()
     jvm = subprocess.Popen(_command(port, store, heap), stdin=subprocess.DEVNULL, cwd=store, start_new_session=True,
                            preexec_fn=_die_with_parent)
-    _log(f"started JVM {jvm.pid} on port {port}, heap {heap} MiB, idle timeout {idle:g} s")
+    _log.info("started JVM %d on port %d, heap %d MiB, idle timeout %g s", jvm.pid, port, heap, idle)
     while not _port_open(port):
         if jvm.poll() is not None:
-            _log(f"JVM exited with code {jvm.returncode} while starting")
+            _log.error("JVM exited with code %s while starting", jvm.returncode)
             return 1
         if _STOP:
             _terminate(jvm.pid)
@@ -109,12 +107,12 @@ def run(store: Path, port: int, starter: int) -> int:
         time.sleep(poll)
         if jvm.poll() is not None:
             remove_record(store, jvm.pid)
-            _log(f"JVM exited with code {jvm.returncode}")
+            _log.info("JVM exited with code %s", jvm.returncode)
             return 0
         if _STOP:
             _terminate(jvm.pid)
             remove_record(store, jvm.pid)
-            _log("stopped on request")
+            _log.info("stopped on request")
             return 0
         now, now_cpu, now_tick = time.time(), _cpu_seconds(jvm.pid), time.monotonic()
         act = activity.scan(store, prune=True)
@@ -124,9 +122,12 @@ def run(store: Path, port: int, starter: int) -> int:
         last_use = max(last_use, act.last_use)
         if now - last_use >= idle and _idle_stop(store, jvm, rec, act.last_use):
             remove_record(store, jvm.pid)
-            _log(f"stopped after {now - last_use:.0f} s unused")
+            _log.info("stopped after %.0f s unused", now - last_use)
             return 0
 
 
 if __name__ == "__main__":
+    # stdout is the store's server.log (see server._start)
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO, datefmt="%H:%M:%S",
+                        format="[air supervisor %(process)d %(asctime)s] %(message)s")
     sys.exit(run(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])))
