@@ -31,7 +31,7 @@ import sqlite3
 import threading
 import time
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +41,12 @@ from .cache_index import checkpoint, open_index, transaction, translate_disk_ful
 from .errors import CacheLimitError
 from .io.confined import is_within
 from .io.locks import ProcessFileLock
-from .status import Throttle, write_status
+from .events import CacheEvent, Throttle, channel
 from .transfer import CopyTask, copy_one
 from .volumes.path import VolumePath
 from .volumes.store import Location, VolumeStore
 from .io.units import fmt_bytes
+from .snapshots import CacheInfo  # the value cache events carry; it lives below the events
 
 __all__ = ["FileCache", "CacheInfo", "ClearReport"]
 
@@ -54,37 +55,6 @@ _OPEN_LOCK = threading.Lock()
 _MTIME_TOLERANCE = 1e-3
 _CLEAR_WAIT = 2.0  # seconds clear() waits for a stripe busy with a fetch; its entries are kept after that
 _log = logging.getLogger("air_magics")
-
-
-@dataclass(frozen=True)
-class CacheInfo:
-    """A snapshot of the cache: contents, bounds and the statistics all processes add to."""
-
-    root: str
-    entries: int
-    bytes: int
-    limit: int | None
-    reserve: int
-    free_disk: int
-    hits: int
-    misses: int
-    bytes_hit: int
-    bytes_fetched: int
-    evictions: int
-
-    @property
-    def hit_rate(self) -> float:
-        n = self.hits + self.misses
-        return self.hits / n if n else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(asdict(self), hit_rate=self.hit_rate)
-
-    def __repr__(self) -> str:
-        limit = fmt_bytes(self.limit) if self.limit else "none"
-        return (f"cache {self.root}: {self.entries:,} files, {fmt_bytes(self.bytes)} (limit {limit}, free disk "
-                f"{fmt_bytes(self.free_disk)}); hit rate {self.hit_rate:.1%} ({self.hits:,} hits, {self.misses:,} misses); "
-                f"{fmt_bytes(self.bytes_hit)} served, {fmt_bytes(self.bytes_fetched)} fetched; {self.evictions:,} evictions")
 
 
 @dataclass(frozen=True)
@@ -414,12 +384,19 @@ class FileCache:
         return ClearReport(removed, nbytes, kept, 0.0 if force else self.pin_seconds)
 
     def publish_status(self) -> None:
-        """Write the statistics document for widgets and the sidebar now."""
-        write_status("cache", self.info().to_dict())
+        """Report the statistics now (a ``CacheEvent`` with ``state="done"``): the default listeners
+        write the ``cache`` status document that the widgets and the sidebar read."""
+        self._emit("done")
 
     def _publish(self, force: bool = False) -> None:
-        if force or self._status.ready():  # at most twice a second per process
-            self.publish_status()
+        # a snapshot costs a database query: sampled at most twice a second per process, and only
+        # when someone listens (the status documents do, by default)
+        if force or (channel.listening() and self._status.ready()):
+            self._emit("running")
+
+    def _emit(self, state: str) -> None:
+        if channel.listening():
+            channel.emit(CacheEvent(state=state, stats=self.info()))
 
 
 def _stripe_of(key: str) -> int:

@@ -64,3 +64,20 @@ def test_the_checker_sees_a_violation(tmp_path):
     fake.write_text("def f():\n    from ..widgets import x\n    from .. import magics\n    import IPython\n")
     found = _imports(fake, "air_magics.data.probe")
     assert {"air_magics.widgets", "air_magics.magics", "IPython"} <= found
+
+
+@pytest.mark.parametrize("name", ["events.py", "snapshots.py"])
+def test_events_sit_at_the_bottom(name):
+    """Every layer emits events, so the event module and the values it carries import only the
+    standard library, errors and the I/O primitives."""
+    bad = sorted(i for i in _imports(PKG / name) if i.startswith("air_magics.")
+                 and not any(i == m or i.startswith(m + ".") for m in
+                             ("air_magics.errors", "air_magics.io", "air_magics.snapshots")))
+    assert not bad, f"{name} imports {bad}: events must stay below every layer that emits them"
+
+
+def test_core_listeners_stay_out_of_the_front_ends():
+    """Listeners in the core (status documents, logs, tqdm, mlflow) never import IPython or widgets."""
+    for path in sorted((PKG / "listeners").glob("*.py")):
+        bad = sorted(i for i in _imports(path) if i.split(".")[0] in FORBIDDEN_IN_CORE or i.startswith("air_magics.widgets"))
+        assert not bad, f"listeners/{path.name} imports {bad}"

@@ -7,21 +7,23 @@
   batch carries, from the worker that made it, how many items its stream had produced, and the
   loader records that count only when it hands the batch over. ``load_state_dict()`` works on the
   same or a different number of ranks or workers (see :mod:`air_magics.data.order`).
-* Timing: seconds waiting for data vs. computing between batches, per step; written to the
-  status files for the cache widget and, if an mlflow run is active, logged as metrics.
+* Timing: seconds waiting for data vs. computing between batches, per step, reported as a
+  :class:`~air_magics.events.LoaderEvent` per batch (``done`` at the end of an epoch) to
+  ``listeners`` and :data:`air_magics.events.channel`; the default listeners write it to the status
+  documents the cache view and the sidebar show. Nothing goes to mlflow unless you attach
+  :class:`~air_magics.listeners.MlflowListener` yourself.
 """
 from __future__ import annotations
 
-import os
-import sys
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import torch.utils.data as tud
 from torch.utils.data._utils.collate import default_collate, default_convert
 
 from ..errors import DatasetError
-from ..status import Throttle, write_status
+from ..events import Listener, LoaderEvent, channel
+from ..snapshots import LoaderTimes
 from . import _dist
 from .dataset import UCVolumeDataset
 from .order import Grid
@@ -57,8 +59,11 @@ class LoaderTiming:
         total = self.data_wait + self.compute
         return self.data_wait / total if total > 0 else 0.0
 
+    def snapshot(self) -> LoaderTimes:
+        return LoaderTimes(self.steps, self.data_wait, self.compute, self.last_wait)
+
     def to_dict(self) -> dict[str, float]:
-        return {"steps": self.steps, "data_wait_s": self.data_wait, "compute_s": self.compute, "wait_share": self.wait_share}
+        return self.snapshot().to_dict()
 
     def __repr__(self) -> str:
         return (f"LoaderTiming(steps={self.steps}, data_wait={self.data_wait:.2f}s, compute={self.compute:.2f}s, "
@@ -69,12 +74,14 @@ class DataLoader(tud.DataLoader):
     """Drop-in for ``torch.utils.data.DataLoader`` (and the reference ``databricks.air.data.DataLoader``).
 
     With a :class:`UCVolumeDataset` it is checkpointable (``state_dict``/``load_state_dict``) and
-    moves through epochs by itself (or call ``set_epoch``). Other datasets pass straight through.
+    moves through epochs by itself (or call ``set_epoch``), and reports its timing as
+    :class:`~air_magics.events.LoaderEvent`s to ``listeners`` and the process-wide channel.
+    Other datasets pass straight through.
     """
 
     def __init__(self, dataset: Any, batch_size: int | None = 1, *, num_workers: int | None = None,
                  collate_fn: Callable[[Any], Any] | None = None, prefetch_factor: int | None = None,
-                 persistent_workers: bool = False, **kwargs: Any) -> None:
+                 persistent_workers: bool = False, listeners: Sequence[Listener] = (), **kwargs: Any) -> None:
         self._air = isinstance(dataset, UCVolumeDataset)
         workers = DEFAULT_WORKERS if num_workers is None else num_workers
         if self._air:
@@ -99,7 +106,7 @@ class DataLoader(tud.DataLoader):
         self._grid: Grid | None = None
         self._epoch_done = False
         self._started = False
-        self._status = Throttle(0.5)
+        self.listeners = tuple(listeners)
 
     def check_worker_number_rationality(self) -> None:
         """torch warns when workers exceed CPU cores; UCVolumeDataset workers mostly wait on I/O."""
@@ -165,24 +172,18 @@ class DataLoader(tud.DataLoader):
                 batch, (stream, produced) = next(inner)
             except StopIteration:
                 self._epoch_done = True
-                self._publish(force=True)
+                self._emit("done")
                 return
             t1 = time.perf_counter()
             self.timing.data_wait += t1 - t0
             self.timing.last_wait = t1 - t0
             self.timing.steps += 1
             self._delivered[stream] = produced
-            self._publish()
+            self._emit("running")
             t_last = time.perf_counter()
             yield batch
 
-    def _publish(self, force: bool = False) -> None:
-        if not (force or self._status.ready()):
-            return
-        doc = dict(self.timing.to_dict(), pid=os.getpid(), epoch=self.dataset.epoch, files=len(self.dataset),
-                   num_workers=self.num_workers, done=self._epoch_done)
-        write_status(f"loader-{os.getpid()}", doc)
-        mlflow = sys.modules.get("mlflow")  # only if the user imported it: never pull mlflow in ourselves
-        if mlflow is not None and getattr(mlflow, "active_run", lambda: None)() is not None:
-            mlflow.log_metrics({"air.data_wait_s": self.timing.data_wait, "air.compute_s": self.timing.compute,
-                                "air.wait_share": self.timing.wait_share}, step=self.timing.steps)
+    def _emit(self, state: str) -> None:
+        if channel.listening(self.listeners):
+            channel.emit(LoaderEvent(state=state, timing=self.timing.snapshot(), epoch=self.dataset.epoch,
+                                     files=len(self.dataset), num_workers=self.num_workers), self.listeners)

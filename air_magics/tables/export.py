@@ -17,6 +17,7 @@ and the destination are checked before any server is started or reached.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import time
@@ -26,7 +27,8 @@ from typing import Any, Callable, Sequence
 
 from ..errors import ExportTargetError, TablesError
 from ..io.leftovers import PENDING_EXPORT_PREFIX, TRASH_EXPORT_PREFIX, sweep_stale
-from ..status import write_status
+from ..events import ExportEvent, Listener, channel, throttled
+from ..snapshots import ExportProgress
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
 from .names import TableName
@@ -64,26 +66,29 @@ class ExportResult:
 
 
 class _Progress:
-    """Spark Connect progress handler -> job status document (+ an optional callback)."""
+    """Spark Connect progress handler and the client writer's counts -> export events.
 
-    def __init__(self, job: str, dest: str, on_progress: Callable[[dict[str, Any]], None] | None) -> None:
-        self.job, self.doc, self.on_progress = job, {"kind": "export", "dest": dest, "state": "running", "pid": os.getpid(),
-                                                     "started": time.time(), "rows": 0, "files": 0}, on_progress
-        self._last = 0.0
+    Events go to the call's listeners and the process-wide channel; ``on_progress(dict)``, the
+    short form, gets the event's document form at most every 0.3 s (as it always did).
+    """
+
+    def __init__(self, job: str, dest: str, listeners: Sequence[Listener],
+                 on_progress: Callable[[dict[str, Any]], None] | None) -> None:
+        self.job, self.dest, self.started = job, dest, time.time()
+        self.progress = ExportProgress()
+        self.also: tuple[Listener, ...] = tuple(listeners)
+        if on_progress is not None:
+            self.also += (throttled(lambda e: on_progress(e.to_dict()), 0.3),)
 
     def __call__(self, stages: Any, inflight_tasks: int, operation_id: Any, done: bool) -> None:
         stages = list(stages or [])
         self.update(tasks=sum(s.num_tasks for s in stages), tasks_done=sum(s.num_completed_tasks for s in stages),
                     bytes_read=sum(s.num_bytes_read for s in stages))
 
-    def update(self, force: bool = False, **info: Any) -> None:
-        self.doc.update(info)
-        now = time.monotonic()
-        if force or now - self._last > 0.3:
-            self._last = now
-            write_status(self.job, self.doc)
-            if self.on_progress is not None:
-                self.on_progress(dict(self.doc))
+    def update(self, state: str = "running", **info: Any) -> None:
+        self.progress = dataclasses.replace(self.progress, **info)
+        channel.emit(ExportEvent(job=self.job, state=state, dest=self.dest, progress=self.progress,
+                                 started=self.started), self.also)
 
 
 def _parquet_files(d: str) -> list[str]:
@@ -111,8 +116,14 @@ def export_table(source: str | None = None, dest: "str | VolumePath" = "", *, sq
                  columns: Sequence[str] | None = None, where: str | None = None, limit: int | None = None,
                  mode: str = "error", via: str = "auto", rows_per_file: int = 1_000_000,
                  on_progress: Callable[[dict[str, Any]], None] | None = None, remote: str | None = None,
-                 user_ns: dict[str, Any] | None = None, store: VolumeStore | None = None) -> ExportResult:
-    """Export table *source* (or the query *sql*) to Parquet under the volume folder *dest*."""
+                 user_ns: dict[str, Any] | None = None, store: VolumeStore | None = None,
+                 listeners: Sequence[Listener] = ()) -> ExportResult:
+    """Export table *source* (or the query *sql*) to Parquet under the volume folder *dest*.
+
+    Progress goes out as :class:`~air_magics.events.ExportEvent` (job id, Spark tasks, rows,
+    files) to ``listeners`` and :data:`air_magics.events.channel`; the default listeners write it
+    to the ``job-export-<id>`` status document. ``on_progress(dict)`` is the short form.
+    """
     if (source is None) == (sql is None):
         raise TablesError("export needs a table name or sql=..., not both")
     if mode not in ("error", "overwrite"):
@@ -137,10 +148,11 @@ def export_table(source: str | None = None, dest: "str | VolumePath" = "", *, sq
     how = ("server" if s.embedded else "client") if via == "auto" else via
     sweep_stale(os.path.dirname(loc.path), remove_dirs=True)  # what killed exports left here
     pending = os.path.join(os.path.dirname(loc.path), _leftover_name(PENDING_EXPORT_PREFIX))
-    job = f"job-export-{uuid.uuid4().hex[:12]}"
-    prog = _Progress(job, str(target), on_progress)
+    job_id = uuid.uuid4().hex[:12]
+    job = f"job-export-{job_id}"  # the Spark tag of its operations, and its status document's name
+    prog = _Progress(job_id, str(target), listeners, on_progress)
     t0 = time.perf_counter()
-    prog.update(force=True)
+    prog.update()
 
     def run() -> None:
         df = s.spark.sql(sql) if sql is not None else table_frame(s, source, columns=columns, where=where, limit=limit)
@@ -172,7 +184,7 @@ def export_table(source: str | None = None, dest: "str | VolumePath" = "", *, sq
         _publish(pending, loc.path, mode)
     except BaseException as exc:
         shutil.rmtree(pending, ignore_errors=True)
-        prog.update(force=True, state="failed", error=str(exc)[:300], finished=time.time())
+        prog.update("failed", error=str(exc)[:300])
         raise
     import pyarrow.parquet as pq
 
@@ -181,7 +193,7 @@ def export_table(source: str | None = None, dest: "str | VolumePath" = "", *, sq
     size = sum(os.path.getsize(f) for f in local)
     result = ExportResult(str(target), [str(target / os.path.basename(f)) for f in local], rows, size,
                           time.perf_counter() - t0, how, local)
-    prog.update(force=True, state="done", rows=rows, files=len(files), bytes=size, finished=time.time())
+    prog.update("done", rows=rows, files=len(files), bytes=size)
     return result
 
 

@@ -7,13 +7,13 @@ import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from ..errors import AirError, TablesError
 from . import activity
 from .server import ensure_server, store_dir
 
-__all__ = ["Session", "get_session", "guarded"]
+__all__ = ["Session", "get_session", "guarded", "quiet_retries"]
 
 _SESSIONS: dict[str, Any] = {}
 _LOCK = threading.Lock()
@@ -34,7 +34,6 @@ def _short_retries(spark: Any) -> None:
     """The default policy waits ~10 minutes on a dead server; report it within seconds instead."""
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
-    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]", category=UserWarning)
     spark.client.set_retry_policies([DefaultPolicy(max_retries=3, initial_backoff=200, max_backoff=1000,
                                                    backoff_multiplier=2.0, jitter=100, max_server_retry_delay=2000)])
 
@@ -46,7 +45,8 @@ def _connect(url: str) -> Any:
             return spark
         from pyspark.sql import SparkSession
 
-        spark = SparkSession.builder.remote(url).create()
+        with quiet_retries():
+            spark = SparkSession.builder.remote(url).create()
         _short_retries(spark)
         _SESSIONS[url] = spark
         return spark
@@ -83,13 +83,23 @@ def _embedded_url(spark: Any) -> bool:
     return srv is not None and _SESSIONS.get(srv.url) is spark
 
 
+@contextlib.contextmanager
+def quiet_retries() -> Iterator[None]:
+    """pyspark warns ``[RETRIES_EXCEEDED]`` before raising the error that :func:`guarded` turns into a
+    one-line ``TablesError``; silence that warning for the Spark calls made here only, never the
+    user's own warning filters."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]", category=UserWarning)
+        yield
+
+
 def guarded(session: Session, what: str, fn: Callable[[], T]) -> T:
     """Run *fn*, turning Spark and connection errors into one-line ``TablesError``s.
 
     On the embedded server the run counts as a use of it (the idle stop waits for it to end)."""
     busy = activity.operation(session.store) if session.store is not None else contextlib.nullcontext()
     try:
-        with busy:
+        with busy, quiet_retries():
             return fn()
     except AirError:
         raise

@@ -1,4 +1,5 @@
-"""Notebook displays (front end): copy progress and the live cache view, with text fallbacks."""
+"""Notebook displays (front end): copy progress, the live cache and checkpoint views, with text
+fallbacks; and the listeners the extension attaches to :mod:`air_magics.events` (:mod:`.listeners`)."""
 from ._frontend import has_widget_frontend
 from .cache_view import CacheView, cache_html, cache_text, latest_loader
 from .checkpoint_view import CheckpointView, checkpoint_view, checkpoints_html, checkpoints_text

@@ -1,13 +1,22 @@
-"""Progress of an export (or any job reporting dicts): a widget line in notebooks, a text line elsewhere."""
+"""Progress of an export: a widget line in notebooks, a text line elsewhere.
+
+Listeners of export events (:class:`air_magics.events.ExportEvent`), or of their document form
+(the ``on_progress(dict)`` short form).
+"""
 from __future__ import annotations
 
 import sys
 from typing import Any
 
+from ..events import ExportEvent
 from ..io.units import fmt_bytes
 from ._frontend import has_widget_frontend
 
 __all__ = ["export_progress_view", "describe_job"]
+
+
+def _doc(doc: "ExportEvent | dict[str, Any]") -> dict[str, Any]:
+    return doc.to_dict() if isinstance(doc, ExportEvent) else doc
 
 
 def describe_job(doc: dict[str, Any]) -> str:
@@ -33,7 +42,8 @@ class _WidgetView:
         self.label = w.HTML(f"<b>{title}</b> starting...")
         display(w.HBox([self.bar, self.label]))
 
-    def __call__(self, doc: dict[str, Any]) -> None:
+    def __call__(self, doc: "ExportEvent | dict[str, Any]") -> None:
+        doc = _doc(doc)
         if doc.get("tasks"):
             self.bar.value = doc.get("tasks_done", 0) / doc["tasks"]
         self.label.value = f"<b>{self.title}</b> {describe_job(doc)}"
@@ -48,7 +58,8 @@ class _TextView:
     def __init__(self, title: str) -> None:
         self.title = title
 
-    def __call__(self, doc: dict[str, Any]) -> None:
+    def __call__(self, doc: "ExportEvent | dict[str, Any]") -> None:
+        doc = _doc(doc)
         print(f"\r{self.title}: {describe_job(doc)}", end="", file=sys.stderr, flush=True)
 
     def close(self, result: Any) -> None:
