@@ -38,7 +38,7 @@ from typing import Any
 from . import config
 from .cache_hits import HitLog
 from .cache_index import checkpoint, open_index, transaction, translate_disk_full, wal_headroom
-from .errors import CacheLimitError
+from .errors import CacheLimitError, VolumeNotFoundError
 from .io.confined import is_within
 from .io.locks import ProcessFileLock
 from .events import CacheEvent, Throttle, channel
@@ -163,14 +163,26 @@ class FileCache:
         """Local path of *path*'s current content, fetching it on a miss.
 
         Pass the source's ``size``/``mtime`` when known (saves a round trip) and ``src`` when
-        the caller has already located it.
+        the caller has already located it. Unknown (``None`` or a size of -1) for a local or
+        mounted source: a path the index does not hold is fetched at once when no byte limit is
+        set (size and mtime come from the opened file, no separate stat); otherwise the source is
+        stat'ed first (one round trip) and validated or fetched as usual.
         """
         vp = VolumePath.parse(path)
         key = str(vp)
-        if size is None or mtime is None:
-            info = self.store.stat(vp)
-            size, mtime = info.size, info.mtime
         local = self.local_path(vp)
+        if size is None or mtime is None or size < 0:
+            if src is None:
+                src = self.store.locate(vp)
+            # with a byte limit, room is made for the file's size before it is fetched: stat first
+            try:
+                if src.is_local and self.limit is None and self._unindexed_fetch(key, local, src):
+                    return str(local)
+                info = self.store.stat(vp) if not src.is_local else None
+                st = os.stat(src.path) if info is None else None
+            except FileNotFoundError:
+                raise VolumeNotFoundError(f"{key!r} does not exist; check the path with `%air_volume ls {vp.parent}`") from None
+            size, mtime = (info.size, info.mtime) if info is not None else (st.st_size, st.st_mtime)
         if self._hit(key, local, size, mtime):
             return str(local)
         tlock, flock = self._stripe(key)
@@ -186,6 +198,30 @@ class FileCache:
             n = copy_one(task, retries=self.retries)
             self._record(key, local, n, mtime)
         return str(local)
+
+    def _unindexed_fetch(self, key: str, local: Path, src: Location) -> bool:
+        """Fetch *key* without knowing its size when the index has no entry for it (the cold
+        case of a names-only listing); False when there is an entry to validate instead."""
+        if self._indexed(key):
+            return False
+        tlock, flock = self._stripe(key)
+        with tlock, flock, translate_disk_full(self.root, self.reserve, f"fetching {key}"):
+            if self._indexed(key):  # another process fetched it meanwhile: validate that one
+                return False
+            self._make_room(0)  # the reserve (no limit is set here): at most this one file's size over it
+            n = copy_one(CopyTask(src, Location(str(local), root=str(self.root / "files"))), retries=self.retries)
+            self._record(key, local, n, os.stat(local).st_mtime)  # the copy carries the source's mtime
+        return True
+
+    def _indexed(self, key: str) -> bool:
+        db, lock = self._conn()
+        with lock:
+            return db.execute("SELECT 1 FROM entries WHERE key=?", (key,)).fetchone() is not None
+
+    def known_version(self, path: "str | VolumePath") -> tuple[int, float] | None:
+        """The source (size, mtime) this process last fetched or validated *path* against, or None:
+        a dataset whose listing had no sizes validates later hits against it without a round trip."""
+        return self._hits.version(str(VolumePath.parse(path)))
 
     def try_hit(self, path: "str | VolumePath", size: int, mtime: float) -> str | None:
         """The local path if *path* is cached and valid for this size/mtime, else ``None`` (no fetch)."""
@@ -246,6 +282,7 @@ class FileCache:
             db.execute("INSERT OR REPLACE INTO entries(key, local, size, mtime, last_access) VALUES (?,?,?,?,?)",
                        (key, str(local), size, mtime, time.time()))
             self._add(db, misses=1, bytes_fetched=size, total_bytes=size - (old[0] if old else 0))
+        self._hits.remember(key, size, mtime, time.time())
         self._publish()
 
     def _count(self, **deltas: int) -> None:

@@ -44,6 +44,11 @@ class HitLog:
         """*key* was validated against the index, whose access time for it is now *recorded*."""
         self._known[key] = (size, mtime, recorded)
 
+    def version(self, key: str) -> tuple[int, float] | None:
+        """The source (size, mtime) this process last validated *key* against, if any."""
+        k = self._known.get(key)
+        return (k[0], k[1]) if k is not None else None
+
     def forget(self, key: str) -> None:
         self._known.pop(key, None)
 

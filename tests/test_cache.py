@@ -231,12 +231,13 @@ def test_a_full_disk_under_the_index_is_a_clear_error(vol, small_disk):
     p = c.get("/Volumes/main/raw/img/f01.bin")
     c.clear()  # keeps the pinned file, and truncates the WAL: the next write must grow it
     _fill(small_disk / "filler")
+    other = FileCache(small_disk / "cache", reserve=0, pin_seconds=60)  # as another process: nothing known locally
     with pytest.raises(CacheDiskFullError) as exc:
-        c.get("/Volumes/main/raw/img/f01.bin")  # a hit still writes (LRU time, counters)
+        other.get("/Volumes/main/raw/img/f01.bin")  # its first hit writes (LRU time, counters)
     _assert_clear_disk_full(exc.value, small_disk / "cache")
     assert isinstance(exc.value.__cause__, sqlite3.OperationalError)
     os.unlink(small_disk / "filler")
-    assert c.get("/Volumes/main/raw/img/f01.bin") == p and c.info().hits == 1
+    assert other.get("/Volumes/main/raw/img/f01.bin") == p and other.info().hits == 1
 
 
 def test_the_index_log_counts_against_the_reserve(vol, small_disk):

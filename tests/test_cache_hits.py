@@ -70,6 +70,7 @@ def test_batched_hits_add_up_across_processes(warm, tmp_path):
 def test_local_hits_reach_the_index_before_a_clear(warm):
     s, cache, files = warm
     age_index(cache, 3600)  # as after a long pause: nothing pinned in the index
+    cache = FileCache(cache.root, store=s)  # a process that has validated nothing yet
     key, st = files[0]
     cache.get(key, size=st.st_size, mtime=st.st_mtime)  # old access time: the shared path renews it now
     assert index_access(cache, key) > index_access(cache, files[1][0]) + 3000

@@ -192,3 +192,35 @@ def test_two_ranks_resume_on_same_grid_and_on_one_rank(vol, tmp_path):
     dl = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=5), batch_size=2, num_workers=3)
     dl.load_state_dict(state)
     assert sorted(delivered + run(dl)) == sorted(f"item {i}" for i in range(N))
+
+
+def test_names_only_listing_then_versions_in_the_background(vol, tmp_path):
+    """Construction lists names only; the sizes that validate hits arrive from a background stat."""
+    cache = FileCache(tmp_path / "c")
+    ds = UCVolumeDataset("/Volumes/main/raw/img/train", cache=cache)
+    assert all(f.size == -1 for f in ds.files)  # no stat per file before the first item
+    first = sorted(key(p) for p in ds)  # cold: fetched without knowing sizes
+    assert first == sorted(f"item {i}" for i in range(N))
+    ds._stat_thread.join(timeout=30)
+    assert ds._versions is not None and len(ds._versions) == N
+    assert cache.info().misses == N
+    assert sorted(key(p) for p in ds) == first and cache.info().hits == N  # warm: validated, no refetch
+
+
+def test_a_changed_source_is_seen_by_a_new_names_only_dataset(vol, tmp_path):
+    cache = FileCache(tmp_path / "c")
+    ds = UCVolumeDataset("/Volumes/main/raw/img/train/c0", cache=cache)
+    assert "item 0" in [key(p) for p in ds]
+    src = Path(vol.locate("/Volumes/main/raw/img/train/c0/000.bin").path)
+    src.write_text("item 0, version 2")
+    os.utime(src, (src.stat().st_mtime + 5, src.stat().st_mtime + 5))
+    fresh = UCVolumeDataset("/Volumes/main/raw/img/train/c0", cache=FileCache(tmp_path / "c"))
+    fresh._versions = None  # whatever the background stat has found: validation must not depend on it
+    assert "item 0, version 2" in [key(p) for p in fresh]
+
+
+def test_a_missing_file_with_unknown_size_is_named(vol, tmp_path):
+    ds = UCVolumeDataset("/Volumes/main/raw/img/train/c1", cache=FileCache(tmp_path / "c"))
+    os.unlink(vol.locate("/Volumes/main/raw/img/train/c1/001.bin").path)
+    with pytest.raises(VolumeNotFoundError, match="001.bin"):
+        list(ds)

@@ -11,6 +11,8 @@ default) after it is yielded, so the consumer can open it; open it (or copy it) 
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ from .order import EpochState, Grid, OrderStateError, epoch_order, stream_index,
 __all__ = ["UCVolumeDataset", "SkippedFile"]
 
 _STATE_VERSION = 1
+_STAT_THREADS = 64
 
 
 @dataclass(frozen=True)
@@ -49,15 +52,16 @@ class SkippedFile:
 
 
 def list_files(paths: Sequence["str | VolumePath"], *, pattern: str | None, recursive: bool,
-               store: VolumeStore) -> list[_File]:
-    """Every file the selection names, sorted by volume path, each once."""
+               store: VolumeStore, stat: bool = True) -> list[_File]:
+    """Every file the selection names, sorted by volume path, each once. ``stat=False`` lists
+    names only on local and mounted volumes (one readdir per folder; sizes are then -1)."""
     out: dict[str, _File] = {}
     rx = glob_regex(pattern) if pattern else None
     for p in paths:
         vp = VolumePath.parse(p)
         fixed, pat = split_glob(vp.parts)
         base = VolumePath(vp.catalog, vp.schema, vp.volume, fixed)
-        entries = store.entries(base, recursive=recursive or bool(pat), with_dirs=False)
+        entries = store.entries(base, recursive=recursive or bool(pat), with_dirs=False, stat=stat)
         entries = filter_glob(entries, pat)
         loc = store.locate(base)
         for e in entries:
@@ -92,7 +96,9 @@ class UCVolumeDataset(IterableDataset):
             raise DatasetError("UCVolumeDataset needs at least one path, e.g. '/Volumes/main/raw/images/train'")
         self.store = store or (cache.store if cache is not None else VolumeStore())
         self.cache = cache or FileCache(store=self.store)
-        self.files = list_files(paths, pattern=pattern, recursive=recursive, store=self.store)
+        # names only: the first item does not wait for a stat of every file; the sizes and mtimes
+        # that validate cache hits are read in the background (see _versions)
+        self.files = list_files(paths, pattern=pattern, recursive=recursive, store=self.store, stat=False)
         if not self.files:
             raise DatasetError(f"no files in {', '.join(map(str, paths))}"
                                + (f" matching {pattern!r}" if pattern else "") + "; check the path with %air_volume ls")
@@ -106,6 +112,42 @@ class UCVolumeDataset(IterableDataset):
         self._stream = 0
         self._grid = Grid()
         self._yielded = 0
+        self._versions: dict[int, tuple[int, float]] | None = None
+        self._stat_thread: threading.Thread | None = None
+        if any(f.size < 0 for f in self.files):
+            self._stat_thread = threading.Thread(target=self._stat_all, name="air-dataset-stat", daemon=True)
+            self._stat_thread.start()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_stat_thread"] = None  # the versions found so far travel; the thread does not
+        return state
+
+    def _stat_all(self) -> None:
+        """Sizes and mtimes of every file, on threads (one round trip each on a remote mount). Until
+        they are in, a stream validates what the cache holds with its own stat, and fetches what
+        it does not hold without one."""
+        def one(f: _File) -> tuple[int, float] | None:
+            try:
+                st = os.stat(f.src.path)
+            except OSError:
+                return None
+            return st.st_size, st.st_mtime
+
+        with ThreadPoolExecutor(max_workers=_STAT_THREADS, thread_name_prefix="air-dataset-stat") as pool:
+            found = list(pool.map(one, self.files))
+        self._versions = {i: v for i, v in enumerate(found) if v is not None}
+
+    def _version(self, i: int) -> tuple[int, float] | None:
+        """The source version (size, mtime) to validate file *i* against, when known without a
+        round trip: the listing's, the background stat's, or what this process validated."""
+        f = self.files[i]
+        if f.size >= 0:
+            return f.size, f.mtime
+        versions = self._versions
+        if versions is not None and i in versions:
+            return versions[i]
+        return self.cache.known_version(f.key)
 
     def __len__(self) -> int:
         return len(self.files)
@@ -181,9 +223,10 @@ class UCVolumeDataset(IterableDataset):
             raise DatasetError(str(exc)) from None
         return grid, s, items
 
-    def _fetch(self, f: _File) -> Any:
+    def _fetch(self, f: _File, version: tuple[int, float] | None) -> Any:
+        size, mtime = version if version is not None else (None, None)
         try:
-            local = self.cache.get(f.key, size=f.size, mtime=f.mtime, src=f.src)
+            local = self.cache.get(f.key, size=size, mtime=mtime, src=f.src)
         except Exception as exc:
             if self.on_error == "skip" and (is_transient(exc) or isinstance(exc, OSError)):
                 return SkippedFile(f.key, f"{type(exc).__name__}: {exc}")
@@ -197,14 +240,14 @@ class UCVolumeDataset(IterableDataset):
         with ThreadPoolExecutor(max_workers=self.prefetch, thread_name_prefix="air-prefetch") as pool:
 
             def start(i: int) -> Future:
-                f = self.files[i]
-                if self.transform is None:  # a warm file needs no thread: hand it over at once
-                    local = self.cache.try_hit(f.key, f.size, f.mtime)
+                f, version = self.files[i], self._version(i)
+                if self.transform is None and version is not None:  # a warm file needs no thread
+                    local = self.cache.try_hit(f.key, *version)
                     if local is not None:
                         done: Future = Future()
                         done.set_result(local)
                         return done
-                return pool.submit(self._fetch, f)
+                return pool.submit(self._fetch, f, version)
 
             it = iter(items)
             try:
