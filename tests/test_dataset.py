@@ -80,8 +80,6 @@ def test_bad_arguments(vol):
     with pytest.raises(DatasetError, match="on_error"):
         UCVolumeDataset("/Volumes/main/raw/img", on_error="ignore")
     ds = UCVolumeDataset("/Volumes/main/raw/img/train")
-    with pytest.raises(DatasetError, match="persistent_workers"):
-        DataLoader(ds, persistent_workers=True, num_workers=1)
     with pytest.raises(DatasetError, match="shuffle=True"):
         DataLoader(ds, shuffle=True)
 
@@ -224,3 +222,50 @@ def test_a_missing_file_with_unknown_size_is_named(vol, tmp_path):
     os.unlink(vol.locate("/Volumes/main/raw/img/train/c1/001.bin").path)
     with pytest.raises(VolumeNotFoundError, match="001.bin"):
         list(ds)
+
+
+def _with_pid(path):
+    return Path(path).read_text(), os.getpid()
+
+
+@pytest.mark.parametrize("ctx", ["fork", "spawn"])
+def test_persistent_workers_see_each_epoch_and_keep_their_processes(vol, ctx):
+    """Workers persist (the default) yet every epoch reshuffles and delivers every file once."""
+    ds = UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=1, transform=_with_pid)
+    dl = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context=ctx)
+    assert dl.persistent_workers
+    epochs = [list(dl) for _ in range(3)]
+    orders = [[text for text, _ in e] for e in epochs]
+    for order in orders:
+        assert sorted(order) == sorted(f"item {i}" for i in range(N))
+    assert orders[0] != orders[1] != orders[2] and dl.dataset.epoch == 2
+    pids = [{pid for _, pid in e} for e in epochs]
+    assert len(pids[0]) == 2 and pids[0] == pids[1] == pids[2] and os.getpid() not in pids[0]
+
+
+def test_chunked_delivery_keeps_state_exact_per_item(vol):
+    """batch_size=None moves CHUNK items per worker message; the state still counts single items."""
+    from air_magics.data.loader import CHUNK
+
+    dl = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=4), batch_size=None, num_workers=2)
+    assert dl._chunked and dl.batch_size == CHUNK
+    first = []
+    for i, p in enumerate(dl):  # stop in the middle of a chunk
+        first.append(key(p))
+        if i == 6:
+            break
+    state = dl.state_dict()
+    assert sum(c for c in state["dataset"]["segments"][-1]["delivered"] if c > 0) == 7
+    dl2 = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=4), batch_size=None, num_workers=3)
+    dl2.load_state_dict(state)
+    rest = [key(p) for p in dl2]
+    assert len(first) == 7 and sorted(first + rest) == sorted(f"item {i}" for i in range(N))
+
+
+def test_persistent_workers_resume_mid_epoch(vol):
+    dl = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=2), batch_size=None, num_workers=2)
+    a = run(dl, stop=10)  # break off mid-epoch, the same persistent workers continue
+    b = run(dl)
+    assert sorted(a + b) == sorted(f"item {i}" for i in range(N))
+    c = run(dl)  # and the next epoch is whole again
+    assert sorted(c) == sorted(f"item {i}" for i in range(N))

@@ -113,6 +113,7 @@ class UCVolumeDataset(IterableDataset):
         self._grid = Grid()
         self._yielded = 0
         self._versions: dict[int, tuple[int, float]] | None = None
+        self._plan_file: str | None = None  # set by a DataLoader with persistent workers
         self._stat_thread: threading.Thread | None = None
         if any(f.size < 0 for f in self.files):
             self._stat_thread = threading.Thread(target=self._stat_all, name="air-dataset-stat", daemon=True)
@@ -211,9 +212,21 @@ class UCVolumeDataset(IterableDataset):
         self.epoch, self._resume = st.epoch, st
 
     # -- iteration ----------------------------------------------------------------------------------
+    def _follow_plan(self) -> None:
+        """In a persistent worker: take the epoch and resume point the loader wrote for this
+        iteration (the worker's copy of the dataset never sees ``set_epoch`` in the main process)."""
+        import json
+
+        with open(self._plan_file) as f:  # type: ignore[arg-type]
+            plan = json.load(f)
+        self.epoch = int(plan["epoch"])
+        self._resume = EpochState.from_dict(plan["resume"]) if plan.get("resume") else None
+
     def _plan(self) -> tuple[Grid, int, list[int]]:
         rank, world = _dist.rank_and_world()
-        worker, workers, _ = _dist.worker()
+        worker, workers, in_worker = _dist.worker()
+        if self._plan_file is not None and in_worker is not None:
+            self._follow_plan()
         grid = Grid(world, workers)
         s = stream_index(grid, rank, worker)
         st = self._epoch_state()

@@ -1,8 +1,13 @@
 """``DataLoader``: ``torch.utils.data.DataLoader`` with tuned defaults, delivered-progress state and timing.
 
 * Defaults suit :class:`UCVolumeDataset`: 2 worker processes (each prefetches with threads),
-  ``prefetch_factor`` sized to the dataset's prefetch depth, any start method (fork, spawn,
-  forkserver).
+  kept across epochs (``persistent_workers``: no re-fork, and each worker's cache knowledge stays
+  warm; the epoch and resume point reach them through a small plan file written before every
+  iteration), ``prefetch_factor`` sized to the dataset's prefetch depth, any start method (fork,
+  spawn, forkserver).
+* With ``batch_size=None`` items still travel from the workers in chunks (``CHUNK`` items per
+  message, one IPC round trip each) and are handed out one by one; the delivered count is kept
+  per item, so ``state_dict()`` stays exact.
 * ``state_dict()`` reflects batches *delivered* to the training loop, not those prefetched: each
   batch carries, from the worker that made it, how many items its stream had produced, and the
   loader records that count only when it hands the batch over. ``load_state_dict()`` works on the
@@ -15,7 +20,10 @@
 """
 from __future__ import annotations
 
+import os
+import tempfile
 import time
+import weakref
 from typing import Any, Callable, Iterator, Sequence
 
 import torch.utils.data as tud
@@ -23,6 +31,7 @@ from torch.utils.data._utils.collate import default_collate, default_convert
 
 from ..errors import DatasetError
 from ..events import Listener, LoaderEvent, channel
+from ..io.atomic import write_json_atomic
 from ..snapshots import LoaderTimes
 from . import _dist
 from .dataset import UCVolumeDataset
@@ -31,6 +40,28 @@ from .order import Grid
 __all__ = ["DataLoader", "LoaderTiming"]
 
 DEFAULT_WORKERS = 2
+CHUNK = 32  # items per worker message when batch_size=None
+
+
+class _Chunk(list):
+    """Items of one worker message that the loader hands out one at a time (``batch_size=None``)."""
+
+
+class _ChunkCollate:
+    """``batch_size=None`` semantics (each item converted on its own) for a chunk of items."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, items: Any) -> "_Chunk":
+        return _Chunk(self.fn(x) for x in items)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 class _TaggingCollate:
@@ -81,20 +112,28 @@ class DataLoader(tud.DataLoader):
 
     def __init__(self, dataset: Any, batch_size: int | None = 1, *, num_workers: int | None = None,
                  collate_fn: Callable[[Any], Any] | None = None, prefetch_factor: int | None = None,
-                 persistent_workers: bool = False, listeners: Sequence[Listener] = (), **kwargs: Any) -> None:
+                 persistent_workers: bool | None = None, listeners: Sequence[Listener] = (), **kwargs: Any) -> None:
         self._air = isinstance(dataset, UCVolumeDataset)
         workers = DEFAULT_WORKERS if num_workers is None else num_workers
+        self._chunked = False
+        self._plan_file: str | None = None
+        if persistent_workers is None:  # the default where it helps: workers stay, and stay warm
+            persistent_workers = self._air and workers > 0
         if self._air:
-            if persistent_workers:
-                raise DatasetError("persistent_workers=True is not supported with UCVolumeDataset: its workers are "
-                                   "cheap (threads do the I/O) and must see each new epoch; drop the argument")
             if kwargs.get("sampler") is not None or kwargs.get("batch_sampler") is not None or kwargs.get("shuffle"):
                 raise DatasetError("UCVolumeDataset orders and splits files itself: use UCVolumeDataset(shuffle=True, seed=...) "
                                    "instead of sampler/batch_sampler/shuffle")
             base = collate_fn or (default_collate if batch_size is not None else default_convert)
+            if batch_size is None and workers > 0:  # one message per CHUNK items, not per item
+                base, batch_size, self._chunked = _ChunkCollate(base), CHUNK, True
             collate_fn = _TaggingCollate(base, dataset)
+            if persistent_workers and workers > 0:
+                fd, self._plan_file = tempfile.mkstemp(prefix=f"air-loader-plan-{os.getpid()}-", suffix=".json")
+                os.close(fd)
+                weakref.finalize(self, _remove, self._plan_file)
+                dataset._plan_file = self._plan_file
         if workers == 0:
-            prefetch_factor = None
+            prefetch_factor, persistent_workers = None, False
         elif prefetch_factor is None and self._air:
             # torch's default (2 batches per worker) starves the loop on warm epochs; queue about as
             # many items as each worker's prefetch threads keep in flight
@@ -162,18 +201,29 @@ class DataLoader(tud.DataLoader):
             self._delivered = {}
         self._grid = self._current_grid()
         self._started = True
+        self._write_plan(ds)
         inner = super().__iter__()
         t_last: float | None = None
+        pending: list[Any] = []  # the rest of a chunk, handed out one item at a time
+        stream = produced = 0
         while True:
             t0 = time.perf_counter()
             if t_last is not None:
                 self.timing.compute += t0 - t_last
-            try:
-                batch, (stream, produced) = next(inner)
-            except StopIteration:
-                self._epoch_done = True
-                self._emit("done")
-                return
+            if not pending:
+                try:
+                    batch, (stream, produced) = next(inner)
+                except StopIteration:
+                    self._epoch_done = True
+                    self._emit("done")
+                    return
+                if self._chunked:
+                    pending, produced = list(batch), produced - len(batch)
+                    if not pending:
+                        continue
+            if self._chunked:
+                batch = pending.pop(0)
+                produced += 1  # delivered count per item, not per chunk
             t1 = time.perf_counter()
             self.timing.data_wait += t1 - t0
             self.timing.last_wait = t1 - t0
@@ -182,6 +232,14 @@ class DataLoader(tud.DataLoader):
             self._emit("running")
             t_last = time.perf_counter()
             yield batch
+
+    def _write_plan(self, ds: UCVolumeDataset) -> None:
+        """Where persistent workers start this iteration: the epoch and, mid-epoch, the resume
+        point (written before torch tells the workers to start, so they read this one)."""
+        if self._plan_file is None:
+            return
+        resume = ds._resume.to_dict() if ds._resume is not None and ds._resume.epoch == ds.epoch else None
+        write_json_atomic(self._plan_file, {"epoch": ds.epoch, "resume": resume})
 
     def _emit(self, state: str) -> None:
         if channel.listening(self.listeners):
