@@ -25,6 +25,8 @@ __all__ = [
     "ExportTargetError",
     "CheckpointError",
     "CheckpointCorruptError",
+    "ShardError",
+    "PackError",
 ]
 
 
@@ -113,3 +115,13 @@ class CheckpointCorruptError(CheckpointError):
 
 class ExportTargetError(AirError, NotADirectoryError):
     """An export destination (or a folder on its way) is an existing file, not a folder."""
+
+
+class ShardError(AirError, ValueError):
+    """A packed folder cannot be read: missing or corrupt manifest or index, a shard that does not
+    match its index (truncated, changed). The fix is packing the source again."""
+
+
+class PackError(AirError, ValueError):
+    """A folder cannot be packed as asked: destination inside the source, a non-empty destination
+    that is not a packed folder, a source file that changed while it was packed."""

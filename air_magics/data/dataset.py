@@ -25,7 +25,8 @@ from ..errors import DatasetError
 from ..transfer import is_transient
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
-from ..volumes.walk import filter_glob, glob_regex, split_glob
+from ..shards.reader import open_packed
+from ..volumes.walk import Entry, filter_glob, glob_regex, split_glob
 from . import _dist
 from .order import EpochState, Grid, OrderStateError, epoch_order, stream_index, stream_items, with_progress
 
@@ -41,6 +42,7 @@ class _File:
     src: Location
     size: int
     mtime: float
+    member: Any = None  # a packed folder's member (air_magics.shards.MemberRef): served from its shard
 
 
 @dataclass(frozen=True)
@@ -61,14 +63,17 @@ def list_files(paths: Sequence["str | VolumePath"], *, pattern: str | None, recu
         vp = VolumePath.parse(p)
         fixed, pat = split_glob(vp.parts)
         base = VolumePath(vp.catalog, vp.schema, vp.volume, fixed)
-        entries = store.entries(base, recursive=recursive or bool(pat), with_dirs=False, stat=stat)
+        packed = open_packed(store, base)  # a packed folder lists its members, named as in the source
+        members = {m.member.name: m for m in packed.members} if packed is not None else {}
+        entries = ([Entry(m.member.name, m.member.size, m.member.mtime) for m in packed.members] if packed is not None
+                   else store.entries(base, recursive=recursive or bool(pat), with_dirs=False, stat=stat))
         entries = filter_glob(entries, pat)
         loc = store.locate(base)
         for e in entries:
             if rx is not None and not (rx.match(e.rel) or rx.match(e.rel.rsplit("/", 1)[-1])):
                 continue
             key = str(base.joinpath(e.rel)) if e.rel else str(base)
-            out[key] = _File(key, loc.join(e.rel), e.size, e.mtime)
+            out[key] = _File(key, loc.join(e.rel), e.size, e.mtime, members.get(e.rel))
     return [out[k] for k in sorted(out)]
 
 
@@ -239,7 +244,8 @@ class UCVolumeDataset(IterableDataset):
     def _fetch(self, f: _File, version: tuple[int, float] | None) -> Any:
         size, mtime = version if version is not None else (None, None)
         try:
-            local = self.cache.get(f.key, size=size, mtime=mtime, src=f.src)
+            local = f.member.local_path(self.cache) if f.member is not None else \
+                self.cache.get(f.key, size=size, mtime=mtime, src=f.src)
         except Exception as exc:
             if self.on_error == "skip" and (is_transient(exc) or isinstance(exc, OSError)):
                 return SkippedFile(f.key, f"{type(exc).__name__}: {exc}")
@@ -255,7 +261,7 @@ class UCVolumeDataset(IterableDataset):
             def start(i: int) -> Future:
                 f, version = self.files[i], self._version(i)
                 if self.transform is None and version is not None:  # a warm file needs no thread
-                    local = self.cache.try_hit(f.key, *version)
+                    local = self.cache.try_hit(f.key, *version) if f.member is None else f.member.ready()
                     if local is not None:
                         done: Future = Future()
                         done.set_result(local)

@@ -1,0 +1,130 @@
+"""What a pack run writes: list the source once, compare with the published manifest, assign the
+files that need packing to shards deterministically. Pure except for the listing and reading the
+previous indexes; nothing is written here.
+
+Incremental rule: a published shard is *kept* when every member is still in the source with the
+same size and mtime, and its file and index are intact on the destination (size and index
+checksum). Every other file (new, changed, or a survivor of a shard that lost or changed a
+member) goes into *new* shards: sorted by name, filled in order up to ``shard_size`` bytes of tar,
+a file larger than that alone in its own shard. A shard's name is a digest of its member list, so
+the same files always give the same shard name and a killed run's completed shards are found again.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from .format import Manifest, Member, ShardInfo, member_bytes, shard_id, shard_names
+
+__all__ = ["SourceFile", "ShardPlan", "PackPlan", "fingerprint", "assign", "make_plan"]
+
+_MTIME_TOLERANCE = 1e-3
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file of the source listing: ``rel`` is its ``/``-path below the source folder."""
+
+    rel: str
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """A shard to write (or to find complete from a killed run): its files in order and its bytes."""
+
+    sid: str
+    files: tuple[SourceFile, ...]
+    bytes: int
+
+    @property
+    def name(self) -> str:
+        return shard_names(self.sid)[0]
+
+    @property
+    def index(self) -> str:
+        return shard_names(self.sid)[1]
+
+    @property
+    def data_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+@dataclass
+class PackPlan:
+    """The outcome of planning: shards kept from the published manifest, new ones to write, and
+    the listing's fingerprint. ``unchanged``: the manifest already describes this source."""
+
+    files: list[SourceFile]
+    fingerprint: str
+    kept: list[ShardInfo] = field(default_factory=list)
+    new: list[ShardPlan] = field(default_factory=list)
+    dropped: list[ShardInfo] = field(default_factory=list)
+    previous: Manifest | None = None
+
+    @property
+    def unchanged(self) -> bool:
+        return (self.previous is not None and not self.new and not self.dropped
+                and self.previous.fingerprint == self.fingerprint)
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+def fingerprint(files: Sequence[SourceFile]) -> str:
+    """Digest of the listing (names, sizes, mtimes, sorted): equal digests, nothing to do."""
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f"{f.rel}\0{f.size}\0{f.mtime!r}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()[:32]
+
+
+def assign(files: Sequence[SourceFile], shard_size: int) -> list[ShardPlan]:
+    """Sorted *files* into shards of at most *shard_size* tar bytes (end blocks included), in order;
+    a file that alone exceeds it gets a shard of its own."""
+    out: list[ShardPlan] = []
+    cur: list[SourceFile] = []
+    cur_bytes = 1024  # end-of-archive blocks
+
+    def close() -> None:
+        nonlocal cur, cur_bytes
+        if cur:
+            out.append(ShardPlan(shard_id([(f.rel, f.size, f.mtime) for f in cur]), tuple(cur), cur_bytes))
+        cur, cur_bytes = [], 1024
+
+    for f in sorted(files, key=lambda f: f.rel):
+        cost = member_bytes(f.rel, f.size, f.mtime)
+        if cur and cur_bytes + cost > shard_size:
+            close()
+        cur.append(f)
+        cur_bytes += cost
+        if cur_bytes > shard_size:  # a file larger than a shard: alone
+            close()
+    close()
+    return out
+
+
+def _same(m: Member, f: SourceFile | None) -> bool:
+    return f is not None and f.size == m.src_size and abs(f.mtime - m.mtime) <= _MTIME_TOLERANCE
+
+
+def make_plan(files: Sequence[SourceFile], shard_size: int, previous: Manifest | None,
+              previous_members: dict[str, list[Member] | None]) -> PackPlan:
+    """Plan a run. *previous_members* maps each published shard's name to its members, or to None
+    when its file or index is missing or damaged on the destination (it is then rewritten)."""
+    files = sorted(files, key=lambda f: f.rel)
+    plan = PackPlan(list(files), fingerprint(files), previous=previous)
+    by_name = {f.rel: f for f in files}
+    covered: set[str] = set()
+    for shard in previous.shards if previous is not None else ():
+        members = previous_members.get(shard.name)
+        if members is not None and all(_same(m, by_name.get(m.name)) for m in members):
+            plan.kept.append(shard)
+            covered.update(m.name for m in members)
+        else:
+            plan.dropped.append(shard)
+    plan.new = assign([f for f in files if f.rel not in covered], shard_size)
+    return plan

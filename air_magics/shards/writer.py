@@ -1,0 +1,426 @@
+"""``pack``: a volume folder into tar shards, locally, incrementally, atomically, resumably.
+
+Commit protocol (the manifest is the commit; readers trust nothing it does not name):
+
+1. Take the destination's pack lock (one packer per destination on this machine) and sweep the
+   temp files dead packers left there (``io.leftovers``: their names carry the owner's pid).
+2. List the source once; read the published manifest and its indexes; plan (:mod:`.plan`).
+   An unchanged source ends here: nothing is written.
+3. Write each new shard as ``.shard-<id>.tar.air-tmp-<pid>-<thread>`` beside its final name,
+   ``fsync``, rename into place; then its index the same way. Source files are read on a thread
+   pool (a remote mount serves many reads at once) and checked against the listing's size and
+   mtime: a file that changed fails the run naming it, before anything is published.
+   A shard whose file and index already exist complete (a killed run's) is reused as is.
+4. ``fsync`` the folder, then replace the manifest (``write_json_atomic``, ``fsync``): the new
+   generation is published in one rename.
+5. Only then remove shards and indexes the new manifest does not name.
+
+A kill before 4 leaves the previous manifest and every shard it names untouched (new shards have
+names no published manifest uses); a kill after 4 leaves at most unnamed shards, removed by the
+next run. Every write is confined to the destination's volume (``io.confined``).
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import threading
+import time
+import zlib
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from .. import config
+from ..errors import PackError, ShardError
+from ..io.atomic import write_json_atomic
+from ..io.confined import open_dir, open_read, publish_at, write_all
+from ..io.leftovers import is_leftover, sweep_stale, temp_name
+from ..io.locks import ProcessFileLock
+from ..io.retry import retry_call
+from ..io.units import fmt_bytes, parse_size
+from ..volumes.path import VolumePath
+from ..volumes.store import Location, VolumeStore
+from ..volumes.walk import glob_regex
+from .format import (END_OF_ARCHIVE, MANIFEST_NAME, Index, Manifest, Member, ShardInfo, dump_index, load_index,
+                     load_manifest, member_header, padding, parse_index)
+from .plan import PackPlan, ShardPlan, SourceFile, make_plan
+
+__all__ = ["pack", "PackReport", "PackProgress", "plan_pack"]
+
+_ONE_READ_MAX = 64 << 20     # files up to this size are read whole; larger ones are streamed
+_CHUNK = 8 << 20
+_WINDOW_BYTES = 256 << 20    # source bytes read ahead of the writer at most
+_MTIME_TOLERANCE = 1e-3
+
+
+@dataclass(frozen=True)
+class PackProgress:
+    """A pack run so far (reported on the calling thread, at most 10 times a second, and at the end)."""
+
+    files_done: int
+    files_total: int
+    bytes_done: int
+    bytes_total: int
+    shards_done: int
+    shards_total: int
+    seconds: float
+
+
+@dataclass
+class PackReport:
+    """What a pack run did. ``shards_written``: new shards written now; ``shards_reused``: complete
+    shards a killed run had left, taken as they were; ``shards_kept``: published shards kept."""
+
+    source: str
+    dest: str
+    files: int = 0
+    bytes: int = 0
+    shards: int = 0
+    shards_written: int = 0
+    shards_reused: int = 0
+    shards_kept: int = 0
+    shards_removed: int = 0
+    files_written: int = 0
+    bytes_written: int = 0
+    generation: int = 0
+    unchanged: bool = False
+    dry_run: bool = False
+    seconds: float = 0.0
+
+    def __str__(self) -> str:
+        verb = "would write" if self.dry_run else "wrote"
+        if self.unchanged:
+            return (f"{self.dest}: unchanged, {self.files:,} files in {self.shards} shards (generation "
+                    f"{self.generation}), nothing written in {self.seconds:.2f} s")
+        return (f"{self.source} -> {self.dest}: {self.files:,} files, {fmt_bytes(self.bytes)} in {self.shards} shards "
+                f"(generation {self.generation}); {verb} {self.shards_written} shards ({self.files_written:,} files, "
+                f"{fmt_bytes(self.bytes_written)}), kept {self.shards_kept}, reused {self.shards_reused}, "
+                f"removed {self.shards_removed}, {self.seconds:.2f} s")
+
+
+def _nested(a: VolumePath, b: VolumePath) -> bool:
+    """True when *a* is *b* or inside it."""
+    return a.volume_id == b.volume_id and tuple(a.parts[:len(b.parts)]) == tuple(b.parts)
+
+
+def _list_source(store: VolumeStore, src: VolumePath, pattern: str | None) -> list[SourceFile]:
+    entries = store.entries(src, recursive=True, with_dirs=False, stat=True)
+    if len(entries) == 1 and entries[0].rel == "":
+        raise PackError(f"{src} is a file; pack takes a folder: pass its parent with --pattern NAME")
+    rx = glob_regex(pattern) if pattern else None
+    files = [SourceFile(e.rel, e.size, e.mtime) for e in entries
+             if rx is None or rx.match(e.rel) or rx.match(e.rel.rsplit("/", 1)[-1])]
+    if not files:
+        raise PackError(f"no files to pack in {src}" + (f" matching {pattern!r}" if pattern else "")
+                        + f"; check it with `%air_volume ls {src} -r`")
+    return files
+
+
+def _read_local(dloc: Location, name: str) -> bytes:
+    fd, st = open_read(os.path.join(dloc.path, name), dloc.root)
+    try:
+        return os.read(fd, st.st_size + 1)
+    finally:
+        os.close(fd)
+
+
+def _previous(dest: VolumePath, dloc: Location) -> tuple[Manifest | None, dict[str, list[Member] | None]]:
+    """The published manifest and each of its shards' members (None: file or index damaged)."""
+    try:
+        names = [n for n in os.listdir(dloc.path) if not is_leftover(n)]
+    except FileNotFoundError:
+        return None, {}
+    except NotADirectoryError:
+        raise PackError(f"destination {dest} is a file; pass a folder (new, or one written by pack)") from None
+    if MANIFEST_NAME not in names:
+        strays = [n for n in names if not (n.startswith("shard-") and n.endswith((".tar", ".idx.json")))]
+        if strays:
+            raise PackError(f"destination {dest} is not empty and not a packed folder (it holds {strays[0]!r}"
+                            f"{f' and {len(strays) - 1} more' if len(strays) > 1 else ''}); pick a new folder")
+        return None, {}  # only shards of a first run that was killed: reused below where complete
+    try:
+        manifest = load_manifest(_read_local(dloc, MANIFEST_NAME), f"{dest}/{MANIFEST_NAME}")
+    except ShardError as exc:
+        raise ShardError(f"{exc}; or, if {dest} holds nothing else of yours, delete it and pack again") from None
+    members: dict[str, list[Member] | None] = {}
+    for s in manifest.shards:
+        try:
+            if os.stat(os.path.join(dloc.path, s.name)).st_size != s.bytes:
+                raise ShardError("size")
+            members[s.name] = load_index(_read_local(dloc, s.index), f"{dest}/{s.index}", s)
+        except (OSError, ShardError):
+            members[s.name] = None  # rewritten by this run
+    return manifest, members
+
+
+def _complete(dloc: Location, sp: ShardPlan) -> Index | None:
+    """The index of shard *sp* if a previous run left it complete on the destination, else None."""
+    try:
+        ix = parse_index(_read_local(dloc, sp.index), sp.index, sp.name)
+        if os.stat(os.path.join(dloc.path, sp.name)).st_size != ix.bytes or ix.bytes != sp.bytes:
+            return None
+    except (OSError, ShardError):
+        return None
+    want = [(f.rel, f.size, f.mtime) for f in sp.files]
+    return ix if [(m.name, m.src_size, m.mtime) for m in ix.members] == want else None
+
+
+def plan_pack(src: "str | VolumePath", dest: "str | VolumePath", *, shard_size: "int | str" = "1GiB",
+              pattern: str | None = None, store: VolumeStore | None = None) -> tuple[PackPlan, Location, Location]:
+    """Check the request and plan it (step 2 of the protocol); nothing is written."""
+    store = store or VolumeStore()
+    size = parse_size(shard_size, "shard size")
+    if not size or size < 4096:
+        raise PackError(f"shard size {shard_size!r} is too small: give e.g. '1GiB' (at least 4 KiB)")
+    svp, dvp = VolumePath.parse(src), VolumePath.parse(dest)
+    if _nested(dvp, svp):
+        raise PackError(f"destination {dvp} is inside the source {svp}: its shards would be packed into themselves; "
+                        f"pick a destination outside it")
+    if _nested(svp, dvp):
+        raise PackError(f"source {svp} is inside the destination {dvp}; pick a destination outside the source")
+    sloc, dloc = store.locate(svp), store.locate(dvp)
+    if not dloc.is_local or not sloc.is_local:
+        raise PackError(f"engine='local' packs local or mounted volumes; {dvp if not dloc.is_local else svp} is on "
+                        f"{dloc if not dloc.is_local else sloc}: use engine='spark' on a cluster that mounts it")
+    previous, members = _previous(dvp, dloc)
+    files = _list_source(store, svp, pattern)
+    return make_plan(files, size, previous, members), sloc, dloc
+
+
+def _read_source(sloc: Location, f: SourceFile, retries: int) -> "bytes | tuple[int, int]":
+    """A source file's bytes (or, when large, its open descriptor), checked against the listing."""
+    def once() -> "bytes | tuple[int, int]":
+        path = sloc.join(f.rel).path
+        fd, st = open_read(path, sloc.root)
+        keep = False
+        try:
+            if st.st_size != f.size or abs(st.st_mtime - f.mtime) > _MTIME_TOLERANCE:
+                raise PackError(f"{path} changed while it was packed ({f.size} -> {st.st_size} bytes, mtime "
+                                f"{f.mtime:.3f} -> {st.st_mtime:.3f}); nothing was published: run pack again")
+            if f.size > _ONE_READ_MAX:
+                keep = True
+                return fd, f.size
+            data = os.read(fd, f.size + 1) if f.size else b""
+            while len(data) < f.size + 1:
+                more = os.read(fd, f.size + 1 - len(data))
+                if not more:
+                    break
+                data += more
+            if len(data) != f.size:
+                raise PackError(f"{path} changed while it was packed (read {len(data)} bytes, listed {f.size}); "
+                                f"nothing was published: run pack again")
+            return data
+        finally:
+            if not keep:
+                os.close(fd)
+
+    return retry_call(once, retries=retries)
+
+
+class _Feed:
+    """Source reads in plan order on a thread pool, at most ``_WINDOW_BYTES`` ahead of the writer."""
+
+    def __init__(self, pool: ThreadPoolExecutor, sloc: Location, shards: list[ShardPlan], retries: int) -> None:
+        self._todo: Iterator[SourceFile] = (f for sp in shards for f in sp.files)
+        self._window: deque[tuple[SourceFile, Future]] = deque()
+        self._ahead = 0
+        self._pool, self._sloc, self._retries = pool, sloc, retries
+        self._fill()
+
+    def _fill(self) -> None:
+        while self._ahead < _WINDOW_BYTES or not self._window:
+            f = next(self._todo, None)
+            if f is None:
+                return
+            self._window.append((f, self._pool.submit(_read_source, self._sloc, f, self._retries)))
+            self._ahead += min(f.size, _ONE_READ_MAX)
+
+    def next(self, want: SourceFile) -> "bytes | tuple[int, int]":
+        f, fut = self._window.popleft()
+        if f is not want:  # pragma: no cover - an invariant of the plan order
+            raise RuntimeError(f"pack feed out of order: {f.rel} != {want.rel}")
+        self._ahead -= min(f.size, _ONE_READ_MAX)
+        self._fill()
+        return fut.result()
+
+    def close(self) -> None:
+        for _, fut in self._window:
+            fut.cancel()
+        for _, fut in self._window:
+            if not fut.cancelled() and fut.done() and fut.exception() is None and isinstance(fut.result(), tuple):
+                os.close(fut.result()[0])
+
+
+def _write_shard(dfd: int, sp: ShardPlan, feed: _Feed, progress: Callable[[int], None]) -> Index:
+    """Write shard *sp* under a temp name, rename it into place, then its index (steps 3)."""
+    members: list[Member] = []
+    crc, pos = 0, 0
+    stamp = float(int(time.time()))
+
+    def put(fd: int, b: "bytes | memoryview") -> None:
+        nonlocal crc, pos
+        write_all(fd, bytes(b))
+        crc, pos = zlib.crc32(b, crc), pos + len(b)
+
+    def fill(fd: int) -> None:
+        for f in sp.files:
+            data = feed.next(f)
+            put(fd, member_header(f.rel, f.size, f.mtime))
+            members.append(Member(f.rel, pos, f.size, f.size, f.mtime))
+            if isinstance(data, tuple):
+                sfd, size = data
+                try:
+                    for off in range(0, size, _CHUNK):
+                        chunk = os.pread(sfd, min(_CHUNK, size - off), off)
+                        if len(chunk) != min(_CHUNK, size - off):
+                            raise PackError(f"{f.rel} shrank while it was packed; nothing was published: run pack again")
+                        put(fd, chunk)
+                finally:
+                    os.close(sfd)
+            else:
+                put(fd, data)
+            put(fd, padding(f.size))
+            progress(f.size)
+        put(fd, END_OF_ARCHIVE)
+
+    publish_at(dfd, sp.name, fill, mtime=stamp, temp=temp_name(sp.name), fsync=True)
+    if pos != sp.bytes:  # pragma: no cover - the plan and the writer share member_bytes
+        raise RuntimeError(f"shard {sp.name} is {pos} bytes, planned {sp.bytes}")
+    ix = Index(sp.name, pos, crc, stamp, tuple(members))
+    raw = dump_index(ix)
+    publish_at(dfd, sp.index, lambda fd: write_all(fd, raw), temp=temp_name(sp.index), fsync=True)
+    return ix
+
+
+def _lock(dloc: Location, dest: VolumePath) -> ProcessFileLock:
+    folder = config.air_home() / "run"
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = ProcessFileLock(folder / f"pack-{hashlib.sha1(os.path.realpath(dloc.path).encode()).hexdigest()[:16]}.lock")
+    try:
+        lock.acquire(timeout=0)
+    except TimeoutError:
+        lock.close()
+        raise PackError(f"another pack is writing {dest} right now; wait for it to finish") from None
+    return lock
+
+
+def pack(src: "str | VolumePath", dest: "str | VolumePath", shard_size: "int | str" = "1GiB", pattern: str | None = None,
+         engine: str = "local", dry_run: bool = False, on_progress: Callable[[PackProgress], None] | None = None, *,
+         store: VolumeStore | None = None, workers: int = 32, retries: int = 4) -> PackReport:
+    """Pack the files of folder *src* into tar shards in folder *dest* (see the module docstring).
+
+    ``shard_size``: target bytes per shard (``"1GiB"``); ``pattern``: only files whose name or
+    relative path matches this glob; ``dry_run``: plan and report, write nothing. Re-running on an
+    unchanged source writes nothing; after changes only new shards are written."""
+    if engine != "local":
+        raise PackError(f"engine={engine!r}: this version packs with engine='local'")
+    t0 = time.monotonic()
+    store = store or VolumeStore()
+    svp, dvp = VolumePath.parse(src), VolumePath.parse(dest)
+    report = PackReport(str(svp), str(dvp), dry_run=dry_run)
+    if dry_run:
+        plan, _, _ = plan_pack(svp, dvp, shard_size=shard_size, pattern=pattern, store=store)
+        return _finish(report, plan, t0, written=plan.new)
+    dloc0 = store.locate(dvp)
+    lock = _lock(dloc0, dvp) if dloc0.is_local else None
+    try:
+        plan, sloc, dloc = plan_pack(svp, dvp, shard_size=shard_size, pattern=pattern, store=store)
+        if plan.unchanged:
+            report.unchanged = True
+            return _finish(report, plan, t0, written=[])
+        dfd = open_dir(dloc.path, dloc.root, create=True)
+        try:
+            sweep_stale(dfd)
+            infos, written, reused = _write_all(dfd, dloc, plan, sloc, workers, retries, on_progress, t0)
+            os.fsync(dfd)
+            prev = plan.previous
+            manifest = Manifest((prev.generation + 1) if prev else 1, str(svp), parse_size(shard_size) or 0,
+                                plan.fingerprint, len(plan.files), plan.bytes, tuple(plan.kept) + tuple(infos), time.time())
+            write_json_atomic(os.path.join(dloc.path, MANIFEST_NAME), manifest.to_dict(), root=dloc.root, fsync=True,
+                              indent=1)
+            report.shards_removed = _remove_unnamed(dfd, manifest)
+        finally:
+            os.close(dfd)
+        report.shards_reused = len(reused)
+        return _finish(report, plan, t0, written=written, generation=manifest.generation)
+    finally:
+        if lock is not None:
+            lock.release()
+            lock.close()
+
+
+def _write_all(dfd: int, dloc: Location, plan: PackPlan, sloc: Location, workers: int, retries: int,
+               on_progress: Callable[[PackProgress], None] | None,
+               t0: float) -> tuple[list[ShardInfo], list[ShardPlan], list[ShardPlan]]:
+    """Write (or reuse) every new shard; returns their manifest entries, those written, those reused."""
+    todo: list[ShardPlan] = []
+    reused: list[ShardPlan] = []
+    written: list[ShardPlan] = []
+    index: dict[str, Index] = {}
+    for sp in plan.new:
+        ix = _complete(dloc, sp)
+        if ix is not None:
+            index[sp.name] = ix
+            reused.append(sp)
+        else:
+            todo.append(sp)
+    total_files, total_bytes = sum(len(sp.files) for sp in todo), sum(sp.data_bytes for sp in todo)
+    files = nbytes = shards = 0
+    last = 0.0
+
+    def report(force: bool = False) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if on_progress is not None and (force or now - last >= 0.1):
+            last = now
+            on_progress(PackProgress(files, total_files, nbytes, total_bytes, shards, len(todo), now - t0))
+
+    def tick(size: int) -> None:
+        nonlocal files, nbytes
+        files, nbytes = files + 1, nbytes + size
+        report()
+
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="air-pack") as pool:
+        feed = _Feed(pool, sloc, todo, retries)
+        try:
+            for sp in todo:
+                index[sp.name] = _write_shard(dfd, sp, feed, tick)
+                written.append(sp)
+                shards += 1
+        finally:
+            feed.close()
+    report(force=True)
+    infos = [ShardInfo(sp.name, sp.index, len(ix.members), ix.bytes, sp.data_bytes, ix.crc32, ix.mtime,
+                       zlib.crc32(dump_index(ix)))
+             for sp in plan.new for ix in (index[sp.name],)]
+    return infos, written, reused
+
+
+def _remove_unnamed(dfd: int, manifest: Manifest) -> int:
+    """Step 5: remove shard files and indexes the published manifest does not name."""
+    named = {n for s in manifest.shards for n in (s.name, s.index)}
+    removed = 0
+    for name in os.listdir(dfd):
+        if name.startswith("shard-") and name.endswith((".tar", ".idx.json")) and name not in named:
+            try:
+                os.unlink(name, dir_fd=dfd)
+                removed += name.endswith(".tar")
+            except OSError as exc:
+                if exc.errno != errno.ENOENT:
+                    raise
+    return removed
+
+
+def _finish(report: PackReport, plan: PackPlan, t0: float, *, written: list[ShardPlan], generation: int | None = None) -> PackReport:
+    report.files, report.bytes = len(plan.files), plan.bytes
+    report.shards = len(plan.kept) + len(plan.new)
+    report.shards_kept = len(plan.kept)
+    report.shards_written = len(written)
+    report.files_written = sum(len(sp.files) for sp in written)
+    report.bytes_written = sum(sp.data_bytes for sp in written)
+    report.generation = generation if generation is not None else (plan.previous.generation if plan.previous else 0)
+    report.seconds = time.monotonic() - t0
+    return report
+
