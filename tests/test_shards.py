@@ -258,3 +258,191 @@ def test_dataset_with_a_loader_resumes_with_other_workers(vol):
         got += list(batch)
     names = [Path(p).read_bytes() for p in got]
     assert len(got) == N and len(set(names)) == N
+
+
+# -- bad input and failure ------------------------------------------------------------------------
+def test_destination_inside_the_source_is_refused(vol):
+    with pytest.raises(PackError, match="inside the source"):
+        pack(SRC, f"{SRC}/packed")
+    with pytest.raises(PackError, match="inside the destination"):
+        pack(SRC, "/Volumes/main/raw/img")
+    assert not (folder(vol, SRC) / "packed").exists()
+
+
+def test_non_empty_destination_that_is_not_packed_is_refused(vol):
+    with vol.open(f"{DEST}/notes.txt", "wb") as f:
+        f.write(b"mine")
+    with pytest.raises(PackError, match=r"not empty and not a packed folder.*notes\.txt.*new folder"):
+        pack(SRC, DEST)
+    assert sorted(p.name for p in folder(vol, DEST).iterdir()) == ["notes.txt"]
+
+
+def test_bad_shard_size_is_one_clear_error(vol):
+    with pytest.raises(PackError, match="'lots' is not a size"):
+        pack(SRC, DEST, shard_size="lots")
+    with pytest.raises(PackError, match="too small"):
+        pack(SRC, DEST, shard_size=100)
+
+
+def test_source_changing_while_packed_publishes_nothing(vol, monkeypatch):
+    from air_magics.shards import writer
+
+    pack(SRC, DEST, shard_size="64KiB")
+    before = (folder(vol, DEST) / MANIFEST_NAME).read_bytes()
+    _write(vol, "c0/new.bin", b"new")
+    real = writer._list_source
+
+    def list_then_change(*a, **k):
+        files = real(*a, **k)
+        (folder(vol, SRC) / "c0/new.bin").write_bytes(b"grown meanwhile")
+        return files
+
+    monkeypatch.setattr(writer, "_list_source", list_then_change)
+    with pytest.raises(PackError, match=r"c0/new\.bin changed while it was packed.*run pack again"):
+        pack(SRC, DEST, shard_size="64KiB")
+    assert (folder(vol, DEST) / MANIFEST_NAME).read_bytes() == before
+    monkeypatch.setattr(writer, "_list_source", real)
+    r = pack(SRC, DEST, shard_size="64KiB")
+    assert r.generation == 2 and r.files == N + 1
+    assert not [n for n in os.listdir(folder(vol, DEST)) if ".air-tmp-" in n]
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbage", "wrong_totals"])
+def test_missing_or_corrupt_manifest(vol, damage):
+    pack(SRC, DEST, shard_size="64KiB")
+    m = folder(vol, DEST) / MANIFEST_NAME
+    if damage == "missing":
+        m.unlink()
+        # a folder of shards without its manifest is not a packed folder: read as plain files
+        assert open_packed(vol, DEST) is None
+        return
+    if damage == "garbage":
+        m.write_text("{not json")
+    else:
+        doc = json.loads(m.read_text())
+        doc["files"] += 1
+        m.write_text(json.dumps(doc))
+    with pytest.raises(ShardError, match=rf"manifest {DEST}/air-shards.json is corrupt|disagree with its shards"):
+        UCVolumeDataset(DEST)
+    with pytest.raises(ShardError, match="pack the source again"):
+        pack(SRC, DEST)
+
+
+@pytest.mark.parametrize("damage", ["missing", "edited"])
+def test_missing_or_corrupt_index(vol, damage):
+    pack(SRC, DEST, shard_size="64KiB")
+    ix = folder(vol, DEST) / manifest(vol)["shards"][0]["index"]
+    if damage == "missing":
+        ix.unlink()
+    else:
+        doc = json.loads(ix.read_text())
+        doc["members"][0][1] += 512
+        ix.write_text(json.dumps(doc))
+    with pytest.raises(ShardError, match=rf"index {DEST}/shard-\w+\.idx\.json .*pack the source again"):
+        UCVolumeDataset(DEST)
+    r = pack(SRC, DEST, shard_size="64KiB")  # the damaged shard is rewritten, the others kept
+    assert r.shards_written == 1 and r.shards_kept == r.shards - 1
+    assert len(UCVolumeDataset(DEST)) == N
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped"])
+def test_dataset_refuses_a_shard_that_does_not_match_its_index(vol, damage):
+    pack(SRC, DEST, shard_size="64KiB")
+    tar = folder(vol, DEST) / manifest(vol)["shards"][0]["name"]
+    raw = bytearray(tar.read_bytes())
+    if damage == "truncated":
+        tar.write_bytes(raw[:len(raw) // 2])
+    else:
+        raw[1000] ^= 0xFF
+        st = tar.stat()
+        tar.write_bytes(raw)
+        os.utime(tar, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size and mtime: only the bytes differ
+    ds = UCVolumeDataset(DEST)
+    with pytest.raises(ShardError, match=rf"shard {DEST}/shard-\w+\.tar (is \d+ bytes but its index says|does not match).*pack the source again"):
+        list(ds)
+    if damage == "truncated":
+        r = pack(SRC, DEST, shard_size="64KiB")
+        assert r.shards_written == 1
+        assert len(list(UCVolumeDataset(DEST))) == N
+
+
+def test_magic_packs_and_ls_shows_the_packed_folder(vol, capsys):
+    from IPython import get_ipython
+    from IPython.core.error import UsageError
+    from IPython.testing.globalipapp import start_ipython
+
+    ip = start_ipython() or get_ipython()
+    ip.run_line_magic("load_ext", "air_magics")
+    ip.run_line_magic("config", "AirMagics.default_volume = ''")
+    assert ip.run_line_magic("air_volume", f"pack {SRC} {DEST} --shard-size 64KiB --dry-run") is None
+    assert "would write" in capsys.readouterr().out and not folder(vol, DEST).exists()
+    r = ip.run_line_magic("air_volume", f"pack {SRC} {DEST} --shard-size 64KiB --pattern 'c1/*' -o rep")
+    assert r.files == 19 and ip.user_ns["rep"] is r
+    out = capsys.readouterr().out
+    assert "packing: 19/19 files" in out and "generation 1" in out
+    ls = repr(ip.run_line_magic("air_volume", f"ls {DEST}"))
+    assert "packed folder: 19 members" in ls and "generation 1" in ls
+    with pytest.raises(UsageError, match="inside the source"):
+        ip.run_line_magic("air_volume", f"pack {SRC} {SRC}/p")
+    with pytest.raises(UsageError, match="--shard-size/--dry-run only apply to `pack`"):
+        ip.run_line_magic("air_volume", f"ls {SRC} --dry-run")
+
+
+# -- kill and flaky volume ----------------------------------------------------------------------
+_PACK_SLOWLY = textwrap.dedent("""
+    import sys, time
+    from air_magics.shards import writer
+    real = writer._write_shard
+    def slow(*a, **k):
+        ix = real(*a, **k)
+        print("shard", flush=True)
+        time.sleep(0.3)
+        return ix
+    writer._write_shard = slow
+    writer.pack(sys.argv[1], sys.argv[2], shard_size="64KiB")
+""")
+
+
+def test_sigkill_mid_pack_then_rerun(vol, tmp_path):
+    pack(SRC, DEST, shard_size="64KiB")
+    gen1 = manifest(vol)
+    for i in range(40):  # generation 2 needs several new shards
+        _write(vol, f"more/{i:02d}.bin", os.urandom(5000))
+    (folder(vol, SRC) / "c0/003.bin").write_bytes(b"changed")
+    script = tmp_path / "slow_pack.py"
+    script.write_text(_PACK_SLOWLY)
+    proc = subprocess.Popen([sys.executable, str(script), SRC, DEST], stdout=subprocess.PIPE, text=True, env=os.environ)
+    assert proc.stdout.readline().strip() == "shard" and proc.stdout.readline().strip() == "shard"
+    proc.kill()
+    proc.wait()
+    assert manifest(vol) == gen1  # the previous generation stands, every shard it names intact
+    ds = UCVolumeDataset(DEST)
+    assert len(ds) == N and len(list(ds)) == N
+    r = pack(SRC, DEST, shard_size="64KiB")
+    assert r.shards_reused >= 2 and r.generation == 2
+    out = tmp_path / "x"
+    out.mkdir()
+    for s in manifest(vol)["shards"]:
+        subprocess.run(["tar", "-xf", str(folder(vol, DEST) / s["name"]), "-C", str(out)], check=True)
+    assert hashes_of(out) == hashes_of(folder(vol, SRC))
+    assert not [n for n in os.listdir(folder(vol, DEST)) if ".air-tmp-" in n]  # the dead run's temp files swept
+
+
+@pytest.mark.fuse
+def test_pack_and_read_on_a_flaky_fuse_volume(slowfs, tmp_path, monkeypatch):
+    from conftest import make_tree
+
+    backing = tmp_path / "backing"
+    hashes = make_tree(backing / "main" / "raw" / "img" / "train", n_dirs=4, per_dir=30, size=4096)
+    stats = tmp_path / "stats.json"
+    with slowfs.mounted(backing, tmp_path / "mnt", op_latency_ms=2, fail_rate=0.2, fail_ops="open,read",
+                        fail_times=2, direct_io=True, stats=stats):
+        monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
+        store = VolumeStore()
+        r = pack(SRC, DEST, shard_size="128KiB", store=store, retries=6)
+        assert r.files == 120 and r.shards > 2
+        assert pack(SRC, DEST, shard_size="128KiB", store=store).unchanged
+        ds = UCVolumeDataset(DEST, store=store, shuffle=True)
+        got = {"/".join(Path(p).parts[-3:]): hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in ds}
+    assert got == {k: v for k, v in hashes.items()}
+    assert sum(json.loads(stats.read_text())["faults"].values()) > 10

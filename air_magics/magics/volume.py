@@ -7,6 +7,8 @@
     %air_volume use catalog.schema.volume          default volume for relative paths
     %air_volume cache [--clear [--force]]          live cache view: hit rate, size, evictions, data wait
     %air_volume checkpoints DIR                    live view of the checkpoints saved under DIR
+    %air_volume pack SRC DEST [--shard-size 1GiB] [--pattern GLOB] [--dry-run]
+                                                   pack a folder of small files into tar shards
     ... -o VAR                                     also store the result in VAR (create/register/use:
                                                    the volume, which they otherwise only print)
 """
@@ -22,12 +24,13 @@ from ..volumes.summary import ListingSummary, VolumesOverview
 from ._common import check_output, output_argument, parse_line, store_output, with_arguments
 from ._state import default_volume, store
 
-COMMANDS = ("ls", "create", "register", "use", "cache", "checkpoints")
-_NARGS = {"ls": (0, 1), "create": (1, 1), "register": (2, 2), "use": (1, 1), "cache": (0, 0), "checkpoints": (1, 1)}
+COMMANDS = ("ls", "create", "register", "use", "cache", "checkpoints", "pack")
+_NARGS = {"ls": (0, 1), "create": (1, 1), "register": (2, 2), "use": (1, 1), "cache": (0, 0), "checkpoints": (1, 1),
+          "pack": (2, 2)}
 _USAGE = {"ls": "[PATH]", "create": "catalog.schema.volume", "register": "catalog.schema.volume URL",
           "use": "catalog.schema.volume", "cache": "no arguments (and --clear to empty it)",
-          "checkpoints": "DIR (the folder a CheckpointManager saves into)"}
-_PRINTED = frozenset({"create", "register", "use"})  # print one line; their value only with -o
+          "checkpoints": "DIR (the folder a CheckpointManager saves into)", "pack": "SRC DEST (two folders)"}
+_PRINTED = frozenset({"create", "register", "use", "pack"})  # print one line; their value only with -o
 
 
 def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -36,7 +39,9 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
         argument("command", nargs="?", help=f"one of {', '.join(COMMANDS)}; none shows where volumes live"),
         argument("args", nargs="*", help="the command's arguments (a path, a volume name, a URL)"),
         argument("-r", "--recursive", action="store_true", help="ls: list every file below PATH"),
-        argument("--pattern", metavar="GLOB", help="ls: only entries matching GLOB (e.g. '*.jpg', 'train/**/*.png')"),
+        argument("--pattern", metavar="GLOB", help="ls, pack: only entries matching GLOB (e.g. '*.jpg', 'train/**/*.png')"),
+        argument("--shard-size", metavar="SIZE", help="pack: bytes per shard (default 1GiB)"),
+        argument("--dry-run", action="store_true", help="pack: plan and report, write nothing"),
         argument("--exist-ok", action="store_true", help="create: no error if the volume already exists"),
         argument("--clear", action="store_true",
                  help="cache: remove cached files not used in the last 30 s (sources are untouched)"),
@@ -65,8 +70,10 @@ def _command(magics: Any, args: Any) -> Any:
     lo, hi = _NARGS[cmd]
     if not lo <= len(args.args) <= hi:
         raise UsageError(f"%air_volume {cmd} takes {_USAGE[cmd]}; got {' '.join(args.args) or 'nothing'}")
-    if cmd != "ls" and (args.recursive or args.pattern):
-        raise UsageError(f"-r/--pattern only apply to `ls`, not to {cmd!r}")
+    if cmd != "ls" and (args.recursive or (args.pattern and cmd != "pack")):
+        raise UsageError(f"-r/--pattern only apply to `ls` (and --pattern to `pack`), not to {cmd!r}")
+    if cmd != "pack" and (args.shard_size or args.dry_run):
+        raise UsageError(f"--shard-size/--dry-run only apply to `pack`, not to {cmd!r}")
     if cmd != "create" and args.exist_ok:
         raise UsageError(f"--exist-ok only applies to `create`, not to {cmd!r}")
     if cmd != "cache" and args.clear:
@@ -77,6 +84,8 @@ def _command(magics: Any, args: Any) -> Any:
         return _cache(magics, args.clear, args.force)
     if cmd == "checkpoints":
         return _checkpoints(magics, VolumePath.parse(args.args[0], default=default_volume(magics)))
+    if cmd == "pack":
+        return _pack(magics, args)
     st = store()
     if cmd == "ls":
         target = args.args[0] if args.args else ""
@@ -85,7 +94,7 @@ def _command(magics: Any, args: Any) -> Any:
             raise UsageError("%air_volume ls needs a PATH (or set a default volume with %air_volume use catalog.schema.volume)")
         vp = VolumePath.parse(target or ".", default=default)
         entries = st.ls(vp, recursive=args.recursive, pattern=args.pattern)
-        return ListingSummary(str(vp), entries, args.recursive, args.pattern)
+        return ListingSummary(str(vp), entries, args.recursive, args.pattern, _packed_note(st, vp))
     if cmd == "create":
         info = st.create(args.args[0], exist_ok=args.exist_ok)
         print(f"created volume /Volumes/{info.volume_id.replace('.', '/')} at {info.location}")
@@ -99,6 +108,42 @@ def _command(magics: Any, args: Any) -> Any:
     magics.default_volume = vp.volume_id
     print(f"default volume: {vp} (relative paths in %air_volume and %%air_copy now refer to it)")
     return info
+
+
+def _packed_note(st: Any, vp: VolumePath) -> str | None:
+    """One line on what a packed folder holds, or None for any other folder."""
+    from ..shards import open_packed
+
+    try:
+        packed = open_packed(st, vp)
+    except OSError:
+        return None
+    if packed is None:
+        return None
+    m = packed.manifest
+    from ..io.units import fmt_bytes
+
+    return (f"packed folder: {m.files:,} members ({fmt_bytes(m.bytes)}) in {len(m.shards)} shards, generation "
+            f"{m.generation}, packed from {m.source}; read it with UCVolumeDataset({str(vp)!r})")
+
+
+def _pack(magics: Any, args: Any) -> Any:
+    from ..shards import PackProgress, pack
+    from ..io.units import fmt_bytes
+
+    default = default_volume(magics)
+    src, dest = (VolumePath.parse(a, default=default) for a in args.args)
+
+    def show(p: PackProgress) -> None:
+        print(f"\rpacking: {p.files_done:,}/{p.files_total:,} files, {fmt_bytes(p.bytes_done)}/{fmt_bytes(p.bytes_total)}, "
+              f"{p.shards_done}/{p.shards_total} shards, {p.seconds:.1f} s", end="", flush=True)
+
+    report = pack(src, dest, shard_size=args.shard_size or "1GiB", pattern=args.pattern, dry_run=args.dry_run,
+                  on_progress=show, store=store())
+    if report.shards_written and not report.dry_run:
+        print()
+    print(report)
+    return report
 
 
 def _cache(magics: Any, clear: bool, force: bool = False) -> Any:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ShardError, VolumeNotFoundError
 from ..io.confined import open_read
 from ..io.leftovers import sweep_stale, temp_name
+from ..io.retry import retry_call
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
 from .format import MANIFEST_NAME, Manifest, Member, ShardInfo, load_index, load_manifest
@@ -41,8 +42,12 @@ _INDEX_THREADS = 16
 
 
 def _read(store: VolumeStore, vp: VolumePath) -> bytes:
-    with store.open(vp, "rb") as f:
-        return f.read()
+    """A small file of the packed folder (manifest, index); transient errors retried."""
+    def once() -> bytes:
+        with store.open(vp, "rb") as f:
+            return f.read()
+
+    return retry_call(once)
 
 
 def is_packed(store: VolumeStore, path: "str | VolumePath") -> bool:

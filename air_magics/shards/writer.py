@@ -119,11 +119,15 @@ def _list_source(store: VolumeStore, src: VolumePath, pattern: str | None) -> li
 
 
 def _read_local(dloc: Location, name: str) -> bytes:
-    fd, st = open_read(os.path.join(dloc.path, name), dloc.root)
-    try:
-        return os.read(fd, st.st_size + 1)
-    finally:
-        os.close(fd)
+    """A small file of the destination (manifest, index), confined, transient errors retried."""
+    def once() -> bytes:
+        fd, st = open_read(os.path.join(dloc.path, name), dloc.root)
+        try:
+            return os.read(fd, st.st_size + 1)
+        finally:
+            os.close(fd)
+
+    return retry_call(once)
 
 
 def _previous(dest: VolumePath, dloc: Location) -> tuple[Manifest | None, dict[str, list[Member] | None]]:
@@ -171,7 +175,10 @@ def plan_pack(src: "str | VolumePath", dest: "str | VolumePath", *, shard_size: 
               pattern: str | None = None, store: VolumeStore | None = None) -> tuple[PackPlan, Location, Location]:
     """Check the request and plan it (step 2 of the protocol); nothing is written."""
     store = store or VolumeStore()
-    size = parse_size(shard_size, "shard size")
+    try:
+        size = parse_size(shard_size, "shard size")
+    except ValueError as exc:
+        raise PackError(str(exc)) from None
     if not size or size < 4096:
         raise PackError(f"shard size {shard_size!r} is too small: give e.g. '1GiB' (at least 4 KiB)")
     svp, dvp = VolumePath.parse(src), VolumePath.parse(dest)

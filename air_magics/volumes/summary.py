@@ -7,6 +7,7 @@ files should be copied to local disk once (``%%air_copy``) or packed into 1-10 G
 from __future__ import annotations
 
 import statistics
+from shlex import quote
 import time
 from dataclasses import dataclass
 from html import escape
@@ -31,6 +32,7 @@ class ListingSummary:
     entries: list[FileInfo]
     recursive: bool = False
     pattern: str | None = None
+    packed: str | None = None  # what a packed folder holds (shards, members, generation), shown first
 
     @property
     def files(self) -> list[FileInfo]:
@@ -67,7 +69,8 @@ class ListingSummary:
         return (f"{n:,} files with a median size of {fmt_bytes(self.median_size)}: reading many small files "
                 f"from a volume is latency-bound. Copy them to local disk once with "
                 f"`%%air_copy --to /local_disk0/...` (or use UCVolumeDataset's cache), or pack them into "
-                f"1-10 GiB files (Parquet, WebDataset tar shards).")
+                f"1-10 GiB tar shards: `%air_volume pack {quote(self.path)} {quote(self.path.rstrip('/') + '_packed')}` "
+                f"(UCVolumeDataset reads the packed folder like this one).")
 
     def _head(self) -> str:
         what = f"{len(self.files):,} file{'' if len(self.files) == 1 else 's'}"
@@ -89,7 +92,7 @@ class ListingSummary:
         return rows
 
     def __repr__(self) -> str:
-        lines = [self._head()]
+        lines = [self._head()] + ([self.packed] if self.packed else [])
         dist = self.distribution()
         if dist:
             lines.append("sizes: " + ", ".join(f"{label}: {c:,}" for label, c in dist))
@@ -107,7 +110,8 @@ class ListingSummary:
         more = f"<p>... {len(self.entries) - _MAX_ROWS:,} more</p>" if len(self.entries) > _MAX_ROWS else ""
         tip = f"<p style='padding:4px;border-left:3px solid #f9a825'>&#9888; {escape(t)}</p>" if (t := self.advice()) else ""
         dist_t = f"<table><tr><th>size</th><th>files</th></tr>{dist}</table>" if dist else ""
-        return (f"<div><b>{escape(self._head())}</b>{dist_t}"
+        packed = f"<p>{escape(self.packed)}</p>" if self.packed else ""
+        return (f"<div><b>{escape(self._head())}</b>{packed}{dist_t}"
                 f"<table><tr><th>name</th><th>size</th><th>modified</th></tr>{rows}</table>{more}{tip}</div>")
 
 
