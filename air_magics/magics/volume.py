@@ -112,17 +112,19 @@ def _command(magics: Any, args: Any) -> Any:
 
 def _packed_note(st: Any, vp: VolumePath) -> str | None:
     """One line on what a packed folder holds, or None for any other folder."""
+    from ..errors import AirError
+    from ..io.units import fmt_bytes
     from ..shards import open_packed
 
     try:
         packed = open_packed(st, vp)
+    except AirError as exc:  # a damaged packed folder is still listed; say what is wrong with it
+        return f"packed folder, unreadable: {exc}"
     except OSError:
         return None
     if packed is None:
         return None
     m = packed.manifest
-    from ..io.units import fmt_bytes
-
     return (f"packed folder: {m.files:,} members ({fmt_bytes(m.bytes)}) in {len(m.shards)} shards, generation "
             f"{m.generation}, packed from {m.source}; read it with UCVolumeDataset({str(vp)!r})")
 
