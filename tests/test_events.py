@@ -23,7 +23,7 @@ from air_magics.volumes import VolumeStore
 COPY_FIELDS = {"kind", "job", "dest", "sources", "files_total", "state", "started", "pid", "files_done", "copied",
                "skipped", "failed", "bytes_done", "bytes_total", "files_per_second", "eta", "finished", "updated"}
 CACHE_FIELDS = {"root", "entries", "bytes", "limit", "reserve", "free_disk", "hits", "misses", "bytes_hit",
-                "bytes_fetched", "evictions", "hit_rate", "updated"}
+                "bytes_fetched", "evictions", "hit_rate", "updated", "snapshot_time"}
 LOADER_FIELDS = {"steps", "data_wait_s", "compute_s", "wait_share", "pid", "epoch", "files", "num_workers", "done",
                  "updated"}
 CHECKPOINT_FIELDS = {"directory", "keep", "latest", "saves", "updated"}
@@ -291,3 +291,17 @@ def test_events_are_frozen_values():
     with pytest.raises(AttributeError):
         e.state = "done"  # type: ignore[misc]
     assert e.source == "copy" and set(events.SOURCES) == {"copy", "cache", "loader", "checkpoint", "export"}
+
+
+def test_an_older_cache_snapshot_never_replaces_a_newer_one(vol, tmp_path):
+    """Processes write the one cache document; one that took its snapshot earlier but writes later loses."""
+    from air_magics.cache import FileCache
+    from air_magics.listeners import status_documents
+
+    cache = FileCache(tmp_path / "cache", store=vol)
+    cache.get("/Volumes/main/ev/data/d0/00.bin")
+    old = CacheEvent(state="done", stats=cache.info())
+    cache.get("/Volumes/main/ev/data/d0/03.bin")
+    cache.publish_status()  # the newer snapshot: 2 misses
+    status_documents(old)  # a slower process delivers its older snapshot afterwards
+    assert read_status("cache")["misses"] == 2

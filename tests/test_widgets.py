@@ -73,3 +73,16 @@ def test_cache_view_renders_and_follows_worker_processes(tmp_path):
     finally:
         view.stop()
     assert "hit rate: 50.0%" in cache_text()
+
+
+def test_cache_view_explains_low_hits_and_data_wait():
+    from air_magics.widgets.cache_view import advice, cache_text
+
+    small = {"hits": 10, "misses": 400, "evictions": 350, "limit": 12_500_000, "bytes": 12_000_000}
+    wait = {"wait_share": 0.8, "steps": 100, "epoch": 1, "num_workers": 2}
+    text = cache_text(small, wait)
+    assert "does not fit" in text and "11.9 MiB" in text and "cache_limit" in text
+    assert "waits for data 80%" in text
+    assert advice({"hits": 0, "misses": 50, "evictions": 0}, None)[0].startswith("every file so far was a miss")
+    assert "compute-bound" in advice({"hits": 900, "misses": 100, "evictions": 0}, {"wait_share": 0.02, "steps": 9})[0]
+    assert advice({"hits": 900, "misses": 100, "evictions": 0}, {"wait_share": 0.3, "steps": 9}) == []

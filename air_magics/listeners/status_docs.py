@@ -15,9 +15,25 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..events import CacheEvent, CheckpointEvent, CopyEvent, Event, ExportEvent, LoaderEvent, throttled
-from ..status import write_status
+from ..io.locks import ProcessFileLock
+from ..status import read_status, run_dir, write_status
 
 __all__ = ["StatusDocuments"]
+
+_LOCKS: dict[tuple[int, str], ProcessFileLock] = {}
+
+
+def _cache_doc_lock() -> ProcessFileLock:
+    """One lock file per run folder, opened once per process (and again after a fork)."""
+    import os
+
+    d = run_dir()
+    key = (os.getpid(), str(d))
+    lock = _LOCKS.get(key)
+    if lock is None:
+        d.mkdir(parents=True, exist_ok=True)
+        lock = _LOCKS.setdefault(key, ProcessFileLock(d / ".cache-doc.lock"))
+    return lock
 
 
 class StatusDocuments:
@@ -53,7 +69,14 @@ class StatusDocuments:
 
     @staticmethod
     def _cache(e: CacheEvent) -> None:
-        write_status("cache", e.to_dict())
+        """Every process writes the one ``cache`` document: under a lock, a snapshot older than the
+        one already written (taken earlier, written later by a slower process) is dropped."""
+        with _cache_doc_lock():
+            old = read_status("cache")
+            seen = old.get("snapshot_time") if old else None
+            if isinstance(seen, (int, float)) and seen > e.time:
+                return
+            write_status("cache", dict(e.to_dict(), snapshot_time=e.time))
 
     @staticmethod
     def _checkpoint(e: CheckpointEvent) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from ..status import latest_loader, read_status
 from ..io.units import fmt_bytes
 
-__all__ = ["CacheView", "cache_html", "cache_text", "latest_loader"]
+__all__ = ["CacheView", "cache_html", "cache_text", "advice", "latest_loader"]
 
 
 def _rows(cache: dict[str, Any] | None, loader: dict[str, Any] | None) -> list[tuple[str, str]]:
@@ -33,7 +33,31 @@ def _rows(cache: dict[str, Any] | None, loader: dict[str, Any] | None) -> list[t
     if loader:
         rows.append(("data wait", f"{loader.get('wait_share', 0):.1%} of loop time over {loader.get('steps', 0):,} steps "
                                   f"(epoch {loader.get('epoch', 0)}, {loader.get('num_workers', 0)} workers)"))
+    rows += [("what it means", line) for line in advice(cache, loader)]
     return rows
+
+
+def advice(cache: dict[str, Any], loader: dict[str, Any] | None) -> list[str]:
+    """Plain-language reading of the numbers: why hits are low, whether data loading is the bottleneck."""
+    out = []
+    hits, misses, evictions = cache.get("hits", 0), cache.get("misses", 0), cache.get("evictions", 0)
+    limit = cache.get("limit")
+    if evictions and hits < misses:
+        size = f"its limit ({fmt_bytes(limit)})" if limit else "the disk's free space less the reserve"
+        out.append(f"hits are low because the data does not fit: {size} is smaller than what the loop reads, so "
+                   f"files are evicted and fetched again every epoch; raise it (%config AirMagics.cache_limit, "
+                   f"AIR_CACHE_LIMIT) to at least the data set's size, or pack the folder (%air_volume pack)")
+    elif misses and not hits:
+        out.append("every file so far was a miss: the first epoch fetches each file once; later epochs are served "
+                   "from local disk")
+    if loader and loader.get("steps", 0):
+        share = loader.get("wait_share", 0)
+        if share > 0.5:
+            out.append(f"the loop waits for data {share:.0%} of the time: data loading is the bottleneck; raise "
+                       f"UCVolumeDataset(prefetch=...) or num_workers, or pack many small files into shards")
+        elif share < 0.1:
+            out.append(f"the loop waits for data only {share:.0%} of the time: it is compute-bound, loading keeps up")
+    return out
 
 
 def cache_text(cache: dict[str, Any] | None = None, loader: dict[str, Any] | None = None) -> str:
