@@ -104,6 +104,17 @@ async def test_folder_page_folders_first_with_sizes(jp_fetch, images):
     assert doc["total"] == 2 and doc["next_offset"] is None
 
 
+async def test_loops_fifos_and_leftovers_never_break_a_folder_page(jp_fetch, images):
+    import os
+
+    folder = images.locate(f"{VOLUME}/train/cat").path
+    os.symlink("loop", os.path.join(folder, "loop"))
+    os.mkfifo(os.path.join(folder, "pipe"))
+    open(os.path.join(folder, ".a.jpg.air-tmp-999999-1"), "wb").close()  # a killed copy's temp file
+    doc = await get(jp_fetch, "volumes", path=f"{VOLUME}/train/cat")
+    assert [e["name"] for e in doc["entries"]] == ["a.jpg", "b.jpg"]
+
+
 async def test_folder_paging(jp_fetch, images):
     first = await get(jp_fetch, "volumes", path=f"{VOLUME}/train/cat", limit=1)
     assert [e["name"] for e in first["entries"]] == ["a.jpg"] and first["next_offset"] == 1
