@@ -43,8 +43,9 @@ __all__ = [
 T = TypeVar("T")
 R = TypeVar("R")
 
-#: --quick caps these waits (seconds); the full-run defaults are each scenario's own
-_WAIT_QUICK = {"quiet_wait": 15.0, "bench_wait": 60.0}
+#: --quick caps these (seconds, repeats): a smoke run should not take the machine for long; the
+#: full-run defaults are each scenario's own
+_WAIT_QUICK = {"quiet_wait": 15.0, "bench_wait": 60.0, "retries": 1}
 
 
 def med(xs: Iterable[float]) -> float:
@@ -86,7 +87,8 @@ def add_common_args(p: argparse.ArgumentParser, *, quiet_wait: float, quiet_belo
                        f"average (default {max_foreign:g})")
     if retries is not None:
         p.add_argument("--retries", type=int, default=None,
-                       help=f"how often a disturbed measurement is repeated (default {retries})")
+                       help=f"how often a disturbed measurement is repeated (default {retries}; "
+                       f"--quick {min(retries, _WAIT_QUICK['retries'])})")
     p.add_argument("--no-wait", action="store_true",
                    help="never wait for a quiet machine or other benchmarks and never repeat (smoke runs in the test suite)")
     if slowfs:
@@ -102,7 +104,7 @@ def resolve_waits(a: argparse.Namespace) -> None:
         if a.no_wait:
             setattr(a, name, 0)
         elif getattr(a, name) is None:
-            setattr(a, name, min(full, _WAIT_QUICK[name]) if a.quick and name in _WAIT_QUICK else full)
+            setattr(a, name, min(full, _WAIT_QUICK[name]) if a.quick else full)
     del a._full_waits
 
 

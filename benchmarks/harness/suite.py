@@ -67,5 +67,5 @@ def main(argv: list[str] | None = None) -> int:
         failed += rc != 0
         rows.append([name, "ok" if rc == 0 else f"FAILED (exit {rc})", f"{secs:.0f}", "; ".join(skips) or "-"])
     print("\n## Summary\n")
-    print(table(["scenario", "result", "seconds", "skipped"], rows))
+    print(table(["scenario", "result", "seconds", "skipped or stopped"], rows))
     return 1 if failed else 0

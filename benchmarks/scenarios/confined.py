@@ -19,7 +19,13 @@ import time
 from pathlib import Path
 
 from benchmarks.harness.report import fmt, table
-from benchmarks.harness.runner import add_common_args, interleaved, med, resolve_waits
+from benchmarks.harness.runner import (
+    add_common_args,
+    interleaved,
+    med,
+    raise_on_sigterm,
+    resolve_waits,
+)
 from benchmarks.harness.sampling import wait_quiet
 
 __all__ = ["main"]
@@ -114,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     resolve_waits(a)
     a.files = a.files or (1000 if a.quick else 3000)
     a.reps = a.reps or (3 if a.quick else 5)
+    raise_on_sigterm()  # a stopped run still removes its files
     with tempfile.TemporaryDirectory() as td:
         times = measure(a, td)
     print(f"### confined open vs plain open ({a.files} x {a.size_kib} KiB, page cache, {a.reps} reps, one thread)\n")

@@ -50,7 +50,12 @@ from benchmarks.harness.mounts import (
     unmount_leftover,
 )
 from benchmarks.harness.report import log, skipped
-from benchmarks.harness.runner import add_common_args, interleaved, resolve_waits
+from benchmarks.harness.runner import (
+    add_common_args,
+    interleaved,
+    raise_on_sigterm,
+    resolve_waits,
+)
 from benchmarks.harness.sampling import wait_quiet
 from benchmarks.scenarios.copy_report import report
 
@@ -311,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     os.environ["AIR_HOME"] = str(work / "air_home")  # keep the volume registry out of ~/.air
     os.environ.pop("AIR_VOLUMES_ROOT", None)
+    raise_on_sigterm()  # a stopped run still unmounts
     try:
         backing = work / "backing"
         shutil.rmtree(backing, ignore_errors=True)

@@ -31,7 +31,13 @@ import tempfile
 
 from benchmarks.harness.mounts import REPO
 from benchmarks.harness.report import log, skipped, table, target, verdict
-from benchmarks.harness.runner import add_common_args, med, resolve_waits, rotated
+from benchmarks.harness.runner import (
+    add_common_args,
+    med,
+    raise_on_sigterm,
+    resolve_waits,
+    rotated,
+)
 from benchmarks.harness.sampling import wait_quiet
 
 __all__ = ["METHODS", "main", "tables_unavailable"]
@@ -138,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     from air_magics.tables import stop_server
     from air_magics.volumes import VolumeStore
 
+    raise_on_sigterm()  # a stopped run still stops its server
     try:
         VolumeStore().create("bench.t.exports", exist_ok=True)
         make_tables(sizes)  # also starts the embedded server, shared by every child via AIR_HOME
