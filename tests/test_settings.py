@@ -51,6 +51,7 @@ def vol():
 
 # -- defaults come from the environment -------------------------------------------------------------
 def test_defaults_follow_the_environment_at_every_read(fresh, air_home, tmp_path, monkeypatch):
+    monkeypatch.delenv("AIR_SPARK_DIR", raising=False)  # `make test` sets it for the whole suite
     assert config.air_home() == air_home and config.cache_dir() == air_home / "cache"
     assert config.spark_dir() == air_home / "spark" and config.embedded_volumes_root() == air_home / "volumes"
     assert config.cache_limit() is None and config.cache_reserve() == 1 << 30 and config.copy_workers() == 64

@@ -143,6 +143,8 @@ class CheckpointManager:
         writer = UCVolumeWriter(pending, store=self.store, upload_workers=self.upload_workers,
                                 listeners=[lambda e: self._update(rec, e.state, **e.detail)])
         t0 = time.perf_counter()
+        if not blocking:
+            _quiet_async_saves()  # outside the scoped filter below, which would undo it on exit
         try:
             with _single_process_quiet():
                 if blocking:
@@ -371,6 +373,14 @@ def _barrier(world: int) -> None:
 
         if dist.is_available() and dist.is_initialized():
             dist.barrier()
+
+
+def _quiet_async_saves() -> None:
+    """An async save's staging thread warns outside any caller's scope, and the warnings module has
+    no per-thread filters: from the first async save on, this one torch message (only it, only as
+    attributed to torch.distributed.checkpoint) is ignored in the process. Idempotent."""
+    warnings.filterwarnings("ignore", message="torch.distributed is disabled, unavailable or uninitialized",
+                            category=UserWarning, module=r"torch\.distributed\.checkpoint")
 
 
 @contextmanager
