@@ -40,12 +40,12 @@ def copy(sources: Any, dest: str, **kwargs: Any) -> Any:
     return copy_files(plan.tasks, dest=plan.dest, **kwargs)
 
 
-def load_ipython_extension(ipython: "InteractiveShell") -> None:
+def load_ipython_extension(ipython: InteractiveShell) -> None:
     """Called by ``%load_ext air_magics``."""
     from .magics import register
 
     register(ipython)
 
 
-def unload_ipython_extension(ipython: "InteractiveShell") -> None:  # pragma: no cover - nothing to undo
+def unload_ipython_extension(ipython: InteractiveShell) -> None:  # pragma: no cover - nothing to undo
     pass

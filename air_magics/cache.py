@@ -39,14 +39,14 @@ from . import config
 from .cache_hits import HitLog
 from .cache_index import checkpoint, open_index, transaction, translate_disk_full, wal_headroom
 from .errors import CacheLimitError, VolumeNotFoundError
+from .events import CacheEvent, Throttle, channel
 from .io.confined import is_within
 from .io.locks import ProcessFileLock
-from .events import CacheEvent, Throttle, channel
+from .io.units import fmt_bytes
+from .snapshots import CacheInfo  # the value cache events carry; it lives below the events
 from .transfer import CopyTask, copy_one
 from .volumes.path import VolumePath
 from .volumes.store import Location, VolumeStore
-from .io.units import fmt_bytes
-from .snapshots import CacheInfo  # the value cache events carry; it lives below the events
 
 __all__ = ["FileCache", "CacheInfo", "ClearReport"]
 
@@ -82,8 +82,8 @@ class FileCache:
     accept ``"10GiB"``-style strings.
     """
 
-    def __init__(self, root: "str | os.PathLike[str] | None" = None, *, limit: "int | str | None" = None,
-                 reserve: "int | str | None" = None, pin_seconds: float = 30.0, store: VolumeStore | None = None,
+    def __init__(self, root: str | os.PathLike[str] | None = None, *, limit: int | str | None = None,
+                 reserve: int | str | None = None, pin_seconds: float = 30.0, store: VolumeStore | None = None,
                  retries: int = 4) -> None:
         self.root = Path(root) if root is not None else config.cache_dir()
         self.limit = config.parse_size(limit, "cache limit") if limit is not None else config.cache_limit()
@@ -154,11 +154,11 @@ class FileCache:
         return tlock, flock
 
     # -- the cache --------------------------------------------------------------------------------
-    def local_path(self, path: "str | VolumePath") -> Path:
+    def local_path(self, path: str | VolumePath) -> Path:
         vp = VolumePath.parse(path)
         return self.root.joinpath("files", vp.catalog, vp.schema, vp.volume, *vp.parts)
 
-    def get(self, path: "str | VolumePath", *, size: int | None = None, mtime: float | None = None,
+    def get(self, path: str | VolumePath, *, size: int | None = None, mtime: float | None = None,
             src: Location | None = None) -> str:
         """Local path of *path*'s current content, fetching it on a miss.
 
@@ -218,12 +218,12 @@ class FileCache:
         with lock:
             return db.execute("SELECT 1 FROM entries WHERE key=?", (key,)).fetchone() is not None
 
-    def known_version(self, path: "str | VolumePath") -> tuple[int, float] | None:
+    def known_version(self, path: str | VolumePath) -> tuple[int, float] | None:
         """The source (size, mtime) this process last fetched or validated *path* against, or None:
         a dataset whose listing had no sizes validates later hits against it without a round trip."""
         return self._hits.version(str(VolumePath.parse(path)))
 
-    def try_hit(self, path: "str | VolumePath", size: int, mtime: float) -> str | None:
+    def try_hit(self, path: str | VolumePath, size: int, mtime: float) -> str | None:
         """The local path if *path* is cached and valid for this size/mtime, else ``None`` (no fetch)."""
         vp = VolumePath.parse(path)
         local = self.local_path(vp)
@@ -317,7 +317,7 @@ class FileCache:
             rows = db.execute("SELECT key, local, size FROM entries WHERE last_access < ? ORDER BY last_access LIMIT 1024",
                               (cutoff,)).fetchall()
         victims: list[str] = []
-        for key, local, size in rows:
+        for key, _local, size in rows:
             if need <= 0:
                 break
             try:
@@ -330,7 +330,7 @@ class FileCache:
         # never wait here: the caller holds its own stripe, and a busy stripe is being fetched right now
         self._drop(victims, cutoff, wait=0.0, evictions=True)
 
-    def _drop(self, keys: "list[str]", cutoff: float | None, *, wait: float, evictions: bool) -> tuple[int, int, int]:
+    def _drop(self, keys: list[str], cutoff: float | None, *, wait: float, evictions: bool) -> tuple[int, int, int]:
         """Remove the entries of *keys* and their files; ``(files removed, their bytes, entries kept)``.
 
         Each stripe's entries are removed under that stripe's lock, so a fetch of the same key can

@@ -21,8 +21,8 @@ import shutil
 import sqlite3
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from .errors import CacheDiskFullError
 from .io.units import fmt_bytes

@@ -109,7 +109,7 @@ class CheckpointCorruptError(CheckpointError):
         self.checkpoint, self.file, self.problem, self.remedy = checkpoint, file, problem, remedy
         super().__init__(f"corrupt checkpoint {checkpoint}: file {file} {problem}" + (f"; {remedy}" if remedy else ""))
 
-    def __reduce__(self) -> "tuple[type, tuple[str, str, str, str]]":  # picklable: DCP gathers errors across ranks
+    def __reduce__(self) -> tuple[type, tuple[str, str, str, str]]:  # picklable: DCP gathers errors across ranks
         return type(self), (self.checkpoint, self.file, self.problem, self.remedy)
 
 

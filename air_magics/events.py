@@ -24,9 +24,10 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, ClassVar, Hashable, Iterable, Mapping, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from .snapshots import CacheInfo, CopyProgress, ExportProgress, LoaderTimes
 
@@ -159,7 +160,7 @@ class Listener(Protocol):
 class Attachment:
     """What :meth:`EventChannel.attach` returns: ``detach()`` it, or use it as a context manager."""
 
-    def __init__(self, channel: "EventChannel", listener: Listener) -> None:
+    def __init__(self, channel: EventChannel, listener: Listener) -> None:
         self.channel, self.listener = channel, listener
 
     def detach(self) -> None:

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from traitlets import Float, Int, TraitError, Unicode, Union, validate
 from traitlets.config import Configurable
@@ -91,7 +92,7 @@ class Setting:
     default: str
     meaning: str
     parse: Callable[[Any, str], Any]
-    fallback: Callable[["AirConfig"], Any]
+    fallback: Callable[[AirConfig], Any]
 
 
 SETTINGS: tuple[Setting, ...] = (

@@ -47,7 +47,7 @@ def slowfs():
     return _load_slowfs()
 
 
-def sha(path: "str | os.PathLike[str]") -> str:
+def sha(path: str | os.PathLike[str]) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 

@@ -11,16 +11,23 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed.checkpoint as dcp
+from ckpt_worker import model
 
-from air_magics.data import (CheckpointError, CheckpointManager, DataLoader, UCVolumeDataset, UCVolumeReader,
-                             UCVolumeWriter, load_torch, save_torch)
+from air_magics.data import (
+    CheckpointError,
+    CheckpointManager,
+    DataLoader,
+    UCVolumeDataset,
+    UCVolumeReader,
+    UCVolumeWriter,
+    load_torch,
+    save_torch,
+)
 from air_magics.data.commit import checkpoint_status
 from air_magics.errors import VolumeNotFoundError, VolumePathError
 from air_magics.status import list_status
 from air_magics.volumes import VolumeStore
 from air_magics.widgets import checkpoints_html, checkpoints_text
-
-from ckpt_worker import model
 
 WORKER = Path(__file__).with_name("ckpt_worker.py")
 
@@ -46,7 +53,7 @@ def trained():
 
 
 def same(a, b):
-    return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True))
 
 
 def test_writer_reader_round_trip_bit_exact(vol):

@@ -2,8 +2,8 @@ import os
 
 import pytest
 
-from air_magics.transfer import parse_sources, plan_copy
 from air_magics.errors import CopyPlanError, DestinationError, VolumeNotFoundError, VolumePathError
+from air_magics.transfer import parse_sources, plan_copy
 from air_magics.volumes import VolumePath, VolumeStore
 
 

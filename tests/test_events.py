@@ -12,8 +12,17 @@ import pytest
 
 import air_magics
 from air_magics import events
-from air_magics.events import (CacheEvent, CheckpointEvent, CopyEvent, Event, EventChannel, ExportEvent, LoaderEvent,
-                               channel, throttled)
+from air_magics.events import (
+    CacheEvent,
+    CheckpointEvent,
+    CopyEvent,
+    Event,
+    EventChannel,
+    ExportEvent,
+    LoaderEvent,
+    channel,
+    throttled,
+)
 from air_magics.listeners import LoggingListener, MlflowListener, StatusDocuments, TqdmListener, status_documents
 from air_magics.status import read_status
 from air_magics.transfer import CopyProgress
@@ -249,8 +258,8 @@ def test_mlflow_listener_says_what_to_install(monkeypatch):
 def test_loaded_extension_shows_a_managers_view_as_configured(vol, monkeypatch):
     from IPython.testing.globalipapp import get_ipython, start_ipython
 
-    from air_magics.data import CheckpointManager
     import air_magics.widgets.checkpoint_view  # noqa: F401  (the module whose function is replaced)
+    from air_magics.data import CheckpointManager
     from air_magics.widgets import listeners as front
 
     shown: list[str] = []
@@ -274,8 +283,8 @@ def test_loaded_extension_shows_a_managers_view_as_configured(vol, monkeypatch):
 
 
 def test_no_widgets_outside_a_kernel(vol, monkeypatch):
-    from air_magics.data import CheckpointManager
     import air_magics.widgets.checkpoint_view  # noqa: F401
+    from air_magics.data import CheckpointManager
     from air_magics.widgets.listeners import CheckpointViews
 
     shown: list[str] = []

@@ -8,13 +8,12 @@ import textwrap
 import time
 
 import pytest
+from conftest import make_tree, sha
 
 import air_magics
 from air_magics.errors import DestinationError
 from air_magics.transfer import TEMP_MARK
 from air_magics.volumes import VolumeStore
-
-from conftest import make_tree, sha
 
 pytestmark = pytest.mark.fuse
 
@@ -133,8 +132,7 @@ def test_kill_mid_copy_leaves_no_partial_file(slowfs, tmp_path, monkeypatch):
 
 def test_interrupt_stops_early_and_leaves_no_partial_files(slowfs, backing, tmp_path, monkeypatch):
     """Ctrl-C (KeyboardInterrupt in the calling thread) stops handing out files; no partial file."""
-    from air_magics.transfer import plan_copy
-    from air_magics.transfer import copy_files
+    from air_magics.transfer import copy_files, plan_copy
 
     b, hashes = backing
     with slowfs.mounted(b, tmp_path / "mnt", op_latency_ms=5, read_latency_ms=5):

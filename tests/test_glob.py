@@ -8,7 +8,8 @@ import threading
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from air_magics.volumes import glob as glob_mod
 from air_magics.volumes.glob import GlobMatcher, compile_glob, filter_glob, glob_regex, has_magic, split_glob

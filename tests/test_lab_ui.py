@@ -19,13 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
+from _lab_server import start_server
 
 from air_magics.cache import FileCache
 from air_magics.demo import seed_sample_volume
 from air_magics.status import write_status
 from air_magics.volumes import VolumeStore
-
-from _lab_server import start_server
 
 CHROMIUM = os.environ.get("AIR_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -284,7 +283,7 @@ def test_dark_theme_uses_the_theme_colours(lab, page):
     page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
     page.wait_for_selector('body[data-jp-theme-light="false"]', state="attached")
     page.wait_for_function("""() => getComputedStyle(document.querySelector('#air-magics-sidebar'))
-                              .backgroundColor !== %s""" % json.dumps(light))
+                              .backgroundColor !== """ + json.dumps(light))
     dark = page.locator("#air-magics-sidebar").evaluate(
         "e => [getComputedStyle(e).backgroundColor, getComputedStyle(e).color]")
 

@@ -4,8 +4,8 @@ import subprocess
 import sys
 
 import pytest
-from IPython.core.error import UsageError
 from IPython import get_ipython
+from IPython.core.error import UsageError
 from IPython.testing.globalipapp import start_ipython
 
 from air_magics.transfer import CopyReport

@@ -1,9 +1,19 @@
 """Order, split and resume: pure functions, property-tested."""
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from air_magics.data.order import (EpochState, Grid, OrderStateError, deal, epoch_order, remaining_order,
-                                   stream_index, stream_items, with_progress)
+from air_magics.data.order import (
+    EpochState,
+    Grid,
+    OrderStateError,
+    deal,
+    epoch_order,
+    remaining_order,
+    stream_index,
+    stream_items,
+    with_progress,
+)
 
 grids = st.builds(Grid, st.integers(1, 3), st.integers(1, 4))
 

@@ -19,13 +19,12 @@ from pathlib import Path
 
 import pytest
 import requests
+from _lab_server import start_server
 
 import air_magics
 from air_magics.cache import FileCache
 from air_magics.status import run_dir, write_status
 from air_magics.volumes import VolumeStore
-
-from _lab_server import start_server
 
 ENDPOINTS = ["", "volumes", "cache", "jobs", "checkpoints"]
 

@@ -5,8 +5,8 @@ import types
 from pathlib import Path
 
 import pytest
-from IPython.core.error import UsageError
 from IPython import get_ipython
+from IPython.core.error import UsageError
 from IPython.testing.globalipapp import start_ipython
 from traitlets import TraitError
 from traitlets.config import Config, LoggingConfigurable, PyFileConfigLoader

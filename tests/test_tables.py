@@ -296,10 +296,9 @@ def test_java_missing_is_explained(monkeypatch, tmp_path):
 
 
 def test_air_table_magic(nums, tmp_path):
+    from IPython import get_ipython
     from IPython.core.error import UsageError
     from IPython.testing.globalipapp import start_ipython
-
-    from IPython import get_ipython
 
     ip = start_ipython() or get_ipython()  # the shell may already run (tests/test_magics.py)
     ip.run_line_magic("load_ext", "air_magics")

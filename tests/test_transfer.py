@@ -3,12 +3,11 @@ import os
 import time
 
 import pytest
+from conftest import make_tree, sha
 
 import air_magics
 from air_magics.transfer import TEMP_MARK, CopyProgress, copy_files, is_transient, plan_copy
 from air_magics.volumes import VolumeStore
-
-from conftest import make_tree, sha
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from air_magics.errors import AirError, VolumePathError
 from air_magics.volumes import VolumePath, is_volume_text

@@ -32,10 +32,11 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter
@@ -48,8 +49,7 @@ from ..events import CheckpointEvent, Listener, channel
 from ..transfer import CopyTask, copy_files, copy_one
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
-from .commit import (CHECKSUMS, COMMITTED, METADATA, STEP_RE, checksums_json, file_digest, parse_checksums,
-                     read_text)
+from .commit import CHECKSUMS, COMMITTED, METADATA, STEP_RE, checksums_json, file_digest, parse_checksums, read_text
 
 __all__ = ["UCVolumeWriter", "UCVolumeReader", "CheckpointError", "CheckpointCorruptError", "METADATA"]
 
@@ -95,7 +95,7 @@ class UCVolumeWriter(FileSystemWriter):
     ``on_event(kind, **info)`` is the older short form of such a listener.
     """
 
-    def __init__(self, path: "str | VolumePath", *, upload_workers: int = 32, thread_count: int = 8,
+    def __init__(self, path: str | VolumePath, *, upload_workers: int = 32, thread_count: int = 8,
                  sync_files: bool = False, overwrite: bool = False, store: VolumeStore | None = None,
                  on_event: Callable[..., None] | None = None, listeners: Sequence[Listener] = (),
                  **kwargs: Any) -> None:
@@ -111,7 +111,7 @@ class UCVolumeWriter(FileSystemWriter):
         self.staging = _staging_root() / uuid.uuid4().hex
         super().__init__(self.staging, thread_count=thread_count, sync_files=sync_files, overwrite=overwrite, **kwargs)
 
-    def reset(self, checkpoint_id: "str | os.PathLike[str] | None" = None) -> None:
+    def reset(self, checkpoint_id: str | os.PathLike[str] | None = None) -> None:
         if checkpoint_id and str(checkpoint_id) != str(self.staging):
             self.volume_path = VolumePath.parse(str(checkpoint_id))
             self.dest = self.store.locate(self.volume_path)
@@ -119,7 +119,7 @@ class UCVolumeWriter(FileSystemWriter):
         super().reset(checkpoint_id)
 
     @classmethod
-    def validate_checkpoint_id(cls, checkpoint_id: "str | os.PathLike[str]") -> bool:
+    def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
         return str(checkpoint_id).startswith("/Volumes/")
 
     @property
@@ -137,7 +137,7 @@ class UCVolumeWriter(FileSystemWriter):
                 f"or pass overwrite=True")
         return super().prepare_local_plan(plan)
 
-    def write_data(self, plan: Any, planner: Any) -> "Future[list[Any]]":
+    def write_data(self, plan: Any, planner: Any) -> Future[list[Any]]:
         results = super().write_data(plan, planner).wait()  # torch.futures.Future
         names = sorted({wr.storage_data.relative_path for wr in results})
         digests = self._upload(names)
@@ -218,19 +218,19 @@ class _CachedVolumeFS(FileSystem):
         self.cache = cache
         self.fetched: dict[str, str] = {}  # volume path -> local copy the reader just fetched (and verified)
 
-    def concat_path(self, path: "str | os.PathLike[str]", suffix: str) -> str:
+    def concat_path(self, path: str | os.PathLike[str], suffix: str) -> str:
         return f"{str(path).rstrip('/')}/{suffix}"
 
-    def init_path(self, path: "str | os.PathLike[str]") -> str:
+    def init_path(self, path: str | os.PathLike[str]) -> str:
         return str(path)
 
-    def create_stream(self, path: "str | os.PathLike[str]", mode: str) -> Any:
+    def create_stream(self, path: str | os.PathLike[str], mode: str) -> Any:
         if "r" not in mode or "+" in mode:
             raise CheckpointError(f"UCVolumeReader opens files read-only, not {mode!r}")
         local = self.fetched.get(str(path)) or self.cache.get(str(path))
         return FileSystem.create_stream(self, local, mode)
 
-    def exists(self, path: "str | os.PathLike[str]") -> bool:
+    def exists(self, path: str | os.PathLike[str]) -> bool:
         return self.cache.store.exists(str(path))
 
 
@@ -241,7 +241,7 @@ class UCVolumeReader(FileSystemReader):
     torch reads it; ``remedy`` is appended to a :class:`CheckpointCorruptError`'s message.
     """
 
-    def __init__(self, path: "str | VolumePath", *, cache: FileCache | None = None, workers: int = 16,
+    def __init__(self, path: str | VolumePath, *, cache: FileCache | None = None, workers: int = 16,
                  store: VolumeStore | None = None, remedy: str = "load another checkpoint or save this one again",
                  **kwargs: Any) -> None:
         vp = VolumePath.parse(path)
@@ -253,7 +253,7 @@ class UCVolumeReader(FileSystemReader):
         self.fs = _CachedVolumeFS(self.cache)
         self._locate(vp)
 
-    def _locate(self, path: "str | os.PathLike[str] | VolumePath") -> None:
+    def _locate(self, path: str | os.PathLike[str] | VolumePath) -> None:
         """Point at checkpoint folder *path*: check it is complete and read its recorded checksums."""
         self.volume_path = VolumePath.parse(str(path))
         self.path = str(self.volume_path)
@@ -266,7 +266,7 @@ class UCVolumeReader(FileSystemReader):
         self.checksums = self._recorded_checksums()
 
     @classmethod
-    def validate_checkpoint_id(cls, checkpoint_id: "str | os.PathLike[str]") -> bool:
+    def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
         return str(checkpoint_id).startswith("/Volumes/")
 
     # -- integrity --------------------------------------------------------------------------------
@@ -311,9 +311,9 @@ class UCVolumeReader(FileSystemReader):
         size = "" if got["size"] == want["size"] else f" (size {got['size']} bytes, {want['size']} recorded: truncated?)"
         raise self._corrupt(name, f"checksum mismatch{size}")
 
-    def _fetch_all(self, names: "list[str]") -> dict[str, str]:
+    def _fetch_all(self, names: list[str]) -> dict[str, str]:
         with ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(names)))) as pool:
-            return dict(zip(names, pool.map(self._fetch, names)))
+            return dict(zip(names, pool.map(self._fetch, names), strict=True))
 
     def verify(self) -> list[str]:
         """Check every file of the checkpoint: against its checksum if recorded, else that each file
@@ -339,7 +339,7 @@ class UCVolumeReader(FileSystemReader):
                 raise self._corrupt(name, f"truncated ({size} bytes, the checkpoint's items need {end})")
 
     # -- torch's StorageReader --------------------------------------------------------------------
-    def reset(self, checkpoint_id: "str | os.PathLike[str] | None" = None) -> None:
+    def reset(self, checkpoint_id: str | os.PathLike[str] | None = None) -> None:
         super().reset(checkpoint_id)
         self.fs.fetched.clear()
         if checkpoint_id and str(checkpoint_id) != str(self.volume_path):  # dcp.load(checkpoint_id=...): another folder
@@ -349,7 +349,7 @@ class UCVolumeReader(FileSystemReader):
         self._fetch(os.path.basename(str(self._get_metadata_path(kwargs.get("rank")))))
         return super().read_metadata(*args, **kwargs)
 
-    def read_data(self, plan: Any, planner: Any) -> "Future[None]":
+    def read_data(self, plan: Any, planner: Any) -> Future[None]:
         need = self._extents(self.storage_data[item.storage_index] for item in plan.items)
         self._check_sizes(self._fetch_all(sorted(need)), need)
         return super().read_data(plan, planner)

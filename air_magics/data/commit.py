@@ -8,7 +8,8 @@ import os
 import re
 import shutil
 import time
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..io.atomic import write_atomic
 from ..io.confined import open_file
@@ -37,7 +38,7 @@ def status_name(directory: str) -> str:
     return "checkpoints-" + hashlib.sha1(directory.encode()).hexdigest()[:12]
 
 
-def scan_checkpoints(vp: "VolumePath", store: "VolumeStore") -> dict[str, list[Any]]:
+def scan_checkpoints(vp: VolumePath, store: VolumeStore) -> dict[str, list[Any]]:
     """One listing of a manager's folder: ``steps`` (committed, sorted), ``pending`` (saves in
     progress or crashed), ``pruning`` (un-committed trash) and ``uncommitted`` (``step_N``
     folders without both ``.metadata`` and ``_COMMITTED``: never loaded)."""
@@ -59,7 +60,7 @@ def scan_checkpoints(vp: "VolumePath", store: "VolumeStore") -> dict[str, list[A
     return found
 
 
-def checkpoint_status(directory: str, store: "VolumeStore | None" = None) -> dict[str, Any]:
+def checkpoint_status(directory: str, store: VolumeStore | None = None) -> dict[str, Any]:
     """What the widget and sidebar show: committed steps on the volume plus the recent saves
     (with their state) reported by the manager. Cheap and torch-free."""
     from ..status import read_status
@@ -132,7 +133,7 @@ def uncommit_folder(loc: Location, trash: Location) -> Location:
 
 
 # -- checksums ------------------------------------------------------------------------------------
-def file_digest(path: "str | os.PathLike[str]") -> dict[str, Any]:
+def file_digest(path: str | os.PathLike[str]) -> dict[str, Any]:
     """``{"size", "sha256"}`` of a local file (hashlib releases the GIL: threads hash in parallel)."""
     h, size = hashlib.sha256(), 0
     buf = bytearray(_CHUNK)

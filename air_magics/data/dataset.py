@@ -14,18 +14,19 @@ import hashlib
 import os
 import threading
 from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from torch.utils.data import IterableDataset
 
 from ..cache import FileCache
 from ..errors import DatasetError
+from ..shards.reader import open_packed
 from ..transfer import is_transient
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
-from ..shards.reader import open_packed
 from ..volumes.walk import Entry, filter_glob, glob_regex, split_glob
 from . import _dist
 from .order import EpochState, Grid, OrderStateError, epoch_order, stream_index, stream_items, with_progress
@@ -53,7 +54,7 @@ class SkippedFile:
     reason: str
 
 
-def list_files(paths: Sequence["str | VolumePath"], *, pattern: str | None, recursive: bool,
+def list_files(paths: Sequence[str | VolumePath], *, pattern: str | None, recursive: bool,
                store: VolumeStore, stat: bool = True) -> list[_File]:
     """Every file the selection names, sorted by volume path, each once. ``stat=False`` lists
     names only on local and mounted volumes (one readdir per folder; sizes are then -1)."""
@@ -87,7 +88,7 @@ class UCVolumeDataset(IterableDataset):
     stops at a file that keeps failing; ``"skip"`` leaves it out and lists it in ``skipped``.
     """
 
-    def __init__(self, path: "str | VolumePath | Sequence[str | VolumePath]", *, pattern: str | None = None,
+    def __init__(self, path: str | VolumePath | Sequence[str | VolumePath], *, pattern: str | None = None,
                  recursive: bool = True, shuffle: bool = False, seed: int = 0,
                  transform: Callable[[str], Any] | None = None, cache: FileCache | None = None, prefetch: int = 32,
                  on_error: str = "raise", store: VolumeStore | None = None) -> None:

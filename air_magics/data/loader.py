@@ -24,7 +24,8 @@ import os
 import tempfile
 import time
 import weakref
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import torch.utils.data as tud
 from torch.utils.data._utils.collate import default_collate, default_convert
@@ -53,7 +54,7 @@ class _ChunkCollate:
     def __init__(self, fn: Callable[[Any], Any]) -> None:
         self.fn = fn
 
-    def __call__(self, items: Any) -> "_Chunk":
+    def __call__(self, items: Any) -> _Chunk:
         return _Chunk(self.fn(x) for x in items)
 
 

@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import json
 import threading
-import uuid
 import time
+import uuid
 import warnings
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import MappingProxyType
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from ..errors import AirError, CheckpointCorruptError
 from ..events import CheckpointEvent, Listener, channel
@@ -45,8 +46,19 @@ from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
 from . import _dist
 from .checkpoint import CheckpointError, UCVolumeReader, UCVolumeWriter
-from .commit import (COMMITTED, PENDING_PREFIX, PRUNING_PREFIX, checkpoint_status, commit_folder, commit_marker,
-                     remove_folder, scan_checkpoints, status_name, uncommit_folder, write_text_atomic)
+from .commit import (
+    COMMITTED,
+    PENDING_PREFIX,
+    PRUNING_PREFIX,
+    checkpoint_status,
+    commit_folder,
+    commit_marker,
+    remove_folder,
+    scan_checkpoints,
+    status_name,
+    uncommit_folder,
+    write_text_atomic,
+)
 
 __all__ = ["CheckpointManager"]
 
@@ -83,7 +95,7 @@ class CheckpointManager:
     reported as checkpoint events to ``listeners`` and :data:`air_magics.events.channel`.
     """
 
-    def __init__(self, directory: "str | VolumePath", *, keep: int = 3, store: VolumeStore | None = None,
+    def __init__(self, directory: str | VolumePath, *, keep: int = 3, store: VolumeStore | None = None,
                  upload_workers: int = 32, show: bool | None = None, listeners: Sequence[Listener] = ()) -> None:
         if keep < 1:
             raise CheckpointError(f"keep={keep}: keep at least 1 checkpoint")

@@ -14,8 +14,9 @@ each segment removes its delivered items from what the previous ones left.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import AirError
 
@@ -78,7 +79,7 @@ class EpochState:
                 "segments": [{"world_size": g.world_size, "num_workers": g.num_workers, "delivered": list(c)} for g, c in self.segments]}
 
     @classmethod
-    def from_dict(cls, d: Any) -> "EpochState":
+    def from_dict(cls, d: Any) -> EpochState:
         try:
             segs = [(Grid(int(s["world_size"]), int(s["num_workers"])), [int(x) for x in s["delivered"]]) for s in d["segments"]]
             st = cls(int(d["seed"]), int(d["epoch"]), int(d["n"]), bool(d["shuffle"]), str(d.get("fingerprint", "")), segs)

@@ -23,7 +23,7 @@ from ..volumes.store import Location, VolumeStore
 __all__ = ["save_torch", "load_torch"]
 
 
-def save_torch(obj: Any, path: "str | VolumePath", *, store: VolumeStore | None = None) -> int:
+def save_torch(obj: Any, path: str | VolumePath, *, store: VolumeStore | None = None) -> int:
     """``torch.save`` to local disk, then upload (temp name + rename): readers see the old file or
     the complete new one, never a partial file. Returns the bytes written."""
     import torch
@@ -42,7 +42,7 @@ def save_torch(obj: Any, path: "str | VolumePath", *, store: VolumeStore | None 
         os.unlink(tmp)
 
 
-def load_torch(path: "str | VolumePath", *, weights_only: bool = True, map_location: Any = "cpu",
+def load_torch(path: str | VolumePath, *, weights_only: bool = True, map_location: Any = "cpu",
                cache: FileCache | None = None, **kwargs: Any) -> Any:
     """``torch.load`` through the cache (``weights_only=True`` by default: no arbitrary code)."""
     import torch

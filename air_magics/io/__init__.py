@@ -6,7 +6,18 @@ use it.
 """
 from __future__ import annotations
 
-from .confined import check_inside, is_within, makedirs, open_dir, open_file, open_read, open_write, publish_at, real_root, write_all
+from .confined import (
+           check_inside,
+           is_within,
+           makedirs,
+           open_dir,
+           open_file,
+           open_read,
+           open_write,
+           publish_at,
+           real_root,
+           write_all,
+)
 from .leftovers import PENDING_EXPORT_PREFIX, TEMP_MARK, is_leftover, owner_pid, sweep_stale, temp_name
 from .process import pid_alive
 

@@ -17,7 +17,7 @@ from .leftovers import temp_name
 __all__ = ["write_atomic", "write_json_atomic"]
 
 
-def write_atomic(path: "str | os.PathLike[str]", data: "bytes | str", *, root: "str | None" = None,
+def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, root: str | None = None,
                  fsync: bool = False, mtime: float = 0.0) -> None:
     """Replace *path* with *data*: temp file beside it, optional ``fsync`` (for what must survive a
     power cut: commit markers), *mtime* stamped when given, rename into place. Parent folders are
@@ -32,7 +32,7 @@ def write_atomic(path: "str | os.PathLike[str]", data: "bytes | str", *, root: "
         os.close(dfd)
 
 
-def write_json_atomic(path: "str | os.PathLike[str]", doc: Any, *, root: "str | None" = None, fsync: bool = False,
+def write_json_atomic(path: str | os.PathLike[str], doc: Any, *, root: str | None = None, fsync: bool = False,
                       **dumps: Any) -> None:
     """:func:`write_atomic` of ``json.dumps(doc, **dumps)``."""
     write_atomic(path, json.dumps(doc, **dumps), root=root, fsync=fsync)

@@ -26,8 +26,9 @@ import errno
 import os
 import stat as _stat
 import sys
+from collections.abc import Callable
 from functools import lru_cache
-from typing import IO, Any, Callable
+from typing import IO, Any
 
 from ..errors import ConfinementError, SpecialFileError
 

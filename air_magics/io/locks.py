@@ -24,7 +24,7 @@ class ProcessFileLock:
     """``flock`` on *path* (created if missing). ``acquire(timeout)`` raises ``TimeoutError`` when
     the lock is not had within *timeout* seconds (``None``: wait for good)."""
 
-    def __init__(self, path: "str | os.PathLike[str]") -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
 
@@ -45,7 +45,7 @@ class ProcessFileLock:
     def release(self) -> None:
         fcntl.flock(self._fd, fcntl.LOCK_UN)
 
-    def __enter__(self) -> "ProcessFileLock":
+    def __enter__(self) -> ProcessFileLock:
         self.acquire()
         return self
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import errno
 import random
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 __all__ = ["TRANSIENT_ERRNOS", "is_transient", "backoff_delay", "retry_call"]
 

@@ -7,7 +7,7 @@ _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1 << 10, "m": 1000**2, "m
           "g": 1000**3, "gb": 1000**3, "gib": 1 << 30, "t": 1000**4, "tb": 1000**4, "tib": 1 << 40}
 
 
-def parse_size(value: "int | float | str | None", what: str = "size") -> int | None:
+def parse_size(value: int | float | str | None, what: str = "size") -> int | None:
     """``10GiB``, ``500 MB``, ``1e9`` or an int -> bytes; ``None``/``''`` -> ``None``."""
     if value is None or value == "":
         return None

@@ -12,7 +12,8 @@ The last event of every job (done, failed, interrupted, committed, end of epoch)
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..events import CacheEvent, CheckpointEvent, CopyEvent, Event, ExportEvent, LoaderEvent, throttled
 from ..io.locks import ProcessFileLock

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import IO, Any, Hashable
+from collections.abc import Hashable
+from typing import IO, Any
 
 from ..events import CopyEvent, Event, ExportEvent, LoaderEvent
 from ..io.units import fmt_bytes
@@ -14,7 +15,7 @@ __all__ = ["TqdmListener"]
 class TqdmListener:
     """One tqdm bar per job on *file* (stderr), closed by the job's last event."""
 
-    def __init__(self, file: "IO[str] | None" = None, *, leave: bool = True) -> None:
+    def __init__(self, file: IO[str] | None = None, *, leave: bool = True) -> None:
         self.file, self.leave = file, leave
         self._bars: dict[Hashable, Any] = {}
         self._lock = threading.Lock()

@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 import keyword
 import re
-from typing import Any, Callable, Mapping, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
 
@@ -29,7 +30,7 @@ def expand_names(line: str, user_ns: Mapping[str, Any]) -> str:
     Only a plain name is looked up (no attribute, index or call: nothing is evaluated); an
     undefined name stays as written. ``{{``, ``}}`` and ``$$`` give a literal ``{``, ``}``, ``$``.
     """
-    def sub(m: "re.Match[str]") -> str:
+    def sub(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(2)
         if name is None:
             return m.group(0)[0]

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument

@@ -14,7 +14,8 @@ stores the result in VAR and returns it, as in every magic.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument

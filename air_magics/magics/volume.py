@@ -14,7 +14,8 @@
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument
@@ -130,8 +131,8 @@ def _packed_note(st: Any, vp: VolumePath) -> str | None:
 
 
 def _pack(magics: Any, args: Any) -> Any:
-    from ..shards import PackProgress, pack
     from ..io.units import fmt_bytes
+    from ..shards import PackProgress, pack
 
     default = default_volume(magics)
     src, dest = (VolumePath.parse(a, default=default) for a in args.args)

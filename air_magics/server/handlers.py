@@ -18,8 +18,9 @@ import asyncio
 import functools
 import json
 import math
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
@@ -75,7 +76,7 @@ class _Base(APIHandler):
             return
         self.finish(body)
 
-    def fail(self, status: int, exc: "BaseException | str") -> None:
+    def fail(self, status: int, exc: BaseException | str) -> None:
         message = exc if isinstance(exc, str) else (str(exc) if isinstance(exc, AirError) else f"{type(exc).__name__}: {exc}")
         if status >= 500:
             self.log.error("air_magics API %s %s failed", self.request.method, self.request.uri,

@@ -34,7 +34,7 @@ MAX_CHECKPOINTS = 10
 _LISTING_TTL = 2.0        # seconds a folder's name listing is reused while paging through it
 _LISTINGS_KEPT = 16
 
-_listings: "OrderedDict[tuple[str, str], tuple[float, list[tuple[str, bool]]]]" = OrderedDict()
+_listings: OrderedDict[tuple[str, str], tuple[float, list[tuple[str, bool]]]] = OrderedDict()
 _listings_lock = threading.Lock()
 _stat_pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="air-api-stat")
 

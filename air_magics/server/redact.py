@@ -9,7 +9,7 @@ paths stay (they are the API's own vocabulary), and so does anything the client 
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = ["redact", "HIDDEN"]
 

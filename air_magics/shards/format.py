@@ -22,8 +22,9 @@ import hashlib
 import json
 import tarfile
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import ShardError
 

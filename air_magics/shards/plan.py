@@ -12,8 +12,8 @@ the same files always give the same shard name and a killed run's completed shar
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from .format import Manifest, Member, ShardInfo, member_bytes, shard_id, shard_names
 

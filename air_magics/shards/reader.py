@@ -50,7 +50,7 @@ def _read(store: VolumeStore, vp: VolumePath) -> bytes:
     return retry_call(once)
 
 
-def is_packed(store: VolumeStore, path: "str | VolumePath") -> bool:
+def is_packed(store: VolumeStore, path: str | VolumePath) -> bool:
     """True when *path* is a folder written by :func:`~air_magics.shards.pack` (holds a manifest)."""
     try:
         return store.exists(VolumePath.parse(path).joinpath(MANIFEST_NAME))
@@ -58,7 +58,7 @@ def is_packed(store: VolumeStore, path: "str | VolumePath") -> bool:
         return False
 
 
-def open_packed(store: VolumeStore, path: "str | VolumePath") -> "PackedFolder | None":
+def open_packed(store: VolumeStore, path: str | VolumePath) -> PackedFolder | None:
     """The packed folder at *path*, validated; ``None`` when *path* is not one (no manifest)."""
     vp = VolumePath.parse(path)
     try:
@@ -72,11 +72,11 @@ def open_packed(store: VolumeStore, path: "str | VolumePath") -> "PackedFolder |
 class MemberRef:
     """One member of a packed folder, as the dataset holds it (pickles with its folder)."""
 
-    folder: "PackedFolder"
+    folder: PackedFolder
     shard: int
     member: Member
 
-    def local_path(self, cache: "FileCache") -> str:
+    def local_path(self, cache: FileCache) -> str:
         return self.folder.local_path(self, cache)
 
     def ready(self) -> str | None:
@@ -105,7 +105,7 @@ class PackedFolder:
             per_shard = list(pool.map(index, range(len(shards))))
         refs = [MemberRef(self, i, m) for i, ms in enumerate(per_shard) for m in ms]
         refs.sort(key=lambda r: r.member.name)
-        for a, b in zip(refs, refs[1:]):
+        for a, b in zip(refs, refs[1:], strict=False):  # neighbours
             if a.member.name == b.member.name:
                 raise ShardError(f"packed folder {path}: member {a.member.name!r} is in two shards; pack the source again")
         self.members: list[MemberRef] = refs
@@ -133,20 +133,20 @@ class PackedFolder:
     def shard_path(self, i: int) -> VolumePath:
         return self.path.joinpath(self.manifest.shards[i].name)
 
-    def extracted_dir(self, cache: "FileCache", i: int) -> Path:
+    def extracted_dir(self, cache: FileCache, i: int) -> Path:
         s = self.manifest.shards[i]
         vp = self.path
         return cache.root.joinpath("shards", vp.catalog, vp.schema, vp.volume, *vp.parts,
                                    f"{s.name[:-len('.tar')]}-{s.crc32:08x}")
 
-    def local_path(self, ref: MemberRef, cache: "FileCache") -> str:
+    def local_path(self, ref: MemberRef, cache: FileCache) -> str:
         """A local path holding *ref*'s bytes: its shard fetched and extracted on first use."""
         d = self._ready.get(ref.shard)
         if d is None:
             d = self._extract(ref.shard, cache)
         return os.path.join(d, *ref.member.name.split("/"))
 
-    def _extract(self, i: int, cache: "FileCache") -> str:
+    def _extract(self, i: int, cache: FileCache) -> str:
         with self._guard:
             lock = self._locks.setdefault(i, threading.Lock())
         with lock:  # the prefetch threads wanting one shard extract it once
@@ -158,7 +158,7 @@ class PackedFolder:
             self._ready[i] = str(final)
             return str(final)
 
-    def _fetch_and_extract(self, i: int, cache: "FileCache", final: Path) -> None:
+    def _fetch_and_extract(self, i: int, cache: FileCache, final: Path) -> None:
         s: ShardInfo = self.manifest.shards[i]
         vp = self.shard_path(i)
         try:
@@ -226,7 +226,7 @@ def _extract_members(fd: int, members: list[Member], into: Path) -> None:
             os.close(out)
 
 
-def prune_extracted(cache: "FileCache", keep: "list[PackedFolder] | tuple[PackedFolder, ...]" = ()) -> int:
+def prune_extracted(cache: FileCache, keep: list[PackedFolder] | tuple[PackedFolder, ...] = ()) -> int:
     """Remove extracted shard folders under the cache except those of the folders in *keep*; returns
     how many. Unsafe while a dataset over a removed shard still runs (its yielded paths go away)."""
     root = cache.root / "shards"

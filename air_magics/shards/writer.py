@@ -24,13 +24,12 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import threading
 import time
 import zlib
 from collections import deque
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from .. import config
 from ..errors import PackError, ShardError
@@ -43,8 +42,20 @@ from ..io.units import fmt_bytes, parse_size
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
 from ..volumes.walk import glob_regex
-from .format import (END_OF_ARCHIVE, MANIFEST_NAME, Index, Manifest, Member, ShardInfo, dump_index, load_index,
-                     load_manifest, member_header, padding, parse_index)
+from .format import (
+    END_OF_ARCHIVE,
+    MANIFEST_NAME,
+    Index,
+    Manifest,
+    Member,
+    ShardInfo,
+    dump_index,
+    load_index,
+    load_manifest,
+    member_header,
+    padding,
+    parse_index,
+)
 from .plan import PackPlan, ShardPlan, SourceFile, make_plan
 
 __all__ = ["pack", "PackReport", "PackProgress", "plan_pack"]
@@ -172,7 +183,7 @@ def _complete(dloc: Location, sp: ShardPlan) -> Index | None:
     return ix if [(m.name, m.src_size, m.mtime) for m in ix.members] == want else None
 
 
-def plan_pack(src: "str | VolumePath", dest: "str | VolumePath", *, shard_size: "int | str" = "1GiB",
+def plan_pack(src: str | VolumePath, dest: str | VolumePath, *, shard_size: int | str = "1GiB",
               pattern: str | None = None, store: VolumeStore | None = None) -> tuple[PackPlan, Location, Location]:
     """Check the request and plan it (step 2 of the protocol); nothing is written."""
     store = store or VolumeStore()
@@ -197,9 +208,9 @@ def plan_pack(src: "str | VolumePath", dest: "str | VolumePath", *, shard_size: 
     return make_plan(files, size, previous, members), sloc, dloc
 
 
-def _read_source(sloc: Location, f: SourceFile, retries: int) -> "bytes | tuple[int, int]":
+def _read_source(sloc: Location, f: SourceFile, retries: int) -> bytes | tuple[int, int]:
     """A source file's bytes (or, when large, its open descriptor), checked against the listing."""
-    def once() -> "bytes | tuple[int, int]":
+    def once() -> bytes | tuple[int, int]:
         path = sloc.join(f.rel).path
         fd, st = open_read(path, sloc.root)
         keep = False
@@ -245,7 +256,7 @@ class _Feed:
             self._window.append((f, self._pool.submit(_read_source, self._sloc, f, self._retries)))
             self._ahead += min(f.size, _ONE_READ_MAX)
 
-    def next(self, want: SourceFile) -> "bytes | tuple[int, int]":
+    def next(self, want: SourceFile) -> bytes | tuple[int, int]:
         f, fut = self._window.popleft()
         if f is not want:  # pragma: no cover - an invariant of the plan order
             raise RuntimeError(f"pack feed out of order: {f.rel} != {want.rel}")
@@ -359,7 +370,7 @@ def _lock(dloc: Location, dest: VolumePath) -> ProcessFileLock:
     return lock
 
 
-def pack(src: "str | VolumePath", dest: "str | VolumePath", shard_size: "int | str" = "1GiB", pattern: str | None = None,
+def pack(src: str | VolumePath, dest: str | VolumePath, shard_size: int | str = "1GiB", pattern: str | None = None,
          engine: str = "local", dry_run: bool = False, on_progress: Callable[[PackProgress], None] | None = None, *,
          store: VolumeStore | None = None, workers: int = 32, retries: int = 4) -> PackReport:
     """Pack the files of folder *src* into tar shards in folder *dest* (see the module docstring).

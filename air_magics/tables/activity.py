@@ -19,9 +19,9 @@ import contextlib
 import json
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from ..io.atomic import write_json_atomic
 

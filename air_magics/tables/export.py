@@ -22,12 +22,13 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..errors import ExportTargetError, TablesError
-from ..io.leftovers import PENDING_EXPORT_PREFIX, TRASH_EXPORT_PREFIX, sweep_stale
 from ..events import ExportEvent, Listener, channel, throttled
+from ..io.leftovers import PENDING_EXPORT_PREFIX, TRASH_EXPORT_PREFIX, sweep_stale
 from ..snapshots import ExportProgress
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
@@ -112,7 +113,7 @@ def _check_target(path: str, target: VolumePath) -> None:
         p = os.path.dirname(p)
 
 
-def export_table(source: str | None = None, dest: "str | VolumePath" = "", *, sql: str | None = None,
+def export_table(source: str | None = None, dest: str | VolumePath = "", *, sql: str | None = None,
                  columns: Sequence[str] | None = None, where: str | None = None, limit: int | None = None,
                  mode: str = "error", via: str = "auto", rows_per_file: int = 1_000_000,
                  on_progress: Callable[[dict[str, Any]], None] | None = None, remote: str | None = None,

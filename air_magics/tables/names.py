@@ -35,7 +35,7 @@ class TableName:
     table: str
 
     @classmethod
-    def parse(cls, text: str) -> "TableName":
+    def parse(cls, text: str) -> TableName:
         if not isinstance(text, str) or not text.strip():
             raise TableNameError(f"table name {text!r} is empty: write catalog.schema.table")
         parts = text.strip().split(".")

@@ -5,9 +5,10 @@ the session (see :func:`air_magics.tables.session.get_session`).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import TablesError
 from .names import TableName, split_database

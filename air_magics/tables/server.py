@@ -194,9 +194,7 @@ def ensure_server() -> EmbeddedServer:
     _check_requirements()
     idle = idle_timeout()
     heap = driver_memory_mb()
-    from filelock import FileLock
-
-    from filelock import Timeout
+    from filelock import FileLock, Timeout
 
     (store / "tmp").mkdir(parents=True, exist_ok=True)
     try:

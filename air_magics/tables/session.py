@@ -5,9 +5,10 @@ import contextlib
 import os
 import threading
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 from ..errors import AirError, TablesError
 from . import activity

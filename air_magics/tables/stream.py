@@ -20,7 +20,8 @@ between 32 and 512 MiB.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 __all__ = ["write_parquet_stream", "chunk_bytes", "row_ranges"]
 

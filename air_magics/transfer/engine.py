@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from .. import config
 from ..events import CopyEvent, Listener, channel

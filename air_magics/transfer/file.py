@@ -8,8 +8,9 @@ import errno
 import os
 import stat
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO, Callable, Iterator
+from typing import IO
 
 from ..io.confined import open_dir, open_read, publish_at, write_all
 from ..io.leftovers import TEMP_MARK, sweep_stale, temp_name
@@ -79,14 +80,14 @@ class DirMaker:
         for fd in fds:
             os.close(fd)
 
-    def __enter__(self) -> "DirMaker":
+    def __enter__(self) -> DirMaker:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def _publish_atomic(dst: Location, dirs: DirMaker, mtime: float, fill: "Callable[[int], None]") -> None:
+def _publish_atomic(dst: Location, dirs: DirMaker, mtime: float, fill: Callable[[int], None]) -> None:
     """Write *dst* through a temp name beside it, inside its verified folder; on any failure the
     temp file is removed and *dst* is untouched."""
     name = os.path.basename(dst.path)
@@ -160,7 +161,7 @@ def _copy_stream(src: Location, dst: Location, dirs: DirMaker, mtime: float = 0.
 
     if src.is_local:
         fd, _ = open_read(src.path, src.root)
-        fin: "IO[bytes]" = os.fdopen(fd, "rb")
+        fin: IO[bytes] = os.fdopen(fd, "rb")
     else:
         fin = src.fs.open(src.path, "rb")
     with fin:

@@ -11,9 +11,9 @@ volume (``%air_volume use``). The destination is a local folder or a ``/Volumes/
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from ..errors import CopyPlanError, DestinationError, VolumeNotFoundError
 from ..volumes.path import PREFIX, VolumePath
@@ -111,7 +111,7 @@ def _check_writable(loc: Location, dest: str) -> None:
 
 
 def plan_copy(
-    sources: "Iterable[str] | str",
+    sources: Iterable[str] | str,
     dest: str,
     *,
     store: VolumeStore | None = None,

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable, Iterable
 from functools import lru_cache
-from typing import Callable, Iterable, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 __all__ = ["GlobMatcher", "compile_glob", "glob_regex", "has_magic", "split_glob", "filter_glob"]
 
@@ -36,7 +37,7 @@ class _HasRel(Protocol):
 
 E = TypeVar("E", bound=_HasRel)
 _State = frozenset  # a DFA state: the set of NFA states the text read so far can be in
-_NO_ROW: "dict[str, _State]" = {}  # stands for a state without cached transitions (never written)
+_NO_ROW: dict[str, _State] = {}  # stands for a state without cached transitions (never written)
 
 
 def has_magic(segment: str) -> bool:
@@ -180,7 +181,7 @@ class GlobMatcher:
         """True when all of *path* matches the pattern."""
         return self._accept in self._run(self._start, path)
 
-    def selects(self, rel: str, memo: "dict[str, _State | None] | None" = None) -> bool:
+    def selects(self, rel: str, memo: dict[str, _State | None] | None = None) -> bool:
         """True when *rel* or one of its folders matches (a matched folder brings its files).
 
         *memo* (folder -> state after ``folder/``, ``None`` once the folder matched) is shared
@@ -193,7 +194,7 @@ class GlobMatcher:
             return True
         return self._accept in self._run(state, name)
 
-    def _folder_state(self, folder: str, memo: "dict[str, _State | None]") -> "_State | None":
+    def _folder_state(self, folder: str, memo: dict[str, _State | None]) -> _State | None:
         chain: list[str] = []
         cur = folder
         while cur and cur not in memo:

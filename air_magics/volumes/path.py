@@ -7,8 +7,8 @@ symlink part of confinement needs the filesystem and lives in :mod:`air_magics.v
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from ..errors import VolumePathError
 
@@ -73,7 +73,7 @@ class VolumePath:
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
-    def parse(cls, text: "str | VolumePath", default: "VolumePath | None" = None) -> "VolumePath":
+    def parse(cls, text: str | VolumePath, default: VolumePath | None = None) -> VolumePath:
         """Parse ``/Volumes/c/s/v[/rel]`` or ``c.s.v[/rel]``.
 
         A relative path (no ``/Volumes`` prefix, not dotted) is resolved against *default*, the
@@ -110,7 +110,7 @@ class VolumePath:
         return default.joinpath(*(rest.split("/") if rest and rest != "." else []))
 
     @classmethod
-    def parse_volume(cls, text: "str | VolumePath") -> "VolumePath":
+    def parse_volume(cls, text: str | VolumePath) -> VolumePath:
         """Parse a volume name, ``catalog.schema.volume`` or ``/Volumes/catalog/schema/volume``, nothing deeper."""
         vp = text if isinstance(text, VolumePath) else None
         if vp is None and isinstance(text, str) and is_volume_text(text):
@@ -133,7 +133,7 @@ class VolumePath:
         return "/".join(self.parts)
 
     @property
-    def root(self) -> "VolumePath":
+    def root(self) -> VolumePath:
         """The volume root of this path."""
         return VolumePath(self.catalog, self.schema, self.volume)
 
@@ -146,20 +146,20 @@ class VolumePath:
         return self.parts[-1] if self.parts else self.volume
 
     @property
-    def parent(self) -> "VolumePath":
+    def parent(self) -> VolumePath:
         """Parent inside the volume; the root is its own parent (a path never leaves its volume)."""
         return VolumePath(self.catalog, self.schema, self.volume, self.parts[:-1])
 
-    def joinpath(self, *more: str) -> "VolumePath":
+    def joinpath(self, *more: str) -> VolumePath:
         segs: list[str] = []
         for m in more:
             segs.extend(s for s in str(m).split("/") if s)
         return VolumePath(self.catalog, self.schema, self.volume, self.parts + _check_segments(segs, str(self) + "/" + "/".join(map(str, more))))
 
-    def __truediv__(self, other: str) -> "VolumePath":
+    def __truediv__(self, other: str) -> VolumePath:
         return self.joinpath(other)
 
-    def is_relative_to(self, other: "VolumePath") -> bool:
+    def is_relative_to(self, other: VolumePath) -> bool:
         return self.root == other.root and self.parts[: len(other.parts)] == other.parts
 
     def __str__(self) -> str:

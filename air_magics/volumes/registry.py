@@ -54,7 +54,7 @@ def normalise_url(url: str) -> str:
 class VolumeRegistry:
     """``catalog.schema.volume`` -> fsspec URL, persisted in one JSON file."""
 
-    def __init__(self, file: "str | os.PathLike[str]") -> None:
+    def __init__(self, file: str | os.PathLike[str]) -> None:
         self.file = Path(file)
 
     def load(self) -> dict[str, str]:

@@ -13,16 +13,17 @@ inside its volume after symlinks are resolved.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 from .. import config
+from ..errors import RegistryError, VolumeExistsError, VolumeNotFoundError, VolumePathError
 from ..io.confined import makedirs as confined_makedirs
 from ..io.confined import open_file, real_root
 from ..io.leftovers import is_leftover
-from ..errors import RegistryError, VolumeExistsError, VolumeNotFoundError, VolumePathError
 from .path import _NAME, VolumePath  # one name rule for catalog / schema / volume
 from .registry import VolumeRegistry, normalise_url
 from .walk import Entry, filter_glob, glob_regex, is_within, scan_local, split_glob
@@ -68,7 +69,7 @@ class Location:
     def is_local(self) -> bool:
         return self.fs is None
 
-    def join(self, rel: str) -> "Location":
+    def join(self, rel: str) -> Location:
         """The location *rel* (``/``-separated) below this one."""
         if not rel:
             return self
@@ -106,7 +107,7 @@ class VolumeStore:
     embedded root); ``registry`` overrides the registry file; ``workers`` bounds parallel listing.
     """
 
-    def __init__(self, root: "str | os.PathLike[str] | None" = None, *, registry: "str | os.PathLike[str] | None" = None, workers: int = 128) -> None:
+    def __init__(self, root: str | os.PathLike[str] | None = None, *, registry: str | os.PathLike[str] | None = None, workers: int = 128) -> None:
         if root is not None:
             self.root, self.kind = Path(root), "embedded"
         else:
@@ -157,7 +158,7 @@ class VolumeStore:
             found[vid] = VolumeInfo(vid, "fsspec", url)
         return [found[k] for k in sorted(found)], notes
 
-    def volume_info(self, volume: "str | VolumePath") -> VolumeInfo:
+    def volume_info(self, volume: str | VolumePath) -> VolumeInfo:
         vp = VolumePath.parse(volume).root
         url = self.registry.get(vp.volume_id)
         if url is not None:
@@ -174,7 +175,7 @@ class VolumeStore:
             )
         return VolumeInfo(vp.volume_id, self.kind, str(d))
 
-    def create(self, volume: "str | VolumePath", *, exist_ok: bool = False) -> VolumeInfo:
+    def create(self, volume: str | VolumePath, *, exist_ok: bool = False) -> VolumeInfo:
         """Create a volume under the root (a directory)."""
         vp = VolumePath.parse_volume(volume)
         if self.registry.get(vp.volume_id) is not None:
@@ -187,7 +188,7 @@ class VolumeStore:
         d.mkdir(parents=True, exist_ok=True)
         return VolumeInfo(vp.volume_id, self.kind, str(d))
 
-    def register(self, volume: "str | VolumePath", url: str) -> VolumeInfo:
+    def register(self, volume: str | VolumePath, url: str) -> VolumeInfo:
         """Register a volume backed by an fsspec URL (``s3://``, ``gs://``, ``file://``, ``memory://``...)."""
         vp = VolumePath.parse_volume(volume)
         url = normalise_url(url)
@@ -199,14 +200,14 @@ class VolumeStore:
             pass
         return VolumeInfo(vp.volume_id, "fsspec", url)
 
-    def unregister(self, volume: "str | VolumePath") -> bool:
+    def unregister(self, volume: str | VolumePath) -> bool:
         return self.registry.remove(VolumePath.parse_volume(volume).volume_id)
 
     # -- paths ----------------------------------------------------------------------------------
     def _volume_dir(self, vp: VolumePath) -> Path:
         return self.root / vp.catalog / vp.schema / vp.volume
 
-    def locate(self, path: "str | VolumePath") -> Location:
+    def locate(self, path: str | VolumePath) -> Location:
         """Concrete storage location of *path*; raises if the volume is missing or the path escapes it."""
         vp = VolumePath.parse(path)
         info = self.volume_info(vp)
@@ -228,11 +229,11 @@ class VolumeStore:
         return Location(str(target), root=str(vol_dir))
 
     # -- files ----------------------------------------------------------------------------------
-    def exists(self, path: "str | VolumePath") -> bool:
+    def exists(self, path: str | VolumePath) -> bool:
         loc = self.locate(path)
         return os.path.exists(loc.path) if loc.is_local else loc.fs.exists(loc.path)
 
-    def stat(self, path: "str | VolumePath") -> FileInfo:
+    def stat(self, path: str | VolumePath) -> FileInfo:
         vp = VolumePath.parse(path)
         loc = self.locate(vp)
         try:
@@ -244,21 +245,21 @@ class VolumeStore:
             raise VolumeNotFoundError(f"{str(vp)!r} does not exist; check the path with `%air_volume ls {vp.parent}`") from None
         return FileInfo(vp, int(info.get("size") or 0), fs_mtime(info), info.get("type") == "directory")
 
-    def open(self, path: "str | VolumePath", mode: str = "rb", **kwargs: Any) -> IO[Any]:
+    def open(self, path: str | VolumePath, mode: str = "rb", **kwargs: Any) -> IO[Any]:
         """Open a file in a volume; write modes create parent folders."""
         loc = self.locate(path)
         if loc.is_local:  # confined at the moment of use: no link out of the volume, no FIFO
             return open_file(loc.path, loc.root, mode, **kwargs)
         return loc.fs.open(loc.path, mode, **kwargs)
 
-    def makedirs(self, path: "str | VolumePath") -> None:
+    def makedirs(self, path: str | VolumePath) -> None:
         loc = self.locate(path)
         if loc.is_local:
             confined_makedirs(loc.path, loc.root)
         else:
             loc.fs.makedirs(loc.path, exist_ok=True)
 
-    def ls(self, path: "str | VolumePath", *, recursive: bool = False, pattern: str | None = None) -> list[FileInfo]:
+    def ls(self, path: str | VolumePath, *, recursive: bool = False, pattern: str | None = None) -> list[FileInfo]:
         """Entries of a folder (files and folders), or every file below it with ``recursive``.
 
         ``pattern`` is a glob matched against the path relative to *path* or the file name
@@ -274,14 +275,14 @@ class VolumeStore:
             entries = [e for e in entries if rx.match(e.rel) or rx.match(e.rel.rsplit("/", 1)[-1])]
         return [FileInfo(vp.joinpath(e.rel), e.size, e.mtime, e.is_dir) for e in entries]
 
-    def glob(self, pattern: "str | VolumePath") -> list[FileInfo]:
+    def glob(self, pattern: str | VolumePath) -> list[FileInfo]:
         """Files matching a glob path; a matched folder contributes every file below it."""
         vp = VolumePath.parse(pattern)
         prefix, pat = split_glob(vp.parts)
         base = VolumePath(vp.catalog, vp.schema, vp.volume, prefix)
         return [FileInfo(base.joinpath(e.rel), e.size, e.mtime) for e in filter_glob(self.entries(base, recursive=True), pat)]
 
-    def walk(self, path: "str | VolumePath") -> Iterator[tuple[VolumePath, list[str], list[str]]]:
+    def walk(self, path: str | VolumePath) -> Iterator[tuple[VolumePath, list[str], list[str]]]:
         """Like ``os.walk``: ``(folder, subfolder names, file names)`` top-down."""
         vp = VolumePath.parse(path)
         tree: dict[str, tuple[list[str], list[str]]] = {"": ([], [])}
@@ -294,8 +295,8 @@ class VolumeStore:
             dirs, files = tree[rel]
             yield (vp.joinpath(rel) if rel else vp), sorted(dirs), sorted(files)
 
-    def entries(self, path: "str | VolumePath", *, recursive: bool, with_dirs: bool | None = None,
-                stat: bool = True, skipped: "list[tuple[str, str]] | None" = None) -> list[Entry]:
+    def entries(self, path: str | VolumePath, *, recursive: bool, with_dirs: bool | None = None,
+                stat: bool = True, skipped: list[tuple[str, str]] | None = None) -> list[Entry]:
         """Raw listing relative to *path* (``Entry.rel``); a file lists as one entry with ``rel == ''``.
         ``stat=False`` skips the per-file stat on local/mounted volumes (sizes are then ``-1``).
 

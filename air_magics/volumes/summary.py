@@ -7,10 +7,10 @@ files should be copied to local disk once (``%%air_copy``) or packed into 1-10 G
 from __future__ import annotations
 
 import statistics
-from shlex import quote
 import time
 from dataclasses import dataclass
 from html import escape
+from shlex import quote
 
 from ..io.units import fmt_bytes
 from .store import FileInfo, VolumeInfo
@@ -54,7 +54,7 @@ class ListingSummary:
                 if limit is None or f.size < limit:
                     counts[i] += 1
                     break
-        return [(label, c) for (_, label), c in zip(_BUCKETS, counts) if c]
+        return [(label, c) for (_, label), c in zip(_BUCKETS, counts, strict=True) if c]
 
     @property
     def median_size(self) -> float:

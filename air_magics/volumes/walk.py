@@ -73,14 +73,14 @@ def _special_kind(mode: int) -> str:
 
 
 def scan_local(
-    root: "str | os.PathLike[str]",
+    root: str | os.PathLike[str],
     *,
     recursive: bool = True,
     with_dirs: bool = False,
-    confine: "str | os.PathLike[str] | None" = None,
+    confine: str | os.PathLike[str] | None = None,
     workers: int = 64,
     stat: bool = True,
-    skipped: "list[tuple[str, str]] | None" = None,
+    skipped: list[tuple[str, str]] | None = None,
 ) -> list[Entry]:
     """List files under *root* (a directory) with size and mtime, scanning in parallel.
 

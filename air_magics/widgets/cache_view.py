@@ -11,8 +11,8 @@ import time
 from html import escape
 from typing import Any
 
-from ..status import latest_loader, read_status
 from ..io.units import fmt_bytes
+from ..status import latest_loader, read_status
 
 __all__ = ["CacheView", "cache_html", "cache_text", "advice", "latest_loader"]
 

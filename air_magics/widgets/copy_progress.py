@@ -10,14 +10,14 @@ import sys
 from typing import Any
 
 from ..events import CopyEvent
-from ..transfer import CopyProgress, CopyReport
 from ..io.units import fmt_bytes
+from ..transfer import CopyProgress, CopyReport
 from ._frontend import has_widget_frontend
 
 __all__ = ["copy_progress_view", "WidgetCopyProgress", "TextCopyProgress", "describe"]
 
 
-def _progress(p: "CopyEvent | CopyProgress") -> CopyProgress:
+def _progress(p: CopyEvent | CopyProgress) -> CopyProgress:
     return p.progress if isinstance(p, CopyEvent) else p
 
 
@@ -49,7 +49,7 @@ class WidgetCopyProgress:
         self.box = w.HBox([self.bar, self.label])
         display(self.box)
 
-    def __call__(self, p: "CopyEvent | CopyProgress") -> None:
+    def __call__(self, p: CopyEvent | CopyProgress) -> None:
         p = _progress(p)
         self.bar.max = max(1, p.files_total)
         self.bar.value = p.files_done
@@ -74,7 +74,7 @@ class TextCopyProgress:
 
         self.bar: Any = tqdm(total=0, desc=title, unit="file", file=sys.stderr, dynamic_ncols=True, leave=True)
 
-    def __call__(self, p: "CopyEvent | CopyProgress") -> None:
+    def __call__(self, p: CopyEvent | CopyProgress) -> None:
         p = _progress(p)
         self.bar.total = p.files_total
         self.bar.n = p.files_done
@@ -85,7 +85,7 @@ class TextCopyProgress:
         self.bar.close()
 
 
-def copy_progress_view(title: str, *, widget: bool | None = None) -> "WidgetCopyProgress | TextCopyProgress":
+def copy_progress_view(title: str, *, widget: bool | None = None) -> WidgetCopyProgress | TextCopyProgress:
     """The right listener for this front end (``widget`` forces the choice)."""
     use_widget = has_widget_frontend() if widget is None else widget
     if use_widget:

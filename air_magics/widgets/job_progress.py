@@ -15,7 +15,7 @@ from ._frontend import has_widget_frontend
 __all__ = ["export_progress_view", "describe_job"]
 
 
-def _doc(doc: "ExportEvent | dict[str, Any]") -> dict[str, Any]:
+def _doc(doc: ExportEvent | dict[str, Any]) -> dict[str, Any]:
     return doc.to_dict() if isinstance(doc, ExportEvent) else doc
 
 
@@ -42,7 +42,7 @@ class _WidgetView:
         self.label = w.HTML(f"<b>{title}</b> starting...")
         display(w.HBox([self.bar, self.label]))
 
-    def __call__(self, doc: "ExportEvent | dict[str, Any]") -> None:
+    def __call__(self, doc: ExportEvent | dict[str, Any]) -> None:
         doc = _doc(doc)
         if doc.get("tasks"):
             self.bar.value = doc.get("tasks_done", 0) / doc["tasks"]
@@ -58,7 +58,7 @@ class _TextView:
     def __init__(self, title: str) -> None:
         self.title = title
 
-    def __call__(self, doc: "ExportEvent | dict[str, Any]") -> None:
+    def __call__(self, doc: ExportEvent | dict[str, Any]) -> None:
         doc = _doc(doc)
         print(f"\r{self.title}: {describe_job(doc)}", end="", file=sys.stderr, flush=True)
 
@@ -66,7 +66,7 @@ class _TextView:
         print(f"\r{self.title}: {'done' if result is not None else 'failed'}", file=sys.stderr, flush=True)
 
 
-def export_progress_view(title: str, *, widget: bool | None = None) -> "_WidgetView | _TextView":
+def export_progress_view(title: str, *, widget: bool | None = None) -> _WidgetView | _TextView:
     if (has_widget_frontend() if widget is None else widget):
         try:
             return _WidgetView(title)

@@ -6,7 +6,7 @@ core stays free of IPython and ipywidgets.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..events import Attachment, CheckpointEvent, Event, channel
 from ._frontend import has_widget_frontend
