@@ -4,6 +4,7 @@
 plain Python API too: :mod:`air_magics.volumes`, :func:`air_magics.copy`,
 :mod:`air_magics.transfer`. Importing this package stays light (no torch, pyspark or pandas).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any

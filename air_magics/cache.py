@@ -22,6 +22,7 @@ source is unchanged.
 * **The index** (:mod:`air_magics.cache_index`) recovers from a damaged file, bounds its WAL, and
   reports a full disk as :class:`~air_magics.errors.CacheDiskFullError`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -69,8 +70,10 @@ class ClearReport:
     def __str__(self) -> str:
         text = f"removed {self.removed:,} cached files ({fmt_bytes(self.bytes)})"
         if self.kept:
-            text += (f"; kept {self.kept:,} in use (used in the last {self.pin_seconds:g} s or being fetched; "
-                     f"clear(force=True) removes them too, unsafe while a training loop reads them)")
+            text += (
+                f"; kept {self.kept:,} in use (used in the last {self.pin_seconds:g} s or being fetched; "
+                f"clear(force=True) removes them too, unsafe while a training loop reads them)"
+            )
         return text
 
 
@@ -82,9 +85,16 @@ class FileCache:
     accept ``"10GiB"``-style strings.
     """
 
-    def __init__(self, root: str | os.PathLike[str] | None = None, *, limit: int | str | None = None,
-                 reserve: int | str | None = None, pin_seconds: float = 30.0, store: VolumeStore | None = None,
-                 retries: int = 4) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        limit: int | str | None = None,
+        reserve: int | str | None = None,
+        pin_seconds: float = 30.0,
+        store: VolumeStore | None = None,
+        retries: int = 4,
+    ) -> None:
         self.root = Path(root) if root is not None else config.cache_dir()
         self.limit = config.parse_size(limit, "cache limit") if limit is not None else config.cache_limit()
         self.reserve = config.parse_size(reserve, "cache reserve") if reserve is not None else config.cache_reserve()
@@ -158,8 +168,14 @@ class FileCache:
         vp = VolumePath.parse(path)
         return self.root.joinpath("files", vp.catalog, vp.schema, vp.volume, *vp.parts)
 
-    def get(self, path: str | VolumePath, *, size: int | None = None, mtime: float | None = None,
-            src: Location | None = None) -> str:
+    def get(
+        self,
+        path: str | VolumePath,
+        *,
+        size: int | None = None,
+        mtime: float | None = None,
+        src: Location | None = None,
+    ) -> str:
         """Local path of *path*'s current content, fetching it on a miss.
 
         Pass the source's ``size``/``mtime`` when known (saves a round trip) and ``src`` when
@@ -181,7 +197,9 @@ class FileCache:
                 info = self.store.stat(vp) if not src.is_local else None
                 st = os.stat(src.path) if info is None else None
             except FileNotFoundError:
-                raise VolumeNotFoundError(f"{key!r} does not exist; check the path with `%air_volume ls {vp.parent}`") from None
+                raise VolumeNotFoundError(
+                    f"{key!r} does not exist; check the path with `%air_volume ls {vp.parent}`"
+                ) from None
             size, mtime = (info.size, info.mtime) if info is not None else (st.st_size, st.st_mtime)
         if self._hit(key, local, size, mtime):
             return str(local)
@@ -192,9 +210,12 @@ class FileCache:
             if self.limit is not None and size > self.limit:
                 raise CacheLimitError(
                     f"{key} is {fmt_bytes(size)} but the cache limit is {fmt_bytes(self.limit)}; raise the limit "
-                    f"(FileCache(limit=...) or AIR_CACHE_LIMIT) above the largest file")
+                    f"(FileCache(limit=...) or AIR_CACHE_LIMIT) above the largest file"
+                )
             self._make_room(size)
-            task = CopyTask(src or self.store.locate(vp), Location(str(local), root=str(self.root / "files")), size, mtime)
+            task = CopyTask(
+                src or self.store.locate(vp), Location(str(local), root=str(self.root / "files")), size, mtime
+            )
             n = copy_one(task, retries=self.retries)
             self._record(key, local, n, mtime)
         return str(local)
@@ -270,8 +291,10 @@ class FileCache:
             return
         db, lock = self._conn()
         with lock, self._disk_full("recording hits"), transaction(db):
-            db.executemany("UPDATE entries SET last_access = MAX(last_access, ?) WHERE key = ?",
-                           [(t, k) for k, t in access.items()])
+            db.executemany(
+                "UPDATE entries SET last_access = MAX(last_access, ?) WHERE key = ?",
+                [(t, k) for k, t in access.items()],
+            )
             self._add(db, hits=hits, bytes_hit=nbytes)
         self._publish()
 
@@ -279,8 +302,10 @@ class FileCache:
         db, lock = self._conn()
         with lock, self._disk_full(f"indexing {key}"), transaction(db):
             old = db.execute("SELECT size FROM entries WHERE key=?", (key,)).fetchone()
-            db.execute("INSERT OR REPLACE INTO entries(key, local, size, mtime, last_access) VALUES (?,?,?,?,?)",
-                       (key, str(local), size, mtime, time.time()))
+            db.execute(
+                "INSERT OR REPLACE INTO entries(key, local, size, mtime, last_access) VALUES (?,?,?,?,?)",
+                (key, str(local), size, mtime, time.time()),
+            )
             self._add(db, misses=1, bytes_fetched=size, total_bytes=size - (old[0] if old else 0))
         self._hits.remember(key, size, mtime, time.time())
         self._publish()
@@ -314,8 +339,9 @@ class FileCache:
             return
         cutoff = time.time() - self.pin_seconds
         with lock:
-            rows = db.execute("SELECT key, local, size FROM entries WHERE last_access < ? ORDER BY last_access LIMIT 1024",
-                              (cutoff,)).fetchall()
+            rows = db.execute(
+                "SELECT key, local, size FROM entries WHERE last_access < ? ORDER BY last_access LIMIT 1024", (cutoff,)
+            ).fetchall()
         victims: list[str] = []
         for key, _local, size in rows:
             if need <= 0:
@@ -352,10 +378,12 @@ class FileCache:
                 gone: list[tuple[str, str, int]] = []
                 with lock, self._disk_full("removing cached files"), transaction(db):
                     for n in range(0, len(group), 500):  # SQLite allows 999+ parameters per statement
-                        chunk = group[n:n + 500]
+                        chunk = group[n : n + 500]
                         # "+last_access": look rows up by key, not by scanning the LRU index
                         where = f"+last_access < ? AND key IN ({','.join('?' * len(chunk))})"
-                        gone += db.execute(f"SELECT key, local, size FROM entries WHERE {where}", (cut, *chunk)).fetchall()
+                        gone += db.execute(
+                            f"SELECT key, local, size FROM entries WHERE {where}", (cut, *chunk)
+                        ).fetchall()
                         db.execute(f"DELETE FROM entries WHERE {where}", (cut, *chunk))
                     self._add(db, evictions=len(gone) if evictions else 0, total_bytes=-sum(r[2] for r in gone))
                 owned = [r for r in gone if self._unlink_owned(r[0], r[1], files, real_dirs)]
@@ -371,15 +399,22 @@ class FileCache:
         """Unlink *local* only if it is this cache's own file for *key* (``<root>/files`` + the key's
         path, no ``..``) in a folder whose real path is inside ``files`` (no link out of it). An index
         entry is data: it may be crafted or damaged. *real_dirs* caches real paths per folder."""
-        own = key.startswith("/Volumes/") and local == files + key[len("/Volumes"):] and os.path.normpath(local) == local
+        own = (
+            key.startswith("/Volumes/") and local == files + key[len("/Volumes") :] and os.path.normpath(local) == local
+        )
         if own:
             parent = os.path.dirname(local)
             if parent not in real_dirs:
                 real_dirs[parent] = os.path.realpath(parent)
             own = is_within(real_dirs[parent], real_dirs[""])
         if not own:
-            _log.warning("cache %s: index entry %r names %r, which is not the cache's own file for it; "
-                         "dropped the entry, left the file", self.root, key, local)
+            _log.warning(
+                "cache %s: index entry %r names %r, which is not the cache's own file for it; "
+                "dropped the entry, left the file",
+                self.root,
+                key,
+                local,
+            )
             return False
         try:
             os.unlink(local)
@@ -394,9 +429,19 @@ class FileCache:
         with lock:
             counters = dict(db.execute("SELECT name, value FROM counters").fetchall())
             entries = db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
-        return CacheInfo(str(self.root), entries, counters["total_bytes"], self.limit, self.reserve,
-                         shutil.disk_usage(self.root).free, counters["hits"], counters["misses"],
-                         counters["bytes_hit"], counters["bytes_fetched"], counters["evictions"])
+        return CacheInfo(
+            str(self.root),
+            entries,
+            counters["total_bytes"],
+            self.limit,
+            self.reserve,
+            shutil.disk_usage(self.root).free,
+            counters["hits"],
+            counters["misses"],
+            counters["bytes_hit"],
+            counters["bytes_fetched"],
+            counters["evictions"],
+        )
 
     def clear(self, *, reset_stats: bool = False, force: bool = False) -> ClearReport:
         """Drop cached files (never the sources), keeping those used in the last ``pin_seconds``.
@@ -412,8 +457,10 @@ class FileCache:
         removed, nbytes, kept = self._drop(keys, cutoff, wait=_CLEAR_WAIT, evictions=False)
         with lock:
             with self._disk_full("clearing"), transaction(db):
-                db.execute("UPDATE counters SET value = (SELECT COALESCE(SUM(size), 0) FROM entries) "
-                           "WHERE name = 'total_bytes'")  # heal any drift while we are at it
+                db.execute(
+                    "UPDATE counters SET value = (SELECT COALESCE(SUM(size), 0) FROM entries) "
+                    "WHERE name = 'total_bytes'"
+                )  # heal any drift while we are at it
                 if reset_stats:
                     db.execute("UPDATE counters SET value = 0 WHERE name != 'total_bytes'")
             checkpoint(db)

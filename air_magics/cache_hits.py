@@ -12,6 +12,7 @@ within the pin window, so an entry this process hands out from local state canno
 anyone before the batched access time reaches the index. Older entries take the shared path (one
 transaction), which renews that guarantee.
 """
+
 from __future__ import annotations
 
 import threading

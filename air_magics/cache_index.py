@@ -12,6 +12,7 @@ Why a module of its own: the index must survive what disks do to it.
   the fix. SQLite rolls a transaction back by itself on ``SQLITE_FULL``; :func:`transaction` does
   not then bury that error under "cannot rollback - no transaction is active".
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,8 +28,18 @@ from pathlib import Path
 from .errors import CacheDiskFullError
 from .io.units import fmt_bytes
 
-__all__ = ["INDEX_NAME", "WAL_LIMIT", "COUNTERS", "open_index", "transaction", "checkpoint", "wal_headroom",
-           "is_disk_full", "disk_full_error", "translate_disk_full"]
+__all__ = [
+    "INDEX_NAME",
+    "WAL_LIMIT",
+    "COUNTERS",
+    "open_index",
+    "transaction",
+    "checkpoint",
+    "wal_headroom",
+    "is_disk_full",
+    "disk_full_error",
+    "translate_disk_full",
+]
 
 INDEX_NAME = "index.sqlite"
 WAL_LIMIT = 4 << 20  # bytes the WAL is truncated to after a checkpoint, and may grow by before one
@@ -63,9 +74,12 @@ def open_index(root: Path, reserve: int) -> sqlite3.Connection:
                     raise
                 damage = exc
             aside = _move_aside(root)
-            warnings.warn(f"air_magics cache index {root / INDEX_NAME} is damaged ({damage}); moved it to {aside} "
-                          f"and started an empty index (cached files are fetched again on use)", RuntimeWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"air_magics cache index {root / INDEX_NAME} is damaged ({damage}); moved it to {aside} "
+                f"and started an empty index (cached files are fetched again on use)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             return _connect(root)
 
 
@@ -164,7 +178,8 @@ def disk_full_error(root: Path, reserve: int, doing: str) -> CacheDiskFullError:
         f"the disk of the cache at {root} is full ({fmt_bytes(_free(root))} free) while {doing}: raise "
         f"AIR_CACHE_RESERVE (now {fmt_bytes(reserve)}; or FileCache(reserve=...)) so the cache evicts before the "
         f"disk fills, clear it (FileCache().clear() or %air_volume cache --clear; clear(force=True) also drops "
-        f"files used in the last seconds), or move AIR_CACHE_DIR to a larger disk")
+        f"files used in the last seconds), or move AIR_CACHE_DIR to a larger disk"
+    )
     exc.errno = errno.ENOSPC
     return exc
 

@@ -5,6 +5,7 @@ Each function reads one setting through :func:`air_magics.settings.get` (set wit
 environment variable; see :data:`air_magics.settings.SETTINGS`), so a change takes effect at the
 next call. ``AIR_VOLUMES_ROOT`` (or ``volumes_root``) set explicitly wins over a ``/Volumes`` mount.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,9 +13,23 @@ from pathlib import Path
 from .io.units import parse_size  # re-exported: sizes in settings are parsed in one place
 from .settings import DEFAULT_COPY_WORKERS, get
 
-__all__ = ["air_home", "volumes_mount", "embedded_volumes_root", "registry_file", "parse_size", "cache_dir",
-           "cache_limit", "cache_reserve", "spark_dir", "copy_workers", "spark_driver_memory_mb",
-           "spark_idle_timeout", "export_chunk_bytes", "MOUNT_DEFAULT", "DEFAULT_COPY_WORKERS"]
+__all__ = [
+    "air_home",
+    "volumes_mount",
+    "embedded_volumes_root",
+    "registry_file",
+    "parse_size",
+    "cache_dir",
+    "cache_limit",
+    "cache_reserve",
+    "spark_dir",
+    "copy_workers",
+    "spark_driver_memory_mb",
+    "spark_idle_timeout",
+    "export_chunk_bytes",
+    "MOUNT_DEFAULT",
+    "DEFAULT_COPY_WORKERS",
+]
 
 MOUNT_DEFAULT = "/Volumes"
 

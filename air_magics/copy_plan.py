@@ -1,4 +1,5 @@
 """Kept for existing imports: the planner lives in :mod:`air_magics.transfer.plan`."""
+
 from __future__ import annotations
 
 from .transfer.plan import CopyPlan, parse_sources, plan_copy

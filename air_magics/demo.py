@@ -3,6 +3,7 @@
 The volume imitates an image-classification data set: many small files in class folders, the
 shape that makes per-file latency dominate on remote volumes. Seeding is idempotent.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,8 +16,9 @@ __all__ = ["seed_sample_volume", "SAMPLE_VOLUME"]
 SAMPLE_VOLUME = "main.demo.images"
 
 
-def seed_sample_volume(volume: str = SAMPLE_VOLUME, *, files: int = 600, seed: int = 0,
-                       store: VolumeStore | None = None) -> VolumePath:
+def seed_sample_volume(
+    volume: str = SAMPLE_VOLUME, *, files: int = 600, seed: int = 0, store: VolumeStore | None = None
+) -> VolumePath:
     """Create *volume* (if needed) with ``train/`` and ``val/`` class folders of small fake JPEGs."""
     store = store or VolumeStore()
     root = VolumePath.parse_volume(volume)

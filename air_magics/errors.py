@@ -4,6 +4,7 @@ Every error subclasses :class:`AirError` *and* the builtin it resembles, so call
 either. Messages name the offending value and say how to fix it; the magics turn them into
 one-line IPython ``UsageError``s.
 """
+
 from __future__ import annotations
 
 __all__ = [

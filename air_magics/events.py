@@ -18,6 +18,7 @@ This module sits at the bottom of the package (stdlib, :mod:`air_magics.snapshot
 can emit without importing a front end. What is attached by default is decided by the package's
 ``__init__`` (see :mod:`air_magics.listeners`).
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,8 +32,22 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from .snapshots import CacheInfo, CopyProgress, ExportProgress, LoaderTimes
 
-__all__ = ["Event", "CopyEvent", "CacheEvent", "LoaderEvent", "CheckpointEvent", "ExportEvent", "Listener",
-           "EventChannel", "Attachment", "Throttle", "throttled", "channel", "SOURCES", "TERMINAL"]
+__all__ = [
+    "Event",
+    "CopyEvent",
+    "CacheEvent",
+    "LoaderEvent",
+    "CheckpointEvent",
+    "ExportEvent",
+    "Listener",
+    "EventChannel",
+    "Attachment",
+    "Throttle",
+    "throttled",
+    "channel",
+    "SOURCES",
+    "TERMINAL",
+]
 
 SOURCES = ("copy", "cache", "loader", "checkpoint", "export")
 TERMINAL = frozenset({"done", "failed", "interrupted", "committed"})
@@ -74,11 +89,25 @@ class CopyEvent(Event):
 
     def to_dict(self) -> dict[str, Any]:
         p = self.progress
-        return {"kind": "copy", "job": self.job, "dest": self.dest, "sources": list(self.sources)[:20],
-                "files_total": p.files_total, "state": self.state, "started": self.started, "pid": self.pid,
-                "files_done": p.files_done, "copied": p.copied, "skipped": p.skipped, "failed": p.failed,
-                "bytes_done": p.bytes_done, "bytes_total": p.bytes_total, "files_per_second": p.files_per_second,
-                "eta": p.eta, "finished": self.time if self.terminal else None}
+        return {
+            "kind": "copy",
+            "job": self.job,
+            "dest": self.dest,
+            "sources": list(self.sources)[:20],
+            "files_total": p.files_total,
+            "state": self.state,
+            "started": self.started,
+            "pid": self.pid,
+            "files_done": p.files_done,
+            "copied": p.copied,
+            "skipped": p.skipped,
+            "failed": p.failed,
+            "bytes_done": p.bytes_done,
+            "bytes_total": p.bytes_total,
+            "files_per_second": p.files_per_second,
+            "eta": p.eta,
+            "finished": self.time if self.terminal else None,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,8 +133,14 @@ class LoaderEvent(Event):
     num_workers: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.timing.to_dict(), pid=self.pid, epoch=self.epoch, files=self.files,
-                    num_workers=self.num_workers, done=self.state == "done")
+        return dict(
+            self.timing.to_dict(),
+            pid=self.pid,
+            epoch=self.epoch,
+            files=self.files,
+            num_workers=self.num_workers,
+            done=self.state == "done",
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,8 +164,12 @@ class CheckpointEvent(Event):
     show: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"directory": self.directory, "keep": self.keep, "latest": self.latest,
-                "saves": [dict(s) for s in self.saves or ()]}
+        return {
+            "directory": self.directory,
+            "keep": self.keep,
+            "latest": self.latest,
+            "saves": [dict(s) for s in self.saves or ()],
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,8 +182,14 @@ class ExportEvent(Event):
     started: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        doc = {"kind": "export", "dest": self.dest, "state": self.state, "pid": self.pid, "started": self.started,
-               **self.progress.to_dict()}
+        doc = {
+            "kind": "export",
+            "dest": self.dest,
+            "state": self.state,
+            "pid": self.pid,
+            "started": self.started,
+            **self.progress.to_dict(),
+        }
         if self.terminal:
             doc["finished"] = self.time
         return doc
@@ -196,7 +241,7 @@ class EventChannel:
         with self._lock:
             for i in range(len(self._listeners) - 1, -1, -1):
                 if self._listeners[i] is listener or self._listeners[i] == listener:
-                    self._listeners = self._listeners[:i] + self._listeners[i + 1:]
+                    self._listeners = self._listeners[:i] + self._listeners[i + 1 :]
                     return True
         return False
 
@@ -222,8 +267,14 @@ class EventChannel:
             except Exception:
                 first = id(listener) not in self._failing
                 self._failing.add(id(listener))
-                _log.log(logging.ERROR if first else logging.DEBUG, "air_magics: listener %r failed on a %s event%s",
-                         listener, event.source, "" if first else " (again)", exc_info=first)
+                _log.log(
+                    logging.ERROR if first else logging.DEBUG,
+                    "air_magics: listener %r failed on a %s event%s",
+                    listener,
+                    event.source,
+                    "" if first else " (again)",
+                    exc_info=first,
+                )
             except BaseException as exc:
                 interrupt = interrupt or exc
         if interrupt is not None:

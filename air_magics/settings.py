@@ -11,6 +11,7 @@ every call (so exporting ``AIR_HOME`` still takes effect at once), else the buil
 Values are checked when set (a bad one is refused, naming the setting and an example) and when
 read from the environment. This module is the only reader of ``os.environ`` for settings.
 """
+
 from __future__ import annotations
 
 import os
@@ -96,31 +97,94 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("home", "AIR_HOME", "`~/.air`", "embedded volumes, the volume registry, run state, checkpoint staging",
-            _path, lambda c: Path.home() / ".air"),
-    Setting("volumes_root", "AIR_VOLUMES_ROOT", "`$AIR_HOME/volumes`",
-            "where embedded volumes live; when set, it wins over a mount", _path, lambda c: None),
-    Setting("volumes_mount", "AIR_VOLUMES_MOUNT", "`/Volumes`", "the mount probed for real volumes",
-            _path, lambda c: Path("/Volumes")),
-    Setting("cache_dir", "AIR_CACHE_DIR", "`$AIR_HOME/cache`", "the training-data cache",
-            _path, lambda c: c.value("home") / "cache"),
-    Setting("cache_limit", "AIR_CACHE_LIMIT", "none", "cache size bound, e.g. `50GiB` (none: only the reserve bounds it)",
-            _size(positive=True), lambda c: None),
-    Setting("cache_reserve", "AIR_CACHE_RESERVE", "`1GiB`", "free disk the cache always leaves (`0`: none)",
-            _size(positive=False), lambda c: 1 << 30),
-    Setting("workers", "AIR_COPY_WORKERS", str(DEFAULT_COPY_WORKERS),
-            "parallel copies of `%%air_copy` and `air_magics.copy` when `workers` is not given",
-            _count, lambda c: DEFAULT_COPY_WORKERS),
-    Setting("spark_dir", "AIR_SPARK_DIR", "`$AIR_HOME/spark`", "the embedded Spark store (warehouse, metastore, logs)",
-            _path, lambda c: c.value("home") / "spark"),
-    Setting("spark_driver_memory", "AIR_SPARK_DRIVER_MEMORY", "1/4 of memory, 1-8 GiB",
-            "the embedded Spark server's heap, e.g. `4g` (read when it starts)", _jvm_memory, lambda c: None),
-    Setting("spark_idle_timeout", "AIR_SPARK_IDLE_TIMEOUT", "1800",
-            "seconds unused after which the embedded Spark server stops (read when it starts)",
-            _seconds, lambda c: 1800.0),
-    Setting("export_chunk_bytes", "AIR_EXPORT_CHUNK_BYTES", "from the driver heap",
-            "result bytes one fetch of a client-side export may ask for, e.g. `256MiB`",
-            _size(positive=True), lambda c: None),
+    Setting(
+        "home",
+        "AIR_HOME",
+        "`~/.air`",
+        "embedded volumes, the volume registry, run state, checkpoint staging",
+        _path,
+        lambda c: Path.home() / ".air",
+    ),
+    Setting(
+        "volumes_root",
+        "AIR_VOLUMES_ROOT",
+        "`$AIR_HOME/volumes`",
+        "where embedded volumes live; when set, it wins over a mount",
+        _path,
+        lambda c: None,
+    ),
+    Setting(
+        "volumes_mount",
+        "AIR_VOLUMES_MOUNT",
+        "`/Volumes`",
+        "the mount probed for real volumes",
+        _path,
+        lambda c: Path("/Volumes"),
+    ),
+    Setting(
+        "cache_dir",
+        "AIR_CACHE_DIR",
+        "`$AIR_HOME/cache`",
+        "the training-data cache",
+        _path,
+        lambda c: c.value("home") / "cache",
+    ),
+    Setting(
+        "cache_limit",
+        "AIR_CACHE_LIMIT",
+        "none",
+        "cache size bound, e.g. `50GiB` (none: only the reserve bounds it)",
+        _size(positive=True),
+        lambda c: None,
+    ),
+    Setting(
+        "cache_reserve",
+        "AIR_CACHE_RESERVE",
+        "`1GiB`",
+        "free disk the cache always leaves (`0`: none)",
+        _size(positive=False),
+        lambda c: 1 << 30,
+    ),
+    Setting(
+        "workers",
+        "AIR_COPY_WORKERS",
+        str(DEFAULT_COPY_WORKERS),
+        "parallel copies of `%%air_copy` and `air_magics.copy` when `workers` is not given",
+        _count,
+        lambda c: DEFAULT_COPY_WORKERS,
+    ),
+    Setting(
+        "spark_dir",
+        "AIR_SPARK_DIR",
+        "`$AIR_HOME/spark`",
+        "the embedded Spark store (warehouse, metastore, logs)",
+        _path,
+        lambda c: c.value("home") / "spark",
+    ),
+    Setting(
+        "spark_driver_memory",
+        "AIR_SPARK_DRIVER_MEMORY",
+        "1/4 of memory, 1-8 GiB",
+        "the embedded Spark server's heap, e.g. `4g` (read when it starts)",
+        _jvm_memory,
+        lambda c: None,
+    ),
+    Setting(
+        "spark_idle_timeout",
+        "AIR_SPARK_IDLE_TIMEOUT",
+        "1800",
+        "seconds unused after which the embedded Spark server stops (read when it starts)",
+        _seconds,
+        lambda c: 1800.0,
+    ),
+    Setting(
+        "export_chunk_bytes",
+        "AIR_EXPORT_CHUNK_BYTES",
+        "from the driver heap",
+        "result bytes one fetch of a client-side export may ask for, e.g. `256MiB`",
+        _size(positive=True),
+        lambda c: None,
+    ),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 

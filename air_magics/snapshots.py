@@ -5,6 +5,7 @@ They sit at the bottom of the package (stdlib and :mod:`air_magics.io` only) so 
 re-exported where it was always found (``air_magics.transfer.CopyProgress``,
 ``air_magics.cache.CacheInfo``).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -76,9 +77,11 @@ class CacheInfo:
 
     def __repr__(self) -> str:
         limit = fmt_bytes(self.limit) if self.limit else "none"
-        return (f"cache {self.root}: {self.entries:,} files, {fmt_bytes(self.bytes)} (limit {limit}, free disk "
-                f"{fmt_bytes(self.free_disk)}); hit rate {self.hit_rate:.1%} ({self.hits:,} hits, {self.misses:,} misses); "
-                f"{fmt_bytes(self.bytes_hit)} served, {fmt_bytes(self.bytes_fetched)} fetched; {self.evictions:,} evictions")
+        return (
+            f"cache {self.root}: {self.entries:,} files, {fmt_bytes(self.bytes)} (limit {limit}, free disk "
+            f"{fmt_bytes(self.free_disk)}); hit rate {self.hit_rate:.1%} ({self.hits:,} hits, {self.misses:,} misses); "
+            f"{fmt_bytes(self.bytes_hit)} served, {fmt_bytes(self.bytes_fetched)} fetched; {self.evictions:,} evictions"
+        )
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,12 @@ class LoaderTimes:
         return self.data_wait / total if total > 0 else 0.0
 
     def to_dict(self) -> dict[str, float]:
-        return {"steps": self.steps, "data_wait_s": self.data_wait, "compute_s": self.compute, "wait_share": self.wait_share}
+        return {
+            "steps": self.steps,
+            "data_wait_s": self.data_wait,
+            "compute_s": self.compute,
+            "wait_share": self.wait_share,
+        }
 
 
 @dataclass(frozen=True)

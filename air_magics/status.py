@@ -6,6 +6,7 @@ export, cache, loader and checkpoint events here, and notebook widgets and the J
 read the same documents. Writes are atomic (temp + rename), so a reader never sees half a
 document. No secrets and no file contents go in them.
 """
+
 from __future__ import annotations
 
 import json

@@ -1,8 +1,11 @@
 """``python benchmarks/bench_copy.py [--quick] ...``: the copy scenario (benchmarks/scenarios/copy.py; ``--help`` there)."""
+
 import sys
 from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root (for the benchmarks package), not benchmarks/
+sys.path[0] = str(
+    Path(__file__).resolve().parents[1]
+)  # the repository root (for the benchmarks package), not benchmarks/
 from benchmarks.scenarios.copy import main  # noqa: E402
 
 if __name__ == "__main__":

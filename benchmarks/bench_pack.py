@@ -6,6 +6,7 @@ fresh temp folder (never ``/Volumes``: the store is pointed at the mount by AIR_
 
     .venv/bin/python benchmarks/bench_pack.py [--files 1000] [--size-kib 150] [--latency-ms 10]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,16 +79,20 @@ def main() -> None:
             r = pack(raw, packed, shard_size=args.shard_size)
             again = pack(raw, packed, shard_size=args.shard_size)
             assert again.unchanged
-            rows += [("`tar -b 2048 -cf` on the mount (reads and writes the mount)", f"{tar_s:.1f} s"),
-                     (f"`pack` ({r.shards} shard(s))", f"{r.seconds:.1f} s ({tar_s / r.seconds:.1f}x tar's speed)"),
-                     ("unchanged re-pack", f"{again.seconds:.2f} s")]
+            rows += [
+                ("`tar -b 2048 -cf` on the mount (reads and writes the mount)", f"{tar_s:.1f} s"),
+                (f"`pack` ({r.shards} shard(s))", f"{r.seconds:.1f} s ({tar_s / r.seconds:.1f}x tar's speed)"),
+                ("unchanged re-pack", f"{again.seconds:.2f} s"),
+            ]
             for name, path in (("raw", raw), ("packed", packed)):
                 cache = FileCache(root=tmp / f"cache-{name}")
                 first, cold, n = _epoch(UCVolumeDataset(path, cache=cache))
                 _, warm, _ = _epoch(UCVolumeDataset(path, cache=cache))
-                rows += [(f"{name}: first item (cold)", f"{first:.2f} s"),
-                         (f"{name}: cold epoch", f"{n / cold:,.0f} files/s ({cold:.1f} s)"),
-                         (f"{name}: warm epoch (new dataset object)", f"{n / warm:,.0f} files/s")]
+                rows += [
+                    (f"{name}: first item (cold)", f"{first:.2f} s"),
+                    (f"{name}: cold epoch", f"{n / cold:,.0f} files/s ({cold:.1f} s)"),
+                    (f"{name}: warm epoch (new dataset object)", f"{n / warm:,.0f} files/s"),
+                ]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"{args.files:,} files x {args.size_kib} KiB, slowfs at {lat:g} ms per request\n")

@@ -4,6 +4,7 @@ It runs with the given AIR_HOME (and volumes mount), a random token, and config/
 settings/workspace folders of its own, so it never reads or writes the user's Jupyter state.
 The air_magics server extension is *not* enabled here: the installed config file must do it.
 """
+
 from __future__ import annotations
 
 import json
@@ -67,8 +68,16 @@ class JupyterServer:
                 self.proc.wait(10)
 
 
-def start_server(base: Path, *, home: Path, mount: Path, app: str = "server", timeout: float = 90.0,
-                 env: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> JupyterServer:
+def start_server(
+    base: Path,
+    *,
+    home: Path,
+    mount: Path,
+    app: str = "server",
+    timeout: float = 90.0,
+    env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
+) -> JupyterServer:
     """Start ``jupyter server`` (``app="server"``) or ``jupyter lab`` (``app="lab"``) under *base*."""
     base.mkdir(parents=True, exist_ok=True)
     root = base / "notebooks"
@@ -76,29 +85,44 @@ def start_server(base: Path, *, home: Path, mount: Path, app: str = "server", ti
     cfg = base / "jupyter-config"
     (cfg / "labconfig").mkdir(parents=True, exist_ok=True)
     # no "news" pop-up covering the page
-    (cfg / "labconfig" / "page_config.json").write_text(json.dumps(
-        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
+    (cfg / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
+    )
     token = secrets.token_hex(16)
     port = free_port()
     child_env = dict(os.environ)
     child_env.pop("AIR_VOLUMES_ROOT", None)
-    child_env.update({
-        "AIR_HOME": str(home), "AIR_VOLUMES_MOUNT": str(mount),
-        "JUPYTER_CONFIG_DIR": str(cfg), "JUPYTER_DATA_DIR": str(base / "jupyter-data"),
-        "JUPYTER_RUNTIME_DIR": str(base / "jupyter-runtime"), "IPYTHONDIR": str(base / "ipython"),
-        "JUPYTERLAB_SETTINGS_DIR": str(base / "lab-settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(base / "lab-workspaces"),
-        "PYTHONUNBUFFERED": "1",
-    })
+    child_env.update(
+        {
+            "AIR_HOME": str(home),
+            "AIR_VOLUMES_MOUNT": str(mount),
+            "JUPYTER_CONFIG_DIR": str(cfg),
+            "JUPYTER_DATA_DIR": str(base / "jupyter-data"),
+            "JUPYTER_RUNTIME_DIR": str(base / "jupyter-runtime"),
+            "IPYTHONDIR": str(base / "ipython"),
+            "JUPYTERLAB_SETTINGS_DIR": str(base / "lab-settings"),
+            "JUPYTERLAB_WORKSPACES_DIR": str(base / "lab-workspaces"),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     child_env.update(env or {})
     module = "jupyterlab" if app == "lab" else "jupyter_server"
-    cmd = [sys.executable, "-m", module, "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-           "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-           "--allow-root", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        module,
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--allow-root",
+        *args,
+    ]
     log = base / f"jupyter-{app}.log"
     out = open(log, "wb")
-    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=child_env, cwd=root,
-                            start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=child_env, cwd=root, start_new_session=True)
     out.close()
     srv = JupyterServer(f"http://127.0.0.1:{port}", token, home, root, log, proc)
     deadline = time.monotonic() + timeout

@@ -5,6 +5,7 @@
 `kill_prune DIR`: saves steps 1-3 with keep=2 and SIGKILLs itself while pruning step 1, after the
 un-commit and before any file is deleted (tests/test_checkpoint_integrity.py).
 """
+
 import json
 import os
 import signal

@@ -1,4 +1,5 @@
 """Shared fixtures: an isolated AIR_HOME per test and real slowfs FUSE volumes."""
+
 from __future__ import annotations
 
 import hashlib

@@ -3,6 +3,7 @@
 argv: phase(first|resume) rank world port volume_path out_dir num_workers stop_after_batches
 Writes out_dir/<phase>-rank<r>.json: the items this rank delivered and its loader state.
 """
+
 import json
 import os
 import sys

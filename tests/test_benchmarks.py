@@ -7,6 +7,7 @@ in the suite. ``--no-wait`` keeps a busy machine from stretching a run (no quiet
 repeats); the loader runs one configuration per kind and the tables a 20k-row table, so the whole
 file stays near 2-3 minutes on a quiet 2-core machine (the Spark server's start is most of it).
 """
+
 from __future__ import annotations
 
 import os
@@ -21,14 +22,35 @@ REPO = Path(__file__).resolve().parents[1]
 
 # scenario -> (extra flags on top of --quick --no-wait, texts its report must contain)
 SCENARIOS = {
-    "copy": ([], ["## bench_copy", "| method | median s", "air_magics workers=", "target >= 2x:",
-                  "Verification: every destination walked"]),
+    "copy": (
+        [],
+        [
+            "## bench_copy",
+            "| method | median s",
+            "air_magics workers=",
+            "target >= 2x:",
+            "Verification: every destination walked",
+        ],
+    ),
     "confined": ([], ["### confined open vs plain open", "| read |", "| write |"]),
-    "loader": (["--configs", "ref:default,torch:8,air:default"],
-               ["## bench_loader", "| loader | setup s", "`torch:8`", "`air:default`"]),
-    "checkpoint": ([], ["## bench_checkpoint", "| method | save MB/s", "air_magics `UCVolumeWriter`/`Reader`",
-                        "async blocked <= 20% of a synchronous save", "measurements ok"]),
-    "tables": (["--rows", "20000"], ["## bench_tables", "| rows | method |", "air-export-client", "overhead at 20,000 rows"]),
+    "loader": (
+        ["--configs", "ref:default,torch:8,air:default"],
+        ["## bench_loader", "| loader | setup s", "`torch:8`", "`air:default`"],
+    ),
+    "checkpoint": (
+        [],
+        [
+            "## bench_checkpoint",
+            "| method | save MB/s",
+            "air_magics `UCVolumeWriter`/`Reader`",
+            "async blocked <= 20% of a synchronous save",
+            "measurements ok",
+        ],
+    ),
+    "tables": (
+        ["--rows", "20000"],
+        ["## bench_tables", "| rows | method |", "air-export-client", "overhead at 20,000 rows"],
+    ),
 }
 NEEDS_FUSE = {"copy", "loader", "checkpoint"}
 
@@ -49,9 +71,13 @@ def _tables_unavailable() -> str | None:
 
 
 @pytest.mark.timeout(420)
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=[pytest.mark.fuse] if n in NEEDS_FUSE else [pytest.mark.spark] if n == "tables" else [])
-    for n in SCENARIOS])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=[pytest.mark.fuse] if n in NEEDS_FUSE else [pytest.mark.spark] if n == "tables" else [])
+        for n in SCENARIOS
+    ],
+)
 def test_quick_benchmark_runs_and_reports(name, request):
     if name in NEEDS_FUSE:
         request.getfixturevalue("slowfs")  # skips where FUSE or the slowfs tool is missing

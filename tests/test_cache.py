@@ -1,5 +1,6 @@
 """FileCache: validation, eviction bounds, pins, orphans, many processes, faults on a FUSE volume,
 a damaged index, index entries naming foreign files, and a full disk (a real 2 MiB tmpfs)."""
+
 import errno
 import gc
 import multiprocessing as mp
@@ -39,7 +40,14 @@ def test_hit_miss_and_stats(vol):
     assert open(p, "rb").read() == b"\x01" * 1000
     assert c.get("/Volumes/main/raw/img/f01.bin") == p
     info = c.info()
-    assert (info.hits, info.misses, info.bytes_hit, info.bytes_fetched, info.entries, info.bytes) == (1, 1, 1000, 1000, 1, 1000)
+    assert (info.hits, info.misses, info.bytes_hit, info.bytes_fetched, info.entries, info.bytes) == (
+        1,
+        1,
+        1000,
+        1000,
+        1,
+        1000,
+    )
     assert info.hit_rate == 0.5 and "hit rate 50.0%" in repr(info)
     assert read_status("cache")["misses"] == 1
 
@@ -141,9 +149,13 @@ def test_never_deletes_a_file_outside_its_files_folder(vol, tmp_path):
     (c.root / "files" / "main" / "linked").symlink_to(tmp_path / "elsewhere")  # a folder swapped for a link
     db = sqlite3.connect(c.root / "index.sqlite")
     with db:
-        db.executemany("INSERT INTO entries VALUES (?, ?, ?, ?, 0)", [
-            ("/Volumes/main/raw/img/f01.bin", str(victim), 1000, 0.0),
-            ("/Volumes/main/linked/img/f05.bin", str(c.root / "files/main/linked/img/f05.bin"), 1000, 0.0)])
+        db.executemany(
+            "INSERT INTO entries VALUES (?, ?, ?, ?, 0)",
+            [
+                ("/Volumes/main/raw/img/f01.bin", str(victim), 1000, 0.0),
+                ("/Volumes/main/linked/img/f05.bin", str(c.root / "files/main/linked/img/f05.bin"), 1000, 0.0),
+            ],
+        )
         db.execute("UPDATE counters SET value = value + 2000 WHERE name = 'total_bytes'")
     db.close()
     c.get("/Volumes/main/raw/img/f02.bin")  # over the limit: evicts the oldest rows, the crafted one first
@@ -272,15 +284,17 @@ def test_faults_on_a_fuse_volume(slowfs, tmp_path, monkeypatch):
     d.mkdir(parents=True)
     for i in range(40):
         (d / f"f{i:02d}.bin").write_bytes(bytes([i]) * 4096)
-    with slowfs.mounted(backing, tmp_path / "mnt", op_latency_ms=2, fail_rate=0.3, fail_ops="open,read",
-                        fail_times=2, direct_io=True):
+    with slowfs.mounted(
+        backing, tmp_path / "mnt", op_latency_ms=2, fail_rate=0.3, fail_ops="open,read", fail_times=2, direct_io=True
+    ):
         monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
         ds = UCVolumeDataset("/Volumes/main/raw/img")
         got = sorted(open(p, "rb").read() for p in ds)
         assert got == [bytes([i]) * 4096 for i in range(40)]  # transient faults retried, content intact
     bad = "main/raw/img/f07.bin"
-    with slowfs.mounted(backing, tmp_path / "mnt2", op_latency_ms=1, fail_rate=1, fail_ops="open", fail_paths=bad,
-                        fail_times=1000):
+    with slowfs.mounted(
+        backing, tmp_path / "mnt2", op_latency_ms=1, fail_rate=1, fail_ops="open", fail_paths=bad, fail_times=1000
+    ):
         monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt2"))
         FileCache().clear(force=True)  # the files were just read: pinned, so force
         with pytest.raises(OSError, match="Input/output error"):

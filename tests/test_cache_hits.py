@@ -1,5 +1,6 @@
 """Warm hits served from process-local state: batched counters add up across processes, pins hold,
 a deleted or changed local copy is never served. Real SQLite, real files, real subprocesses."""
+
 import os
 import sqlite3
 import subprocess

@@ -1,4 +1,5 @@
 """Checkpoints on volumes: DCP round trips, async saves, the commit protocol under kills and faults."""
+
 import json
 import os
 import signal
@@ -222,8 +223,15 @@ def test_kill_mid_save_keeps_previous_checkpoint(slowfs, tmp_path, monkeypatch):
 def test_upload_faults_retried_or_reported(slowfs, tmp_path, monkeypatch):
     backing = tmp_path / "backing"
     (backing / "main" / "ck" / "runs").mkdir(parents=True)
-    with slowfs.mounted(backing, tmp_path / "mnt", op_latency_ms=1, fail_rate=0.5, fail_ops="create,write",
-                        fail_paths="*.distcp*", fail_times=1):
+    with slowfs.mounted(
+        backing,
+        tmp_path / "mnt",
+        op_latency_ms=1,
+        fail_rate=0.5,
+        fail_ops="create,write",
+        fail_paths="*.distcp*",
+        fail_times=1,
+    ):
         monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
         mgr = CheckpointManager("/Volumes/main/ck/runs/f", show=False)
         w = {"w": torch.randn(100_000), "b": torch.randn(1000)}
@@ -231,8 +239,15 @@ def test_upload_faults_retried_or_reported(slowfs, tmp_path, monkeypatch):
         out = {"w": torch.zeros(100_000), "b": torch.zeros(1000)}
         mgr.load(out)
         assert torch.equal(out["w"], w["w"]) and torch.equal(out["b"], w["b"])
-    with slowfs.mounted(backing, tmp_path / "mnt2", op_latency_ms=1, fail_rate=1, fail_ops="create",
-                        fail_paths="*.distcp*", fail_times=1000):
+    with slowfs.mounted(
+        backing,
+        tmp_path / "mnt2",
+        op_latency_ms=1,
+        fail_rate=1,
+        fail_ops="create",
+        fail_paths="*.distcp*",
+        fail_times=1000,
+    ):
         monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt2"))
         mgr = CheckpointManager("/Volumes/main/ck/runs/f", show=False)
         with pytest.raises(CheckpointError, match="failed"):

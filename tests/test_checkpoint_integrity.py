@@ -1,6 +1,7 @@
 """Checkpoint integrity: pruning never leaves a listed step that cannot load, and a missing,
 truncated or changed file is reported as corrupt (naming it), never loaded silently or blamed
 on the state."""
+
 import json
 import os
 import signal
@@ -124,13 +125,19 @@ def test_deleted_data_files_reported_as_missing(vol):
     for p in folder(vol, "byhand/step_1").glob("*.distcp"):
         p.unlink()
     assert mgr.steps() == [1, 2, 3]  # listing stays cheap: it does not open every step
-    with pytest.raises(CheckpointCorruptError, match=r"^corrupt checkpoint step_1: file __0_\d+\.distcp missing; "
-                                                     r"no earlier committed step"):
+    with pytest.raises(
+        CheckpointCorruptError,
+        match=r"^corrupt checkpoint step_1: file __0_\d+\.distcp missing; "
+        r"no earlier committed step",
+    ):
         mgr.load(zeros(), 1)
     for p in folder(vol, "byhand/step_2").glob("*.distcp"):
         p.unlink()
-    with pytest.raises(CheckpointCorruptError, match=r"file __0_\d+\.distcp missing; load an earlier step, "
-                                                     r"e.g\. manager\.load\(state, step=1\)"):
+    with pytest.raises(
+        CheckpointCorruptError,
+        match=r"file __0_\d+\.distcp missing; load an earlier step, "
+        r"e.g\. manager\.load\(state, step=1\)",
+    ):
         mgr.verify(2)
     assert loads(mgr, 3) and mgr.verify() == 3
 
@@ -144,8 +151,10 @@ def test_damaged_file_is_corrupt_not_a_state_mismatch(vol, damage):
         flip_every_4k(victim)
     else:
         os.truncate(victim, victim.stat().st_size // 2)
-    expected = (rf"^corrupt checkpoint step_2: file {victim.name} checksum mismatch.*"
-                rf"load an earlier step, e\.g\. manager\.load\(state, step=1\)")
+    expected = (
+        rf"^corrupt checkpoint step_2: file {victim.name} checksum mismatch.*"
+        rf"load an earlier step, e\.g\. manager\.load\(state, step=1\)"
+    )
     with pytest.raises(CheckpointCorruptError, match=expected) as err:
         mgr.load(zeros(), 2)
     assert err.value.file == victim.name and "different model" not in str(err.value)
@@ -191,8 +200,12 @@ def test_commit_marker_records_every_file(vol):
     assert set(doc["files"]) == {p.name for p in d.iterdir()} - {"_COMMITTED"}
     assert len([n for n in doc["files"] if n.endswith(".distcp")]) > 1
     from conftest import sha
-    assert all(doc["files"][p.name] == {"size": p.stat().st_size, "sha256": sha(p)} for p in d.iterdir()
-               if p.name != "_COMMITTED")
+
+    assert all(
+        doc["files"][p.name] == {"size": p.stat().st_size, "sha256": sha(p)}
+        for p in d.iterdir()
+        if p.name != "_COMMITTED"
+    )
 
 
 def test_async_save_is_verified(vol):
@@ -238,8 +251,11 @@ def test_checkpoint_without_checksums_still_loads(vol):
     assert all(torch.equal(out[k], v) for k, v in state().items())
     victim = largest_distcp(folder(vol, "old/step_2"))
     os.truncate(victim, 100)
-    with pytest.raises(CheckpointCorruptError, match=rf"corrupt checkpoint step_2: file {victim.name} truncated "
-                                                     rf"\(100 bytes.*manager\.load\(state, step=1\)"):
+    with pytest.raises(
+        CheckpointCorruptError,
+        match=rf"corrupt checkpoint step_2: file {victim.name} truncated "
+        rf"\(100 bytes.*manager\.load\(state, step=1\)",
+    ):
         mgr.load(zeros(), 2)
     with pytest.raises(CheckpointCorruptError, match="truncated"):
         mgr.verify(2)

@@ -1,5 +1,6 @@
 """Confinement: no read or write leaves its volume (or destination), nothing blocks on a special
 file, loops and leftovers never break or pollute a listing. Real files, links and FIFOs throughout."""
+
 import os
 import signal
 import subprocess
@@ -180,8 +181,11 @@ def test_plan_refuses_a_file_and_a_folder_of_one_name(vols, tmp_path):
     (src / "single").mkdir()
     (src / "single" / "train").write_text("a file named train")
     with pytest.raises(CopyPlanError, match="needs a folder"):
-        plan_copy(["/Volumes/main/demo/images/single/train", "/Volumes/main/demo/images/other/train"],
-                  str(tmp_path / "d"), store=s)
+        plan_copy(
+            ["/Volumes/main/demo/images/single/train", "/Volumes/main/demo/images/other/train"],
+            str(tmp_path / "d"),
+            store=s,
+        )
 
 
 def test_volumes_root_skips_malformed_and_escaping_folders(vols, tmp_path):

@@ -39,7 +39,9 @@ def test_glob_is_anchored_at_its_literal_prefix(store, tmp_path):
 
 
 def test_single_file_and_default_volume(store, tmp_path):
-    plan = plan_copy(["top.txt", "data/val/d.txt"], str(tmp_path), store=store, default_volume=VolumePath.parse("main.raw.img"))
+    plan = plan_copy(
+        ["top.txt", "data/val/d.txt"], str(tmp_path), store=store, default_volume=VolumePath.parse("main.raw.img")
+    )
     assert rels(plan, tmp_path) == ["d.txt", "top.txt"]
     with pytest.raises(VolumePathError, match="default volume"):
         plan_copy(["top.txt"], str(tmp_path), store=store)
@@ -50,18 +52,31 @@ def test_local_source_to_volume(store, tmp_path):
     (src / "x").mkdir(parents=True)
     (src / "x" / "1.bin").write_bytes(b"1")
     plan = plan_copy([str(src)], "/Volumes/main/raw/img/uploads", store=store)
-    assert [os.path.relpath(t.dst.path, store.locate("/Volumes/main/raw/img/uploads").path) for t in plan.tasks] == ["local/x/1.bin"]
+    assert [os.path.relpath(t.dst.path, store.locate("/Volumes/main/raw/img/uploads").path) for t in plan.tasks] == [
+        "local/x/1.bin"
+    ]
 
 
-@pytest.mark.parametrize("sources,err,needle", [
-    ([], CopyPlanError, "no sources"),
-    (["/Volumes/main/raw/img/data/*.png"], CopyPlanError, "matched no files"),
-    (["/Volumes/main/raw/img/nothing"], VolumeNotFoundError, "does not exist"),
-    (["/Volumes/main/raw/nope/x"], VolumeNotFoundError, "create it with"),
-    (["/Volumes/main/raw/img/../x"], VolumePathError, "'..'"),
-    (["/nonexistent/local/dir"], VolumeNotFoundError, "does not exist"),
-    (["/Volumes/main/raw/img/data/train/a.jpg", "/Volumes/main/raw/img/data/val/c.jpg", "/Volumes/main/raw/img/data/train"], None, None),
-])
+@pytest.mark.parametrize(
+    "sources,err,needle",
+    [
+        ([], CopyPlanError, "no sources"),
+        (["/Volumes/main/raw/img/data/*.png"], CopyPlanError, "matched no files"),
+        (["/Volumes/main/raw/img/nothing"], VolumeNotFoundError, "does not exist"),
+        (["/Volumes/main/raw/nope/x"], VolumeNotFoundError, "create it with"),
+        (["/Volumes/main/raw/img/../x"], VolumePathError, "'..'"),
+        (["/nonexistent/local/dir"], VolumeNotFoundError, "does not exist"),
+        (
+            [
+                "/Volumes/main/raw/img/data/train/a.jpg",
+                "/Volumes/main/raw/img/data/val/c.jpg",
+                "/Volumes/main/raw/img/data/train",
+            ],
+            None,
+            None,
+        ),
+    ],
+)
 def test_bad_sources(store, tmp_path, sources, err, needle):
     if err is None:
         plan_copy(sources, str(tmp_path / "ok"), store=store)
@@ -76,7 +91,9 @@ def test_clashing_targets(store, tmp_path):
     with store.open("/Volumes/main/raw/other/train/a.jpg", "wb") as f:
         f.write(b"other")
     with pytest.raises(CopyPlanError, match="both copy to 'train/a.jpg'"):
-        plan_copy(["/Volumes/main/raw/img/data/train", "/Volumes/main/raw/other/train"], str(tmp_path / "o"), store=store)
+        plan_copy(
+            ["/Volumes/main/raw/img/data/train", "/Volumes/main/raw/other/train"], str(tmp_path / "o"), store=store
+        )
 
 
 def test_destination_inside_source(store):

@@ -1,4 +1,5 @@
 """UCVolumeDataset and DataLoader: delivery, exactly-once resume on any grid, start methods, errors."""
+
 import json
 import os
 import socket
@@ -63,14 +64,17 @@ def test_selection_forms(vol):
     assert set(ds) == {b"item"}
 
 
-@pytest.mark.parametrize("path,err,needle", [
-    ("/tmp/data", VolumePathError, "outside /Volumes"),
-    ("/Volumes/main/raw/img/../x", VolumePathError, "'..'"),
-    ("/Volumes/main/raw/nope", VolumeNotFoundError, "create it with"),
-    ("/Volumes/main/raw/img/missing", VolumeNotFoundError, "does not exist"),
-    ("/Volumes/main/raw/img/train/*.png", DatasetError, "no files"),
-    ([], DatasetError, "at least one path"),
-])
+@pytest.mark.parametrize(
+    "path,err,needle",
+    [
+        ("/tmp/data", VolumePathError, "outside /Volumes"),
+        ("/Volumes/main/raw/img/../x", VolumePathError, "'..'"),
+        ("/Volumes/main/raw/nope", VolumeNotFoundError, "create it with"),
+        ("/Volumes/main/raw/img/missing", VolumeNotFoundError, "does not exist"),
+        ("/Volumes/main/raw/img/train/*.png", DatasetError, "no files"),
+        ([], DatasetError, "at least one path"),
+    ],
+)
 def test_bad_paths(vol, path, err, needle):
     with pytest.raises(err, match=needle):
         UCVolumeDataset(path)
@@ -110,7 +114,9 @@ def test_direct_iteration_state(vol):
     it = iter(ds)
     first = [key(next(it)) for _ in range(20)]
     state = ds.state_dict()
-    rest = [key(p) for p in UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True).__class__.__iter__(_loaded(state))]
+    rest = [
+        key(p) for p in UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True).__class__.__iter__(_loaded(state))
+    ]
     assert sorted(first + rest) == sorted(f"item {i}" for i in range(N))
 
 
@@ -120,17 +126,29 @@ def _loaded(state):
     return ds
 
 
-@pytest.mark.parametrize("before,after,ctx", [
-    (0, 3, "fork"), (1, 0, "fork"), (3, 1, "fork"), (3, 3, "fork"), (2, 2, "forkserver"), (1, 2, "spawn"),
-])
+@pytest.mark.parametrize(
+    "before,after,ctx",
+    [
+        (0, 3, "fork"),
+        (1, 0, "fork"),
+        (3, 1, "fork"),
+        (3, 3, "fork"),
+        (2, 2, "forkserver"),
+        (1, 2, "spawn"),
+    ],
+)
 def test_exactly_once_across_resume(vol, before, after, ctx):
     mp = {} if before == 0 else {"multiprocessing_context": ctx}
-    dl = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=3), batch_size=4, num_workers=before, **mp)
+    dl = DataLoader(
+        UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=3), batch_size=4, num_workers=before, **mp
+    )
     first = run(dl, stop=5)
     assert len(first) == 20  # delivered, whatever the workers prefetched
     state = json.loads(json.dumps(dl.state_dict()))  # states survive JSON
     mp = {} if after == 0 else {"multiprocessing_context": ctx}
-    dl2 = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=3), batch_size=3, num_workers=after, **mp)
+    dl2 = DataLoader(
+        UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=3), batch_size=3, num_workers=after, **mp
+    )
     dl2.load_state_dict(state)
     rest = run(dl2)
     assert sorted(first + rest) == sorted(f"item {i}" for i in range(N))
@@ -171,8 +189,23 @@ def _free_port():
 def _ranks(phase, tmp_path, workers, stop):
     port = _free_port()
     worker = Path(__file__).with_name("dist_worker.py")
-    procs = [subprocess.Popen([sys.executable, str(worker), phase, str(r), "2", port, "/Volumes/main/raw/img/train",
-                               str(tmp_path), str(workers), str(stop)]) for r in range(2)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(worker),
+                phase,
+                str(r),
+                "2",
+                port,
+                "/Volumes/main/raw/img/train",
+                str(tmp_path),
+                str(workers),
+                str(stop),
+            ]
+        )
+        for r in range(2)
+    ]
     assert [p.wait(timeout=240) for p in procs] == [0, 0]
     return [json.loads((tmp_path / f"{phase}-rank{r}.json").read_text()) for r in range(2)]
 
@@ -247,7 +280,9 @@ def test_chunked_delivery_keeps_state_exact_per_item(vol):
     """batch_size=None moves CHUNK items per worker message; the state still counts single items."""
     from air_magics.data.loader import CHUNK
 
-    dl = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=4), batch_size=None, num_workers=2)
+    dl = DataLoader(
+        UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=4), batch_size=None, num_workers=2
+    )
     assert dl._chunked and dl.batch_size == CHUNK
     first = []
     for i, p in enumerate(dl):  # stop in the middle of a chunk
@@ -256,14 +291,18 @@ def test_chunked_delivery_keeps_state_exact_per_item(vol):
             break
     state = dl.state_dict()
     assert sum(c for c in state["dataset"]["segments"][-1]["delivered"] if c > 0) == 7
-    dl2 = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=4), batch_size=None, num_workers=3)
+    dl2 = DataLoader(
+        UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=4), batch_size=None, num_workers=3
+    )
     dl2.load_state_dict(state)
     rest = [key(p) for p in dl2]
     assert len(first) == 7 and sorted(first + rest) == sorted(f"item {i}" for i in range(N))
 
 
 def test_persistent_workers_resume_mid_epoch(vol):
-    dl = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=2), batch_size=None, num_workers=2)
+    dl = DataLoader(
+        UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=2), batch_size=None, num_workers=2
+    )
     a = run(dl, stop=10)  # break off mid-epoch, the same persistent workers continue
     b = run(dl)
     assert sorted(a + b) == sorted(f"item {i}" for i in range(N))

@@ -1,5 +1,6 @@
 """The one event channel: its semantics, every source emitting during real work, the default status
 documents (same names and fields as before), and listeners that act only when attached."""
+
 from __future__ import annotations
 
 import io
@@ -29,12 +30,54 @@ from air_magics.transfer import CopyProgress
 from air_magics.volumes import VolumeStore
 
 # The documents' fields as the sidebar, the views and tests/test_server_api.py read them (before events existed).
-COPY_FIELDS = {"kind", "job", "dest", "sources", "files_total", "state", "started", "pid", "files_done", "copied",
-               "skipped", "failed", "bytes_done", "bytes_total", "files_per_second", "eta", "finished", "updated"}
-CACHE_FIELDS = {"root", "entries", "bytes", "limit", "reserve", "free_disk", "hits", "misses", "bytes_hit",
-                "bytes_fetched", "evictions", "hit_rate", "updated", "snapshot_time"}
-LOADER_FIELDS = {"steps", "data_wait_s", "compute_s", "wait_share", "pid", "epoch", "files", "num_workers", "done",
-                 "updated"}
+COPY_FIELDS = {
+    "kind",
+    "job",
+    "dest",
+    "sources",
+    "files_total",
+    "state",
+    "started",
+    "pid",
+    "files_done",
+    "copied",
+    "skipped",
+    "failed",
+    "bytes_done",
+    "bytes_total",
+    "files_per_second",
+    "eta",
+    "finished",
+    "updated",
+}
+CACHE_FIELDS = {
+    "root",
+    "entries",
+    "bytes",
+    "limit",
+    "reserve",
+    "free_disk",
+    "hits",
+    "misses",
+    "bytes_hit",
+    "bytes_fetched",
+    "evictions",
+    "hit_rate",
+    "updated",
+    "snapshot_time",
+}
+LOADER_FIELDS = {
+    "steps",
+    "data_wait_s",
+    "compute_s",
+    "wait_share",
+    "pid",
+    "epoch",
+    "files",
+    "num_workers",
+    "done",
+    "updated",
+}
 CHECKPOINT_FIELDS = {"directory", "keep", "latest", "saves", "updated"}
 
 
@@ -79,7 +122,11 @@ def test_throttle_delivers_each_jobs_first_and_terminal_event():
         slow(_copy_event("a", done=i))
         slow(_copy_event("b", done=i))
     slow(_copy_event("a", "done", 10))
-    assert [(e.job, e.progress.copied, e.state) for e in rec] == [("a", 0, "running"), ("b", 0, "running"), ("a", 10, "done")]
+    assert [(e.job, e.progress.copied, e.state) for e in rec] == [
+        ("a", 0, "running"),
+        ("b", 0, "running"),
+        ("a", 10, "done"),
+    ]
     slow(_copy_event("a", done=1))  # a new run of job "a" starts afresh after its terminal event
     assert rec[-1].job == "a" and rec[-1].state == "running"
 
@@ -90,8 +137,13 @@ def test_raising_listener_is_logged_and_does_not_break_a_copy(vol, tmp_path, cap
 
     seen = Recorder()
     with caplog.at_level(logging.ERROR, logger="air_magics"), channel.attach(broken):
-        report = air_magics.copy(["/Volumes/main/ev/data"], str(tmp_path / "out"), store=vol,
-                                 listeners=[broken, seen], on_progress=lambda p: 1 / 0)
+        report = air_magics.copy(
+            ["/Volumes/main/ev/data"],
+            str(tmp_path / "out"),
+            store=vol,
+            listeners=[broken, seen],
+            on_progress=lambda p: 1 / 0,
+        )
     assert report.ok and report.copied == 24
     assert seen[-1].state == "done" and seen[-1].progress.files_done == 24  # the others still heard everything
     failures = [r for r in caplog.records if "listener" in r.getMessage() and "failed" in r.getMessage()]
@@ -113,8 +165,14 @@ def test_keyboard_interrupt_in_a_listener_reaches_the_caller_after_the_others():
 # -- every source emits during real work ------------------------------------------------------------
 def test_copy_emits_events_and_writes_the_same_job_document(vol, tmp_path):
     rec, progress = Recorder(), []
-    report = air_magics.copy(["/Volumes/main/ev/data"], str(tmp_path / "c"), store=vol, job="evjob",
-                             listeners=[rec], on_progress=progress.append)
+    report = air_magics.copy(
+        ["/Volumes/main/ev/data"],
+        str(tmp_path / "c"),
+        store=vol,
+        job="evjob",
+        listeners=[rec],
+        on_progress=progress.append,
+    )
     assert rec and all(isinstance(e, CopyEvent) and e.job == "evjob" for e in rec)
     assert rec[-1].state == "done" and rec[-1].terminal and not any(e.terminal for e in rec[:-1])
     assert rec[-1].progress.files_done == report.copied == 24 and progress[-1] == rec[-1].progress
@@ -194,8 +252,21 @@ def test_export_progress_becomes_events_documents_and_the_dict_short_form():
     assert rec[1].progress.tasks_done == 2 and rec[-1].progress.rows == 10
     assert docs[0]["kind"] == "export" and docs[-1]["state"] == "done"  # on_progress(dict): throttled, end always
     doc = read_status("job-export-abc123")
-    assert set(doc) == {"kind", "dest", "state", "pid", "started", "rows", "files", "tasks", "tasks_done",
-                        "bytes_read", "bytes", "finished", "updated"}
+    assert set(doc) == {
+        "kind",
+        "dest",
+        "state",
+        "pid",
+        "started",
+        "rows",
+        "files",
+        "tasks",
+        "tasks_done",
+        "bytes_read",
+        "bytes",
+        "finished",
+        "updated",
+    }
     assert doc["state"] == "done" and doc["tasks"] == 4
 
 
@@ -215,8 +286,13 @@ def test_status_documents_are_attached_by_default_and_can_be_detached(vol, tmp_p
 def test_logging_and_tqdm_listeners(vol, tmp_path, caplog):
     out = io.StringIO()
     with caplog.at_level(logging.INFO, logger="air_magics.transfer"):
-        air_magics.copy(["/Volumes/main/ev/data"], str(tmp_path / "t"), store=vol, job="shown",
-                        listeners=[LoggingListener(), TqdmListener(file=out)])
+        air_magics.copy(
+            ["/Volumes/main/ev/data"],
+            str(tmp_path / "t"),
+            store=vol,
+            job="shown",
+            listeners=[LoggingListener(), TqdmListener(file=out)],
+        )
     assert "copy shown done" in caplog.text and "'copied': 24" in caplog.text
     assert "24/24" in out.getvalue()
 
@@ -264,8 +340,11 @@ def test_loaded_extension_shows_a_managers_view_as_configured(vol, monkeypatch):
 
     shown: list[str] = []
     monkeypatch.setattr(front, "has_widget_frontend", lambda: True)  # as in a kernel with a browser
-    monkeypatch.setattr(sys.modules["air_magics.widgets.checkpoint_view"], "checkpoint_view",
-                        lambda directory, display_now=False: shown.append(directory))
+    monkeypatch.setattr(
+        sys.modules["air_magics.widgets.checkpoint_view"],
+        "checkpoint_view",
+        lambda directory, display_now=False: shown.append(directory),
+    )
     ip = start_ipython() or get_ipython()  # None when another test module started it already
     ip.run_line_magic("load_ext", "air_magics")
     air_magics.load_ipython_extension(ip)  # registered again (as %reload_ext does): still one listener
@@ -288,8 +367,11 @@ def test_no_widgets_outside_a_kernel(vol, monkeypatch):
     from air_magics.widgets.listeners import CheckpointViews
 
     shown: list[str] = []
-    monkeypatch.setattr(sys.modules["air_magics.widgets.checkpoint_view"], "checkpoint_view",
-                        lambda directory, display_now=False: shown.append(directory))
+    monkeypatch.setattr(
+        sys.modules["air_magics.widgets.checkpoint_view"],
+        "checkpoint_view",
+        lambda directory, display_now=False: shown.append(directory),
+    )
     with channel.attach(CheckpointViews()):
         CheckpointManager("/Volumes/main/ev/data/e")
     assert shown == []

@@ -1,4 +1,5 @@
 """Integration tests on a real FUSE volume (slowfs): latency, transient and permanent faults, kills."""
+
 import json
 import os
 import signal
@@ -34,7 +35,9 @@ def mount(slowfs, backing, mnt, monkeypatch, **opts):
 
 
 def tree_hashes(dest):
-    return {os.path.relpath(os.path.join(d, f), dest): sha(os.path.join(d, f)) for d, _, fs in os.walk(dest) for f in fs}
+    return {
+        os.path.relpath(os.path.join(d, f), dest): sha(os.path.join(d, f)) for d, _, fs in os.walk(dest) for f in fs
+    }
 
 
 def expected(hashes):
@@ -57,8 +60,16 @@ def test_copy_from_slow_mount_is_complete(slowfs, backing, tmp_path, monkeypatch
 def test_transient_read_faults_are_retried(slowfs, backing, tmp_path, monkeypatch):
     b, hashes = backing
     stats = tmp_path / "stats.json"
-    with slowfs.mounted(b, tmp_path / "mnt", op_latency_ms=2, fail_rate=0.3, fail_ops="open,read",
-                        fail_times=2, direct_io=True, stats=stats):
+    with slowfs.mounted(
+        b,
+        tmp_path / "mnt",
+        op_latency_ms=2,
+        fail_rate=0.3,
+        fail_ops="open,read",
+        fail_times=2,
+        direct_io=True,
+        stats=stats,
+    ):
         monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
         r = air_magics.copy(["/Volumes/main/raw/img/data"], str(tmp_path / "out"), workers=16, backoff=0.01)
     assert r.ok, str(r)
@@ -70,8 +81,9 @@ def test_transient_read_faults_are_retried(slowfs, backing, tmp_path, monkeypatc
 def test_permanent_fault_reported_by_name_others_land(slowfs, backing, tmp_path, monkeypatch):
     b, hashes = backing
     bad = "main/raw/img/data/part0/d1/f0003.bin"
-    with slowfs.mounted(b, tmp_path / "mnt", op_latency_ms=2, fail_rate=1, fail_ops="open",
-                        fail_paths=bad, fail_times=1000):
+    with slowfs.mounted(
+        b, tmp_path / "mnt", op_latency_ms=2, fail_rate=1, fail_ops="open", fail_paths=bad, fail_times=1000
+    ):
         monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
         r = air_magics.copy(["/Volumes/main/raw/img/data"], str(tmp_path / "out"), backoff=0.01)
     assert r.copied == 199 and len(r.failed) == 1
@@ -87,8 +99,9 @@ def test_upload_to_slow_volume_with_write_faults(slowfs, backing, tmp_path, monk
     local = tmp_path / "local"
     (b / "main" / "raw" / "up").mkdir(parents=True)
     make_tree(local / "data", n_dirs=4, per_dir=10, size=4096, seed=3)
-    with slowfs.mounted(b, tmp_path / "mnt", op_latency_ms=2, fail_rate=0.2, fail_ops="create,write,rename",
-                        fail_times=1):
+    with slowfs.mounted(
+        b, tmp_path / "mnt", op_latency_ms=2, fail_rate=0.2, fail_ops="create,write,rename", fail_times=1
+    ):
         monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
         r = air_magics.copy([str(local / "data")], "/Volumes/main/raw/up/in", backoff=0.01)
         assert r.ok, str(r)

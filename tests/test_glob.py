@@ -1,4 +1,5 @@
 """Glob matching: the semantics of the regex it replaced, fnmatch within a segment, and no blow-up."""
+
 import fnmatch
 import re
 import subprocess
@@ -42,8 +43,8 @@ def _reference(pattern: str) -> "re.Pattern[str]":
             i += 1
         elif c == "[" and pattern.find("]", i + 1) >= 0:
             j = pattern.find("]", i + 1)
-            cls = fnmatch.translate(pattern[i:j + 1])
-            out.append("(?!/)" + cls[cls.index("["):cls.rindex("]") + 1])
+            cls = fnmatch.translate(pattern[i : j + 1])
+            out.append("(?!/)" + cls[cls.index("[") : cls.rindex("]") + 1])
             i = j + 1
         else:
             out.append(re.escape(c))
@@ -51,53 +52,77 @@ def _reference(pattern: str) -> "re.Pattern[str]":
     return re.compile("".join(out) + r"\Z", re.S)
 
 
-FILES = ["README.txt", "train/0/f00.jpg", "train/0/f13.jpg", "train/1/f10.jpg", "train/1/f11.png",
-         "train/2/f12.jpg", "train/2/deep/x/f14.jpg", "val/c.jpg", "val/d.txt"]
+FILES = [
+    "README.txt",
+    "train/0/f00.jpg",
+    "train/0/f13.jpg",
+    "train/1/f10.jpg",
+    "train/1/f11.png",
+    "train/2/f12.jpg",
+    "train/2/deep/x/f14.jpg",
+    "val/c.jpg",
+    "val/d.txt",
+]
 
 
-@pytest.mark.parametrize("pattern,expected", [
-    ("*.jpg", []),  # a whole path must match: no file at the top is a jpg
-    ("*.txt", ["README.txt"]),
-    ("**/*.jpg", ["train/0/f00.jpg", "train/0/f13.jpg", "train/1/f10.jpg", "train/2/deep/x/f14.jpg",
-                  "train/2/f12.jpg", "val/c.jpg"]),
-    ("train/*/f1?.jpg", ["train/0/f13.jpg", "train/1/f10.jpg", "train/2/f12.jpg"]),
-    ("train/[01]/*", ["train/0/f00.jpg", "train/0/f13.jpg", "train/1/f10.jpg", "train/1/f11.png"]),
-    ("train/[!01]/*.jpg", ["train/2/f12.jpg"]),
-    ("train/**", [f for f in FILES if f.startswith("train/")]),
-    ("**/x/*", ["train/2/deep/x/f14.jpg"]),
-    ("*/c.*", ["val/c.jpg"]),
-    ("t*n/**/f1[0-2].*", ["train/1/f10.jpg", "train/1/f11.png", "train/2/f12.jpg"]),
-])
+@pytest.mark.parametrize(
+    "pattern,expected",
+    [
+        ("*.jpg", []),  # a whole path must match: no file at the top is a jpg
+        ("*.txt", ["README.txt"]),
+        (
+            "**/*.jpg",
+            [
+                "train/0/f00.jpg",
+                "train/0/f13.jpg",
+                "train/1/f10.jpg",
+                "train/2/deep/x/f14.jpg",
+                "train/2/f12.jpg",
+                "val/c.jpg",
+            ],
+        ),
+        ("train/*/f1?.jpg", ["train/0/f13.jpg", "train/1/f10.jpg", "train/2/f12.jpg"]),
+        ("train/[01]/*", ["train/0/f00.jpg", "train/0/f13.jpg", "train/1/f10.jpg", "train/1/f11.png"]),
+        ("train/[!01]/*.jpg", ["train/2/f12.jpg"]),
+        ("train/**", [f for f in FILES if f.startswith("train/")]),
+        ("**/x/*", ["train/2/deep/x/f14.jpg"]),
+        ("*/c.*", ["val/c.jpg"]),
+        ("t*n/**/f1[0-2].*", ["train/1/f10.jpg", "train/1/f11.png", "train/2/f12.jpg"]),
+    ],
+)
 def test_whole_path_matches(pattern, expected):
     m = compile_glob(pattern)
     assert sorted(f for f in FILES if m.match(f)) == sorted(expected)
 
 
-@pytest.mark.parametrize("pattern,text,hit", [
-    ("**/*.jpg", "a.jpg", True),         # ``**/`` is zero or more folders
-    ("**/", "a/", True),
-    ("a**/b", "ab", True),               # ``**`` inside a segment still spans segments, as before
-    ("a**/b", "axx/y/b", True),
-    ("a**b", "a/x/b", True),
-    ("***/x", "x", False),               # ``**`` then ``*/``: at least one folder
-    ("***/x", "q/x", True),
-    ("?", "/", False),
-    ("*", "a/b", False),
-    ("[!a]", "/", False),                # a class never matches the separator
-    ("[!/]x", "ax", True),
-    ("[]a]", "]", True),                 # fnmatch's class rules (these crashed the regex version)
-    ("[]a]", "a", True),
-    ("[]", "[]", True),
-    ("[!]", "[!]", True),
-    ("[z-a]", "z", False),
-    ("[a-]", "-", True),
-    ("a[", "a[", True),
-    ("[^a]", "^", True),
-    ("x{7*6}.txt", "x{7*6}.txt", True),
-    ("x{7*6}.txt", "x42.txt", False),
-    ("", "", True),
-    ("", "a", False),
-])
+@pytest.mark.parametrize(
+    "pattern,text,hit",
+    [
+        ("**/*.jpg", "a.jpg", True),  # ``**/`` is zero or more folders
+        ("**/", "a/", True),
+        ("a**/b", "ab", True),  # ``**`` inside a segment still spans segments, as before
+        ("a**/b", "axx/y/b", True),
+        ("a**b", "a/x/b", True),
+        ("***/x", "x", False),  # ``**`` then ``*/``: at least one folder
+        ("***/x", "q/x", True),
+        ("?", "/", False),
+        ("*", "a/b", False),
+        ("[!a]", "/", False),  # a class never matches the separator
+        ("[!/]x", "ax", True),
+        ("[]a]", "]", True),  # fnmatch's class rules (these crashed the regex version)
+        ("[]a]", "a", True),
+        ("[]", "[]", True),
+        ("[!]", "[!]", True),
+        ("[z-a]", "z", False),
+        ("[a-]", "-", True),
+        ("a[", "a[", True),
+        ("[^a]", "^", True),
+        ("x{7*6}.txt", "x{7*6}.txt", True),
+        ("x{7*6}.txt", "x42.txt", False),
+        ("", "", True),
+        ("", "a", False),
+    ],
+)
 def test_edge_cases(pattern, text, hit):
     assert compile_glob(pattern).match(text) is hit
 
@@ -112,7 +137,11 @@ def test_split_glob_and_has_magic():
 def test_matched_folder_brings_its_files():
     entries = [E(f) for f in FILES]
     assert [e.rel for e in filter_glob(entries, ("train", "[01]"))] == [
-        "train/0/f00.jpg", "train/0/f13.jpg", "train/1/f10.jpg", "train/1/f11.png"]
+        "train/0/f00.jpg",
+        "train/0/f13.jpg",
+        "train/1/f10.jpg",
+        "train/1/f11.png",
+    ]
     assert [e.rel for e in filter_glob(entries, ("*",))] == FILES  # every top-level name matches
     assert [e.rel for e in filter_glob(entries, ("train", "2", "d*"))] == ["train/2/deep/x/f14.jpg"]
     assert filter_glob(entries, ()) == entries
@@ -146,8 +175,9 @@ def test_concurrent_matching_agrees():
     assert results == [want] * 8
 
 
-SEG_PAT = st.lists(st.sampled_from(["a", "b", "-", "!", "]", "[", "*", "?", "[ab]", "[!a]", "[]a]", "[a-b]",
-                                    "**"]), max_size=7).map("".join)
+SEG_PAT = st.lists(
+    st.sampled_from(["a", "b", "-", "!", "]", "[", "*", "?", "[ab]", "[!a]", "[]a]", "[a-b]", "**"]), max_size=7
+).map("".join)
 SEG_TEXT = st.text(alphabet="ab-!][", max_size=10)
 
 
@@ -179,17 +209,20 @@ def test_filter_keeps_paths_with_a_matching_folder(pattern, paths):
 
 def _child_cpu_seconds(code: str) -> float:
     """Run *code* in a fresh interpreter; it prints its result lines, then its CPU seconds last."""
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                         timeout=120, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
     return float(out[-1])
 
 
 _CAP_S = 5.0  # a guard against exponential blow-up (the regex version took minutes), not a benchmark
 
 
-@pytest.mark.parametrize("code", [
-    # 155 s with the backtracking regex
-    """
+@pytest.mark.parametrize(
+    "code",
+    [
+        # 155 s with the backtracking regex
+        """
     import time
     from air_magics.volumes.glob import compile_glob
     assert not compile_glob("*a" * 5 + "*b").match("a" * 200)
@@ -199,8 +232,8 @@ _CAP_S = 5.0  # a guard against exponential blow-up (the regex version took minu
     assert not compile_glob("**a" * 20 + "**b").match("a/" * 2000)
     print(time.process_time())
     """,
-    # ran past 30 s with the backtracking regex
-    """
+        # ran past 30 s with the backtracking regex
+        """
     import time
     from dataclasses import dataclass
     from air_magics.volumes.glob import compile_glob, filter_glob
@@ -217,6 +250,8 @@ _CAP_S = 5.0  # a guard against exponential blow-up (the regex version took minu
     assert sum(m.match(e.rel[:k]) for e in entries[::50] for k in range(len(e.rel) + 1)) == 1
     print(time.process_time())
     """,
-], ids=["stars-in-a-segment", "double-stars-over-a-deep-tree"])
+    ],
+    ids=["stars-in-a-segment", "double-stars-over-a-deep-tree"],
+)
 def test_pathological_patterns_stay_fast(code):
     assert _child_cpu_seconds(code) < _CAP_S

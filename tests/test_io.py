@@ -1,4 +1,5 @@
 """The shared I/O primitives: atomic writes, the process file lock, retries, sizes, liveness."""
+
 import errno
 import os
 import subprocess
@@ -83,8 +84,12 @@ def test_retry_call_retries_transient_errors_only():
     assert len(calls) == 1  # not transient: no retry
     calls.clear()
     with pytest.raises(OSError):
-        retry_call(lambda: calls.append(1) or (_ for _ in ()).throw(TimeoutError()), retries=4, backoff=0.001,
-                   stop=lambda: True)
+        retry_call(
+            lambda: calls.append(1) or (_ for _ in ()).throw(TimeoutError()),
+            retries=4,
+            backoff=0.001,
+            stop=lambda: True,
+        )
     assert len(calls) == 1  # asked to stop: no retry
     assert is_transient(ConnectionResetError()) and not is_transient(ValueError())
     assert 0 < backoff_delay(10, 0.05) <= 3.0

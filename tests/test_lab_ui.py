@@ -5,6 +5,7 @@ Needs ``apt-get install -y chromium`` and pip ``playwright`` (never ``playwright
 running-copy test also needs FUSE (a slowfs mount makes the copy slow enough to watch). Screenshots
 land in ``test-output/lab_ui/`` (or ``$AIR_TEST_OUTPUT/lab_ui``).
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,14 @@ from air_magics.status import write_status
 from air_magics.volumes import VolumeStore
 
 CHROMIUM = os.environ.get("AIR_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--no-first-run", "--disable-sync"]
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 OUT = Path(os.environ.get("AIR_TEST_OUTPUT") or Path(__file__).resolve().parents[1] / "test-output") / "lab_ui"
 SIDEBAR_TAB = '.jp-SideBar.jp-mod-left [data-id="air-magics-sidebar"]'
 VOLUME = "/Volumes/main/demo/images"
@@ -56,14 +63,19 @@ def lab(tmp_path_factory):
     _need_browser()
     base = tmp_path_factory.mktemp("lab-ui")
     home = base / "air_home"
-    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "id": "c0", "metadata": {}, "outputs": [],
-                           "source": ""}],
-                "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
-                "nbformat": 4, "nbformat_minor": 5}
+    notebook = {
+        "cells": [
+            {"cell_type": "code", "execution_count": None, "id": "c0", "metadata": {}, "outputs": [], "source": ""}
+        ],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     (base / "notebooks").mkdir()
     (base / "notebooks" / "ui.ipynb").write_text(json.dumps(notebook))
-    srv = start_server(base, home=home, mount=base / "no-such-mount", app="lab",
-                       args=("--LabApp.expose_app_in_browser=True",))
+    srv = start_server(
+        base, home=home, mount=base / "no-such-mount", app="lab", args=("--LabApp.expose_app_in_browser=True",)
+    )
     yield srv
     srv.stop()
 
@@ -122,7 +134,9 @@ def row(page, path: str):
 def expand(page, path: str) -> None:
     r = row(page, path)
     r.locator(".air-tree-caret").click()
-    page.wait_for_selector(f'#air-magics-sidebar .air-tree-row[data-path="{path}"][aria-expanded="true"][aria-busy="false"]')
+    page.wait_for_selector(
+        f'#air-magics-sidebar .air-tree-row[data-path="{path}"][aria-expanded="true"][aria-busy="false"]'
+    )
 
 
 def test_sidebar_lists_and_expands_volumes(lab, page):
@@ -130,8 +144,14 @@ def test_sidebar_lists_and_expands_volumes(lab, page):
     expand(page, VOLUME)
     row(page, f"{VOLUME}/train").wait_for()
     names = page.locator("#air-magics-sidebar .air-tree-row").evaluate_all("rs => rs.map(r => r.dataset.path)")
-    assert names[:6] == ["/Volumes/main", "/Volumes/main/demo", VOLUME, f"{VOLUME}/train", f"{VOLUME}/val",
-                         f"{VOLUME}/README.txt"]
+    assert names[:6] == [
+        "/Volumes/main",
+        "/Volumes/main/demo",
+        VOLUME,
+        f"{VOLUME}/train",
+        f"{VOLUME}/val",
+        f"{VOLUME}/README.txt",
+    ]
     assert row(page, f"{VOLUME}/README.txt").locator(".air-tree-size").inner_text() == "82 B"
     expand(page, f"{VOLUME}/train")
     expand(page, f"{VOLUME}/train/cat")
@@ -153,8 +173,10 @@ def test_snippets_go_into_the_active_notebook(lab, page):
     train.hover()
     train.locator('button[data-action="ls"]').click()
     cells = page.locator(".jp-Notebook .jp-Cell .cm-content")
-    page.wait_for_function("() => [...document.querySelectorAll('.jp-Notebook .jp-Cell .cm-content')]"
-                           ".some(c => c.textContent.includes('%air_volume ls /Volumes/main/demo/images/train'))")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell .cm-content')]"
+        ".some(c => c.textContent.includes('%air_volume ls /Volumes/main/demo/images/train'))"
+    )
     assert cells.count() == 1  # the empty first cell was filled, not a new one added
     train.hover()
     train.locator('button[data-action="copy"]').click()
@@ -224,7 +246,9 @@ def test_running_copy_cache_and_checkpoint_appear(lab, page, slowfs, tmp_path):
             page.wait_for_function(
                 """() => { const b = document.querySelector('.air-job[data-job="job-copy-ui-demo"] .air-bar');
                            const v = b && Number(b.getAttribute('aria-valuenow'));
-                           return v > 0 && v < 100; }""", timeout=60_000)
+                           return v > 0 && v < 100; }""",
+                timeout=60_000,
+            )
             assert "/ 600 files" in job.locator(".air-job-detail").inner_text()
 
             VolumeStore().create("main.ml.runs")
@@ -282,13 +306,17 @@ def test_dark_theme_uses_the_theme_colours(lab, page):
     light = page.locator("#air-magics-sidebar").evaluate("e => getComputedStyle(e).backgroundColor")
     page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
     page.wait_for_selector('body[data-jp-theme-light="false"]', state="attached")
-    page.wait_for_function("""() => getComputedStyle(document.querySelector('#air-magics-sidebar'))
-                              .backgroundColor !== """ + json.dumps(light))
+    page.wait_for_function(
+        """() => getComputedStyle(document.querySelector('#air-magics-sidebar'))
+                              .backgroundColor !== """
+        + json.dumps(light)
+    )
     dark = page.locator("#air-magics-sidebar").evaluate(
-        "e => [getComputedStyle(e).backgroundColor, getComputedStyle(e).color]")
+        "e => [getComputedStyle(e).backgroundColor, getComputedStyle(e).color]"
+    )
 
     def luminance(css: str) -> float:
-        r, g, b = (int(x) for x in css[css.index("(") + 1:css.index(")")].split(",")[:3])
+        r, g, b = (int(x) for x in css[css.index("(") + 1 : css.index(")")].split(",")[:3])
         return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
 
     assert luminance(light) > 0.8 and luminance(dark[0]) < 0.3 and luminance(dark[1]) > 0.6, (light, dark)
@@ -331,8 +359,10 @@ def test_an_unchanged_refresh_touches_no_dom_node(lab, page):
     """Refreshing with the same answers changes nothing in the DOM: the tree keeps its open folders
     (the very same row nodes) and every section's content stays. A new job adds its own node only."""
     now = time.time()
-    write_status("job-copy-dom-a", {"kind": "copy", "state": "done", "files_total": 2, "files_done": 2,
-                                    "started": now - 5, "finished": now})
+    write_status(
+        "job-copy-dom-a",
+        {"kind": "copy", "state": "done", "files_total": 2, "files_done": 2, "started": now - 5, "finished": now},
+    )
     open_lab(page, lab)
     expand(page, VOLUME)
     expand(page, f"{VOLUME}/train")
@@ -346,8 +376,10 @@ def test_an_unchanged_refresh_touches_no_dom_node(lab, page):
     assert page.evaluate("window.airTagged.every(node => node.isConnected)")
     assert row(page, f"{VOLUME}/train").get_attribute("aria-expanded") == "true"
 
-    write_status("job-copy-dom-b", {"kind": "copy", "state": "done", "files_total": 3, "files_done": 3,
-                                    "started": now, "finished": time.time()})
+    write_status(
+        "job-copy-dom-b",
+        {"kind": "copy", "state": "done", "files_total": 3, "files_done": 3, "started": now, "finished": time.time()},
+    )
     refresh_all(page)
     page.locator('#air-magics-sidebar .air-job[data-job="job-copy-dom-b"]').wait_for()
     changed = set(page.evaluate("window.airMutations"))
@@ -385,7 +417,8 @@ def test_settings_apply_live(lab, page):
             page.locator(f'[id="jp-SettingsEditor-{SETTINGS_ID}_sections"]').select_option(["volumes", "cache"])
         page.locator("#air-magics-sidebar .air-section-jobs").wait_for(state="detached")
         sections = page.locator("#air-magics-sidebar .air-section").evaluate_all(
-            "ss => ss.map(s => s.className.replace('air-section air-section-', ''))")
+            "ss => ss.map(s => s.className.replace('air-section air-section-', ''))"
+        )
         assert sections == ["volumes", "cache"]
         saved = json.loads(overrides.read_text())
         assert (saved["pageSize"], saved["sections"]) == (5, ["volumes", "cache"])

@@ -1,4 +1,5 @@
 """The magics in a real IPython shell: output, errors as one-line UsageErrors, nothing written on bad input."""
+
 import os
 import subprocess
 import sys
@@ -63,21 +64,24 @@ def test_create_register_use(ip, vol, capsys):
     assert len(out.files) == 200
 
 
-@pytest.mark.parametrize("line,needle", [
-    ("ls /tmp", "outside /Volumes"),
-    ("ls /Volumes/main/raw/img/../../etc", "'..'"),
-    ("ls /Volumes/main/raw/missing", "create it with"),
-    ("ls train", "default volume"),
-    ("ls", "needs a PATH"),
-    ("frobnicate", "unknown command"),
-    ("create a.b", "catalog.schema.volume"),
-    ("create main.raw.img", "already exists"),
-    ("register x.y.z", "catalog.schema.volume URL"),
-    ("register x.y.z nope", "scheme"),
-    ("use main.raw.gone", "does not exist"),
-    ("ls --bogus /Volumes/main/raw/img", "unrecognized arguments"),
-    ("create -r a.b.c", "only apply to `ls`"),
-])
+@pytest.mark.parametrize(
+    "line,needle",
+    [
+        ("ls /tmp", "outside /Volumes"),
+        ("ls /Volumes/main/raw/img/../../etc", "'..'"),
+        ("ls /Volumes/main/raw/missing", "create it with"),
+        ("ls train", "default volume"),
+        ("ls", "needs a PATH"),
+        ("frobnicate", "unknown command"),
+        ("create a.b", "catalog.schema.volume"),
+        ("create main.raw.img", "already exists"),
+        ("register x.y.z", "catalog.schema.volume URL"),
+        ("register x.y.z nope", "scheme"),
+        ("use main.raw.gone", "does not exist"),
+        ("ls --bogus /Volumes/main/raw/img", "unrecognized arguments"),
+        ("create -r a.b.c", "only apply to `ls`"),
+    ],
+)
 def test_volume_errors_are_usage_errors(ip, vol, line, needle):
     with pytest.raises(UsageError, match=needle) as info:
         ip.run_line_magic("air_volume", line)
@@ -86,11 +90,19 @@ def test_volume_errors_are_usage_errors(ip, vol, line, needle):
 
 def test_copy_cell(ip, vol, tmp_path):
     dest = tmp_path / "local"
-    report = ip.run_cell_magic("air_copy", f"--to {dest} --workers 8 -o rep -q",
-                               "/Volumes/main/raw/img/train/c0\n# a comment\n/Volumes/main/raw/img/train/c1/000*.jpg\n")
+    report = ip.run_cell_magic(
+        "air_copy",
+        f"--to {dest} --workers 8 -o rep -q",
+        "/Volumes/main/raw/img/train/c0\n# a comment\n/Volumes/main/raw/img/train/c1/000*.jpg\n",
+    )
     assert isinstance(report, CopyReport) and report.ok and report.copied == 200 + 3
     assert ip.user_ns["rep"] is report
-    assert len(list((dest / "c0").iterdir())) == 200 and sorted(os.listdir(dest)) == ["0001.jpg", "0004.jpg", "0007.jpg", "c0"]
+    assert len(list((dest / "c0").iterdir())) == 200 and sorted(os.listdir(dest)) == [
+        "0001.jpg",
+        "0004.jpg",
+        "0007.jpg",
+        "c0",
+    ]
     dry = ip.run_cell_magic("air_copy", f"--to {tmp_path / 'dry'} --dry-run -q", "/Volumes/main/raw/img/train")
     assert dry.dry_run and dry.copied == 600 and not (tmp_path / "dry").exists()
 
@@ -101,18 +113,21 @@ def test_copy_text_progress_outside_notebooks(ip, vol, tmp_path, capsys):
     assert "200/200" in err and "copy to" in err
 
 
-@pytest.mark.parametrize("line,cell,needle", [
-    ("", "/Volumes/main/raw/img/train", "needs --to"),
-    ("--to {d}", "   \n\n", "cell is empty"),
-    ("--to {d}", "/Volumes/main/raw/img/nothing", "does not exist"),
-    ("--to {d}", "/Volumes/main/raw/img/train/*.png", "matched no files"),
-    ("--to {d}", "/Volumes/main/raw/img/../x", "'..'"),
-    ("--to {d} --workers 0", "/Volumes/main/raw/img/train", "at least 1"),
-    ("--to {d} --frob", "/Volumes/main/raw/img/train", "unrecognized arguments"),
-    ("--to {d} -o 1x", "/Volumes/main/raw/img/train", "variable name"),
-    ("--to /Volumes/main/raw/img/train/backup", "/Volumes/main/raw/img/train", "inside source"),
-    ("--to {d}", "relative/path", "default volume"),
-])
+@pytest.mark.parametrize(
+    "line,cell,needle",
+    [
+        ("", "/Volumes/main/raw/img/train", "needs --to"),
+        ("--to {d}", "   \n\n", "cell is empty"),
+        ("--to {d}", "/Volumes/main/raw/img/nothing", "does not exist"),
+        ("--to {d}", "/Volumes/main/raw/img/train/*.png", "matched no files"),
+        ("--to {d}", "/Volumes/main/raw/img/../x", "'..'"),
+        ("--to {d} --workers 0", "/Volumes/main/raw/img/train", "at least 1"),
+        ("--to {d} --frob", "/Volumes/main/raw/img/train", "unrecognized arguments"),
+        ("--to {d} -o 1x", "/Volumes/main/raw/img/train", "variable name"),
+        ("--to /Volumes/main/raw/img/train/backup", "/Volumes/main/raw/img/train", "inside source"),
+        ("--to {d}", "relative/path", "default volume"),
+    ],
+)
 def test_copy_errors_write_nothing(ip, vol, tmp_path, line, cell, needle):
     d = tmp_path / "dest"
     with pytest.raises(UsageError, match=needle) as info:
@@ -138,9 +153,11 @@ def test_help_comes_from_magic_arguments(ip):
 
 
 def test_extension_import_is_light():
-    code = ("import sys, time; t = time.perf_counter(); import air_magics, air_magics.magics; "
-            "print(time.perf_counter() - t); "
-            "print(','.join(m for m in ('torch', 'pyspark', 'pandas', 'datasets', 'ipywidgets') if m in sys.modules))")
+    code = (
+        "import sys, time; t = time.perf_counter(); import air_magics, air_magics.magics; "
+        "print(time.perf_counter() - t); "
+        "print(','.join(m for m in ('torch', 'pyspark', 'pandas', 'datasets', 'ipywidgets') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[1] == ""  # no heavy module imported by loading the extension
 
@@ -213,17 +230,23 @@ def test_copy_body_is_taken_literally(ip, vol, tmp_path):
 def test_copy_body_code_is_not_run(ip, vol, tmp_path):
     ip.user_ns["ran"] = ran = []
     with pytest.raises(UsageError, match="does not exist") as info:
-        ip.run_cell_magic("air_copy", f"--to {tmp_path / 'x'} -q",
-                          "/Volumes/main/raw/img/{__import__('os').getpid() and 'train'}\n"
-                          "/Volumes/main/raw/img/{ran.append(1) or 'train'}")
+        ip.run_cell_magic(
+            "air_copy",
+            f"--to {tmp_path / 'x'} -q",
+            "/Volumes/main/raw/img/{__import__('os').getpid() and 'train'}\n"
+            "/Volumes/main/raw/img/{ran.append(1) or 'train'}",
+        )
     assert "getpid" in str(info.value) and ran == [] and not (tmp_path / "x").exists()
 
 
-@pytest.mark.parametrize("magic,line", [
-    ("air_volume", "ls /Volumes/main/raw/img/{ran.append(1) or 'train'}"),
-    ("air_volume", "create main.raw.{ran.append(1) or 'fresh'}"),
-    ("air_table", "--tables --sql \"{ran.append(1) or 'x'}\""),
-])
+@pytest.mark.parametrize(
+    "magic,line",
+    [
+        ("air_volume", "ls /Volumes/main/raw/img/{ran.append(1) or 'train'}"),
+        ("air_volume", "create main.raw.{ran.append(1) or 'fresh'}"),
+        ("air_table", "--tables --sql \"{ran.append(1) or 'x'}\""),
+    ],
+)
 def test_magic_lines_never_evaluate(ip, vol, magic, line):
     ip.user_ns["ran"] = ran = []
     with pytest.raises(UsageError):
@@ -242,15 +265,18 @@ def test_magic_lines_expand_plain_names(ip, vol, tmp_path):
         ip.run_line_magic("air_volume", "ls /Volumes/main/raw/img/{undefined_name}")
 
 
-@pytest.mark.parametrize("line,expected", [
-    ("ls {p}", "ls /V/x"),
-    ("ls $p/$n", "ls /V/x/3"),
-    ("{{p}} $$p {{}}", "{p} $p {}"),
-    ("{p.upper()} {7*6} {missing} $missing {p!r} {0}", "{p.upper()} {7*6} {missing} $missing {p!r} {0}"),
-    ("{__import__('os').getpid()}", "{__import__('os').getpid()}"),
-    ("{ p }", "{ p }"),
-    ("x{n}{n}$n", "x333"),
-])
+@pytest.mark.parametrize(
+    "line,expected",
+    [
+        ("ls {p}", "ls /V/x"),
+        ("ls $p/$n", "ls /V/x/3"),
+        ("{{p}} $$p {{}}", "{p} $p {}"),
+        ("{p.upper()} {7*6} {missing} $missing {p!r} {0}", "{p.upper()} {7*6} {missing} $missing {p!r} {0}"),
+        ("{__import__('os').getpid()}", "{__import__('os').getpid()}"),
+        ("{ p }", "{ p }"),
+        ("x{n}{n}$n", "x333"),
+    ],
+)
 def test_expand_names(line, expected):
     from air_magics.magics._common import expand_names
 

@@ -1,4 +1,5 @@
 """Order, split and resume: pure functions, property-tested."""
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -45,7 +46,13 @@ def test_grid_and_stream_index():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(0, 120), st.booleans(), st.integers(0, 3), st.lists(st.tuples(grids, st.lists(st.floats(0, 1), min_size=12, max_size=12)), max_size=3), grids)
+@given(
+    st.integers(0, 120),
+    st.booleans(),
+    st.integers(0, 3),
+    st.lists(st.tuples(grids, st.lists(st.floats(0, 1), min_size=12, max_size=12)), max_size=3),
+    grids,
+)
 def test_resume_delivers_each_file_exactly_once(n, shuffle, epoch, history, final_grid):
     """Any chain of partial runs on any grids, then a run to the end: every file exactly once."""
     state = EpochState(seed=7, epoch=epoch, n=n, shuffle=shuffle)
@@ -86,8 +93,12 @@ def test_unknown_counts_block_a_different_grid():
 def test_state_round_trip_and_corruption():
     st_ = EpochState(3, 1, 50, True, "abc", [(Grid(2, 2), [1, 2, 3, 4])])
     assert EpochState.from_dict(st_.to_dict()) == st_
-    for bad in ({}, {"seed": 1}, {**st_.to_dict(), "segments": [{"world_size": 2, "num_workers": 2, "delivered": [1]}]},
-                {**st_.to_dict(), "n": "many"}):
+    for bad in (
+        {},
+        {"seed": 1},
+        {**st_.to_dict(), "segments": [{"world_size": 2, "num_workers": 2, "delivered": [1]}]},
+        {**st_.to_dict(), "n": "many"},
+    ):
         with pytest.raises(OrderStateError, match="corrupt"):
             EpochState.from_dict(bad)
     too_many = EpochState(0, 0, 4, False, segments=[(Grid(1, 1), [9])])

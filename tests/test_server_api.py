@@ -4,6 +4,7 @@ One server per module (starting one costs seconds); every test points its own AI
 server's, and starts from an empty run directory. The server is started without naming the
 extension: the config file installed with the package must enable it.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,13 @@ def air_home(server, monkeypatch):
 def images():
     store = VolumeStore()
     store.create("main.demo.images")
-    for rel, size in [("train/cat/a.jpg", 1000), ("train/cat/b.jpg", 2500), ("train/dog/c.jpg", 10),
-                      ("val/x.jpg", 7), ("README.txt", 42)]:
+    for rel, size in [
+        ("train/cat/a.jpg", 1000),
+        ("train/cat/b.jpg", 2500),
+        ("train/dog/c.jpg", 10),
+        ("val/x.jpg", 7),
+        ("README.txt", 42),
+    ]:
         with store.open(f"/Volumes/main/demo/images/{rel}", "wb") as f:
             f.write(b"x" * size)
     return store
@@ -149,7 +155,9 @@ def test_stray_folders_and_bad_registrations_do_not_break_the_tree(server, image
     root = server.home / "volumes"
     (root / "bad.cat" / "s" / "v").mkdir(parents=True)
     (root / "main" / "demo" / "not a volume").mkdir()
-    (server.home / "volume_registry.json").write_text(json.dumps({"x.y.z.w": "memory://w", "ok.reg.vol": "memory://ok"}))
+    (server.home / "volume_registry.json").write_text(
+        json.dumps({"x.y.z.w": "memory://w", "ok.reg.vol": "memory://ok"})
+    )
     r = server.get("volumes")
     assert r.status_code == 200, r.text
     doc = r.json()
@@ -234,7 +242,9 @@ def test_a_page_stats_only_its_own_entries(monkeypatch):
     monkeypatch.setattr(VolumeStore, "stat", lambda self, p: calls.append(str(p)) or real_stat(self, p))
     real_entries = VolumeStore.entries
     seen_kwargs = []
-    monkeypatch.setattr(VolumeStore, "entries", lambda self, p, **kw: seen_kwargs.append(kw) or real_entries(self, p, **kw))
+    monkeypatch.setattr(
+        VolumeStore, "entries", lambda self, p, **kw: seen_kwargs.append(kw) or real_entries(self, p, **kw)
+    )
     doc = queries.list_folder("/Volumes/main/big/some", offset=2950, limit=100)
     assert len(doc["entries"]) == 50 and doc["next_offset"] is None and doc["total"] == 3000
     assert len(calls) == 50 and seen_kwargs == [{"recursive": False, "with_dirs": True, "stat": False}]
@@ -270,8 +280,11 @@ def test_traversal_and_non_volume_paths_are_400(server, images, path):
 
 
 def test_encoded_traversal_is_400(server, images):
-    for raw in ("/Volumes/main/demo/images/%2e%2e/%2e%2e/%2e%2e/etc", "%2FVolumes%2Fmain%2Fdemo%2Fimages%2F..%2F..",
-                "/Volumes/main/demo/images/train/%2E%2E"):
+    for raw in (
+        "/Volumes/main/demo/images/%2e%2e/%2e%2e/%2e%2e/etc",
+        "%2FVolumes%2Fmain%2Fdemo%2Fimages%2F..%2F..",
+        "/Volumes/main/demo/images/train/%2E%2E",
+    ):
         r = requests.get(server.api("volumes") + "?path=" + raw, headers=server.auth, timeout=30)
         assert r.status_code == 400, (raw, r.text)
         assert "'..' segment" in message(r)
@@ -284,8 +297,11 @@ def test_symlink_out_of_the_volume_is_400_and_not_listed(server, images, tmp_pat
     vol = Path(VolumeStore().locate("/Volumes/main/demo/images").path)
     (vol / "escape").symlink_to(secret)
     (vol / "key.pem").symlink_to(secret / "key.pem")
-    for p in ("/Volumes/main/demo/images/escape", "/Volumes/main/demo/images/key.pem",
-              "/Volumes/main/demo/images/escape/key.pem"):
+    for p in (
+        "/Volumes/main/demo/images/escape",
+        "/Volumes/main/demo/images/key.pem",
+        "/Volumes/main/demo/images/escape/key.pem",
+    ):
         r = server.get("volumes", path=p)
         assert r.status_code == 400 and "outside its volume" in message(r), r.text
         assert p in message(r)  # names the offending path inside the volume ...
@@ -307,9 +323,11 @@ def test_missing_volume_or_path_is_404(server, images):
 def test_redact_keeps_volume_paths_and_what_the_client_sent():
     from air_magics.server.redact import HIDDEN, redact
 
-    msg = ("'/Volumes/a/b/c/x' resolves outside its volume (through a symlink to /srv/secret dir/key); refusing; "
-           "volume 'a.b.c' is a link leading outside the volumes root '/home/me/.air/volumes'; "
-           "[Errno 13] Permission denied: '/var/lib/x y' and /etc/shadow, see file:///PATH or s3://bucket/k")
+    msg = (
+        "'/Volumes/a/b/c/x' resolves outside its volume (through a symlink to /srv/secret dir/key); refusing; "
+        "volume 'a.b.c' is a link leading outside the volumes root '/home/me/.air/volumes'; "
+        "[Errno 13] Permission denied: '/var/lib/x y' and /etc/shadow, see file:///PATH or s3://bucket/k"
+    )
     out = redact(msg)
     assert "/srv" not in out and "secret" not in out and "/home/me" not in out and "/var/lib" not in out
     assert "/etc/shadow" not in out and out.count(HIDDEN) == 3
@@ -324,16 +342,33 @@ def test_a_file_is_not_a_folder(server, images):
     assert "x" * 42 not in r.text  # never the file's contents
 
 
-@pytest.mark.parametrize("params", [{"offset": "-1"}, {"offset": "a"}, {"limit": "0"}, {"limit": "1001"},
-                                    {"limit": "1e3"}, {"offset": "99999999999999999999999"}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"offset": "-1"},
+        {"offset": "a"},
+        {"limit": "0"},
+        {"limit": "1001"},
+        {"limit": "1e3"},
+        {"offset": "99999999999999999999999"},
+    ],
+)
 def test_bad_paging_is_400(server, images, params):
     r = server.get("volumes", path="/Volumes/main/demo/images", **params)
     assert r.status_code == 400 and ("offset" in message(r) or "limit" in message(r))
 
 
 def test_odd_input_never_breaks_the_server(server, images):
-    raws = ["%00", "%FF%FE", "/Volumes/main/demo/images/%00", "/Volumes/" + "a" * 5000, "/Volumes/main/demo/images/" + "ü" * 300,
-            "/Volumes/main/demo/images/%F0%9F%98%80", "%2F" * 2000, "/Volumes/main/demo/images/train&offset=5&offset=x"]
+    raws = [
+        "%00",
+        "%FF%FE",
+        "/Volumes/main/demo/images/%00",
+        "/Volumes/" + "a" * 5000,
+        "/Volumes/main/demo/images/" + "ü" * 300,
+        "/Volumes/main/demo/images/%F0%9F%98%80",
+        "%2F" * 2000,
+        "/Volumes/main/demo/images/train&offset=5&offset=x",
+    ]
     for raw in raws:
         r = requests.get(server.api("volumes") + "?path=" + raw, headers=server.auth, timeout=30)
         assert r.status_code in (200, 400, 404), (raw, r.status_code, r.text[:300])
@@ -388,8 +423,10 @@ def test_a_crafted_status_document_cannot_choose_what_is_deleted(server, images,
     evil.mkdir()
     db = sqlite3.connect(evil / "index.sqlite")
     with db:
-        db.execute("CREATE TABLE entries(key TEXT PRIMARY KEY, local TEXT NOT NULL, size INTEGER NOT NULL, "
-                   "mtime REAL NOT NULL, last_access REAL NOT NULL)")
+        db.execute(
+            "CREATE TABLE entries(key TEXT PRIMARY KEY, local TEXT NOT NULL, size INTEGER NOT NULL, "
+            "mtime REAL NOT NULL, last_access REAL NOT NULL)"
+        )
         db.execute("CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
         db.execute("INSERT INTO entries VALUES ('/Volumes/main/demo/images/README.txt', ?, 8, 0, 0)", (str(victim),))
     db.close()
@@ -432,14 +469,46 @@ def _raw_status(name: str, doc: dict) -> None:
 
 def test_jobs_running_recent_and_stale(server):
     now = time.time()
-    write_status("job-copy-live", {"kind": "copy", "dest": "/tmp/x", "state": "running", "files_total": 10,
-                                   "files_done": 3, "bytes_done": 300, "eta": 2.0, "started": now - 5})
-    write_status("job-export-tbl", {"kind": "export", "dest": "/Volumes/a/b/c/t", "state": "done", "tasks": 4,
-                                    "tasks_done": 4, "rows": 100, "started": now - 20, "finished": now - 10})
-    _raw_status("job-copy-old", {"kind": "copy", "state": "done", "files_total": 1, "files_done": 1,
-                                 "finished": now - 7200, "updated": now - 7200})
-    _raw_status("job-copy-dead", {"kind": "copy", "state": "running", "files_total": 8, "files_done": 2,
-                                  "updated": now - 600})
+    write_status(
+        "job-copy-live",
+        {
+            "kind": "copy",
+            "dest": "/tmp/x",
+            "state": "running",
+            "files_total": 10,
+            "files_done": 3,
+            "bytes_done": 300,
+            "eta": 2.0,
+            "started": now - 5,
+        },
+    )
+    write_status(
+        "job-export-tbl",
+        {
+            "kind": "export",
+            "dest": "/Volumes/a/b/c/t",
+            "state": "done",
+            "tasks": 4,
+            "tasks_done": 4,
+            "rows": 100,
+            "started": now - 20,
+            "finished": now - 10,
+        },
+    )
+    _raw_status(
+        "job-copy-old",
+        {
+            "kind": "copy",
+            "state": "done",
+            "files_total": 1,
+            "files_done": 1,
+            "finished": now - 7200,
+            "updated": now - 7200,
+        },
+    )
+    _raw_status(
+        "job-copy-dead", {"kind": "copy", "state": "running", "files_total": 8, "files_done": 2, "updated": now - 600}
+    )
     jobs = {j["name"]: j for j in server.get("jobs").json()["jobs"]}
     assert set(jobs) == {"job-copy-live", "job-export-tbl", "job-copy-dead"}
     assert jobs["job-copy-live"]["progress"] == pytest.approx(0.3) and not jobs["job-copy-live"]["stale"]
@@ -447,7 +516,7 @@ def test_jobs_running_recent_and_stale(server):
     assert jobs["job-export-tbl"]["progress"] == 1.0 and jobs["job-export-tbl"]["kind"] == "export"
     assert jobs["job-copy-dead"]["stale"] and jobs["job-copy-dead"]["progress"] == 0.25
     assert list(jobs) == ["job-export-tbl", "job-copy-live", "job-copy-dead"]  # newest first
-    assert {j["name"] for j in server.get("jobs", recent=10 ** 5).json()["jobs"]} == set(jobs) | {"job-copy-old"}
+    assert {j["name"] for j in server.get("jobs", recent=10**5).json()["jobs"]} == set(jobs) | {"job-copy-old"}
     for bad in ("x", "-1", "nan", "inf"):
         r = server.get("jobs", recent=bad)
         assert r.status_code == 400 and "recent" in message(r)
@@ -483,8 +552,16 @@ def test_status_answers_while_listings_are_stuck_on_the_mount(server, slowfs, tm
     try:
         with slowfs.mounted(backing, mnt, op_latency_ms=10_000, stats=stats) as pid:
             pool = ThreadPoolExecutor(6)
-            listings = [pool.submit(requests.get, server.api("volumes"), headers=server.auth, timeout=600,
-                                    params={"path": f"/Volumes/c{i}/s/v"}) for i in range(6)]
+            listings = [
+                pool.submit(
+                    requests.get,
+                    server.api("volumes"),
+                    headers=server.auth,
+                    timeout=600,
+                    params={"path": f"/Volumes/c{i}/s/v"},
+                )
+                for i in range(6)
+            ]
             try:
                 _wait_for(lambda: _inflight(stats) >= 4, "four listings in flight on the mount")
                 os.kill(pid, signal.SIGSTOP)  # from here on no request to the mount completes
@@ -511,8 +588,10 @@ def test_a_real_copy_is_reported(server, images, tmp_path):
 
 
 def test_malformed_status_documents_do_not_break_answers(server):
-    _raw_status("job-copy-junk", {"kind": "copy", "state": "running", "files_total": "ten", "files_done": None,
-                                  "updated": time.time()})
+    _raw_status(
+        "job-copy-junk",
+        {"kind": "copy", "state": "running", "files_total": "ten", "files_done": None, "updated": time.time()},
+    )
     _raw_status("job-export-junk", {"state": "done", "finished": "yesterday", "updated": time.time()})
     (run_dir() / "job-copy-trunc.json").write_text('{"kind": "co')
     _raw_status("checkpoints-junk", {"directory": None, "saves": "x", "updated": time.time()})
@@ -566,15 +645,18 @@ def test_sidebar_and_notebook_widgets_read_the_same_documents(server, images):
     CheckpointManager("/Volumes/main/ml/agree/ck", show=False).save(5, {"w": torch.ones(2)})
     widget_doc = checkpoint_status("/Volumes/main/ml/agree/ck")
     (item,) = server.get("checkpoints").json()["checkpoints"]
-    assert {k: item[k] for k in ("directory", "steps", "pending", "latest", "saves")} == \
-        {k: widget_doc[k] for k in ("directory", "steps", "pending", "latest", "saves")}
+    assert {k: item[k] for k in ("directory", "steps", "pending", "latest", "saves")} == {
+        k: widget_doc[k] for k in ("directory", "steps", "pending", "latest", "saves")
+    }
     assert checkpoints_text(dict(item)) == checkpoints_text(widget_doc)
 
 
 def test_import_air_magics_does_not_load_the_server():
-    code = ("import sys, air_magics, air_magics.magics; "
-            "bad = [m for m in sys.modules if m.startswith(('tornado', 'jupyter_server', 'air_magics.server'))]; "
-            "assert not bad, bad")
+    code = (
+        "import sys, air_magics, air_magics.magics; "
+        "bad = [m for m in sys.modules if m.startswith(('tornado', 'jupyter_server', 'air_magics.server'))]; "
+        "assert not bad, bad"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -6,6 +6,7 @@ path and its error answers (400 bad input, 404 missing, 403 without a token, 405
 thread pools under a stuck mount and concurrency. The server runs under a base URL with an
 escaped character (pytest-jupyter's ``/a%40b/``), so the routes are checked against it too.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,9 @@ async def get(jp_fetch, endpoint: str, **params) -> dict:
 async def error(jp_fetch, endpoint: str, method: str = "GET", headers=None, **params) -> tuple[int, str]:
     """The status and JSON message of a call that must fail."""
     with pytest.raises(HTTPClientError) as info:
-        await jp_fetch("air", "api", endpoint, method=method, params=params, headers=headers,
-                       allow_nonstandard_methods=True)
+        await jp_fetch(
+            "air", "api", endpoint, method=method, params=params, headers=headers, allow_nonstandard_methods=True
+        )
     body = info.value.response.body
     try:
         message = json.loads(body).get("message") or ""
@@ -100,7 +102,9 @@ async def test_volumes_tree(jp_fetch, images):
 async def test_folder_page_folders_first_with_sizes(jp_fetch, images):
     doc = await get(jp_fetch, "volumes", path=VOLUME)
     assert [(e["name"], e["is_dir"], e["size"]) for e in doc["entries"]] == [
-        ("train", True, None), ("README.txt", False, 42)]
+        ("train", True, None),
+        ("README.txt", False, 42),
+    ]
     assert doc["total"] == 2 and doc["next_offset"] is None
 
 
@@ -122,15 +126,15 @@ async def test_folder_paging(jp_fetch, images):
     assert [e["name"] for e in second["entries"]] == ["b.jpg"] and second["next_offset"] is None
 
 
-@pytest.mark.parametrize("path", [f"{VOLUME}/../other", "/etc/passwd", "/Volumes/main/demo", "main.demo/images",
-                                  f"{VOLUME}/README.txt"])
+@pytest.mark.parametrize(
+    "path", [f"{VOLUME}/../other", "/etc/passwd", "/Volumes/main/demo", "main.demo/images", f"{VOLUME}/README.txt"]
+)
 async def test_bad_path_is_400(jp_fetch, images, path):
     code, message = await error(jp_fetch, "volumes", path=path)
     assert code == 400 and message
 
 
-@pytest.mark.parametrize("params", [{"limit": 0}, {"limit": queries.PAGE_MAX + 1}, {"offset": -1},
-                                    {"offset": "x"}])
+@pytest.mark.parametrize("params", [{"limit": 0}, {"limit": queries.PAGE_MAX + 1}, {"offset": -1}, {"offset": "x"}])
 async def test_bad_paging_is_400(jp_fetch, images, params):
     code, message = await error(jp_fetch, "volumes", path=VOLUME, **params)
     assert code == 400 and "query argument" in message
@@ -176,10 +180,11 @@ async def test_a_broken_cache_is_500_with_a_message_and_no_host_path(jp_fetch, m
 # -- jobs -----------------------------------------------------------------------------------------
 async def test_jobs_with_progress(jp_fetch):
     now = time.time()
-    write_status("job-copy-live", {"kind": "copy", "state": "running", "files_total": 10, "files_done": 4,
-                                   "eta": math.nan, "started": now})
-    write_status("job-export-tbl", {"kind": "export", "state": "done", "tasks": 2, "tasks_done": 2,
-                                    "finished": now})
+    write_status(
+        "job-copy-live",
+        {"kind": "copy", "state": "running", "files_total": 10, "files_done": 4, "eta": math.nan, "started": now},
+    )
+    write_status("job-export-tbl", {"kind": "export", "state": "done", "tasks": 2, "tasks_done": 2, "finished": now})
     jobs = {j["name"]: j for j in (await get(jp_fetch, "jobs"))["jobs"]}
     assert set(jobs) == {"job-copy-live", "job-export-tbl"}
     live = jobs["job-copy-live"]

@@ -1,5 +1,6 @@
 """One configuration: env defaults, ``%config AirMagics.*`` reaching the core, the server's config, bad values;
 the same ``-o VAR`` in every magic; ``%air_table --as`` and the deprecated ``--to FORMAT``."""
+
 import logging
 import types
 from pathlib import Path
@@ -78,12 +79,15 @@ def test_volumes_root_set_wins_over_a_mount(fresh, tmp_path, monkeypatch):
     assert config.volumes_mount() is None and VolumeStore().root == tmp_path / "mine"
 
 
-@pytest.mark.parametrize("env,raw,needle", [
-    ("AIR_CACHE_LIMIT", "lots", "AIR_CACHE_LIMIT='lots' is not a size"),
-    ("AIR_CACHE_LIMIT", "0", "must be positive"),
-    ("AIR_COPY_WORKERS", "many", "AIR_COPY_WORKERS='many' is not a whole number"),
-    ("AIR_SPARK_IDLE_TIMEOUT", "-5", "AIR_SPARK_IDLE_TIMEOUT='-5' is not a positive number of seconds"),
-])
+@pytest.mark.parametrize(
+    "env,raw,needle",
+    [
+        ("AIR_CACHE_LIMIT", "lots", "AIR_CACHE_LIMIT='lots' is not a size"),
+        ("AIR_CACHE_LIMIT", "0", "must be positive"),
+        ("AIR_COPY_WORKERS", "many", "AIR_COPY_WORKERS='many' is not a whole number"),
+        ("AIR_SPARK_IDLE_TIMEOUT", "-5", "AIR_SPARK_IDLE_TIMEOUT='-5' is not a positive number of seconds"),
+    ],
+)
 def test_bad_environment_values_name_the_variable(fresh, monkeypatch, env, raw, needle):
     monkeypatch.setenv(env, raw)
     name = {s.env: s.name for s in settings.SETTINGS}[env]
@@ -94,9 +98,13 @@ def test_bad_environment_values_name_the_variable(fresh, monkeypatch, env, raw, 
 
 
 def test_bad_values_are_refused_when_set(fresh):
-    for name, bad, needle in (("cache_limit", "lots", "not a size"), ("workers", 0, "at least 1"),
-                              ("spark_driver_memory", "huge", "JVM memory size"), ("cache_reserve", -1, "not a size"),
-                              ("spark_idle_timeout", 0, "positive number of seconds")):
+    for name, bad, needle in (
+        ("cache_limit", "lots", "not a size"),
+        ("workers", 0, "at least 1"),
+        ("spark_driver_memory", "huge", "JVM memory size"),
+        ("cache_reserve", -1, "not a size"),
+        ("spark_idle_timeout", 0, "positive number of seconds"),
+    ):
         with pytest.raises(SettingError, match=rf"AirConfig\.{name} = .*{needle}") as info:
             setattr(fresh, name, bad)
         assert isinstance(info.value, TraitError)  # so traitlets rolls back a config load too
@@ -162,13 +170,15 @@ class _Server(LoggingConfigurable):
     def __init__(self, **kw):
         super().__init__(**kw)
         self.handlers = []
-        self.web_app = types.SimpleNamespace(settings={"base_url": "/"},
-                                             add_handlers=lambda host, h: self.handlers.extend(h))
+        self.web_app = types.SimpleNamespace(
+            settings={"base_url": "/"}, add_handlers=lambda host, h: self.handlers.extend(h)
+        )
 
 
 def test_server_extension_applies_jupyter_server_config(tmp_path):
     (tmp_path / "jupyter_server_config.py").write_text(
-        f"c.AirConfig.cache_dir = {str(tmp_path / 'srv-cache')!r}\nc.AirConfig.cache_limit = '5GiB'\n")
+        f"c.AirConfig.cache_dir = {str(tmp_path / 'srv-cache')!r}\nc.AirConfig.cache_limit = '5GiB'\n"
+    )
     cfg = PyFileConfigLoader("jupyter_server_config.py", path=str(tmp_path)).load_config()
     from air_magics.server import _load_jupyter_server_extension
 
@@ -206,9 +216,14 @@ def test_dash_o_stores_and_returns_in_every_magic(ip, vol, tmp_path, monkeypatch
     assert listed == ["main.raw.t"] and ip.user_ns["names"] is listed
 
 
-@pytest.mark.parametrize("magic,line", [("air_volume", "ls /Volumes/main/raw/img -o 1x"),
-                                        ("air_volume", "create main.raw.never -o class"),
-                                        ("air_table", "--tables -o a.b")])
+@pytest.mark.parametrize(
+    "magic,line",
+    [
+        ("air_volume", "ls /Volumes/main/raw/img -o 1x"),
+        ("air_volume", "create main.raw.never -o class"),
+        ("air_table", "--tables -o a.b"),
+    ],
+)
 def test_dash_o_needs_a_variable_name_before_any_work(ip, vol, magic, line):
     with pytest.raises(UsageError, match="-o takes a variable name"):
         ip.run_line_magic(magic, line)
@@ -263,14 +278,17 @@ def test_table_to_is_a_destination(ip, fake_tables):
     assert ip.user_ns["ds"] == "dataset"
 
 
-@pytest.mark.parametrize("line,needle", [
-    ("main.s.t --to excel", "invalid choice"),
-    ("main.s.t --as excel", "invalid choice"),
-    ("main.s.t --to pandas --as numpy", "give the form once"),
-    ("main.s.t --to /Volumes/a/b/c/x --export /Volumes/a/b/c/y", "give the destination once"),
-    ("main.s.t --to /Volumes/a/b/c/x --as pandas", "not --as pandas"),
-    ("main.s.t --as datasets", "add --export"),
-])
+@pytest.mark.parametrize(
+    "line,needle",
+    [
+        ("main.s.t --to excel", "invalid choice"),
+        ("main.s.t --as excel", "invalid choice"),
+        ("main.s.t --to pandas --as numpy", "give the form once"),
+        ("main.s.t --to /Volumes/a/b/c/x --export /Volumes/a/b/c/y", "give the destination once"),
+        ("main.s.t --to /Volumes/a/b/c/x --as pandas", "not --as pandas"),
+        ("main.s.t --as datasets", "add --export"),
+    ],
+)
 def test_table_flag_errors(ip, fake_tables, line, needle):
     with pytest.raises(UsageError, match=needle) as info:
         ip.run_line_magic("air_table", line)

@@ -1,5 +1,6 @@
 """Packed shards: format (real tar), incremental re-packs, atomic/resumable writes, reading back
 through UCVolumeDataset, bad input, a SIGKILL mid-pack, a flaky FUSE volume."""
+
 import hashlib
 import json
 import os
@@ -41,8 +42,11 @@ def folder(store, path):
 
 def hashes_of(root):
     root = Path(root)
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in root.rglob("*") if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file()
+    }
 
 
 def manifest(store):
@@ -64,7 +68,9 @@ def test_shards_are_plain_tar_readable_by_tar(vol, tmp_path):
     listed = []
     for s in manifest(vol)["shards"]:
         tar = folder(vol, DEST) / s["name"]
-        listed += subprocess.run(["tar", "-tf", str(tar)], check=True, capture_output=True, text=True).stdout.splitlines()
+        listed += subprocess.run(
+            ["tar", "-tf", str(tar)], check=True, capture_output=True, text=True
+        ).stdout.splitlines()
         subprocess.run(["tar", "-xf", str(tar), "-C", str(out)], check=True)
     assert len(listed) == N + 1 and long in listed
     assert hashes_of(out) == hashes_of(folder(vol, SRC))
@@ -79,7 +85,7 @@ def test_index_offsets_point_at_member_bytes(vol):
         assert len(raw) == s["bytes"] == ix["bytes"] and zlib.crc32(raw) == s["crc32"]
         for name, offset, size, src_size, mtime in ix["members"]:
             src = d.parent / "train" / name
-            assert raw[offset:offset + size] == src.read_bytes() and size == src_size
+            assert raw[offset : offset + size] == src.read_bytes() and size == src_size
             assert mtime == pytest.approx(src.stat().st_mtime, abs=1e-6)
 
 
@@ -151,7 +157,7 @@ def _rel(paths):
     for p in paths:
         parts = Path(p).parts
         i = next(k for k, part in enumerate(parts) if part in ("train",) or part.startswith("shard-"))
-        out.append("/".join(parts[i + 1:]))
+        out.append("/".join(parts[i + 1 :]))
     return out
 
 
@@ -351,14 +357,17 @@ def test_dataset_refuses_a_shard_that_does_not_match_its_index(vol, damage):
     tar = folder(vol, DEST) / manifest(vol)["shards"][0]["name"]
     raw = bytearray(tar.read_bytes())
     if damage == "truncated":
-        tar.write_bytes(raw[:len(raw) // 2])
+        tar.write_bytes(raw[: len(raw) // 2])
     else:
         raw[1000] ^= 0xFF
         st = tar.stat()
         tar.write_bytes(raw)
         os.utime(tar, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size and mtime: only the bytes differ
     ds = UCVolumeDataset(DEST)
-    with pytest.raises(ShardError, match=rf"shard {DEST}/shard-\w+\.tar (is \d+ bytes but its index says|does not match).*pack the source again"):
+    with pytest.raises(
+        ShardError,
+        match=rf"shard {DEST}/shard-\w+\.tar (is \d+ bytes but its index says|does not match).*pack the source again",
+    ):
         list(ds)
     if damage == "truncated":
         r = pack(SRC, DEST, shard_size="64KiB")
@@ -435,8 +444,16 @@ def test_pack_and_read_on_a_flaky_fuse_volume(slowfs, tmp_path, monkeypatch):
     backing = tmp_path / "backing"
     hashes = make_tree(backing / "main" / "raw" / "img" / "train", n_dirs=4, per_dir=30, size=4096)
     stats = tmp_path / "stats.json"
-    with slowfs.mounted(backing, tmp_path / "mnt", op_latency_ms=2, fail_rate=0.2, fail_ops="open,read",
-                        fail_times=2, direct_io=True, stats=stats):
+    with slowfs.mounted(
+        backing,
+        tmp_path / "mnt",
+        op_latency_ms=2,
+        fail_rate=0.2,
+        fail_ops="open,read",
+        fail_times=2,
+        direct_io=True,
+        stats=stats,
+    ):
         monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
         store = VolumeStore()
         r = pack(SRC, DEST, shard_size="128KiB", store=store, retries=6)

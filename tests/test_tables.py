@@ -1,4 +1,5 @@
 """Tables against a real embedded Spark Connect server and a separately started one (sc:// URL)."""
+
 import json
 import os
 import signal
@@ -34,8 +35,14 @@ def remote_url(tmp_path_factory):
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
     env.pop("SPARK_REMOTE", None)
     with open(store / "server.log", "wb") as log:
-        proc = subprocess.Popen(srv_mod._command(port, store), stdout=log, stderr=subprocess.STDOUT, env=env,
-                                cwd=store, start_new_session=True)
+        proc = subprocess.Popen(
+            srv_mod._command(port, store),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=store,
+            start_new_session=True,
+        )
     deadline = time.time() + 180
     while not srv_mod._port_open(port):
         assert proc.poll() is None and time.time() < deadline, (store / "server.log").read_text()[-2000:]
@@ -45,8 +52,10 @@ def remote_url(tmp_path_factory):
     proc.wait(timeout=60)
 
 
-_START = ("import json; from air_magics.tables.server import ensure_server, read_record, store_dir; "
-          "s = ensure_server(); print(json.dumps([s.pid, s.port, read_record(store_dir())['starter']]))")
+_START = (
+    "import json; from air_magics.tables.server import ensure_server, read_record, store_dir; "
+    "s = ensure_server(); print(json.dumps([s.pid, s.port, read_record(store_dir())['starter']]))"
+)
 
 
 @pytest.fixture(scope="session")
@@ -59,7 +68,9 @@ def shared_server(spark_dir):
     os.environ["AIR_SPARK_DIR"] = spark_dir
     os.environ.pop("SPARK_REMOTE", None)
     try:
-        starters = [subprocess.Popen([sys.executable, "-c", _START], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+        starters = [
+            subprocess.Popen([sys.executable, "-c", _START], stdout=subprocess.PIPE, text=True) for _ in range(2)
+        ]
         outs = [p.communicate(timeout=280)[0] for p in starters]
         assert all(p.returncode == 0 for p in starters), outs
         started = [json.loads(o.strip().splitlines()[-1]) for o in outs]
@@ -86,8 +97,12 @@ def test_concurrent_starters_share_one_server_that_outlives_them(shared_server):
     assert not psutil.pid_exists(starter_a)  # the starter has exited ...
     assert tables.read_sql("SELECT 41 + 1 AS n").n[0] == 42  # ... and its server still answers this process
     assert srv_mod._running().pid == pid_a  # the same one: no restart
-    javas = [p for p in psutil.process_iter(["cmdline"]) if "SparkConnectServer" in " ".join(p.info["cmdline"] or [])
-             and f"-Dderby.system.home={srv_mod.store_dir()}" in " ".join(p.info["cmdline"] or [])]
+    javas = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if "SparkConnectServer" in " ".join(p.info["cmdline"] or [])
+        and f"-Dderby.system.home={srv_mod.store_dir()}" in " ".join(p.info["cmdline"] or [])
+    ]
     assert [p.pid for p in javas] == [pid_a]
 
 
@@ -151,7 +166,9 @@ def test_export_then_load_with_datasets(nums, via):
     assert ds.num_rows == 2000 and sorted(ds["id"]) == list(range(2000))
     with pytest.raises(TablesError, match="already exists"):
         tables.export_table("main.test.nums", dest)
-    r2 = tables.export_table(sql="SELECT id FROM spark_catalog.main__test.nums WHERE id < 10", dest=dest, mode="overwrite", via=via)
+    r2 = tables.export_table(
+        sql="SELECT id FROM spark_catalog.main__test.nums WHERE id < 10", dest=dest, mode="overwrite", via=via
+    )
     assert r2.rows == 10  # replaced
     jobs = list_status("job-export-")
     assert jobs and jobs[0]["state"] == "done" and jobs[0]["rows"] == 10
@@ -161,8 +178,10 @@ def test_failed_export_leaves_nothing(nums):
     store = VolumeStore()
     store.create("main.test.exports", exist_ok=True)
     with pytest.raises(TablesError):
-        tables.export_table(sql="SELECT raise_error('boom') AS x FROM spark_catalog.main__test.nums",
-                            dest="/Volumes/main/test/exports/broken")
+        tables.export_table(
+            sql="SELECT raise_error('boom') AS x FROM spark_catalog.main__test.nums",
+            dest="/Volumes/main/test/exports/broken",
+        )
     parent = store.locate("/Volumes/main/test/exports").path
     assert not os.path.exists(os.path.join(parent, "broken"))
     assert not [d for d in os.listdir(parent) if d.startswith(".pending-export")]
@@ -203,8 +222,10 @@ def test_export_onto_a_file_is_explained(nums):
     parent = store.locate("/Volumes/main/test/exports").path
     with open(os.path.join(parent, "afile"), "w") as f:
         f.write("not a folder")
-    for dest, says in [("/Volumes/main/test/exports/afile", "is a file"),
-                       ("/Volumes/main/test/exports/afile/sub", "lies below the file /Volumes/main/test/exports/afile")]:
+    for dest, says in [
+        ("/Volumes/main/test/exports/afile", "is a file"),
+        ("/Volumes/main/test/exports/afile/sub", "lies below the file /Volumes/main/test/exports/afile"),
+    ]:
         with pytest.raises(ExportTargetError, match=says) as err:
             tables.export_table("main.test.nums", dest, mode="overwrite")
         assert isinstance(err.value, NotADirectoryError) and dest in str(err.value) and "remove" in str(err.value)
@@ -233,8 +254,13 @@ def test_client_export_fetches_bounded_chunks_of_one_result(nums, monkeypatch):
     assert max(c.nbytes for c in chunks) < 3 * 4000
     monkeypatch.setenv("AIR_EXPORT_CHUNK_BYTES", "8000")
     VolumeStore().create("main.test.exports", exist_ok=True)
-    r = tables.export_table(sql="SELECT id FROM spark_catalog.main__test.nums WHERE rand() < 0.5",
-                            dest="/Volumes/main/test/exports/sampled", via="client", rows_per_file=300, mode="overwrite")
+    r = tables.export_table(
+        sql="SELECT id FROM spark_catalog.main__test.nums WHERE rand() < 0.5",
+        dest="/Volumes/main/test/exports/sampled",
+        via="client",
+        rows_per_file=300,
+        mode="overwrite",
+    )
     got = r.load_dataset()["id"]
     assert r.rows == len(got) == len(set(got)) and 0 < r.rows < 2000
 
@@ -255,15 +281,19 @@ def test_notebook_spark_object_is_used(remote_url):
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.remote(remote_url).create()
-    tables.write_table(pd.DataFrame({"v": [7]}), "spark_catalog.default.ns_t", mode="overwrite", user_ns={"spark": spark})
+    tables.write_table(
+        pd.DataFrame({"v": [7]}), "spark_catalog.default.ns_t", mode="overwrite", user_ns={"spark": spark}
+    )
     assert tables.read_table("spark_catalog.default.ns_t", user_ns={"spark": spark}).v[0] == 7
 
 
 def test_tables_survive_a_server_restart_and_a_crash(nums, tmp_path):
     import threading
 
-    code = ("import pandas as pd; from air_magics import tables; "
-            "tables.write_table(pd.DataFrame({'a': [1, 2]}), 'main.test.other_proc', mode='overwrite')")
+    code = (
+        "import pandas as pd; from air_magics import tables; "
+        "tables.write_table(pd.DataFrame({'a': [1, 2]}), 'main.test.other_proc', mode='overwrite')"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ), timeout=300)
     assert sorted(tables.read_table("main.test.other_proc").a) == [1, 2]  # written by another process
     running = srv_mod._running()
@@ -310,11 +340,18 @@ def test_air_table_magic(nums, tmp_path):
     assert out["m"][0] == 1999
     assert "main.test.nums" in ip.run_line_magic("air_table", "--tables main.test")
     VolumeStore().create("main.test.exports", exist_ok=True)
-    ip.run_line_magic("air_table", "main.test.nums --export /Volumes/main/test/exports/magic --mode overwrite --to datasets -o ds")
+    ip.run_line_magic(
+        "air_table", "main.test.nums --export /Volumes/main/test/exports/magic --mode overwrite --to datasets -o ds"
+    )
     assert ip.user_ns["ds"].num_rows == 2000
-    for line, needle in [("", "needs a table NAME"), ("a;b", "invalid table name"), ("main.test.nope", "no such table"),
-                         ("main.test.nums --to datasets", "add --export"), ("x --sql 'SELECT 1'", "not both"),
-                         ("main.test.nums --to excel", "invalid choice"),
-                         ("main.test.nums --export /Volumes/main/test/exports/magic", "already exists")]:
+    for line, needle in [
+        ("", "needs a table NAME"),
+        ("a;b", "invalid table name"),
+        ("main.test.nope", "no such table"),
+        ("main.test.nums --to datasets", "add --export"),
+        ("x --sql 'SELECT 1'", "not both"),
+        ("main.test.nums --to excel", "invalid choice"),
+        ("main.test.nums --export /Volumes/main/test/exports/magic", "already exists"),
+    ]:
         with pytest.raises(UsageError, match=needle):
             ip.run_line_magic("air_table", line)

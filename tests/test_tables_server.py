@@ -1,6 +1,7 @@
 """The embedded server's life: nothing starts for a bad request, and an unused server stops itself.
 
 Each test has its own store (AIR_SPARK_DIR), so it never touches the run's shared server."""
+
 import json
 import os
 import subprocess
@@ -43,10 +44,13 @@ def own_store(tmp_path, monkeypatch):
 @pytest.mark.parametrize("bad", ["x;DROP TABLE y", "`a`.b", "a b", "a.b.c.d", "main__x.s.t"])
 def test_hostile_names_start_no_server(own_store, bad):
     VolumeStore().create("main.test.exports", exist_ok=True)
-    calls = [lambda: tables.read_table(bad), lambda: tables.describe_table(bad),
-             lambda: tables.write_table(pd.DataFrame({"a": [1]}), bad),
-             lambda: tables.export_table(bad, "/Volumes/main/test/exports/x"),
-             lambda: tables.list_tables(bad)]
+    calls = [
+        lambda: tables.read_table(bad),
+        lambda: tables.describe_table(bad),
+        lambda: tables.write_table(pd.DataFrame({"a": [1]}), bad),
+        lambda: tables.export_table(bad, "/Volumes/main/test/exports/x"),
+        lambda: tables.list_tables(bad),
+    ]
     for call in calls:
         with pytest.raises(TableNameError):
             call()
@@ -57,8 +61,10 @@ def test_hostile_names_start_no_server(own_store, bad):
 def test_idle_server_stops_itself_but_not_while_in_use(own_store, monkeypatch):
     monkeypatch.setenv("AIR_SPARK_IDLE_TIMEOUT", "3")
     monkeypatch.setenv("AIR_SPARK_DRIVER_MEMORY", "1g")
-    code = ("import json; from air_magics import tables; from air_magics.tables.server import read_record, store_dir; "
-            "tables.read_sql('SELECT 1'); print(json.dumps(read_record(store_dir())))")
+    code = (
+        "import json; from air_magics import tables; from air_magics.tables.server import read_record, store_dir; "
+        "tables.read_sql('SELECT 1'); print(json.dumps(read_record(store_dir())))"
+    )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=280).stdout
     rec = json.loads(out.strip().splitlines()[-1])
     jvm, sup = psutil.Process(rec["pid"]), psutil.Process(rec["supervisor"])

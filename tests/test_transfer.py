@@ -29,7 +29,12 @@ def test_copy_then_skip_unchanged_then_recopy_changed(vol, tmp_path):
     dest = tmp_path / "out"
     seen: list[CopyProgress] = []
     r = air_magics.copy(["/Volumes/main/raw/img/data"], str(dest), store=store, workers=8, on_progress=seen.append)
-    assert r.ok and r.copied == 120 and r.skipped == 0 and r.bytes_copied == sum(os.path.getsize(p) for p in dest.rglob("*.bin"))
+    assert (
+        r.ok
+        and r.copied == 120
+        and r.skipped == 0
+        and r.bytes_copied == sum(os.path.getsize(p) for p in dest.rglob("*.bin"))
+    )
     check_dest(dest, hashes)
     assert seen[-1].files_done == 120 and seen[-1].bytes_done == seen[-1].bytes_total
     assert [p.files_done for p in seen] == sorted(p.files_done for p in seen)
@@ -113,7 +118,9 @@ def test_large_file_is_copied_in_parallel_ranges_intact(tmp_path):
     back = tmp_path / "back"
     r = air_magics.copy(["/Volumes/ext/mem/big/blob.bin"], str(back), store=store)
     assert r.ok and r.copied == 1 and sha(back / "blob.bin") == sha(src)
-    assert os.stat(back / "blob.bin").st_mtime == pytest.approx(store.stat("/Volumes/ext/mem/big/blob.bin").mtime, abs=1e-3)
+    assert os.stat(back / "blob.bin").st_mtime == pytest.approx(
+        store.stat("/Volumes/ext/mem/big/blob.bin").mtime, abs=1e-3
+    )
     r = air_magics.copy(["/Volumes/ext/mem/big/blob.bin"], str(back), store=store)
     assert (r.copied, r.skipped) == (0, 1)
 

@@ -1,4 +1,5 @@
 """Validation of names and URLs: no newline slips through a ``$`` anchor, no URL resolves to the cwd."""
+
 import json
 
 import pytest
@@ -9,16 +10,19 @@ from air_magics.volumes import VolumePath, VolumeStore
 from air_magics.volumes.registry import VolumeRegistry, normalise_url
 
 
-@pytest.mark.parametrize("build", [
-    lambda: VolumePath("main", "raw", "nl\n"),
-    lambda: VolumePath("main\n", "raw", "img"),
-    lambda: VolumePath.parse("/Volumes/main/raw/nl\n"),
-    lambda: VolumePath.parse("/Volumes/main/raw\n/img/x"),
-    lambda: VolumePath.parse("main.raw.nl\n"),
-    lambda: VolumePath.parse("main.raw.img/a\n", default=VolumePath("c", "s", "v")),
-    lambda: VolumePath.parse("train\n", default=VolumePath("c", "s", "v")),
-    lambda: VolumePath.parse_volume("main.raw.nl\n"),
-])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: VolumePath("main", "raw", "nl\n"),
+        lambda: VolumePath("main\n", "raw", "img"),
+        lambda: VolumePath.parse("/Volumes/main/raw/nl\n"),
+        lambda: VolumePath.parse("/Volumes/main/raw\n/img/x"),
+        lambda: VolumePath.parse("main.raw.nl\n"),
+        lambda: VolumePath.parse("main.raw.img/a\n", default=VolumePath("c", "s", "v")),
+        lambda: VolumePath.parse("train\n", default=VolumePath("c", "s", "v")),
+        lambda: VolumePath.parse_volume("main.raw.nl\n"),
+    ],
+)
 def test_volume_names_and_paths_refuse_a_trailing_newline(build):
     with pytest.raises(VolumePathError, match=r"\\n"):
         build()
@@ -43,31 +47,37 @@ def test_table_names_still_parse():
     assert TableName.parse(" main.raw.t ") == TableName("main", "raw", "t")  # surrounding blanks are trimmed
 
 
-@pytest.mark.parametrize("url,stored", [
-    ("s3://bucket/prefix/", "s3://bucket/prefix"),
-    ("memory://", "memory://"),
-    ("memory://vol//", "memory://vol"),
-    ("file:///data/vol/", "file:///data/vol"),
-    ("gs://bucket", "gs://bucket"),
-])
+@pytest.mark.parametrize(
+    "url,stored",
+    [
+        ("s3://bucket/prefix/", "s3://bucket/prefix"),
+        ("memory://", "memory://"),
+        ("memory://vol//", "memory://vol"),
+        ("file:///data/vol/", "file:///data/vol"),
+        ("gs://bucket", "gs://bucket"),
+    ],
+)
 def test_urls_are_stored_normalised(tmp_path, url, stored):
     reg = VolumeRegistry(tmp_path / "reg.json")
     assert reg.set("a.b.c", url) == stored
     assert reg.get("a.b.c") == stored and normalise_url(stored) == stored
 
 
-@pytest.mark.parametrize("url,needle", [
-    ("file:///", "whole filesystem"),
-    ("file:////", "whole filesystem"),
-    ("local:///", "whole filesystem"),
-    ("file:", "not a storage URL"),
-    ("file://data/vol", "absolute"),
-    ("file://localhost/data", "absolute"),
-    ("s3://bucket\n", "control character"),
-    ("s3://bu\x00cket", "control character"),
-    ("bucket/prefix", "not a storage URL"),
-    ("\ns3://bucket", "not a storage URL"),
-])
+@pytest.mark.parametrize(
+    "url,needle",
+    [
+        ("file:///", "whole filesystem"),
+        ("file:////", "whole filesystem"),
+        ("local:///", "whole filesystem"),
+        ("file:", "not a storage URL"),
+        ("file://data/vol", "absolute"),
+        ("file://localhost/data", "absolute"),
+        ("s3://bucket\n", "control character"),
+        ("s3://bu\x00cket", "control character"),
+        ("bucket/prefix", "not a storage URL"),
+        ("\ns3://bucket", "not a storage URL"),
+    ],
+)
 def test_bad_urls_are_refused_and_nothing_is_stored(tmp_path, url, needle):
     reg = VolumeRegistry(tmp_path / "reg.json")
     with pytest.raises(RegistryError, match=needle) as info:

@@ -6,7 +6,9 @@ from air_magics.errors import AirError, VolumePathError
 from air_magics.volumes import VolumePath, is_volume_text
 
 NAME = st.from_regex(r"\A[A-Za-z0-9_][A-Za-z0-9_-]{0,12}\Z")
-SEG = st.text(st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs", "Cc")), min_size=1, max_size=12).filter(lambda s: s not in (".", ".."))
+SEG = st.text(
+    st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs", "Cc")), min_size=1, max_size=12
+).filter(lambda s: s not in (".", ".."))
 
 
 def test_parse_full_path():
@@ -32,19 +34,22 @@ def test_relative_needs_default():
     assert VolumePath.parse(".", default=d) == d
 
 
-@pytest.mark.parametrize("bad,needle", [
-    ("/Volumes/main/raw/images/../other", "'..'"),
-    ("/Volumes/main/raw/images/./x", "'.'"),
-    ("/Volumes/main/raw/images/a//b", "empty segment"),
-    ("/Volumes/main/raw", "does not name a volume"),
-    ("/Volumes", "does not name a volume"),
-    ("/tmp/data", "outside /Volumes"),
-    ("/Volumes/main/raw/ima ges", "invalid volume name"),
-    ("/Volumes/ma;in/raw/images", "invalid catalog name"),
-    ("/Volumes/main/raw/images/a\x00b", "NUL"),
-    ("/Volumes/main/raw/images/a\nb", "control character"),
-    ("/Volumes/main/../images", "invalid schema name"),
-])
+@pytest.mark.parametrize(
+    "bad,needle",
+    [
+        ("/Volumes/main/raw/images/../other", "'..'"),
+        ("/Volumes/main/raw/images/./x", "'.'"),
+        ("/Volumes/main/raw/images/a//b", "empty segment"),
+        ("/Volumes/main/raw", "does not name a volume"),
+        ("/Volumes", "does not name a volume"),
+        ("/tmp/data", "outside /Volumes"),
+        ("/Volumes/main/raw/ima ges", "invalid volume name"),
+        ("/Volumes/ma;in/raw/images", "invalid catalog name"),
+        ("/Volumes/main/raw/images/a\x00b", "NUL"),
+        ("/Volumes/main/raw/images/a\nb", "control character"),
+        ("/Volumes/main/../images", "invalid schema name"),
+    ],
+)
 def test_rejects(bad, needle):
     with pytest.raises(VolumePathError) as info:
         VolumePath.parse(bad)
@@ -90,8 +95,12 @@ def test_dotdot_anywhere_rejected(cat, sch, vol, before, after):
 @given(NAME, st.sampled_from(["\n", "\r", "\t", "\x00", "\x7f"]))
 def test_a_trailing_control_character_is_refused_everywhere(name, ch):
     # names are matched with fullmatch: a ``$`` anchor lets a trailing newline through
-    for build in (lambda: VolumePath(name + ch, "s", "v"), lambda: VolumePath("c", "s", name + ch),
-                  lambda: VolumePath.parse(f"/Volumes/c/s/{name}{ch}"), lambda: VolumePath.parse(f"c.s.{name}{ch}"),
-                  lambda: VolumePath.parse(f"/Volumes/c/s/v/{name}{ch}")):
+    for build in (
+        lambda: VolumePath(name + ch, "s", "v"),
+        lambda: VolumePath("c", "s", name + ch),
+        lambda: VolumePath.parse(f"/Volumes/c/s/{name}{ch}"),
+        lambda: VolumePath.parse(f"c.s.{name}{ch}"),
+        lambda: VolumePath.parse(f"/Volumes/c/s/v/{name}{ch}"),
+    ):
         with pytest.raises(VolumePathError):
             build()

@@ -1,10 +1,13 @@
 """The progress views: the ipywidgets view (created for real, without a browser) and the text bar."""
+
 from air_magics.transfer import CopyFailure, CopyProgress, CopyReport
 from air_magics.widgets import TextCopyProgress, WidgetCopyProgress, copy_progress_view, describe, has_widget_frontend
 
 
 def snap(done, failed=0):
-    return CopyProgress(files_total=10, copied=done, skipped=0, failed=failed, bytes_total=10_000, bytes_done=done * 1000, elapsed=2.0)
+    return CopyProgress(
+        files_total=10, copied=done, skipped=0, failed=failed, bytes_total=10_000, bytes_done=done * 1000, elapsed=2.0
+    )
 
 
 def test_describe_has_files_bytes_rate_eta_failures():

@@ -3,14 +3,25 @@
 Same names as the reference ``databricks.air.data``. Importing this package is light; torch is
 imported when one of the classes is first used.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 from .checkpointable import Checkpointable
 
-__all__ = ["UCVolumeDataset", "DataLoader", "Checkpointable", "LoaderTiming", "UCVolumeWriter", "UCVolumeReader",
-           "CheckpointManager", "CheckpointError", "save_torch", "load_torch"]
+__all__ = [
+    "UCVolumeDataset",
+    "DataLoader",
+    "Checkpointable",
+    "LoaderTiming",
+    "UCVolumeWriter",
+    "UCVolumeReader",
+    "CheckpointManager",
+    "CheckpointError",
+    "save_torch",
+    "load_torch",
+]
 
 
 def __getattr__(name: str) -> Any:

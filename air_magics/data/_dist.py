@@ -1,4 +1,5 @@
 """Where this process sits in a training job: rank/world size and DataLoader worker."""
+
 from __future__ import annotations
 
 import os
@@ -18,7 +19,8 @@ def rank_and_world() -> tuple[int, int]:
         return 0, 1
     if rank is None or world is None:
         raise DatasetError(
-            f"only one of RANK={rank!r} and WORLD_SIZE={world!r} is set; launch with torchrun (sets both) or set neither")
+            f"only one of RANK={rank!r} and WORLD_SIZE={world!r} is set; launch with torchrun (sets both) or set neither"
+        )
     try:
         r, w = int(rank), int(world)
     except ValueError:

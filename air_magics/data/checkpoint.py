@@ -25,6 +25,7 @@ Folders without checksums (older saves, plain torch) load as before, with presen
 Writing into a folder that already holds ``.metadata`` raises unless ``overwrite=True``; use
 :class:`~air_magics.data.CheckpointManager` for new-folder-per-save, ``latest`` and retention.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -95,10 +96,19 @@ class UCVolumeWriter(FileSystemWriter):
     ``on_event(kind, **info)`` is the older short form of such a listener.
     """
 
-    def __init__(self, path: str | VolumePath, *, upload_workers: int = 32, thread_count: int = 8,
-                 sync_files: bool = False, overwrite: bool = False, store: VolumeStore | None = None,
-                 on_event: Callable[..., None] | None = None, listeners: Sequence[Listener] = (),
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        path: str | VolumePath,
+        *,
+        upload_workers: int = 32,
+        thread_count: int = 8,
+        sync_files: bool = False,
+        overwrite: bool = False,
+        store: VolumeStore | None = None,
+        on_event: Callable[..., None] | None = None,
+        listeners: Sequence[Listener] = (),
+        **kwargs: Any,
+    ) -> None:
         self.store = store or VolumeStore()
         self.upload_workers = upload_workers
         self.on_event = on_event
@@ -134,7 +144,8 @@ class UCVolumeWriter(FileSystemWriter):
         if not self.overwrite and self._remote_exists(METADATA):
             raise CheckpointError(
                 f"{self.volume_path} already holds a checkpoint; save each step to a new folder (CheckpointManager does) "
-                f"or pass overwrite=True")
+                f"or pass overwrite=True"
+            )
         return super().prepare_local_plan(plan)
 
     def write_data(self, plan: Any, planner: Any) -> Future[list[Any]]:
@@ -182,8 +193,9 @@ class UCVolumeWriter(FileSystemWriter):
                 sd = wr.storage_data
                 if isinstance(sd, _CheckedInfo):
                     files[sd.relative_path] = {"size": sd.file_size, "sha256": sd.sha256}
-                    wr = dataclasses.replace(wr, storage_data=_StorageInfo(
-                        sd.relative_path, sd.offset, sd.length, sd.transform_descriptors))
+                    wr = dataclasses.replace(
+                        wr, storage_data=_StorageInfo(sd.relative_path, sd.offset, sd.length, sd.transform_descriptors)
+                    )
                 else:
                     complete = False
                 plain[-1].append(wr)
@@ -208,7 +220,9 @@ class UCVolumeWriter(FileSystemWriter):
         if self.on_event is not None:
             on_event = self.on_event
             also = (*also, lambda e: on_event(e.state, **e.detail))
-        channel.emit(CheckpointEvent(state=state, directory=str(self.volume_path), detail=MappingProxyType(detail)), also)
+        channel.emit(
+            CheckpointEvent(state=state, directory=str(self.volume_path), detail=MappingProxyType(detail)), also
+        )
 
 
 class _CachedVolumeFS(FileSystem):
@@ -241,9 +255,16 @@ class UCVolumeReader(FileSystemReader):
     torch reads it; ``remedy`` is appended to a :class:`CheckpointCorruptError`'s message.
     """
 
-    def __init__(self, path: str | VolumePath, *, cache: FileCache | None = None, workers: int = 16,
-                 store: VolumeStore | None = None, remedy: str = "load another checkpoint or save this one again",
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        path: str | VolumePath,
+        *,
+        cache: FileCache | None = None,
+        workers: int = 16,
+        store: VolumeStore | None = None,
+        remedy: str = "load another checkpoint or save this one again",
+        **kwargs: Any,
+    ) -> None:
         vp = VolumePath.parse(path)
         self.store = store or (cache.store if cache is not None else VolumeStore())
         self.cache = cache or FileCache(store=self.store)
@@ -261,8 +282,14 @@ class UCVolumeReader(FileSystemReader):
         self.label = name if STEP_RE.match(name) else str(self.volume_path)  # step_N, as the manager names it
         store = self.store
         if not store.exists(self.volume_path.joinpath(METADATA)):
-            what = "does not exist" if not store.exists(self.volume_path) else "has no .metadata (incomplete or not a checkpoint)"
-            raise CheckpointError(f"checkpoint {self.volume_path} {what}; pick a complete one (CheckpointManager.latest())")
+            what = (
+                "does not exist"
+                if not store.exists(self.volume_path)
+                else "has no .metadata (incomplete or not a checkpoint)"
+            )
+            raise CheckpointError(
+                f"checkpoint {self.volume_path} {what}; pick a complete one (CheckpointManager.latest())"
+            )
         self.checksums = self._recorded_checksums()
 
     @classmethod
@@ -308,7 +335,9 @@ class UCVolumeReader(FileSystemReader):
                 return local
             if attempt == 0:
                 Path(local).unlink(missing_ok=True)  # forces a fresh fetch from the volume
-        size = "" if got["size"] == want["size"] else f" (size {got['size']} bytes, {want['size']} recorded: truncated?)"
+        size = (
+            "" if got["size"] == want["size"] else f" (size {got['size']} bytes, {want['size']} recorded: truncated?)"
+        )
         raise self._corrupt(name, f"checksum mismatch{size}")
 
     def _fetch_all(self, names: list[str]) -> dict[str, str]:

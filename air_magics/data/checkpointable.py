@@ -1,4 +1,5 @@
 """The ``Checkpointable`` protocol: anything with ``state_dict()`` and ``load_state_dict()``."""
+
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable

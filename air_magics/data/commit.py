@@ -1,5 +1,6 @@
 """Small storage steps of the checkpoint commit protocol, for OS paths and fsspec locations alike,
 and the checksums that let a load tell a corrupt file from a state that does not fit."""
+
 from __future__ import annotations
 
 import hashlib
@@ -19,12 +20,29 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..volumes.path import VolumePath
     from ..volumes.store import VolumeStore
 
-__all__ = ["write_text_atomic", "read_text", "commit_folder", "uncommit_folder", "remove_folder", "METADATA",
-           "COMMITTED", "CHECKSUMS", "PENDING_PREFIX", "PRUNING_PREFIX", "STEP_RE", "status_name",
-           "checkpoint_status", "scan_checkpoints", "file_digest", "checksums_json", "commit_marker", "parse_checksums"]
+__all__ = [
+    "write_text_atomic",
+    "read_text",
+    "commit_folder",
+    "uncommit_folder",
+    "remove_folder",
+    "METADATA",
+    "COMMITTED",
+    "CHECKSUMS",
+    "PENDING_PREFIX",
+    "PRUNING_PREFIX",
+    "STEP_RE",
+    "status_name",
+    "checkpoint_status",
+    "scan_checkpoints",
+    "file_digest",
+    "checksums_json",
+    "commit_marker",
+    "parse_checksums",
+]
 
-METADATA = ".metadata"        # torch DCP's metadata file: uploaded last by UCVolumeWriter
-COMMITTED = "_COMMITTED"      # the manager's marker: written after .metadata, before the rename
+METADATA = ".metadata"  # torch DCP's metadata file: uploaded last by UCVolumeWriter
+COMMITTED = "_COMMITTED"  # the manager's marker: written after .metadata, before the rename
 CHECKSUMS = ".checksums.json"  # UCVolumeWriter's manifest (size + sha256 per file), uploaded before .metadata
 PENDING_PREFIX = ".pending-step_"
 PRUNING_PREFIX = ".pruning-"  # a pruned step renamed out of sight before its files are deleted
@@ -73,9 +91,16 @@ def checkpoint_status(directory: str, store: VolumeStore | None = None) -> dict[
     steps, pending = found["steps"], found["pending"]
     doc = read_status(status_name(str(vp))) or {}
     latest = read_text(store.locate(vp / "latest")) if store.exists(vp) else None
-    return {"directory": str(vp), "steps": steps, "pending": pending,
-            "latest": int(latest[5:]) if latest and STEP_RE.match(latest) and int(latest[5:]) in steps else (max(steps) if steps else None),
-            "saves": doc.get("saves", []), "updated": doc.get("updated")}
+    return {
+        "directory": str(vp),
+        "steps": steps,
+        "pending": pending,
+        "latest": int(latest[5:])
+        if latest and STEP_RE.match(latest) and int(latest[5:]) in steps
+        else (max(steps) if steps else None),
+        "saves": doc.get("saves", []),
+        "updated": doc.get("updated"),
+    }
 
 
 def write_text_atomic(loc: Location, text: str) -> None:
@@ -107,7 +132,7 @@ def commit_folder(src: Location, dst: Location, *, last: str) -> None:
     fs = src.fs
     files = [f for f in fs.find(src.path) if not f.endswith("/" + last)]
     for f in files:
-        fs.copy(f, dst.path.rstrip("/") + f[len(src.path.rstrip("/")):])
+        fs.copy(f, dst.path.rstrip("/") + f[len(src.path.rstrip("/")) :])
     fs.copy(f"{src.path.rstrip('/')}/{last}", f"{dst.path.rstrip('/')}/{last}")
     fs.rm(src.path, recursive=True)
 
@@ -167,8 +192,13 @@ def parse_checksums(text: str) -> dict[str, dict[str, Any]] | None:
     files = doc.get("files")
     if files is None:
         return None
-    if doc.get("algorithm") != ALGORITHM or not isinstance(files, dict) or not all(
+    if (
+        doc.get("algorithm") != ALGORITHM
+        or not isinstance(files, dict)
+        or not all(
             isinstance(v, dict) and isinstance(v.get("size"), int) and isinstance(v.get(ALGORITHM), str)
-            for v in files.values()):
+            for v in files.values()
+        )
+    ):
         raise ValueError(f"unknown checksum format (algorithm {doc.get('algorithm')!r})")
     return files

@@ -8,6 +8,7 @@ functions of :mod:`air_magics.data.order`.
 Validity guarantee: a yielded path stays in the cache for at least ``cache.pin_seconds`` (30 s by
 default) after it is yielded, so the consumer can open it; open it (or copy it) within that time.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -54,8 +55,9 @@ class SkippedFile:
     reason: str
 
 
-def list_files(paths: Sequence[str | VolumePath], *, pattern: str | None, recursive: bool,
-               store: VolumeStore, stat: bool = True) -> list[_File]:
+def list_files(
+    paths: Sequence[str | VolumePath], *, pattern: str | None, recursive: bool, store: VolumeStore, stat: bool = True
+) -> list[_File]:
     """Every file the selection names, sorted by volume path, each once. ``stat=False`` lists
     names only on local and mounted volumes (one readdir per folder; sizes are then -1)."""
     out: dict[str, _File] = {}
@@ -66,8 +68,11 @@ def list_files(paths: Sequence[str | VolumePath], *, pattern: str | None, recurs
         base = VolumePath(vp.catalog, vp.schema, vp.volume, fixed)
         packed = open_packed(store, base)  # a packed folder lists its members, named as in the source
         members = {m.member.name: m for m in packed.members} if packed is not None else {}
-        entries = ([Entry(m.member.name, m.member.size, m.member.mtime) for m in packed.members] if packed is not None
-                   else store.entries(base, recursive=recursive or bool(pat), with_dirs=False, stat=stat))
+        entries = (
+            [Entry(m.member.name, m.member.size, m.member.mtime) for m in packed.members]
+            if packed is not None
+            else store.entries(base, recursive=recursive or bool(pat), with_dirs=False, stat=stat)
+        )
         entries = filter_glob(entries, pat)
         loc = store.locate(base)
         for e in entries:
@@ -88,10 +93,20 @@ class UCVolumeDataset(IterableDataset):
     stops at a file that keeps failing; ``"skip"`` leaves it out and lists it in ``skipped``.
     """
 
-    def __init__(self, path: str | VolumePath | Sequence[str | VolumePath], *, pattern: str | None = None,
-                 recursive: bool = True, shuffle: bool = False, seed: int = 0,
-                 transform: Callable[[str], Any] | None = None, cache: FileCache | None = None, prefetch: int = 32,
-                 on_error: str = "raise", store: VolumeStore | None = None) -> None:
+    def __init__(
+        self,
+        path: str | VolumePath | Sequence[str | VolumePath],
+        *,
+        pattern: str | None = None,
+        recursive: bool = True,
+        shuffle: bool = False,
+        seed: int = 0,
+        transform: Callable[[str], Any] | None = None,
+        cache: FileCache | None = None,
+        prefetch: int = 32,
+        on_error: str = "raise",
+        store: VolumeStore | None = None,
+    ) -> None:
         super().__init__()
         if on_error not in ("raise", "skip"):
             raise DatasetError(f"on_error={on_error!r}: use 'raise' or 'skip'")
@@ -106,8 +121,11 @@ class UCVolumeDataset(IterableDataset):
         # that validate cache hits are read in the background (see _versions)
         self.files = list_files(paths, pattern=pattern, recursive=recursive, store=self.store, stat=False)
         if not self.files:
-            raise DatasetError(f"no files in {', '.join(map(str, paths))}"
-                               + (f" matching {pattern!r}" if pattern else "") + "; check the path with %air_volume ls")
+            raise DatasetError(
+                f"no files in {', '.join(map(str, paths))}"
+                + (f" matching {pattern!r}" if pattern else "")
+                + "; check the path with %air_volume ls"
+            )
         self.paths = [str(p) for p in paths]
         self.shuffle, self.seed, self.transform = shuffle, seed, transform
         self.prefetch, self.on_error = prefetch, on_error
@@ -134,6 +152,7 @@ class UCVolumeDataset(IterableDataset):
         """Sizes and mtimes of every file, on threads (one round trip each on a remote mount). Until
         they are in, a stream validates what the cache holds with its own stat, and fetches what
         it does not hold without one."""
+
         def one(f: _File) -> tuple[int, float] | None:
             try:
                 st = os.stat(f.src.path)
@@ -174,8 +193,9 @@ class UCVolumeDataset(IterableDataset):
             return EpochState(base.seed, base.epoch, base.n, base.shuffle, base.fingerprint, list(base.segments))
         return EpochState(self.seed, self.epoch, len(self.files), self.shuffle, self.fingerprint)
 
-    def state_dict(self, delivered: dict[int, int] | None = None, grid: Grid | None = None,
-                   epoch_done: bool = False) -> dict[str, Any]:
+    def state_dict(
+        self, delivered: dict[int, int] | None = None, grid: Grid | None = None, epoch_done: bool = False
+    ) -> dict[str, Any]:
         """Progress of the current epoch. Iterated directly, this counts what this process yielded;
         the :class:`~air_magics.data.DataLoader` passes what it *delivered* from its workers. With
         ``torch.distributed`` initialised it is a collective: every rank's progress is gathered, so
@@ -202,8 +222,10 @@ class UCVolumeDataset(IterableDataset):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume from :meth:`state_dict`, on the same or a different grid."""
         if not isinstance(state, dict) or state.get("version") != _STATE_VERSION:
-            raise DatasetError(f"not a UCVolumeDataset state (version {state.get('version') if isinstance(state, dict) else state!r}); "
-                               f"pass what state_dict() returned")
+            raise DatasetError(
+                f"not a UCVolumeDataset state (version {state.get('version') if isinstance(state, dict) else state!r}); "
+                f"pass what state_dict() returned"
+            )
         try:
             st = EpochState.from_dict(state)
         except OrderStateError as exc:
@@ -212,9 +234,12 @@ class UCVolumeDataset(IterableDataset):
             raise DatasetError(
                 f"state was saved for other files ({st.n} files, fingerprint {st.fingerprint}) than this dataset's "
                 f"({len(self.files)} files, fingerprint {self.fingerprint}, paths {self.paths}); build the dataset "
-                f"with the same paths and pattern, or start fresh")
+                f"with the same paths and pattern, or start fresh"
+            )
         if st.shuffle != self.shuffle or st.seed != self.seed:
-            raise DatasetError(f"state has shuffle={st.shuffle}, seed={st.seed}; this dataset has shuffle={self.shuffle}, seed={self.seed}")
+            raise DatasetError(
+                f"state has shuffle={st.shuffle}, seed={st.seed}; this dataset has shuffle={self.shuffle}, seed={self.seed}"
+            )
         self.epoch, self._resume = st.epoch, st
 
     # -- iteration ----------------------------------------------------------------------------------
@@ -237,7 +262,13 @@ class UCVolumeDataset(IterableDataset):
         s = stream_index(grid, rank, worker)
         st = self._epoch_state()
         try:
-            items = stream_items(st, grid, s) if st.segments else epoch_order(len(self.files), seed=self.seed, epoch=self.epoch, shuffle=self.shuffle)[s::grid.streams]
+            items = (
+                stream_items(st, grid, s)
+                if st.segments
+                else epoch_order(len(self.files), seed=self.seed, epoch=self.epoch, shuffle=self.shuffle)[
+                    s :: grid.streams
+                ]
+            )
         except OrderStateError as exc:
             raise DatasetError(str(exc)) from None
         return grid, s, items
@@ -245,8 +276,11 @@ class UCVolumeDataset(IterableDataset):
     def _fetch(self, f: _File, version: tuple[int, float] | None) -> Any:
         size, mtime = version if version is not None else (None, None)
         try:
-            local = f.member.local_path(self.cache) if f.member is not None else \
-                self.cache.get(f.key, size=size, mtime=mtime, src=f.src)
+            local = (
+                f.member.local_path(self.cache)
+                if f.member is not None
+                else self.cache.get(f.key, size=size, mtime=mtime, src=f.src)
+            )
         except Exception as exc:
             if self.on_error == "skip" and (is_transient(exc) or isinstance(exc, OSError)):
                 return SkippedFile(f.key, f"{type(exc).__name__}: {exc}")

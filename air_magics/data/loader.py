@@ -18,6 +18,7 @@
   documents the cache view and the sidebar show. Nothing goes to mlflow unless you attach
   :class:`~air_magics.listeners.MlflowListener` yourself.
 """
+
 from __future__ import annotations
 
 import os
@@ -98,8 +99,10 @@ class LoaderTiming:
         return self.snapshot().to_dict()
 
     def __repr__(self) -> str:
-        return (f"LoaderTiming(steps={self.steps}, data_wait={self.data_wait:.2f}s, compute={self.compute:.2f}s, "
-                f"wait_share={self.wait_share:.1%})")
+        return (
+            f"LoaderTiming(steps={self.steps}, data_wait={self.data_wait:.2f}s, compute={self.compute:.2f}s, "
+            f"wait_share={self.wait_share:.1%})"
+        )
 
 
 class DataLoader(tud.DataLoader):
@@ -111,9 +114,18 @@ class DataLoader(tud.DataLoader):
     Other datasets pass straight through.
     """
 
-    def __init__(self, dataset: Any, batch_size: int | None = 1, *, num_workers: int | None = None,
-                 collate_fn: Callable[[Any], Any] | None = None, prefetch_factor: int | None = None,
-                 persistent_workers: bool | None = None, listeners: Sequence[Listener] = (), **kwargs: Any) -> None:
+    def __init__(
+        self,
+        dataset: Any,
+        batch_size: int | None = 1,
+        *,
+        num_workers: int | None = None,
+        collate_fn: Callable[[Any], Any] | None = None,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool | None = None,
+        listeners: Sequence[Listener] = (),
+        **kwargs: Any,
+    ) -> None:
         self._air = isinstance(dataset, UCVolumeDataset)
         workers = DEFAULT_WORKERS if num_workers is None else num_workers
         self._chunked = False
@@ -122,8 +134,10 @@ class DataLoader(tud.DataLoader):
             persistent_workers = self._air and workers > 0
         if self._air:
             if kwargs.get("sampler") is not None or kwargs.get("batch_sampler") is not None or kwargs.get("shuffle"):
-                raise DatasetError("UCVolumeDataset orders and splits files itself: use UCVolumeDataset(shuffle=True, seed=...) "
-                                   "instead of sampler/batch_sampler/shuffle")
+                raise DatasetError(
+                    "UCVolumeDataset orders and splits files itself: use UCVolumeDataset(shuffle=True, seed=...) "
+                    "instead of sampler/batch_sampler/shuffle"
+                )
             base = collate_fn or (default_collate if batch_size is not None else default_convert)
             if batch_size is None and workers > 0:  # one message per CHUNK items, not per item
                 base, batch_size, self._chunked = _ChunkCollate(base), CHUNK, True
@@ -139,8 +153,15 @@ class DataLoader(tud.DataLoader):
             # torch's default (2 batches per worker) starves the loop on warm epochs; queue about as
             # many items as each worker's prefetch threads keep in flight
             prefetch_factor = max(2, dataset.prefetch // (batch_size or 1))
-        super().__init__(dataset, batch_size=batch_size, num_workers=workers, collate_fn=collate_fn,
-                         prefetch_factor=prefetch_factor, persistent_workers=persistent_workers, **kwargs)
+        super().__init__(
+            dataset,
+            batch_size=batch_size,
+            num_workers=workers,
+            collate_fn=collate_fn,
+            prefetch_factor=prefetch_factor,
+            persistent_workers=persistent_workers,
+            **kwargs,
+        )
         self.timing = LoaderTiming()
         self._delivered: dict[int, int] = {}
         self._grid: Grid | None = None
@@ -165,8 +186,10 @@ class DataLoader(tud.DataLoader):
             raise DatasetError("state_dict() needs a UCVolumeDataset (or a dataset implementing Checkpointable)")
         ds: UCVolumeDataset = self.dataset
         grid = self._grid or self._current_grid()
-        return {"dataset": ds.state_dict(delivered=self._own_delivered(grid), grid=grid, epoch_done=self._epoch_done),
-                "steps": self.timing.steps}
+        return {
+            "dataset": ds.state_dict(delivered=self._own_delivered(grid), grid=grid, epoch_done=self._epoch_done),
+            "steps": self.timing.steps,
+        }
 
     def _own_delivered(self, grid: Grid) -> dict[int, int]:
         """Delivered count of every stream this rank owns (0 for workers not heard from yet)."""
@@ -178,8 +201,10 @@ class DataLoader(tud.DataLoader):
         if not self._air:
             raise DatasetError("load_state_dict() needs a UCVolumeDataset")
         if not isinstance(state, dict) or "dataset" not in state:
-            raise DatasetError(f"not a DataLoader state (keys {sorted(state) if isinstance(state, dict) else type(state).__name__}); "
-                               f"pass what DataLoader.state_dict() returned")
+            raise DatasetError(
+                f"not a DataLoader state (keys {sorted(state) if isinstance(state, dict) else type(state).__name__}); "
+                f"pass what DataLoader.state_dict() returned"
+            )
         self.dataset.load_state_dict(state["dataset"])
         self._delivered, self._epoch_done, self._started = {}, False, False
         self.timing.steps = int(state.get("steps", 0))
@@ -244,5 +269,13 @@ class DataLoader(tud.DataLoader):
 
     def _emit(self, state: str) -> None:
         if channel.listening(self.listeners):
-            channel.emit(LoaderEvent(state=state, timing=self.timing.snapshot(), epoch=self.dataset.epoch,
-                                     files=len(self.dataset), num_workers=self.num_workers), self.listeners)
+            channel.emit(
+                LoaderEvent(
+                    state=state,
+                    timing=self.timing.snapshot(),
+                    epoch=self.dataset.epoch,
+                    files=len(self.dataset),
+                    num_workers=self.num_workers,
+                ),
+                self.listeners,
+            )

@@ -28,6 +28,7 @@ prune (after each committed save) and :meth:`~CheckpointManager.cleanup` remove 
 them. ``.pending-step_N`` folders carry no owner (every rank writes into the same one), so they
 are removed only by a save of the same step N and by ``cleanup()``.
 """
+
 from __future__ import annotations
 
 import json
@@ -95,8 +96,16 @@ class CheckpointManager:
     reported as checkpoint events to ``listeners`` and :data:`air_magics.events.channel`.
     """
 
-    def __init__(self, directory: str | VolumePath, *, keep: int = 3, store: VolumeStore | None = None,
-                 upload_workers: int = 32, show: bool | None = None, listeners: Sequence[Listener] = ()) -> None:
+    def __init__(
+        self,
+        directory: str | VolumePath,
+        *,
+        keep: int = 3,
+        store: VolumeStore | None = None,
+        upload_workers: int = 32,
+        show: bool | None = None,
+        listeners: Sequence[Listener] = (),
+    ) -> None:
         if keep < 1:
             raise CheckpointError(f"keep={keep}: keep at least 1 checkpoint")
         self.store = store or VolumeStore()
@@ -112,8 +121,9 @@ class CheckpointManager:
         self.listeners = tuple(listeners)
         if _dist.rank_and_world()[0] == 0:
             self.store.makedirs(self.directory)
-        channel.emit(CheckpointEvent(state="announced", directory=str(self.directory), keep=keep, show=show),
-                     self.listeners)
+        channel.emit(
+            CheckpointEvent(state="announced", directory=str(self.directory), keep=keep, show=show), self.listeners
+        )
 
     def __repr__(self) -> str:
         return f"CheckpointManager({str(self.directory)!r}, keep={self.keep}, latest={self.latest()})"
@@ -134,8 +144,16 @@ class CheckpointManager:
         return checkpoint_status(str(self.directory), self.store)["latest"]
 
     # -- saving ---------------------------------------------------------------------------------
-    def save(self, step: int, state: dict[str, Any] | None = None, *, model: Any = None, optimizer: Any = None,
-             loader: Any = None, blocking: bool = True) -> None:
+    def save(
+        self,
+        step: int,
+        state: dict[str, Any] | None = None,
+        *,
+        model: Any = None,
+        optimizer: Any = None,
+        loader: Any = None,
+        blocking: bool = True,
+    ) -> None:
         """Save *state* (or model/optimizer/loader) as ``step_<step>``. ``blocking=False`` returns
         once the state is staged in memory and finishes in the background (see :meth:`wait`)."""
         import torch.distributed.checkpoint as dcp
@@ -143,7 +161,9 @@ class CheckpointManager:
         self.wait()
         rank, world = _dist.rank_and_world()
         if self.store.exists(self.step_path(step)):  # one round trip, not a listing: the caller is waiting
-            raise CheckpointError(f"{self.step_path(step)} already exists; checkpoints are never overwritten: use a new step")
+            raise CheckpointError(
+                f"{self.step_path(step)} already exists; checkpoints are never overwritten: use a new step"
+            )
         if state is None:
             state = self._collect(model, optimizer, loader, rank)
         pending = self.directory / f"{PENDING_PREFIX}{int(step)}"
@@ -152,8 +172,12 @@ class CheckpointManager:
             remove_folder(self._loc(pending.name))  # leftover of a crashed attempt at this step
         _barrier(world)
         rec = self._record(step, "staging", started=time.time())
-        writer = UCVolumeWriter(pending, store=self.store, upload_workers=self.upload_workers,
-                                listeners=[lambda e: self._update(rec, e.state, **e.detail)])
+        writer = UCVolumeWriter(
+            pending,
+            store=self.store,
+            upload_workers=self.upload_workers,
+            listeners=[lambda e: self._update(rec, e.state, **e.detail)],
+        )
         t0 = time.perf_counter()
         if not blocking:
             _quiet_async_saves()  # outside the scoped filter below, which would undo it on exit
@@ -177,8 +201,9 @@ class CheckpointManager:
             self._pending = (fut, done)
         fut.add_done_callback(lambda f: self._finish_async(f, step, rec, writer, rank, done))
 
-    def _finish_async(self, fut: Any, step: int, rec: dict[str, Any], writer: UCVolumeWriter, rank: int,
-                      done: threading.Event) -> None:
+    def _finish_async(
+        self, fut: Any, step: int, rec: dict[str, Any], writer: UCVolumeWriter, rank: int, done: threading.Event
+    ) -> None:
         try:
             fut.result()
         except BaseException as exc:
@@ -215,14 +240,19 @@ class CheckpointManager:
             self._prune()
         _barrier(world)
         seconds = time.time() - rec["started"]
-        self._update(rec, "committed", bytes=writer.bytes_uploaded, seconds=seconds,
-                     mb_per_s=writer.bytes_uploaded / 1e6 / seconds if seconds > 0 else 0.0)
+        self._update(
+            rec,
+            "committed",
+            bytes=writer.bytes_uploaded,
+            seconds=seconds,
+            mb_per_s=writer.bytes_uploaded / 1e6 / seconds if seconds > 0 else 0.0,
+        )
 
     def _prune(self) -> None:
         found = scan_checkpoints(self.directory, self.store)
         for name in found["pruning"]:  # leftovers of killed prunes: never loadable, safe for anyone to delete
             remove_folder(self._loc(name))
-        for old in found["steps"][:-self.keep]:
+        for old in found["steps"][: -self.keep]:
             self._discard(f"step_{old}")
 
     def _discard(self, name: str) -> None:
@@ -241,7 +271,7 @@ class CheckpointManager:
         process saves here: a pending folder does not say which process owns it.
         """
         found = scan_checkpoints(self.directory, self.store)
-        mine = {self._active, "step_" + self._active[len(PENDING_PREFIX):]} if self._active else set()
+        mine = {self._active, "step_" + self._active[len(PENDING_PREFIX) :]} if self._active else set()
         unowned = found["pending"] + found["uncommitted"]
         cutoff = time.time() - older_than
         stale = [n for n in unowned if n not in mine and self.store.stat(self.directory / n).mtime <= cutoff]
@@ -262,8 +292,10 @@ class CheckpointManager:
             except BaseException as exc:
                 if isinstance(exc, (KeyboardInterrupt, SystemExit, AirError)) or _corruption(exc):
                     raise
-                raise _as_error(exc, f"checkpoint {self.step_path(step)} does not match the state to load "
-                                     f"(different model or keys?)") from None
+                raise _as_error(
+                    exc,
+                    f"checkpoint {self.step_path(step)} does not match the state to load (different model or keys?)",
+                ) from None
         return step
 
     def verify(self, step: int | None = None) -> int:
@@ -289,12 +321,17 @@ class CheckpointManager:
             if bad is None:
                 raise
             earlier = [s for s in self.steps() if s < step]
-            remedy = (f"load an earlier step, e.g. manager.load(state, step={earlier[-1]}) or "
-                      f"manager.restore(..., step={earlier[-1]})" if earlier else
-                      "no earlier committed step to fall back to: save a new checkpoint")
+            remedy = (
+                f"load an earlier step, e.g. manager.load(state, step={earlier[-1]}) or "
+                f"manager.restore(..., step={earlier[-1]})"
+                if earlier
+                else "no earlier committed step to fall back to: save a new checkpoint"
+            )
             raise CheckpointCorruptError(bad.checkpoint, bad.file, bad.problem, remedy) from None
 
-    def restore(self, *, model: Any = None, optimizer: Any = None, loader: Any = None, step: int | None = None) -> int | None:
+    def restore(
+        self, *, model: Any = None, optimizer: Any = None, loader: Any = None, step: int | None = None
+    ) -> int | None:
         """Restore model, optimizer and loader from *step* or the latest; ``None`` if there is none yet."""
         if step is None and self.latest() is None:
             return None
@@ -309,8 +346,12 @@ class CheckpointManager:
             state[loader_key] = ""
         self.load(state, step)
         if model is not None:
-            set_state_dict(model, [optimizer] if optimizer is not None else [], model_state_dict=state["model"],
-                           optim_state_dict=state.get("optimizer", {}))
+            set_state_dict(
+                model,
+                [optimizer] if optimizer is not None else [],
+                model_state_dict=state["model"],
+                optim_state_dict=state.get("optimizer", {}),
+            )
         if loader_key:
             loader.load_state_dict(json.loads(state[loader_key]))
         return step
@@ -321,7 +362,9 @@ class CheckpointManager:
             if step is None:
                 raise CheckpointError(f"no complete checkpoint in {self.directory}; save one first")
         elif step not in self.steps():
-            raise CheckpointError(f"{self.step_path(step)} is missing or incomplete; complete steps: {self.steps() or 'none'}")
+            raise CheckpointError(
+                f"{self.step_path(step)} is missing or incomplete; complete steps: {self.steps() or 'none'}"
+            )
         return step
 
     def _loader_key(self, step: int, rank: int) -> str | None:
@@ -374,9 +417,18 @@ class CheckpointManager:
         saves = tuple(MappingProxyType(dict(r)) for r in self._history)
         last = saves[-1] if saves else {}
         detail = MappingProxyType({k: v for k, v in last.items() if k not in ("step", "state")})
-        channel.emit(CheckpointEvent(state=last.get("state", "running"), directory=str(self.directory),
-                                     step=last.get("step"), detail=detail, keep=self.keep, latest=latest,
-                                     saves=saves), self.listeners)
+        channel.emit(
+            CheckpointEvent(
+                state=last.get("state", "running"),
+                directory=str(self.directory),
+                step=last.get("step"),
+                detail=detail,
+                keep=self.keep,
+                latest=latest,
+                saves=saves,
+            ),
+            self.listeners,
+        )
 
 
 def _barrier(world: int) -> None:
@@ -391,8 +443,12 @@ def _quiet_async_saves() -> None:
     """An async save's staging thread warns outside any caller's scope, and the warnings module has
     no per-thread filters: from the first async save on, this one torch message (only it, only as
     attributed to torch.distributed.checkpoint) is ignored in the process. Idempotent."""
-    warnings.filterwarnings("ignore", message="torch.distributed is disabled, unavailable or uninitialized",
-                            category=UserWarning, module=r"torch\.distributed\.checkpoint")
+    warnings.filterwarnings(
+        "ignore",
+        message="torch.distributed is disabled, unavailable or uninitialized",
+        category=UserWarning,
+        module=r"torch\.distributed\.checkpoint",
+    )
 
 
 @contextmanager
@@ -401,6 +457,7 @@ def _single_process_quiet() -> Iterator[None]:
     process"), the normal case here. Scoped to the call: the user's own warning filters are left
     alone (an async save's background thread may still warn once)."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="torch.distributed is disabled, unavailable or uninitialized",
-                                category=UserWarning)
+        warnings.filterwarnings(
+            "ignore", message="torch.distributed is disabled, unavailable or uninitialized", category=UserWarning
+        )
         yield

@@ -11,6 +11,7 @@ resumed run deals the *remaining* files, in epoch order, over its own grid, whic
 survive several resumes within one epoch the state keeps the history of (grid, counts) segments;
 each segment removes its delivered items from what the previous ones left.
 """
+
 from __future__ import annotations
 
 import random
@@ -20,7 +21,17 @@ from typing import Any
 
 from ..errors import AirError
 
-__all__ = ["Grid", "EpochState", "epoch_order", "deal", "stream_index", "remaining_order", "stream_items", "with_progress", "OrderStateError"]
+__all__ = [
+    "Grid",
+    "EpochState",
+    "epoch_order",
+    "deal",
+    "stream_index",
+    "remaining_order",
+    "stream_items",
+    "with_progress",
+    "OrderStateError",
+]
 
 
 class OrderStateError(AirError, ValueError):
@@ -36,7 +47,9 @@ class Grid:
 
     def __post_init__(self) -> None:
         if self.world_size < 1 or self.num_workers < 1:
-            raise ValueError(f"grid needs world_size >= 1 and num_workers >= 1, got {self.world_size} x {self.num_workers}")
+            raise ValueError(
+                f"grid needs world_size >= 1 and num_workers >= 1, got {self.world_size} x {self.num_workers}"
+            )
 
     @property
     def streams(self) -> int:
@@ -74,20 +87,37 @@ class EpochState:
     segments: list[tuple[Grid, list[int]]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"seed": self.seed, "epoch": self.epoch, "n": self.n, "shuffle": self.shuffle,
-                "fingerprint": self.fingerprint,
-                "segments": [{"world_size": g.world_size, "num_workers": g.num_workers, "delivered": list(c)} for g, c in self.segments]}
+        return {
+            "seed": self.seed,
+            "epoch": self.epoch,
+            "n": self.n,
+            "shuffle": self.shuffle,
+            "fingerprint": self.fingerprint,
+            "segments": [
+                {"world_size": g.world_size, "num_workers": g.num_workers, "delivered": list(c)}
+                for g, c in self.segments
+            ],
+        }
 
     @classmethod
     def from_dict(cls, d: Any) -> EpochState:
         try:
-            segs = [(Grid(int(s["world_size"]), int(s["num_workers"])), [int(x) for x in s["delivered"]]) for s in d["segments"]]
-            st = cls(int(d["seed"]), int(d["epoch"]), int(d["n"]), bool(d["shuffle"]), str(d.get("fingerprint", "")), segs)
+            segs = [
+                (Grid(int(s["world_size"]), int(s["num_workers"])), [int(x) for x in s["delivered"]])
+                for s in d["segments"]
+            ]
+            st = cls(
+                int(d["seed"]), int(d["epoch"]), int(d["n"]), bool(d["shuffle"]), str(d.get("fingerprint", "")), segs
+            )
         except (KeyError, TypeError, ValueError) as exc:
-            raise OrderStateError(f"dataset state is corrupt ({type(exc).__name__}: {exc}); pass a dict from state_dict()") from None
+            raise OrderStateError(
+                f"dataset state is corrupt ({type(exc).__name__}: {exc}); pass a dict from state_dict()"
+            ) from None
         for g, counts in st.segments:
             if len(counts) != g.streams or any(c < -1 for c in counts):
-                raise OrderStateError(f"dataset state is corrupt: {len(counts)} counts for a {g.world_size} x {g.num_workers} grid")
+                raise OrderStateError(
+                    f"dataset state is corrupt: {len(counts)} counts for a {g.world_size} x {g.num_workers} grid"
+                )
         return st
 
 
@@ -99,14 +129,16 @@ def remaining_order(state: EpochState, upto: int | None = None) -> list[int]:
             raise OrderStateError(
                 f"dataset state lacks the progress of some streams of its {grid.world_size} x {grid.num_workers} grid "
                 f"(saved without a process group?); resume on the same grid, or call state_dict() on every rank "
-                f"with torch.distributed initialised")
+                f"with torch.distributed initialised"
+            )
         streams = deal(left, grid.streams)
         done: set[int] = set()
         for s, c in enumerate(counts):
             if c > len(streams[s]):
                 raise OrderStateError(
                     f"dataset state says stream {s} delivered {c} items but it only had {len(streams[s])}; "
-                    f"the state belongs to other data")
+                    f"the state belongs to other data"
+                )
             done.update(streams[s][:c])
         left = [i for i in left if i not in done]
     return left
@@ -124,7 +156,9 @@ def with_progress(state: EpochState, grid: Grid, counts: dict[int, int]) -> Epoc
         prev = segments.pop()[1]
         for s, c in counts.items():
             if c >= 0 and prev[s] < 0:
-                raise OrderStateError(f"no saved progress for stream {s} to continue from; load the state this rank saved")
+                raise OrderStateError(
+                    f"no saved progress for stream {s} to continue from; load the state this rank saved"
+                )
             full[s] = prev[s] + c if c >= 0 else -1
     else:
         for s, c in counts.items():
@@ -141,11 +175,14 @@ def stream_items(state: EpochState, grid: Grid, stream: int) -> list[int]:
     if state.segments and state.segments[-1][0] == grid:
         counts = state.segments[-1][1]
         if counts[stream] < 0:
-            raise OrderStateError(f"dataset state has no progress for stream {stream}; load the state saved by this rank")
+            raise OrderStateError(
+                f"dataset state has no progress for stream {stream}; load the state saved by this rank"
+            )
         mine = deal(remaining_order(state, upto=-1), grid.streams)[stream]
         if counts[stream] > len(mine):
             raise OrderStateError(
                 f"dataset state says stream {stream} delivered {counts[stream]} items but it only had {len(mine)}; "
-                f"the state belongs to other data")
-        return mine[counts[stream]:]
+                f"the state belongs to other data"
+            )
+        return mine[counts[stream] :]
     return deal(remaining_order(state), grid.streams)[stream]

@@ -8,6 +8,7 @@ others wait, so nobody reads a file that is still being written::
     dist.barrier()
     state = load_torch("/Volumes/main/ml/ckpt/model.pt")   # every rank, through the cache
 """
+
 from __future__ import annotations
 
 import os
@@ -42,8 +43,14 @@ def save_torch(obj: Any, path: str | VolumePath, *, store: VolumeStore | None = 
         os.unlink(tmp)
 
 
-def load_torch(path: str | VolumePath, *, weights_only: bool = True, map_location: Any = "cpu",
-               cache: FileCache | None = None, **kwargs: Any) -> Any:
+def load_torch(
+    path: str | VolumePath,
+    *,
+    weights_only: bool = True,
+    map_location: Any = "cpu",
+    cache: FileCache | None = None,
+    **kwargs: Any,
+) -> Any:
     """``torch.load`` through the cache (``weights_only=True`` by default: no arbitrary code)."""
     import torch
 

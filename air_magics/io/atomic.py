@@ -5,6 +5,7 @@ Why: readers in other processes (the sidebar, DataLoader workers, a second noteb
 old or the new content, never a torn or empty file, and a process killed mid-write must leave
 nothing but a temp name that listings ignore and the next writer can sweep.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,9 @@ from .leftovers import temp_name
 __all__ = ["write_atomic", "write_json_atomic"]
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, root: str | None = None,
-                 fsync: bool = False, mtime: float = 0.0) -> None:
+def write_atomic(
+    path: str | os.PathLike[str], data: bytes | str, *, root: str | None = None, fsync: bool = False, mtime: float = 0.0
+) -> None:
     """Replace *path* with *data*: temp file beside it, optional ``fsync`` (for what must survive a
     power cut: commit markers), *mtime* stamped when given, rename into place. Parent folders are
     made; with *root* every folder is confined to it (:mod:`air_magics.io.confined`)."""
@@ -32,7 +34,8 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, root: str |
         os.close(dfd)
 
 
-def write_json_atomic(path: str | os.PathLike[str], doc: Any, *, root: str | None = None, fsync: bool = False,
-                      **dumps: Any) -> None:
+def write_json_atomic(
+    path: str | os.PathLike[str], doc: Any, *, root: str | None = None, fsync: bool = False, **dumps: Any
+) -> None:
     """:func:`write_atomic` of ``json.dumps(doc, **dumps)``."""
     write_atomic(path, json.dumps(doc, **dumps), root=root, fsync=fsync)

@@ -20,6 +20,7 @@ Where the kernel cannot tell a descriptor's path, every component is walked from
 ``O_NOFOLLOW`` instead (links refused outright). ``root=None`` means "no containment" (a local
 file the user named explicitly): the special-file and no-follow rules still hold.
 """
+
 from __future__ import annotations
 
 import errno
@@ -32,8 +33,18 @@ from typing import IO, Any
 
 from ..errors import ConfinementError, SpecialFileError
 
-__all__ = ["real_root", "open_read", "open_dir", "publish_at", "open_write", "open_file", "makedirs",
-           "check_inside", "is_within", "write_all"]
+__all__ = [
+    "real_root",
+    "open_read",
+    "open_dir",
+    "publish_at",
+    "open_write",
+    "open_file",
+    "makedirs",
+    "check_inside",
+    "is_within",
+    "write_all",
+]
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -41,8 +52,14 @@ _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _NOCTTY = getattr(os, "O_NOCTTY", 0)
 _PROC_FD = os.path.isdir("/proc/self/fd")
-_KINDS = {_stat.S_IFIFO: "a FIFO (named pipe)", _stat.S_IFSOCK: "a socket", _stat.S_IFCHR: "a character device",
-          _stat.S_IFBLK: "a block device", _stat.S_IFDIR: "a folder", _stat.S_IFLNK: "a symlink"}
+_KINDS = {
+    _stat.S_IFIFO: "a FIFO (named pipe)",
+    _stat.S_IFSOCK: "a socket",
+    _stat.S_IFCHR: "a character device",
+    _stat.S_IFBLK: "a block device",
+    _stat.S_IFDIR: "a folder",
+    _stat.S_IFLNK: "a symlink",
+}
 
 
 def is_within(path: str, root: str) -> bool:
@@ -102,8 +119,10 @@ def _refuse_special(st: os.stat_result, path: str, want_dir: bool = False) -> No
         raise NotADirectoryError(errno.ENOTDIR, f"{path!r} is {_kind(st.st_mode)}, not a folder")
     if _stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, f"{path!r} is a folder, not a file")
-    raise SpecialFileError(f"{path!r} is {_kind(st.st_mode)}, not a regular file; refusing to open it "
-                           f"(remove it from the selection, or exclude it with a pattern)")
+    raise SpecialFileError(
+        f"{path!r} is {_kind(st.st_mode)}, not a regular file; refusing to open it "
+        f"(remove it from the selection, or exclude it with a pattern)"
+    )
 
 
 def _rel_parts(path: str, root: str) -> list[str] | None:
@@ -113,7 +132,7 @@ def _rel_parts(path: str, root: str) -> list[str] | None:
         return []
     if not path_n.startswith(root_n.rstrip(os.sep) + os.sep):
         return None
-    return path_n[len(root_n.rstrip(os.sep)) + 1:].split(os.sep)
+    return path_n[len(root_n.rstrip(os.sep)) + 1 :].split(os.sep)
 
 
 def _walk_open(path: str, root: str, flags: int, *, create_dirs: bool = False) -> int:
@@ -135,8 +154,10 @@ def _walk_open(path: str, root: str, flags: int, *, create_dirs: bool = False) -
                 nxt = os.open(name, f | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.EMLINK) or (exc.errno == errno.ENOTDIR and not last):
-                    raise ConfinementError(f"{path!r}: component {name!r} is a symlink or not a folder; refusing to "
-                                           f"follow it (remove the link)") from None
+                    raise ConfinementError(
+                        f"{path!r}: component {name!r} is a symlink or not a folder; refusing to "
+                        f"follow it (remove the link)"
+                    ) from None
                 raise
             os.close(fd)
             fd = nxt
@@ -210,8 +231,10 @@ def _make_below(path: str, root: str) -> int:
                 nxt = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise ConfinementError(f"{os.path.join(head, name)!r} is a symlink or a file where a folder is "
-                                           f"needed; refusing to follow it (remove it)") from None
+                    raise ConfinementError(
+                        f"{os.path.join(head, name)!r} is a symlink or a file where a folder is "
+                        f"needed; refusing to follow it (remove it)"
+                    ) from None
                 raise
             os.close(fd)
             fd, head = nxt, os.path.join(head, name)
@@ -226,8 +249,9 @@ def makedirs(path: str, root: str | None = None) -> None:
     os.close(open_dir(path, root, create=True))
 
 
-def publish_at(dir_fd: int, name: str, fill: Callable[[int], None], *, mtime: float = 0.0, temp: str,
-               fsync: bool = False) -> None:
+def publish_at(
+    dir_fd: int, name: str, fill: Callable[[int], None], *, mtime: float = 0.0, temp: str, fsync: bool = False
+) -> None:
     """Write *name* inside the open folder *dir_fd* atomically: create *temp* there (``O_NOFOLLOW``),
     let *fill* write it, stamp *mtime* on the open file, optionally ``fsync``, rename into place
     (a link at *name* is replaced, never followed). On failure the temp file is removed and *name*
@@ -256,11 +280,15 @@ def write_all(fd: int, data: bytes) -> None:
     """``os.write`` until every byte is written (a write may be short)."""
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
-_MODE_FLAGS = {"r": os.O_RDONLY, "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
-               "x": os.O_WRONLY | os.O_CREAT | os.O_EXCL}
+_MODE_FLAGS = {
+    "r": os.O_RDONLY,
+    "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+    "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+    "x": os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+}
 
 
 def open_write(path: str, root: str | None, mode: str = "wb", **kwargs: Any) -> IO[Any]:
@@ -276,7 +304,9 @@ def open_write(path: str, root: str | None, mode: str = "wb", **kwargs: Any) -> 
             fd = os.open(name, flags | _NOFOLLOW | _NONBLOCK | _NOCTTY | _CLOEXEC, 0o666, dir_fd=dfd)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise ConfinementError(f"{path!r} is a symlink; refusing to write through it (remove the link)") from None
+                raise ConfinementError(
+                    f"{path!r} is a symlink; refusing to write through it (remove the link)"
+                ) from None
             if exc.errno == errno.ENXIO:
                 raise SpecialFileError(f"{path!r} is a FIFO or socket; refusing to write to it") from None
             raise

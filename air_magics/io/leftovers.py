@@ -5,6 +5,7 @@ must never be taken for data (listings and datasets hide them) and must not pile
 writer into the same folder removes the ones whose owning process is gone). Every such name
 carries its owner's pid so liveness can be checked.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,11 +14,19 @@ import threading
 
 from .process import pid_alive
 
-__all__ = ["TEMP_MARK", "PENDING_EXPORT_PREFIX", "TRASH_EXPORT_PREFIX", "temp_name", "is_leftover", "owner_pid", "sweep_stale"]
+__all__ = [
+    "TEMP_MARK",
+    "PENDING_EXPORT_PREFIX",
+    "TRASH_EXPORT_PREFIX",
+    "temp_name",
+    "is_leftover",
+    "owner_pid",
+    "sweep_stale",
+]
 
 TEMP_MARK = ".air-tmp-"
-PENDING_EXPORT_PREFIX = ".pending-export-"   # an export being written: .pending-export-<pid>-<12 hex>
-TRASH_EXPORT_PREFIX = ".trash-export-"       # the folder an export replaces, until it is deleted
+PENDING_EXPORT_PREFIX = ".pending-export-"  # an export being written: .pending-export-<pid>-<12 hex>
+TRASH_EXPORT_PREFIX = ".trash-export-"  # the folder an export replaces, until it is deleted
 _TEMP_RX = re.compile(r"\A\..*" + re.escape(TEMP_MARK) + r"(\d+)-\d+\Z", re.S)
 _EXPORT_RX = re.compile(r"\A\.(?:pending|trash)-export-(\d+)-[0-9a-f]{12}\Z")
 

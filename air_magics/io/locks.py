@@ -9,6 +9,7 @@ belong to the open file description, which threads share).
 After ``fork`` a child must make its own (the parent's description, and a lock it holds, are
 shared with the child): callers create these lazily per process.
 """
+
 from __future__ import annotations
 
 import fcntl

@@ -1,4 +1,5 @@
 """Process liveness, the one check every "is its owner still running?" question uses."""
+
 from __future__ import annotations
 
 import os

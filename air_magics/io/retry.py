@@ -4,6 +4,7 @@ Why: remote volumes fail transiently (``EIO`` from a FUSE mount, timeouts, dropp
 such an error is worth a few more tries with jittered exponential backoff, anything else fails at
 once with its own message.
 """
+
 from __future__ import annotations
 
 import errno
@@ -17,7 +18,8 @@ __all__ = ["TRANSIENT_ERRNOS", "is_transient", "backoff_delay", "retry_call"]
 T = TypeVar("T")
 
 TRANSIENT_ERRNOS = frozenset(
-    getattr(errno, n) for n in ("EIO", "ETIMEDOUT", "ECONNRESET", "ECONNABORTED", "EAGAIN", "EBUSY", "ENETRESET", "EPIPE", "ESTALE")
+    getattr(errno, n)
+    for n in ("EIO", "ETIMEDOUT", "ECONNRESET", "ECONNABORTED", "EAGAIN", "EBUSY", "ENETRESET", "EPIPE", "ESTALE")
     if hasattr(errno, n)
 )
 
@@ -35,8 +37,9 @@ def backoff_delay(attempt: int, backoff: float) -> float:
     return min(2.0, backoff * 2 ** (attempt - 1)) * (0.5 + random.random())
 
 
-def retry_call(fn: Callable[[], T], *, retries: int = 4, backoff: float = 0.05,
-               stop: Callable[[], bool] | None = None) -> T:
+def retry_call(
+    fn: Callable[[], T], *, retries: int = 4, backoff: float = 0.05, stop: Callable[[], bool] | None = None
+) -> T:
     """``fn()``, retried up to *retries* more times while it raises a transient error (and *stop*,
     if given, says not to stop). The last error is raised unchanged."""
     attempt = 0

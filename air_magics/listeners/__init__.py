@@ -15,6 +15,7 @@
 Notebook widgets are listeners too; they live in :mod:`air_magics.widgets` (the front end) and the
 ``%load_ext air_magics`` extension attaches them.
 """
+
 from __future__ import annotations
 
 from .logs import LoggingListener

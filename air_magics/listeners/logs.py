@@ -1,4 +1,5 @@
 """``LoggingListener``: events as log records on the loggers of the modules that emit them."""
+
 from __future__ import annotations
 
 import logging
@@ -7,8 +8,13 @@ from ..events import Event
 
 __all__ = ["LoggingListener"]
 
-_LOGGERS = {"copy": "air_magics.transfer", "cache": "air_magics.cache", "loader": "air_magics.data.loader",
-            "checkpoint": "air_magics.data.manager", "export": "air_magics.tables.export"}
+_LOGGERS = {
+    "copy": "air_magics.transfer",
+    "cache": "air_magics.cache",
+    "loader": "air_magics.data.loader",
+    "checkpoint": "air_magics.data.manager",
+    "export": "air_magics.tables.export",
+}
 
 
 class LoggingListener:

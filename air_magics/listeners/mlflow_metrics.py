@@ -9,6 +9,7 @@ Nothing is logged into mlflow unless you attach it::
 It logs ``air.data_wait_s``, ``air.compute_s`` and ``air.wait_share`` (step = batches delivered)
 at most every ``interval`` seconds and at the end of each epoch, only while an mlflow run is active.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -43,8 +44,14 @@ class MlflowListener:
         if self._mlflow.active_run() is None:
             return
         t = event.timing
-        self._mlflow.log_metrics({f"{self.prefix}data_wait_s": t.data_wait, f"{self.prefix}compute_s": t.compute,
-                                  f"{self.prefix}wait_share": t.wait_share}, step=t.steps)
+        self._mlflow.log_metrics(
+            {
+                f"{self.prefix}data_wait_s": t.data_wait,
+                f"{self.prefix}compute_s": t.compute,
+                f"{self.prefix}wait_share": t.wait_share,
+            },
+            step=t.steps,
+        )
 
     def __repr__(self) -> str:
         return f"MlflowListener(prefix={self.prefix!r})"

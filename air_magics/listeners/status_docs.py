@@ -10,6 +10,7 @@ Documents and their names (fields as in :meth:`air_magics.events.Event.to_dict` 
 
 The last event of every job (done, failed, interrupted, committed, end of epoch) is always written.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -40,8 +41,9 @@ def _cache_doc_lock() -> ProcessFileLock:
 class StatusDocuments:
     """Writes each source's events as its status document (see the module docstring)."""
 
-    def __init__(self, *, copy_interval: float = 0.25, export_interval: float = 0.3,
-                 loader_interval: float = 0.5) -> None:
+    def __init__(
+        self, *, copy_interval: float = 0.25, export_interval: float = 0.3, loader_interval: float = 0.5
+    ) -> None:
         self._handlers: dict[type, Callable[[Any], None]] = {
             CopyEvent: throttled(self._copy, copy_interval),
             ExportEvent: throttled(self._export, export_interval),

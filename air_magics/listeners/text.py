@@ -1,4 +1,5 @@
 """``TqdmListener``: text progress bars for copies (files), exports (Spark tasks) and loaders (steps)."""
+
 from __future__ import annotations
 
 import sys
@@ -40,8 +41,14 @@ class TqdmListener:
                 from tqdm import tqdm
 
                 desc = f"{event.source} {event.job}" if event.job else event.source
-                bar = self._bars[key] = tqdm(total=total, desc=desc, unit=unit, file=self.file or sys.stderr,
-                                             dynamic_ncols=True, leave=self.leave)
+                bar = self._bars[key] = tqdm(
+                    total=total,
+                    desc=desc,
+                    unit=unit,
+                    file=self.file or sys.stderr,
+                    dynamic_ncols=True,
+                    leave=self.leave,
+                )
             bar.total, bar.n = total, n
             bar.set_postfix_str(post, refresh=False)
             bar.refresh()

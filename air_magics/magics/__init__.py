@@ -9,6 +9,7 @@ No magic lets IPython expand its line (that evaluates ``{expr}``): a line gets o
 ``{name}``/``$name`` of plain notebook variables (:func:`._common.expand_names`), and the body of
 ``%%air_copy`` is taken literally, so a file may be called ``x{7*6}.txt``.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -5,6 +5,7 @@ named ``x{7*6}.txt`` became ``x42.txt`` and ``{__import__('os')...}`` ran. Every
 out (``@no_var_expand``) and uses :func:`expand_names` instead: ``{name}``/``$name`` of a plain
 variable of the notebook are substituted, anything else is left exactly as written.
 """
+
 from __future__ import annotations
 
 import functools
@@ -17,8 +18,15 @@ from IPython.core.error import UsageError
 
 from ..errors import AirError
 
-__all__ = ["usage_errors", "parse_line", "with_arguments", "expand_names", "output_argument", "check_output",
-           "store_output"]
+__all__ = [
+    "usage_errors",
+    "parse_line",
+    "with_arguments",
+    "expand_names",
+    "output_argument",
+    "check_output",
+    "store_output",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\$\$|\{([^\W\d]\w*)\}|\$([^\W\d]\w*)")
@@ -30,6 +38,7 @@ def expand_names(line: str, user_ns: Mapping[str, Any]) -> str:
     Only a plain name is looked up (no attribute, index or call: nothing is evaluated); an
     undefined name stays as written. ``{{``, ``}}`` and ``$$`` give a literal ``{``, ``}``, ``$``.
     """
+
     def sub(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(2)
         if name is None:
@@ -70,8 +79,9 @@ def output_argument() -> Any:
     """``-o VAR``, the same in every magic: the result goes into notebook variable VAR and is returned."""
     from IPython.core.magic_arguments import argument
 
-    return argument("-o", "--output", metavar="VAR",
-                    help="also store the result in notebook variable VAR (it is still returned)")
+    return argument(
+        "-o", "--output", metavar="VAR", help="also store the result in notebook variable VAR (it is still returned)"
+    )
 
 
 def check_output(var: str | None) -> None:

@@ -1,4 +1,5 @@
 """Per-shell state shared by the magics: the store and the default volume."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """Tab completion of ``/Volumes/...`` paths after ``%air_volume`` and ``%%air_copy``."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,11 +18,13 @@ def complete_volume_path(text: str) -> list[str]:
     if len(text) <= len(PREFIX):
         return [PREFIX + "/"]
     head, _, partial = text.rpartition("/")
-    segs = [s for s in head[len(PREFIX):].split("/") if s]
+    segs = [s for s in head[len(PREFIX) :].split("/") if s]
     st = store()
     try:
         if len(segs) < 3:
-            names = sorted({v.volume_id.split(".")[len(segs)] for v in st.volumes() if v.volume_id.split(".")[: len(segs)] == segs})
+            names = sorted(
+                {v.volume_id.split(".")[len(segs)] for v in st.volumes() if v.volume_id.split(".")[: len(segs)] == segs}
+            )
             return [f"{head}/{n}/" for n in names if n.startswith(partial)][:_MAX]
         entries = st.ls(VolumePath.parse(head))
     except (AirError, OSError):

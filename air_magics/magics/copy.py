@@ -8,6 +8,7 @@ expanded); the magic line expands ``{name}``/``$name`` of notebook variables onl
 layout below each source's anchor is kept (see :mod:`air_magics.transfer.plan`). Returns the
 :class:`~air_magics.transfer.CopyReport` (``-o VAR`` stores it in VAR too).
 """
+
 from __future__ import annotations
 
 import re
@@ -28,8 +29,12 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
     return with_arguments(
         func,
         argument("--to", dest="dest", metavar="DEST", help="destination folder: local path or /Volumes/..."),
-        argument("--workers", type=int, metavar="N",
-                 help="parallel copies (default: the workers setting, %%config AirMagics.workers, else 64)"),
+        argument(
+            "--workers",
+            type=int,
+            metavar="N",
+            help="parallel copies (default: the workers setting, %%config AirMagics.workers, else 64)",
+        ),
         argument("--overwrite", action="store_true", help="copy even files that are already there unchanged"),
         argument("--dry-run", action="store_true", help="only report what would be copied or skipped"),
         output_argument(),
@@ -51,13 +56,25 @@ def run(magics: Any, line: str, cell: str) -> Any:
     if args.job is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.job):
         raise UsageError(f"--job {args.job!r}: use letters, digits, '_', '-' or '.' (at most 64)")
     plan = plan_copy(sources, args.dest, store=store(), default_volume=default_volume(magics))
-    view = None if args.quiet else copy_progress_view(
-        f"{'dry run: ' if args.dry_run else ''}copy to {args.dest}", widget=None if magics.widgets else False)
+    view = (
+        None
+        if args.quiet
+        else copy_progress_view(
+            f"{'dry run: ' if args.dry_run else ''}copy to {args.dest}", widget=None if magics.widgets else False
+        )
+    )
     report = None
     try:
-        report = copy_files(plan.tasks, workers=args.workers, overwrite=args.overwrite, dry_run=args.dry_run,
-                            on_progress=view, dest=plan.dest, sources=plan.sources,
-                            job=None if args.dry_run else (args.job or uuid.uuid4().hex[:12]))
+        report = copy_files(
+            plan.tasks,
+            workers=args.workers,
+            overwrite=args.overwrite,
+            dry_run=args.dry_run,
+            on_progress=view,
+            dest=plan.dest,
+            sources=plan.sources,
+            job=None if args.dry_run else (args.job or uuid.uuid4().hex[:12]),
+        )
     finally:
         if view is not None:
             view.close(report)

@@ -11,6 +11,7 @@
 ``--to pandas|numpy|arrow|datasets`` still works and prints one deprecation line. ``-o VAR``
 stores the result in VAR and returns it, as in every magic.
 """
+
 from __future__ import annotations
 
 import sys
@@ -37,8 +38,12 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
         argument("--where", metavar="EXPR", help="filter rows with a SQL expression"),
         argument("--limit", type=int, metavar="N", help="at most N rows"),
         argument("--sql", metavar="QUERY", help="run this query instead of reading a table"),
-        argument("--to", dest="to", metavar="DEST",
-                 help="export: write Parquet files into this /Volumes/... folder (same as --export)"),
+        argument(
+            "--to",
+            dest="to",
+            metavar="DEST",
+            help="export: write Parquet files into this /Volumes/... folder (same as --export)",
+        ),
         argument("--export", metavar="DEST", help="write Parquet files into this /Volumes/... folder"),
         argument("--mode", choices=["error", "overwrite"], default="error", help="export: replace DEST or refuse"),
         argument("--via", choices=["auto", "server", "client"], default="auto", help="export: who writes the files"),
@@ -55,16 +60,20 @@ def normalise(args: Any) -> Any:
     if to in FORMATS:
         if args.form is not None:
             raise UsageError(f"--to {to} is the old spelling of --as {to}; give the form once, with --as")
-        print(f"%air_table: --to {to} is deprecated, write --as {to} (--to is now a destination, as in %%air_copy)",
-              file=sys.stderr)
+        print(
+            f"%air_table: --to {to} is deprecated, write --as {to} (--to is now a destination, as in %%air_copy)",
+            file=sys.stderr,
+        )
         args.form = to
     elif "/" in to:
         if args.export is not None:
             raise UsageError(f"give the destination once: --to {to} or --export {args.export}, not both")
         args.export = to
     else:
-        raise UsageError(f"--to {to!r}: invalid choice; --to takes a destination folder (/Volumes/...), "
-                         f"and the form of the result goes after --as ({', '.join(FORMATS)})")
+        raise UsageError(
+            f"--to {to!r}: invalid choice; --to takes a destination folder (/Volumes/...), "
+            f"and the form of the result goes after --as ({', '.join(FORMATS)})"
+        )
     return args
 
 
@@ -83,7 +92,7 @@ def run(magics: Any, line: str) -> Any:
     if args.sql and args.name:
         raise UsageError(f"give a table NAME or --sql, not both (got {args.name!r} and --sql)")
     if not args.sql and not args.name:
-        raise UsageError("%air_table needs a table NAME, --sql \"SELECT ...\" or --tables (see %air_table?)")
+        raise UsageError('%air_table needs a table NAME, --sql "SELECT ..." or --tables (see %air_table?)')
     if args.export and args.form not in (None, "datasets"):
         raise UsageError(f"an export is returned as is or --as datasets, not --as {args.form}")
     if args.export:
@@ -92,8 +101,18 @@ def run(magics: Any, line: str) -> Any:
         view = export_progress_view(f"export to {args.export}", widget=None if magics.widgets else False)
         result = None
         try:
-            result = tables.export_table(args.name, args.export, sql=args.sql, columns=columns, where=args.where,
-                                         limit=args.limit, mode=args.mode, via=args.via, on_progress=view, **kw)
+            result = tables.export_table(
+                args.name,
+                args.export,
+                sql=args.sql,
+                columns=columns,
+                where=args.where,
+                limit=args.limit,
+                mode=args.mode,
+                via=args.via,
+                on_progress=view,
+                **kw,
+            )
         finally:
             view.close(result)
         return store_output(magics, args.output, result.load_dataset() if args.form == "datasets" else result)

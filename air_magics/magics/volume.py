@@ -1,17 +1,18 @@
 """``%air_volume``: where volumes live, what a folder holds, create/register/use volumes.
 
-    %air_volume                                    where volumes resolve, and the volumes there
-    %air_volume ls PATH [-r] [--pattern GLOB]      a folder's files, size distribution, advice
-    %air_volume create catalog.schema.volume [--exist-ok]
-    %air_volume register catalog.schema.volume URL
-    %air_volume use catalog.schema.volume          default volume for relative paths
-    %air_volume cache [--clear [--force]]          live cache view: hit rate, size, evictions, data wait
-    %air_volume checkpoints DIR                    live view of the checkpoints saved under DIR
-    %air_volume pack SRC DEST [--shard-size 1GiB] [--pattern GLOB] [--dry-run]
-                                                   pack a folder of small files into tar shards
-    ... -o VAR                                     also store the result in VAR (create/register/use:
-                                                   the volume, which they otherwise only print)
+%air_volume                                    where volumes resolve, and the volumes there
+%air_volume ls PATH [-r] [--pattern GLOB]      a folder's files, size distribution, advice
+%air_volume create catalog.schema.volume [--exist-ok]
+%air_volume register catalog.schema.volume URL
+%air_volume use catalog.schema.volume          default volume for relative paths
+%air_volume cache [--clear [--force]]          live cache view: hit rate, size, evictions, data wait
+%air_volume checkpoints DIR                    live view of the checkpoints saved under DIR
+%air_volume pack SRC DEST [--shard-size 1GiB] [--pattern GLOB] [--dry-run]
+                                               pack a folder of small files into tar shards
+... -o VAR                                     also store the result in VAR (create/register/use:
+                                               the volume, which they otherwise only print)
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -26,11 +27,24 @@ from ._common import check_output, output_argument, parse_line, store_output, wi
 from ._state import default_volume, store
 
 COMMANDS = ("ls", "create", "register", "use", "cache", "checkpoints", "pack")
-_NARGS = {"ls": (0, 1), "create": (1, 1), "register": (2, 2), "use": (1, 1), "cache": (0, 0), "checkpoints": (1, 1),
-          "pack": (2, 2)}
-_USAGE = {"ls": "[PATH]", "create": "catalog.schema.volume", "register": "catalog.schema.volume URL",
-          "use": "catalog.schema.volume", "cache": "no arguments (and --clear to empty it)",
-          "checkpoints": "DIR (the folder a CheckpointManager saves into)", "pack": "SRC DEST (two folders)"}
+_NARGS = {
+    "ls": (0, 1),
+    "create": (1, 1),
+    "register": (2, 2),
+    "use": (1, 1),
+    "cache": (0, 0),
+    "checkpoints": (1, 1),
+    "pack": (2, 2),
+}
+_USAGE = {
+    "ls": "[PATH]",
+    "create": "catalog.schema.volume",
+    "register": "catalog.schema.volume URL",
+    "use": "catalog.schema.volume",
+    "cache": "no arguments (and --clear to empty it)",
+    "checkpoints": "DIR (the folder a CheckpointManager saves into)",
+    "pack": "SRC DEST (two folders)",
+}
 _PRINTED = frozenset({"create", "register", "use", "pack"})  # print one line; their value only with -o
 
 
@@ -40,14 +54,22 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
         argument("command", nargs="?", help=f"one of {', '.join(COMMANDS)}; none shows where volumes live"),
         argument("args", nargs="*", help="the command's arguments (a path, a volume name, a URL)"),
         argument("-r", "--recursive", action="store_true", help="ls: list every file below PATH"),
-        argument("--pattern", metavar="GLOB", help="ls, pack: only entries matching GLOB (e.g. '*.jpg', 'train/**/*.png')"),
+        argument(
+            "--pattern", metavar="GLOB", help="ls, pack: only entries matching GLOB (e.g. '*.jpg', 'train/**/*.png')"
+        ),
         argument("--shard-size", metavar="SIZE", help="pack: bytes per shard (default 1GiB)"),
         argument("--dry-run", action="store_true", help="pack: plan and report, write nothing"),
         argument("--exist-ok", action="store_true", help="create: no error if the volume already exists"),
-        argument("--clear", action="store_true",
-                 help="cache: remove cached files not used in the last 30 s (sources are untouched)"),
-        argument("--force", action="store_true",
-                 help="cache --clear: also remove files just handed to a running training loop (unsafe while it runs)"),
+        argument(
+            "--clear",
+            action="store_true",
+            help="cache: remove cached files not used in the last 30 s (sources are untouched)",
+        ),
+        argument(
+            "--force",
+            action="store_true",
+            help="cache --clear: also remove files just handed to a running training loop (unsafe while it runs)",
+        ),
         output_argument(),
     )
 
@@ -65,9 +87,13 @@ def _command(magics: Any, args: Any) -> Any:
     cmd = args.command
     if cmd is None:
         st = store()
-        return VolumesOverview(str(st.root), st.kind, str(st.registry.file), magics.default_volume or None, st.volumes())
+        return VolumesOverview(
+            str(st.root), st.kind, str(st.registry.file), magics.default_volume or None, st.volumes()
+        )
     if cmd not in COMMANDS:
-        raise UsageError(f"unknown command {cmd!r} for %air_volume: use one of {', '.join(COMMANDS)} (see %air_volume?)")
+        raise UsageError(
+            f"unknown command {cmd!r} for %air_volume: use one of {', '.join(COMMANDS)} (see %air_volume?)"
+        )
     lo, hi = _NARGS[cmd]
     if not lo <= len(args.args) <= hi:
         raise UsageError(f"%air_volume {cmd} takes {_USAGE[cmd]}; got {' '.join(args.args) or 'nothing'}")
@@ -92,7 +118,9 @@ def _command(magics: Any, args: Any) -> Any:
         target = args.args[0] if args.args else ""
         default = default_volume(magics)
         if not target and default is None:
-            raise UsageError("%air_volume ls needs a PATH (or set a default volume with %air_volume use catalog.schema.volume)")
+            raise UsageError(
+                "%air_volume ls needs a PATH (or set a default volume with %air_volume use catalog.schema.volume)"
+            )
         vp = VolumePath.parse(target or ".", default=default)
         entries = st.ls(vp, recursive=args.recursive, pattern=args.pattern)
         return ListingSummary(str(vp), entries, args.recursive, args.pattern, _packed_note(st, vp))
@@ -126,8 +154,10 @@ def _packed_note(st: Any, vp: VolumePath) -> str | None:
     if packed is None:
         return None
     m = packed.manifest
-    return (f"packed folder: {m.files:,} members ({fmt_bytes(m.bytes)}) in {len(m.shards)} shards, generation "
-            f"{m.generation}, packed from {m.source}; read it with UCVolumeDataset({str(vp)!r})")
+    return (
+        f"packed folder: {m.files:,} members ({fmt_bytes(m.bytes)}) in {len(m.shards)} shards, generation "
+        f"{m.generation}, packed from {m.source}; read it with UCVolumeDataset({str(vp)!r})"
+    )
 
 
 def _pack(magics: Any, args: Any) -> Any:
@@ -138,11 +168,22 @@ def _pack(magics: Any, args: Any) -> Any:
     src, dest = (VolumePath.parse(a, default=default) for a in args.args)
 
     def show(p: PackProgress) -> None:
-        print(f"\rpacking: {p.files_done:,}/{p.files_total:,} files, {fmt_bytes(p.bytes_done)}/{fmt_bytes(p.bytes_total)}, "
-              f"{p.shards_done}/{p.shards_total} shards, {p.seconds:.1f} s", end="", flush=True)
+        print(
+            f"\rpacking: {p.files_done:,}/{p.files_total:,} files, {fmt_bytes(p.bytes_done)}/{fmt_bytes(p.bytes_total)}, "
+            f"{p.shards_done}/{p.shards_total} shards, {p.seconds:.1f} s",
+            end="",
+            flush=True,
+        )
 
-    report = pack(src, dest, shard_size=args.shard_size or "1GiB", pattern=args.pattern, dry_run=args.dry_run,
-                  on_progress=show, store=store())
+    report = pack(
+        src,
+        dest,
+        shard_size=args.shard_size or "1GiB",
+        pattern=args.pattern,
+        dry_run=args.dry_run,
+        on_progress=show,
+        store=store(),
+    )
     if report.shards_written and not report.dry_run:
         print()
     print(report)

@@ -9,6 +9,7 @@ Settings come from ``jupyter_server_config`` (``c.AirConfig.cache_dir = "/scratc
 any trait of :class:`air_magics.settings.AirConfig`), else the ``AIR_*`` environment variables:
 the extension builds an ``AirConfig`` from the server's config and passes it down to the core.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -12,6 +12,7 @@
   Messages name volume paths only: host paths (where a link points, where a volume lives) are
   cut out (:mod:`.redact`).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -36,8 +37,10 @@ __all__ = ["setup_handlers", "API_PREFIX"]
 API_PREFIX = "air/api"
 # "volumes": listings on possibly slow mounts; "checkpoints": checkpoint folders, on volumes too;
 # "status": the local status documents and the local cache, never stuck behind either of them.
-_POOLS = {kind: ThreadPoolExecutor(max_workers=n, thread_name_prefix=f"air-api-{kind}")
-          for kind, n in (("volumes", 4), ("checkpoints", 2), ("status", 4))}
+_POOLS = {
+    kind: ThreadPoolExecutor(max_workers=n, thread_name_prefix=f"air-api-{kind}")
+    for kind, n in (("volumes", 4), ("checkpoints", 2), ("status", 4))
+}
 
 
 def _status_of(exc: BaseException) -> int:
@@ -77,10 +80,16 @@ class _Base(APIHandler):
         self.finish(body)
 
     def fail(self, status: int, exc: BaseException | str) -> None:
-        message = exc if isinstance(exc, str) else (str(exc) if isinstance(exc, AirError) else f"{type(exc).__name__}: {exc}")
+        message = (
+            exc if isinstance(exc, str) else (str(exc) if isinstance(exc, AirError) else f"{type(exc).__name__}: {exc}")
+        )
         if status >= 500:
-            self.log.error("air_magics API %s %s failed", self.request.method, self.request.uri,
-                           exc_info=exc if isinstance(exc, BaseException) else None)
+            self.log.error(
+                "air_magics API %s %s failed",
+                self.request.method,
+                self.request.uri,
+                exc_info=exc if isinstance(exc, BaseException) else None,
+            )
         else:
             self.log.info("air_magics API %s %s: %s", self.request.method, self.request.uri, message)
         self.set_status(status)
@@ -114,10 +123,19 @@ class IndexHandler(_Base):
     async def get(self) -> None:
         from .. import __version__
 
-        self.finish(json.dumps({"version": __version__, "endpoints": {
-            "volumes": "GET volumes; GET volumes?path=/Volumes/c/s/v/dir&offset=0&limit=200",
-            "cache": "GET cache; DELETE cache (clear this server's cache; files used in the last 30 s are kept)",
-            "jobs": "GET jobs", "checkpoints": "GET checkpoints"}}))
+        self.finish(
+            json.dumps(
+                {
+                    "version": __version__,
+                    "endpoints": {
+                        "volumes": "GET volumes; GET volumes?path=/Volumes/c/s/v/dir&offset=0&limit=200",
+                        "cache": "GET cache; DELETE cache (clear this server's cache; files used in the last 30 s are kept)",
+                        "jobs": "GET jobs",
+                        "checkpoints": "GET checkpoints",
+                    },
+                }
+            )
+        )
 
 
 class VolumesHandler(_Base):
@@ -175,11 +193,14 @@ class CheckpointsHandler(_Base):
 def setup_handlers(web_app: Any) -> str:
     """Add the handlers to a Jupyter server's tornado application; returns the API's base URL."""
     base = url_path_join(web_app.settings["base_url"], API_PREFIX)
-    web_app.add_handlers(".*$", [
-        (base + r"/?", IndexHandler),
-        (url_path_join(base, "volumes") + r"/?", VolumesHandler),
-        (url_path_join(base, "cache") + r"/?", CacheHandler),
-        (url_path_join(base, "jobs") + r"/?", JobsHandler),
-        (url_path_join(base, "checkpoints") + r"/?", CheckpointsHandler),
-    ])
+    web_app.add_handlers(
+        ".*$",
+        [
+            (base + r"/?", IndexHandler),
+            (url_path_join(base, "volumes") + r"/?", VolumesHandler),
+            (url_path_join(base, "cache") + r"/?", CacheHandler),
+            (url_path_join(base, "jobs") + r"/?", JobsHandler),
+            (url_path_join(base, "checkpoints") + r"/?", CheckpointsHandler),
+        ],
+    )
     return base

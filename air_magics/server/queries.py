@@ -7,6 +7,7 @@ same ones the notebook widgets render. Blocking: the handlers run them on thread
 Status documents are data written by other processes: their fields are type-checked before use,
 and none of them ever chooses what is deleted (clearing acts on this server's own cache root).
 """
+
 from __future__ import annotations
 
 import threading
@@ -22,16 +23,25 @@ from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
 from .redact import redact
 
-__all__ = ["list_volumes", "list_folder", "cache_summary", "clear_cache", "jobs", "checkpoints",
-           "PAGE_DEFAULT", "PAGE_MAX", "STALE_AFTER"]
+__all__ = [
+    "list_volumes",
+    "list_folder",
+    "cache_summary",
+    "clear_cache",
+    "jobs",
+    "checkpoints",
+    "PAGE_DEFAULT",
+    "PAGE_MAX",
+    "STALE_AFTER",
+]
 
-PAGE_DEFAULT = 200        # entries per page of a folder listing
+PAGE_DEFAULT = 200  # entries per page of a folder listing
 PAGE_MAX = 1000
-STALE_AFTER = 30.0        # a "running" job whose document is older than this lost its process
-RECENT_JOBS = 3600.0      # finished jobs are shown for an hour
+STALE_AFTER = 30.0  # a "running" job whose document is older than this lost its process
+RECENT_JOBS = 3600.0  # finished jobs are shown for an hour
 MAX_JOBS = 20
 MAX_CHECKPOINTS = 10
-_LISTING_TTL = 2.0        # seconds a folder's name listing is reused while paging through it
+_LISTING_TTL = 2.0  # seconds a folder's name listing is reused while paging through it
 _LISTINGS_KEPT = 16
 
 _listings: OrderedDict[tuple[str, str], tuple[float, list[tuple[str, bool]]]] = OrderedDict()
@@ -63,9 +73,14 @@ def list_volumes() -> dict[str, Any]:
         catalogs.setdefault(cat, {}).setdefault(sch, []).append({"name": vol, "path": path, "kind": v.kind})
         count += 1
     return {
-        "root": str(store.root), "kind": store.kind, "count": count, "notes": [redact(n) for n in notes],
-        "catalogs": [{"name": c, "schemas": [{"name": s, "volumes": catalogs[c][s]} for s in sorted(catalogs[c])]}
-                     for c in sorted(catalogs)],
+        "root": str(store.root),
+        "kind": store.kind,
+        "count": count,
+        "notes": [redact(n) for n in notes],
+        "catalogs": [
+            {"name": c, "schemas": [{"name": s, "volumes": catalogs[c][s]} for s in sorted(catalogs[c])]}
+            for c in sorted(catalogs)
+        ],
     }
 
 
@@ -112,16 +127,34 @@ def list_folder(path: str, offset: int = 0, limit: int = PAGE_DEFAULT) -> dict[s
     vp = VolumePath.parse(path)
     store = _store()
     names = _names(store, vp)
-    page = names[offset:offset + limit]
+    page = names[offset : offset + limit]
     entries = list(_stat_pool.map(lambda item: _entry(store, vp, *item), page))
     end = offset + len(page)
-    return {"path": str(vp), "offset": offset, "limit": limit, "total": len(names),
-            "next_offset": end if end < len(names) else None, "entries": entries}
+    return {
+        "path": str(vp),
+        "offset": offset,
+        "limit": limit,
+        "total": len(names),
+        "next_offset": end if end < len(names) else None,
+        "entries": entries,
+    }
 
 
 # -- cache ----------------------------------------------------------------------------------------
-_CACHE_NUMBERS = ("entries", "bytes", "limit", "reserve", "free_disk", "hits", "misses", "bytes_hit",
-                  "bytes_fetched", "evictions", "hit_rate", "updated")
+_CACHE_NUMBERS = (
+    "entries",
+    "bytes",
+    "limit",
+    "reserve",
+    "free_disk",
+    "hits",
+    "misses",
+    "bytes_hit",
+    "bytes_fetched",
+    "evictions",
+    "hit_rate",
+    "updated",
+)
 
 
 def _cache_doc() -> dict[str, Any] | None:
@@ -155,8 +188,15 @@ def clear_cache(reset_stats: bool = False) -> dict[str, Any]:
 
     cache = FileCache()
     report = cache.clear(reset_stats=reset_stats)
-    return {"removed": report.removed, "kept": report.kept, "bytes_removed": report.bytes,
-            "pin_seconds": report.pin_seconds, "root": str(cache.root), "summary": str(report), **cache_summary()}
+    return {
+        "removed": report.removed,
+        "kept": report.kept,
+        "bytes_removed": report.bytes,
+        "pin_seconds": report.pin_seconds,
+        "root": str(cache.root),
+        "summary": str(report),
+        **cache_summary(),
+    }
 
 
 # -- jobs -----------------------------------------------------------------------------------------
@@ -196,8 +236,15 @@ def jobs(recent: float = RECENT_JOBS, now: float | None = None) -> dict[str, Any
             continue
         name = str(doc.get("name", ""))
         kind = doc.get("kind") or ("copy" if name.startswith("job-copy-") else "export")
-        out.append(dict(doc, job=name.split("-", 2)[-1], kind=kind, progress=_progress(doc),
-                        stale=running and (now - updated > STALE_AFTER or not _pid_alive(doc.get("pid")))))
+        out.append(
+            dict(
+                doc,
+                job=name.split("-", 2)[-1],
+                kind=kind,
+                progress=_progress(doc),
+                stale=running and (now - updated > STALE_AFTER or not _pid_alive(doc.get("pid"))),
+            )
+        )
         if len(out) >= MAX_JOBS:
             break
     return {"jobs": out, "now": now}
@@ -218,9 +265,17 @@ def checkpoints(limit: int = MAX_CHECKPOINTS) -> dict[str, Any]:
     out = []
     for doc in [d for d in list_status("checkpoints-") if isinstance(d, dict)][:limit]:
         directory = doc.get("directory")
-        item: dict[str, Any] = {"name": doc.get("name"), "directory": directory, "keep": doc.get("keep"),
-                                "latest": doc.get("latest"), "steps": [], "pending": [],
-                                "saves": doc.get("saves", []), "updated": doc.get("updated"), "error": None}
+        item: dict[str, Any] = {
+            "name": doc.get("name"),
+            "directory": directory,
+            "keep": doc.get("keep"),
+            "latest": doc.get("latest"),
+            "steps": [],
+            "pending": [],
+            "saves": doc.get("saves", []),
+            "updated": doc.get("updated"),
+            "error": None,
+        }
         try:
             st = checkpoint_status(directory)
             item.update(latest=st["latest"], steps=st["steps"], pending=st["pending"], saves=st["saves"])

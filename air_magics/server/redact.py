@@ -6,6 +6,7 @@ the server, so before a message leaves it, host paths are cut out: the "(through
 and "(looked in X)" asides go whole, and any other absolute path becomes ``…``. ``/Volumes/...``
 paths stay (they are the API's own vocabulary), and so does anything the client itself sent.
 """
+
 from __future__ import annotations
 
 import re

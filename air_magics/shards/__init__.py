@@ -4,11 +4,25 @@
 :func:`open_packed` reads them (:mod:`.reader`), and ``UCVolumeDataset`` over a packed folder
 yields the same items as over the original folder.
 """
+
 from __future__ import annotations
 
 from .format import MANIFEST_NAME, Manifest, Member, ShardInfo
 from .reader import MemberRef, PackedFolder, is_packed, open_packed, prune_extracted
 from .writer import PackProgress, PackReport, pack, plan_pack
 
-__all__ = ["pack", "plan_pack", "PackReport", "PackProgress", "open_packed", "is_packed", "PackedFolder", "MemberRef",
-           "prune_extracted", "MANIFEST_NAME", "Manifest", "Member", "ShardInfo"]
+__all__ = [
+    "pack",
+    "plan_pack",
+    "PackReport",
+    "PackProgress",
+    "open_packed",
+    "is_packed",
+    "PackedFolder",
+    "MemberRef",
+    "prune_extracted",
+    "MANIFEST_NAME",
+    "Manifest",
+    "Member",
+    "ShardInfo",
+]

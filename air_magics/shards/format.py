@@ -16,6 +16,7 @@ different contents, so a killed run's completed shards are reused and a new gene
 overwrites a shard the published manifest refers to. The manifest records each shard's byte
 count and CRC-32 and each index's CRC-32, so it is the one root of trust a reader validates from.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,10 +29,28 @@ from typing import Any
 
 from ..errors import ShardError
 
-__all__ = ["MANIFEST_NAME", "FORMAT", "VERSION", "BLOCK", "Member", "ShardInfo", "Manifest", "member_header",
-           "padding", "END_OF_ARCHIVE", "shard_id", "shard_names", "check_member_name", "Index", "dump_index",
-           "parse_index", "load_index",
-           "dump_manifest", "load_manifest", "member_bytes"]
+__all__ = [
+    "MANIFEST_NAME",
+    "FORMAT",
+    "VERSION",
+    "BLOCK",
+    "Member",
+    "ShardInfo",
+    "Manifest",
+    "member_header",
+    "padding",
+    "END_OF_ARCHIVE",
+    "shard_id",
+    "shard_names",
+    "check_member_name",
+    "Index",
+    "dump_index",
+    "parse_index",
+    "load_index",
+    "dump_manifest",
+    "load_manifest",
+    "member_bytes",
+]
 
 MANIFEST_NAME = "air-shards.json"
 FORMAT = "air-shards"
@@ -84,18 +103,34 @@ class Manifest:
     created: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": FORMAT, "version": VERSION, "generation": self.generation, "source": self.source,
-                "shard_size": self.shard_size, "fingerprint": self.fingerprint, "files": self.files,
-                "bytes": self.bytes, "created": self.created, "shards": [s.to_dict() for s in self.shards]}
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "generation": self.generation,
+            "source": self.source,
+            "shard_size": self.shard_size,
+            "fingerprint": self.fingerprint,
+            "files": self.files,
+            "bytes": self.bytes,
+            "created": self.created,
+            "shards": [s.to_dict() for s in self.shards],
+        }
 
 
 def check_member_name(name: Any, where: str) -> str:
     """A member name is a relative ``/``-path with no empty, ``.`` or ``..`` segment and no NUL:
     anything else could escape the folder it is extracted into."""
-    if (not isinstance(name, str) or not name or name.startswith("/") or "\0" in name
-            or any(seg in ("", ".", "..") for seg in name.split("/"))):
-        raise ShardError(f"{where}: member name {name!r} is not a relative path inside the folder; "
-                         f"the packed folder is damaged: pack the source again")
+    if (
+        not isinstance(name, str)
+        or not name
+        or name.startswith("/")
+        or "\0" in name
+        or any(seg in ("", ".", "..") for seg in name.split("/"))
+    ):
+        raise ShardError(
+            f"{where}: member name {name!r} is not a relative path inside the folder; "
+            f"the packed folder is damaged: pack the source again"
+        )
     return name
 
 
@@ -141,9 +176,16 @@ class Index:
 
 
 def dump_index(ix: Index) -> bytes:
-    doc = {"format": FORMAT, "version": VERSION, "shard": ix.shard, "bytes": ix.bytes, "crc32": ix.crc32,
-           "mtime": ix.mtime, "columns": ["name", "offset", "size", "src_size", "mtime"],
-           "members": [[m.name, m.offset, m.size, m.src_size, m.mtime] for m in ix.members]}
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "shard": ix.shard,
+        "bytes": ix.bytes,
+        "crc32": ix.crc32,
+        "mtime": ix.mtime,
+        "columns": ["name", "offset", "size", "src_size", "mtime"],
+        "members": [[m.name, m.offset, m.size, m.src_size, m.mtime] for m in ix.members],
+    }
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogateescape")
 
 
@@ -161,25 +203,32 @@ def parse_index(raw: bytes, where: str, shard: str) -> Index:
     for m in members:
         check_member_name(m.name, where)
         if m.offset < end + BLOCK or m.offset % BLOCK or m.size < 0 or m.size != m.src_size:
-            raise ShardError(f"index {where}: member {m.name!r} at offset {m.offset} ({m.size} bytes) does not fit "
-                             f"the tar layout; the packed folder is damaged: pack the source again")
+            raise ShardError(
+                f"index {where}: member {m.name!r} at offset {m.offset} ({m.size} bytes) does not fit "
+                f"the tar layout; the packed folder is damaged: pack the source again"
+            )
         end = m.offset + m.size + (-m.size % BLOCK)
     if end + len(END_OF_ARCHIVE) != ix.bytes:
-        raise ShardError(f"index {where}: members end at byte {end} but the shard is {ix.bytes} bytes; "
-                         f"pack the source again")
+        raise ShardError(
+            f"index {where}: members end at byte {end} but the shard is {ix.bytes} bytes; pack the source again"
+        )
     return ix
 
 
 def load_index(raw: bytes, where: str, shard: ShardInfo) -> list[Member]:
     """Parse an index and check it against its manifest entry (checksum, count, bytes)."""
     if zlib.crc32(raw) != shard.index_crc32:
-        raise ShardError(f"index {where} does not match the checksum its manifest recorded (changed or damaged "
-                         f"on the volume); pack the source again")
+        raise ShardError(
+            f"index {where} does not match the checksum its manifest recorded (changed or damaged "
+            f"on the volume); pack the source again"
+        )
     ix = parse_index(raw, where, shard.name)
     members = list(ix.members)
     if len(members) != shard.members or (ix.bytes, ix.crc32) != (shard.bytes, shard.crc32):
-        raise ShardError(f"index {where} lists {len(members)} members in {ix.bytes} bytes but the manifest says "
-                         f"{shard.members} members in {shard.bytes} bytes; pack the source again")
+        raise ShardError(
+            f"index {where} lists {len(members)} members in {ix.bytes} bytes but the manifest says "
+            f"{shard.members} members in {shard.bytes} bytes; pack the source again"
+        )
     return members
 
 
@@ -195,18 +244,40 @@ def load_manifest(raw: bytes, where: str) -> Manifest:
             raise ValueError("not an air-shards manifest")
         if doc.get("version") != VERSION:
             raise ValueError(f"format version {doc.get('version')!r}; this air_magics reads version {VERSION}")
-        shards = tuple(ShardInfo(str(s["name"]), str(s["index"]), int(s["members"]), int(s["bytes"]),
-                                 int(s["data_bytes"]), int(s["crc32"]), float(s["mtime"]), int(s["index_crc32"]))
-                       for s in doc["shards"])
-        m = Manifest(int(doc["generation"]), str(doc["source"]), int(doc["shard_size"]), str(doc["fingerprint"]),
-                     int(doc["files"]), int(doc["bytes"]), shards, float(doc.get("created", 0.0)))
+        shards = tuple(
+            ShardInfo(
+                str(s["name"]),
+                str(s["index"]),
+                int(s["members"]),
+                int(s["bytes"]),
+                int(s["data_bytes"]),
+                int(s["crc32"]),
+                float(s["mtime"]),
+                int(s["index_crc32"]),
+            )
+            for s in doc["shards"]
+        )
+        m = Manifest(
+            int(doc["generation"]),
+            str(doc["source"]),
+            int(doc["shard_size"]),
+            str(doc["fingerprint"]),
+            int(doc["files"]),
+            int(doc["bytes"]),
+            shards,
+            float(doc.get("created", 0.0)),
+        )
     except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError) as exc:
         raise ShardError(f"manifest {where} is corrupt ({exc}); pack the source again to rewrite it") from None
     for s in shards:
         for n in (s.name, s.index):
             if "/" in n or not n.startswith("shard-"):
-                raise ShardError(f"manifest {where} names {n!r}, which is not a shard of this folder; pack the source again")
+                raise ShardError(
+                    f"manifest {where} names {n!r}, which is not a shard of this folder; pack the source again"
+                )
     if sum(s.members for s in shards) != m.files or sum(s.data_bytes for s in shards) != m.bytes:
-        raise ShardError(f"manifest {where}: its totals ({m.files} files, {m.bytes} bytes) disagree with its shards; "
-                         f"pack the source again")
+        raise ShardError(
+            f"manifest {where}: its totals ({m.files} files, {m.bytes} bytes) disagree with its shards; "
+            f"pack the source again"
+        )
     return m

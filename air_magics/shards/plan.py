@@ -9,6 +9,7 @@ member) goes into *new* shards: sorted by name, filled in order up to ``shard_si
 a file larger than that alone in its own shard. A shard's name is a digest of its member list, so
 the same files always give the same shard name and a killed run's completed shards are found again.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -66,8 +67,12 @@ class PackPlan:
 
     @property
     def unchanged(self) -> bool:
-        return (self.previous is not None and not self.new and not self.dropped
-                and self.previous.fingerprint == self.fingerprint)
+        return (
+            self.previous is not None
+            and not self.new
+            and not self.dropped
+            and self.previous.fingerprint == self.fingerprint
+        )
 
     @property
     def bytes(self) -> int:
@@ -111,8 +116,12 @@ def _same(m: Member, f: SourceFile | None) -> bool:
     return f is not None and f.size == m.src_size and abs(f.mtime - m.mtime) <= _MTIME_TOLERANCE
 
 
-def make_plan(files: Sequence[SourceFile], shard_size: int, previous: Manifest | None,
-              previous_members: dict[str, list[Member] | None]) -> PackPlan:
+def make_plan(
+    files: Sequence[SourceFile],
+    shard_size: int,
+    previous: Manifest | None,
+    previous_members: dict[str, list[Member] | None],
+) -> PackPlan:
     """Plan a run. *previous_members* maps each published shard's name to its members, or to None
     when its file or index is missing or damaged on the destination (it is then rewritten)."""
     files = sorted(files, key=lambda f: f.rel)

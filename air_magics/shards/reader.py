@@ -13,6 +13,7 @@ cannot go stale, and it is reused by later epochs and other processes. It is rem
 :func:`prune_extracted` (explicitly, or with the cache directory). Extraction writes a temp folder
 and renames it, so a reader never sees half a shard.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,6 +44,7 @@ _INDEX_THREADS = 16
 
 def _read(store: VolumeStore, vp: VolumePath) -> bytes:
     """A small file of the packed folder (manifest, index); transient errors retried."""
+
     def once() -> bytes:
         with store.open(vp, "rb") as f:
             return f.read()
@@ -101,13 +103,17 @@ class PackedFolder:
                 raise ShardError(f"index {where} named by the manifest is missing; pack the source again") from None
             return load_index(raw, where, s)
 
-        with ThreadPoolExecutor(max_workers=min(_INDEX_THREADS, max(1, len(shards))), thread_name_prefix="air-shard-index") as pool:
+        with ThreadPoolExecutor(
+            max_workers=min(_INDEX_THREADS, max(1, len(shards))), thread_name_prefix="air-shard-index"
+        ) as pool:
             per_shard = list(pool.map(index, range(len(shards))))
         refs = [MemberRef(self, i, m) for i, ms in enumerate(per_shard) for m in ms]
         refs.sort(key=lambda r: r.member.name)
         for a, b in zip(refs, refs[1:], strict=False):  # neighbours
             if a.member.name == b.member.name:
-                raise ShardError(f"packed folder {path}: member {a.member.name!r} is in two shards; pack the source again")
+                raise ShardError(
+                    f"packed folder {path}: member {a.member.name!r} is in two shards; pack the source again"
+                )
         self.members: list[MemberRef] = refs
         self._reset()
 
@@ -136,8 +142,9 @@ class PackedFolder:
     def extracted_dir(self, cache: FileCache, i: int) -> Path:
         s = self.manifest.shards[i]
         vp = self.path
-        return cache.root.joinpath("shards", vp.catalog, vp.schema, vp.volume, *vp.parts,
-                                   f"{s.name[:-len('.tar')]}-{s.crc32:08x}")
+        return cache.root.joinpath(
+            "shards", vp.catalog, vp.schema, vp.volume, *vp.parts, f"{s.name[: -len('.tar')]}-{s.crc32:08x}"
+        )
 
     def local_path(self, ref: MemberRef, cache: FileCache) -> str:
         """A local path holding *ref*'s bytes: its shard fetched and extracted on first use."""
@@ -164,20 +171,26 @@ class PackedFolder:
         try:
             local = cache.get(vp, size=s.bytes, mtime=s.mtime)
         except VolumeNotFoundError:
-            raise ShardError(f"shard {vp} named by the manifest is missing on the volume; pack the source again") from None
+            raise ShardError(
+                f"shard {vp} named by the manifest is missing on the volume; pack the source again"
+            ) from None
         members = [r.member for r in self.members if r.shard == i]
         members.sort(key=lambda m: m.offset)
         fd, st = open_read(local, str(cache.root / "files"))
         try:
             if st.st_size != s.bytes:
-                raise ShardError(f"shard {vp} is {st.st_size} bytes but its index says {s.bytes} (truncated or replaced "
-                                 f"on the volume); the packed folder is damaged: pack the source again")
+                raise ShardError(
+                    f"shard {vp} is {st.st_size} bytes but its index says {s.bytes} (truncated or replaced "
+                    f"on the volume); the packed folder is damaged: pack the source again"
+                )
             crc = 0
             for off in range(0, s.bytes, _CHUNK):
                 crc = zlib.crc32(os.pread(fd, _CHUNK, off), crc)
             if crc != s.crc32:
-                raise ShardError(f"shard {vp} does not match the checksum in its index (changed or damaged on the "
-                                 f"volume); the packed folder is damaged: pack the source again")
+                raise ShardError(
+                    f"shard {vp} does not match the checksum in its index (changed or damaged on the "
+                    f"volume); the packed folder is damaged: pack the source again"
+                )
             final.parent.mkdir(parents=True, exist_ok=True)
             sweep_stale(str(final.parent), remove_dirs=True)
             tmp = final.parent / temp_name(final.name)

@@ -19,6 +19,7 @@ A kill before 4 leaves the previous manifest and every shard it names untouched 
 names no published manifest uses); a kill after 4 leaves at most unnamed shards, removed by the
 next run. Every write is confined to the destination's volume (``io.confined``).
 """
+
 from __future__ import annotations
 
 import errno
@@ -60,10 +61,10 @@ from .plan import PackPlan, ShardPlan, SourceFile, make_plan
 
 __all__ = ["pack", "PackReport", "PackProgress", "plan_pack"]
 
-_ONE_READ_MAX = 64 << 20     # files up to this size are read whole; larger ones are streamed
+_ONE_READ_MAX = 64 << 20  # files up to this size are read whole; larger ones are streamed
 _CHUNK = 8 << 20
-_WINDOW_BYTES = 256 << 20    # source bytes read ahead of the writer at most
-_WRITE_RANGES = 8            # shard ranges being written at once
+_WINDOW_BYTES = 256 << 20  # source bytes read ahead of the writer at most
+_WRITE_RANGES = 8  # shard ranges being written at once
 _MTIME_TOLERANCE = 1e-3
 
 
@@ -104,17 +105,21 @@ class PackReport:
     def __str__(self) -> str:
         verb = "would write" if self.dry_run else "wrote"
         if self.unchanged:
-            return (f"{self.dest}: unchanged, {self.files:,} files in {self.shards} shards (generation "
-                    f"{self.generation}), nothing written in {self.seconds:.2f} s")
-        return (f"{self.source} -> {self.dest}: {self.files:,} files, {fmt_bytes(self.bytes)} in {self.shards} shards "
-                f"(generation {self.generation}); {verb} {self.shards_written} shards ({self.files_written:,} files, "
-                f"{fmt_bytes(self.bytes_written)}), kept {self.shards_kept}, reused {self.shards_reused}, "
-                f"removed {self.shards_removed}, {self.seconds:.2f} s")
+            return (
+                f"{self.dest}: unchanged, {self.files:,} files in {self.shards} shards (generation "
+                f"{self.generation}), nothing written in {self.seconds:.2f} s"
+            )
+        return (
+            f"{self.source} -> {self.dest}: {self.files:,} files, {fmt_bytes(self.bytes)} in {self.shards} shards "
+            f"(generation {self.generation}); {verb} {self.shards_written} shards ({self.files_written:,} files, "
+            f"{fmt_bytes(self.bytes_written)}), kept {self.shards_kept}, reused {self.shards_reused}, "
+            f"removed {self.shards_removed}, {self.seconds:.2f} s"
+        )
 
 
 def _nested(a: VolumePath, b: VolumePath) -> bool:
     """True when *a* is *b* or inside it."""
-    return a.volume_id == b.volume_id and tuple(a.parts[:len(b.parts)]) == tuple(b.parts)
+    return a.volume_id == b.volume_id and tuple(a.parts[: len(b.parts)]) == tuple(b.parts)
 
 
 def _list_source(store: VolumeStore, src: VolumePath, pattern: str | None) -> list[SourceFile]:
@@ -122,16 +127,23 @@ def _list_source(store: VolumeStore, src: VolumePath, pattern: str | None) -> li
     if len(entries) == 1 and entries[0].rel == "":
         raise PackError(f"{src} is a file; pack takes a folder: pass its parent with --pattern NAME")
     rx = glob_regex(pattern) if pattern else None
-    files = [SourceFile(e.rel, e.size, e.mtime) for e in entries
-             if rx is None or rx.match(e.rel) or rx.match(e.rel.rsplit("/", 1)[-1])]
+    files = [
+        SourceFile(e.rel, e.size, e.mtime)
+        for e in entries
+        if rx is None or rx.match(e.rel) or rx.match(e.rel.rsplit("/", 1)[-1])
+    ]
     if not files:
-        raise PackError(f"no files to pack in {src}" + (f" matching {pattern!r}" if pattern else "")
-                        + f"; check it with `%air_volume ls {src} -r`")
+        raise PackError(
+            f"no files to pack in {src}"
+            + (f" matching {pattern!r}" if pattern else "")
+            + f"; check it with `%air_volume ls {src} -r`"
+        )
     return files
 
 
 def _read_local(dloc: Location, name: str) -> bytes:
     """A small file of the destination (manifest, index), confined, transient errors retried."""
+
     def once() -> bytes:
         fd, st = open_read(os.path.join(dloc.path, name), dloc.root)
         try:
@@ -153,8 +165,10 @@ def _previous(dest: VolumePath, dloc: Location) -> tuple[Manifest | None, dict[s
     if MANIFEST_NAME not in names:
         strays = [n for n in names if not (n.startswith("shard-") and n.endswith((".tar", ".idx.json")))]
         if strays:
-            raise PackError(f"destination {dest} is not empty and not a packed folder (it holds {strays[0]!r}"
-                            f"{f' and {len(strays) - 1} more' if len(strays) > 1 else ''}); pick a new folder")
+            raise PackError(
+                f"destination {dest} is not empty and not a packed folder (it holds {strays[0]!r}"
+                f"{f' and {len(strays) - 1} more' if len(strays) > 1 else ''}); pick a new folder"
+            )
         return None, {}  # only shards of a first run that was killed: reused below where complete
     try:
         manifest = load_manifest(_read_local(dloc, MANIFEST_NAME), f"{dest}/{MANIFEST_NAME}")
@@ -183,8 +197,14 @@ def _complete(dloc: Location, sp: ShardPlan) -> Index | None:
     return ix if [(m.name, m.src_size, m.mtime) for m in ix.members] == want else None
 
 
-def plan_pack(src: str | VolumePath, dest: str | VolumePath, *, shard_size: int | str = "1GiB",
-              pattern: str | None = None, store: VolumeStore | None = None) -> tuple[PackPlan, Location, Location]:
+def plan_pack(
+    src: str | VolumePath,
+    dest: str | VolumePath,
+    *,
+    shard_size: int | str = "1GiB",
+    pattern: str | None = None,
+    store: VolumeStore | None = None,
+) -> tuple[PackPlan, Location, Location]:
     """Check the request and plan it (step 2 of the protocol); nothing is written."""
     store = store or VolumeStore()
     try:
@@ -195,14 +215,18 @@ def plan_pack(src: str | VolumePath, dest: str | VolumePath, *, shard_size: int 
         raise PackError(f"shard size {shard_size!r} is too small: give e.g. '1GiB' (at least 4 KiB)")
     svp, dvp = VolumePath.parse(src), VolumePath.parse(dest)
     if _nested(dvp, svp):
-        raise PackError(f"destination {dvp} is inside the source {svp}: its shards would be packed into themselves; "
-                        f"pick a destination outside it")
+        raise PackError(
+            f"destination {dvp} is inside the source {svp}: its shards would be packed into themselves; "
+            f"pick a destination outside it"
+        )
     if _nested(svp, dvp):
         raise PackError(f"source {svp} is inside the destination {dvp}; pick a destination outside the source")
     sloc, dloc = store.locate(svp), store.locate(dvp)
     if not dloc.is_local or not sloc.is_local:
-        raise PackError(f"engine='local' packs local or mounted volumes; {dvp if not dloc.is_local else svp} is on "
-                        f"{dloc if not dloc.is_local else sloc}: use engine='spark' on a cluster that mounts it")
+        raise PackError(
+            f"engine='local' packs local or mounted volumes; {dvp if not dloc.is_local else svp} is on "
+            f"{dloc if not dloc.is_local else sloc}: use engine='spark' on a cluster that mounts it"
+        )
     previous, members = _previous(dvp, dloc)
     files = _list_source(store, svp, pattern)
     return make_plan(files, size, previous, members), sloc, dloc
@@ -210,14 +234,17 @@ def plan_pack(src: str | VolumePath, dest: str | VolumePath, *, shard_size: int 
 
 def _read_source(sloc: Location, f: SourceFile, retries: int) -> bytes | tuple[int, int]:
     """A source file's bytes (or, when large, its open descriptor), checked against the listing."""
+
     def once() -> bytes | tuple[int, int]:
         path = sloc.join(f.rel).path
         fd, st = open_read(path, sloc.root)
         keep = False
         try:
             if st.st_size != f.size or abs(st.st_mtime - f.mtime) > _MTIME_TOLERANCE:
-                raise PackError(f"{path} changed while it was packed ({f.size} -> {st.st_size} bytes, mtime "
-                                f"{f.mtime:.3f} -> {st.st_mtime:.3f}); nothing was published: run pack again")
+                raise PackError(
+                    f"{path} changed while it was packed ({f.size} -> {st.st_size} bytes, mtime "
+                    f"{f.mtime:.3f} -> {st.st_mtime:.3f}); nothing was published: run pack again"
+                )
             if f.size > _ONE_READ_MAX:
                 keep = True
                 return fd, f.size
@@ -228,8 +255,10 @@ def _read_source(sloc: Location, f: SourceFile, retries: int) -> bytes | tuple[i
                     break
                 data += more
             if len(data) != f.size:
-                raise PackError(f"{path} changed while it was packed (read {len(data)} bytes, listed {f.size}); "
-                                f"nothing was published: run pack again")
+                raise PackError(
+                    f"{path} changed while it was packed (read {len(data)} bytes, listed {f.size}); "
+                    f"nothing was published: run pack again"
+                )
             return data
         finally:
             if not keep:
@@ -339,7 +368,9 @@ def _write_shard(dfd: int, sp: ShardPlan, feed: _Feed, progress: Callable[[int],
                     for off in range(0, size, _CHUNK):
                         chunk = os.pread(sfd, min(_CHUNK, size - off), off)
                         if len(chunk) != min(_CHUNK, size - off):
-                            raise PackError(f"{f.rel} shrank while it was packed; nothing was published: run pack again")
+                            raise PackError(
+                                f"{f.rel} shrank while it was packed; nothing was published: run pack again"
+                            )
                         put(out, chunk)
                 finally:
                     os.close(sfd)
@@ -370,9 +401,19 @@ def _lock(dloc: Location, dest: VolumePath) -> ProcessFileLock:
     return lock
 
 
-def pack(src: str | VolumePath, dest: str | VolumePath, shard_size: int | str = "1GiB", pattern: str | None = None,
-         engine: str = "local", dry_run: bool = False, on_progress: Callable[[PackProgress], None] | None = None, *,
-         store: VolumeStore | None = None, workers: int = 32, retries: int = 4) -> PackReport:
+def pack(
+    src: str | VolumePath,
+    dest: str | VolumePath,
+    shard_size: int | str = "1GiB",
+    pattern: str | None = None,
+    engine: str = "local",
+    dry_run: bool = False,
+    on_progress: Callable[[PackProgress], None] | None = None,
+    *,
+    store: VolumeStore | None = None,
+    workers: int = 32,
+    retries: int = 4,
+) -> PackReport:
     """Pack the files of folder *src* into tar shards in folder *dest* (see the module docstring).
 
     ``shard_size``: target bytes per shard (``"1GiB"``); ``pattern``: only files whose name or
@@ -400,10 +441,19 @@ def pack(src: str | VolumePath, dest: str | VolumePath, shard_size: int | str = 
             infos, written, reused = _write_all(dfd, dloc, plan, sloc, workers, retries, on_progress, t0)
             os.fsync(dfd)
             prev = plan.previous
-            manifest = Manifest((prev.generation + 1) if prev else 1, str(svp), parse_size(shard_size) or 0,
-                                plan.fingerprint, len(plan.files), plan.bytes, tuple(plan.kept) + tuple(infos), time.time())
-            write_json_atomic(os.path.join(dloc.path, MANIFEST_NAME), manifest.to_dict(), root=dloc.root, fsync=True,
-                              indent=1)
+            manifest = Manifest(
+                (prev.generation + 1) if prev else 1,
+                str(svp),
+                parse_size(shard_size) or 0,
+                plan.fingerprint,
+                len(plan.files),
+                plan.bytes,
+                tuple(plan.kept) + tuple(infos),
+                time.time(),
+            )
+            write_json_atomic(
+                os.path.join(dloc.path, MANIFEST_NAME), manifest.to_dict(), root=dloc.root, fsync=True, indent=1
+            )
             report.shards_removed = _remove_unnamed(dfd, manifest)
         finally:
             os.close(dfd)
@@ -415,9 +465,16 @@ def pack(src: str | VolumePath, dest: str | VolumePath, shard_size: int | str = 
             lock.close()
 
 
-def _write_all(dfd: int, dloc: Location, plan: PackPlan, sloc: Location, workers: int, retries: int,
-               on_progress: Callable[[PackProgress], None] | None,
-               t0: float) -> tuple[list[ShardInfo], list[ShardPlan], list[ShardPlan]]:
+def _write_all(
+    dfd: int,
+    dloc: Location,
+    plan: PackPlan,
+    sloc: Location,
+    workers: int,
+    retries: int,
+    on_progress: Callable[[PackProgress], None] | None,
+    t0: float,
+) -> tuple[list[ShardInfo], list[ShardPlan], list[ShardPlan]]:
     """Write (or reuse) every new shard; returns their manifest entries, those written, those reused."""
     todo: list[ShardPlan] = []
     reused: list[ShardPlan] = []
@@ -456,9 +513,13 @@ def _write_all(dfd: int, dloc: Location, plan: PackPlan, sloc: Location, workers
         finally:
             feed.close()
     report(force=True)
-    infos = [ShardInfo(sp.name, sp.index, len(ix.members), ix.bytes, sp.data_bytes, ix.crc32, ix.mtime,
-                       zlib.crc32(dump_index(ix)))
-             for sp in plan.new for ix in (index[sp.name],)]
+    infos = [
+        ShardInfo(
+            sp.name, sp.index, len(ix.members), ix.bytes, sp.data_bytes, ix.crc32, ix.mtime, zlib.crc32(dump_index(ix))
+        )
+        for sp in plan.new
+        for ix in (index[sp.name],)
+    ]
     return infos, written, reused
 
 
@@ -477,7 +538,9 @@ def _remove_unnamed(dfd: int, manifest: Manifest) -> int:
     return removed
 
 
-def _finish(report: PackReport, plan: PackPlan, t0: float, *, written: list[ShardPlan], generation: int | None = None) -> PackReport:
+def _finish(
+    report: PackReport, plan: PackPlan, t0: float, *, written: list[ShardPlan], generation: int | None = None
+) -> PackReport:
     report.files, report.bytes = len(plan.files), plan.bytes
     report.shards = len(plan.kept) + len(plan.new)
     report.shards_kept = len(plan.kept)
@@ -487,4 +550,3 @@ def _finish(report: PackReport, plan: PackPlan, t0: float, *, written: list[Shar
     report.generation = generation if generation is not None else (plan.previous.generation if plan.previous else 0)
     report.seconds = time.monotonic() - t0
     return report
-

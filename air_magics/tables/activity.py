@@ -13,6 +13,7 @@ it, so it cannot stop when a process exits; it stops when nobody has used it for
 
 Only the standard library, psutil and ``air_magics.io`` are imported: the supervisor imports this module too.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -108,4 +109,3 @@ def scan(store: Path, *, prune: bool = False) -> Activity:
         clients += 1
         busy += max(inflight, 0)
     return Activity(busy, last, clients)
-

@@ -15,6 +15,7 @@ folders of processes that are gone). Two ways to write:
 ``via="auto"`` picks ``server`` when the server can see the volume, else ``client``. Names, modes
 and the destination are checked before any server is started or reached.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -62,8 +63,10 @@ class ExportResult:
         return datasets.load_dataset("parquet", data_files=self.local_files, split="train", **kwargs)
 
     def __repr__(self) -> str:
-        return (f"<ExportResult {self.dest}: {self.rows:,} rows in {len(self.files)} Parquet files, "
-                f"{self.bytes / 1e6:,.1f} MB, {self.seconds:.1f} s via {self.via}>")
+        return (
+            f"<ExportResult {self.dest}: {self.rows:,} rows in {len(self.files)} Parquet files, "
+            f"{self.bytes / 1e6:,.1f} MB, {self.seconds:.1f} s via {self.via}>"
+        )
 
 
 class _Progress:
@@ -73,8 +76,9 @@ class _Progress:
     short form, gets the event's document form at most every 0.3 s (as it always did).
     """
 
-    def __init__(self, job: str, dest: str, listeners: Sequence[Listener],
-                 on_progress: Callable[[dict[str, Any]], None] | None) -> None:
+    def __init__(
+        self, job: str, dest: str, listeners: Sequence[Listener], on_progress: Callable[[dict[str, Any]], None] | None
+    ) -> None:
         self.job, self.dest, self.started = job, dest, time.time()
         self.progress = ExportProgress()
         self.also: tuple[Listener, ...] = tuple(listeners)
@@ -83,13 +87,18 @@ class _Progress:
 
     def __call__(self, stages: Any, inflight_tasks: int, operation_id: Any, done: bool) -> None:
         stages = list(stages or [])
-        self.update(tasks=sum(s.num_tasks for s in stages), tasks_done=sum(s.num_completed_tasks for s in stages),
-                    bytes_read=sum(s.num_bytes_read for s in stages))
+        self.update(
+            tasks=sum(s.num_tasks for s in stages),
+            tasks_done=sum(s.num_completed_tasks for s in stages),
+            bytes_read=sum(s.num_bytes_read for s in stages),
+        )
 
     def update(self, state: str = "running", **info: Any) -> None:
         self.progress = dataclasses.replace(self.progress, **info)
-        channel.emit(ExportEvent(job=self.job, state=state, dest=self.dest, progress=self.progress,
-                                 started=self.started), self.also)
+        channel.emit(
+            ExportEvent(job=self.job, state=state, dest=self.dest, progress=self.progress, started=self.started),
+            self.also,
+        )
 
 
 def _parquet_files(d: str) -> list[str]:
@@ -107,18 +116,33 @@ def _check_target(path: str, target: VolumePath) -> None:
     p, depth = path, len(target.parts)
     for up in range(depth):  # the destination, then its folders inside the volume
         if os.path.lexists(p) and not os.path.isdir(p):
-            where = "is a file" if up == 0 else f"lies below the file {target.root.joinpath(*target.parts[:depth - up])}"
-            raise ExportTargetError(f"export destination {target} {where}: an export writes a folder of Parquet files; "
-                                    f"remove or rename the file, or export to another folder")
+            where = (
+                "is a file" if up == 0 else f"lies below the file {target.root.joinpath(*target.parts[: depth - up])}"
+            )
+            raise ExportTargetError(
+                f"export destination {target} {where}: an export writes a folder of Parquet files; "
+                f"remove or rename the file, or export to another folder"
+            )
         p = os.path.dirname(p)
 
 
-def export_table(source: str | None = None, dest: str | VolumePath = "", *, sql: str | None = None,
-                 columns: Sequence[str] | None = None, where: str | None = None, limit: int | None = None,
-                 mode: str = "error", via: str = "auto", rows_per_file: int = 1_000_000,
-                 on_progress: Callable[[dict[str, Any]], None] | None = None, remote: str | None = None,
-                 user_ns: dict[str, Any] | None = None, store: VolumeStore | None = None,
-                 listeners: Sequence[Listener] = ()) -> ExportResult:
+def export_table(
+    source: str | None = None,
+    dest: str | VolumePath = "",
+    *,
+    sql: str | None = None,
+    columns: Sequence[str] | None = None,
+    where: str | None = None,
+    limit: int | None = None,
+    mode: str = "error",
+    via: str = "auto",
+    rows_per_file: int = 1_000_000,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+    remote: str | None = None,
+    user_ns: dict[str, Any] | None = None,
+    store: VolumeStore | None = None,
+    listeners: Sequence[Listener] = (),
+) -> ExportResult:
     """Export table *source* (or the query *sql*) to Parquet under the volume folder *dest*.
 
     Progress goes out as :class:`~air_magics.events.ExportEvent` (job id, Spark tasks, rows,
@@ -141,7 +165,9 @@ def export_table(source: str | None = None, dest: str | VolumePath = "", *, sql:
         raise TablesError(f"export into a folder inside the volume, not the volume root {target}")
     loc = store.locate(target)
     if not loc.is_local:
-        raise TablesError(f"{target} is on {loc}: export needs a local or mounted volume (fsspec volumes: copy the files after)")
+        raise TablesError(
+            f"{target} is on {loc}: export needs a local or mounted volume (fsspec volumes: copy the files after)"
+        )
     _check_target(loc.path, target)
     if os.path.exists(loc.path) and os.listdir(loc.path) and mode == "error":
         raise TablesError(f"{target} already exists; pass --mode overwrite (mode='overwrite') to replace it")
@@ -158,7 +184,7 @@ def export_table(source: str | None = None, dest: str | VolumePath = "", *, sql:
     def run() -> None:
         df = s.spark.sql(sql) if sql is not None else table_frame(s, source, columns=columns, where=where, limit=limit)
         if sql is not None and (columns or where or limit is not None):
-            df = (df.select(*columns) if columns else df)
+            df = df.select(*columns) if columns else df
             df = df.where(where) if where else df
             df = df.limit(limit) if limit is not None else df
         s.spark.registerProgressHandler(prog)
@@ -167,8 +193,14 @@ def export_table(source: str | None = None, dest: str | VolumePath = "", *, sql:
             if how == "server":
                 df.write.mode("error").option("maxRecordsPerFile", rows_per_file).parquet(pending)
             else:
-                write_parquet_stream(s.spark, df, pending, rows_per_file, chunk_bytes(s.spark),
-                                     lambda rows, files: prog.update(rows=rows, files=files))
+                write_parquet_stream(
+                    s.spark,
+                    df,
+                    pending,
+                    rows_per_file,
+                    chunk_bytes(s.spark),
+                    lambda rows, files: prog.update(rows=rows, files=files),
+                )
         except BaseException:  # stop the server's job too (Ctrl-C): it would go on writing into the pending folder
             try:
                 s.spark.interruptTag(job)
@@ -192,8 +224,15 @@ def export_table(source: str | None = None, dest: str | VolumePath = "", *, sql:
     local = _parquet_files(loc.path)
     rows = sum(pq.ParquetFile(f).metadata.num_rows for f in local)
     size = sum(os.path.getsize(f) for f in local)
-    result = ExportResult(str(target), [str(target / os.path.basename(f)) for f in local], rows, size,
-                          time.perf_counter() - t0, how, local)
+    result = ExportResult(
+        str(target),
+        [str(target / os.path.basename(f)) for f in local],
+        rows,
+        size,
+        time.perf_counter() - t0,
+        how,
+        local,
+    )
     prog.update("done", rows=rows, files=len(files), bytes=size)
     return result
 

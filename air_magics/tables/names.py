@@ -9,6 +9,7 @@ a catalog named ``main``. So on the embedded store ``catalog.schema.table`` live
 ``<catalog>__<schema>`` of ``spark_catalog``; ``schema.table`` means ``main.schema.table`` and a bare
 ``table`` means ``main.default.table``. Against a remote session names pass through unchanged.
 """
+
 from __future__ import annotations
 
 import re
@@ -42,7 +43,8 @@ class TableName:
         if len(parts) > 3 or not all(_IDENT.match(p) for p in parts) or any(SEP in p for p in parts[:2]):
             raise TableNameError(
                 f"invalid table name {text!r}: use [catalog.][schema.]table made of letters, digits and '_' "
-                f"(no quotes, backticks, spaces or '{SEP}' in catalog/schema)")
+                f"(no quotes, backticks, spaces or '{SEP}' in catalog/schema)"
+            )
         while len(parts) < 3:
             parts.insert(0, DEFAULT_SCHEMA if len(parts) == 1 else DEFAULT_CATALOG)
         return cls(*parts)

@@ -3,6 +3,7 @@
 Everything takes ``remote=`` (``sc://...``) and ``user_ns=`` (a namespace holding ``spark``) to pick
 the session (see :func:`air_magics.tables.session.get_session`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -14,14 +15,24 @@ from ..errors import TablesError
 from .names import TableName, split_database
 from .session import Session, get_session, guarded
 
-__all__ = ["read_table", "read_sql", "write_table", "list_tables", "describe_table", "table_frame", "convert",
-           "TableSummary", "FORMATS"]
+__all__ = [
+    "read_table",
+    "read_sql",
+    "write_table",
+    "list_tables",
+    "describe_table",
+    "table_frame",
+    "convert",
+    "TableSummary",
+    "FORMATS",
+]
 
 FORMATS = ("pandas", "numpy", "arrow")
 
 
-def table_frame(s: Session, name: str, *, columns: Sequence[str] | None = None, where: str | None = None,
-                limit: int | None = None) -> Any:
+def table_frame(
+    s: Session, name: str, *, columns: Sequence[str] | None = None, where: str | None = None, limit: int | None = None
+) -> Any:
     """A lazy Spark DataFrame: column selection, filter and limit are pushed to Spark."""
     tn = TableName.parse(name)
     df = s.spark.table(tn.sql(s.embedded))
@@ -46,8 +57,16 @@ def convert(df: Any, to: str) -> Any:
     raise TablesError(f"--to {to!r} is not one of {', '.join(FORMATS)} (or 'datasets' after --export)")
 
 
-def read_table(name: str, *, columns: Sequence[str] | None = None, where: str | None = None, limit: int | None = None,
-               to: str = "pandas", remote: str | None = None, user_ns: dict[str, Any] | None = None) -> Any:
+def read_table(
+    name: str,
+    *,
+    columns: Sequence[str] | None = None,
+    where: str | None = None,
+    limit: int | None = None,
+    to: str = "pandas",
+    remote: str | None = None,
+    user_ns: dict[str, Any] | None = None,
+) -> Any:
     """A table (or a selection of it) as pandas, a NumPy structured array, or Arrow."""
     if to not in FORMATS:
         convert(None, to)
@@ -55,10 +74,14 @@ def read_table(name: str, *, columns: Sequence[str] | None = None, where: str | 
     if limit is not None and limit < 0:
         raise TablesError(f"limit {limit} must be >= 0")
     s = get_session(remote, user_ns=user_ns)
-    return guarded(s, f"reading {name}", lambda: convert(table_frame(s, name, columns=columns, where=where, limit=limit), to))
+    return guarded(
+        s, f"reading {name}", lambda: convert(table_frame(s, name, columns=columns, where=where, limit=limit), to)
+    )
 
 
-def read_sql(query: str, *, to: str = "pandas", remote: str | None = None, user_ns: dict[str, Any] | None = None) -> Any:
+def read_sql(
+    query: str, *, to: str = "pandas", remote: str | None = None, user_ns: dict[str, Any] | None = None
+) -> Any:
     """A SQL query's result as pandas, NumPy or Arrow (on the embedded store, tables are named
     ``spark_catalog.<catalog>__<schema>.<table>``)."""
     if not query or not query.strip():
@@ -69,8 +92,9 @@ def read_sql(query: str, *, to: str = "pandas", remote: str | None = None, user_
     return guarded(s, "running the query", lambda: convert(s.spark.sql(query), to))
 
 
-def write_table(df: Any, name: str, *, mode: str = "error", remote: str | None = None,
-                user_ns: dict[str, Any] | None = None) -> str:
+def write_table(
+    df: Any, name: str, *, mode: str = "error", remote: str | None = None, user_ns: dict[str, Any] | None = None
+) -> str:
     """Write a pandas DataFrame (or Arrow table) as a table; ``mode``: error, overwrite or append."""
     if mode not in ("error", "overwrite", "append"):
         raise TablesError(f"mode {mode!r}: use 'error', 'overwrite' or 'append'")
@@ -89,7 +113,9 @@ def write_table(df: Any, name: str, *, mode: str = "error", remote: str | None =
     return guarded(s, f"writing {tn}", run)
 
 
-def list_tables(schema: str | None = None, *, remote: str | None = None, user_ns: dict[str, Any] | None = None) -> list[str]:
+def list_tables(
+    schema: str | None = None, *, remote: str | None = None, user_ns: dict[str, Any] | None = None
+) -> list[str]:
     """``catalog.schema.table`` names, in *schema* (``catalog.schema``) or everywhere."""
     if schema:
         TableName.parse(f"{schema}.x")  # a bad name is refused before any server is started
@@ -103,9 +129,15 @@ def list_tables(schema: str | None = None, *, remote: str | None = None, user_ns
                 if not s.spark.catalog.databaseExists(dbs[0][0]):
                     return []
             else:
-                dbs = [(d.name, *split_database(d.name)) for d in s.spark.catalog.listDatabases() if split_database(d.name)]
-            return sorted(f"{cat}.{sch}.{t.name}" for db, cat, sch in dbs for t in s.spark.catalog.listTables(db)
-                          if not t.isTemporary)
+                dbs = [
+                    (d.name, *split_database(d.name)) for d in s.spark.catalog.listDatabases() if split_database(d.name)
+                ]
+            return sorted(
+                f"{cat}.{sch}.{t.name}"
+                for db, cat, sch in dbs
+                for t in s.spark.catalog.listTables(db)
+                if not t.isTemporary
+            )
         tables = s.spark.catalog.listTables(schema) if schema else s.spark.catalog.listTables()
         return sorted(f"{t.catalog}.{t.namespace[0] if t.namespace else ''}.{t.name}".lstrip(".") for t in tables)
 
@@ -127,11 +159,15 @@ class TableSummary:
 
     def _repr_html_(self) -> str:
         cols = "".join(f"<tr><td><code>{escape(n)}</code></td><td>{escape(t)}</td></tr>" for n, t in self.columns)
-        return (f"<div><b>{escape(self.name)}</b>: {self.rows:,} rows<table><tr><th>column</th><th>type</th></tr>{cols}</table>"
-                f"<p>preview</p>{self.preview.to_html(index=False)}</div>")
+        return (
+            f"<div><b>{escape(self.name)}</b>: {self.rows:,} rows<table><tr><th>column</th><th>type</th></tr>{cols}</table>"
+            f"<p>preview</p>{self.preview.to_html(index=False)}</div>"
+        )
 
 
-def describe_table(name: str, *, preview: int = 5, remote: str | None = None, user_ns: dict[str, Any] | None = None) -> TableSummary:
+def describe_table(
+    name: str, *, preview: int = 5, remote: str | None = None, user_ns: dict[str, Any] | None = None
+) -> TableSummary:
     """Schema, row count and the first *preview* rows of table *name*."""
     TableName.parse(name)  # a bad name is refused before any server is started
     s = get_session(remote, user_ns=user_ns)

@@ -12,6 +12,7 @@ a file lock: concurrent starters end up with one server.
 The driver heap is a quarter of the machine's memory (or its cgroup limit), between 1 and 8 GiB;
 ``AIR_SPARK_DRIVER_MEMORY`` (``4g``, ``6144m``) overrides it.
 """
+
 from __future__ import annotations
 
 import json
@@ -171,8 +172,10 @@ def _log_tail(path: Path, n: int = 15) -> str:
 
 def _check_requirements() -> None:
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        raise TablesError("Java (17) is needed for the embedded Spark server: install it (apt-get install "
-                          "openjdk-17-jre-headless), or use a remote server with --remote sc://host:15002 / SPARK_REMOTE")
+        raise TablesError(
+            "Java (17) is needed for the embedded Spark server: install it (apt-get install "
+            "openjdk-17-jre-headless), or use a remote server with --remote sc://host:15002 / SPARK_REMOTE"
+        )
     try:
         import pyspark  # noqa: F401
     except ImportError:
@@ -208,15 +211,22 @@ def ensure_server() -> EmbeddedServer:
                 remove_record(store, int(stale["pid"]))
             return _start(store, idle, heap)
     except Timeout:
-        raise TablesError(f"another process has held {store / 'server.lock'} for over {_START_TIMEOUT + 60:.0f} s "
-                          f"while starting the embedded Spark server; see {store / 'server.log'}, or stop that "
-                          f"process") from None
+        raise TablesError(
+            f"another process has held {store / 'server.lock'} for over {_START_TIMEOUT + 60:.0f} s "
+            f"while starting the embedded Spark server; see {store / 'server.log'}, or stop that "
+            f"process"
+        ) from None
 
 
 def _start(store: Path, idle: float, heap_mb: int) -> EmbeddedServer:
     log = store / "server.log"
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(store / "logs"),
-               AIR_SPARK_IDLE_TIMEOUT=str(idle), AIR_SPARK_DRIVER_MEMORY=f"{heap_mb}m")
+    env = dict(
+        os.environ,
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_LOG_DIR=str(store / "logs"),
+        AIR_SPARK_IDLE_TIMEOUT=str(idle),
+        AIR_SPARK_DRIVER_MEMORY=f"{heap_mb}m",
+    )
     env.pop("SPARK_REMOTE", None)
     env.pop("SPARK_CONNECT_MODE_ENABLED", None)
     # the supervisor imports this package from where this process did (a source checkout works too)
@@ -224,8 +234,16 @@ def _start(store: Path, idle: float, heap_mb: int) -> EmbeddedServer:
     env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     cmd = [sys.executable, "-m", "air_magics.tables.supervisor", str(store), str(_free_port()), str(os.getpid())]
     with open(log, "ab") as out:
-        sup = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
-                               cwd=store, start_new_session=True, close_fds=True)
+        sup = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=store,
+            start_new_session=True,
+            close_fds=True,
+        )
     _SUPERVISORS.append(sup)
     deadline = time.monotonic() + _START_TIMEOUT
     while True:
@@ -235,8 +253,10 @@ def _start(store: Path, idle: float, heap_mb: int) -> EmbeddedServer:
             if srv is not None:
                 return srv
         if sup.poll() is not None:
-            raise TablesError(f"the embedded Spark server exited with code {sup.returncode} while starting; "
-                              f"log {log}:\n{_log_tail(log)}")
+            raise TablesError(
+                f"the embedded Spark server exited with code {sup.returncode} while starting; "
+                f"log {log}:\n{_log_tail(log)}"
+            )
         if time.monotonic() > deadline:
             _terminate(sup.pid)
             raise TablesError(f"the embedded Spark server did not start within {_START_TIMEOUT:.0f} s; see {log}")

@@ -1,4 +1,5 @@
 """Finding the Spark session: a ``spark`` already in the notebook, a remote URL, or the embedded server."""
+
 from __future__ import annotations
 
 import contextlib
@@ -35,8 +36,18 @@ def _short_retries(spark: Any) -> None:
     """The default policy waits ~10 minutes on a dead server; report it within seconds instead."""
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
-    spark.client.set_retry_policies([DefaultPolicy(max_retries=3, initial_backoff=200, max_backoff=1000,
-                                                   backoff_multiplier=2.0, jitter=100, max_server_retry_delay=2000)])
+    spark.client.set_retry_policies(
+        [
+            DefaultPolicy(
+                max_retries=3,
+                initial_backoff=200,
+                max_backoff=1000,
+                backoff_multiplier=2.0,
+                jitter=100,
+                max_server_retry_delay=2000,
+            )
+        ]
+    )
 
 
 def _connect(url: str) -> Any:
@@ -112,6 +123,8 @@ def guarded(session: Session, what: str, fn: Callable[[], T]) -> T:
         if "TABLE_OR_VIEW_NOT_FOUND" in full or "SCHEMA_NOT_FOUND" in full:
             raise TablesError(f"{what}: no such table. List tables with `%air_table --tables`") from None
         if "UNAVAILABLE" in full or "RETRIES_EXCEEDED" in full or "Connection refused" in full:
-            raise TablesError(f"{what}: cannot reach the Spark Connect server at {where}; start it, "
-                              f"fix the URL, or unset SPARK_REMOTE to use the embedded server") from None
+            raise TablesError(
+                f"{what}: cannot reach the Spark Connect server at {where}; start it, "
+                f"fix the URL, or unset SPARK_REMOTE to use the embedded server"
+            ) from None
         raise TablesError(f"{what}: {name}: {text[:500]}") from None

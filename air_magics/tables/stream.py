@@ -17,6 +17,7 @@ So the result is fetched as a series of queries that each return at most about `
 ``AIR_EXPORT_CHUNK_BYTES`` sets the chunk size; by default 1/8 of the server's driver memory,
 between 32 and 512 MiB.
 """
+
 from __future__ import annotations
 
 import os
@@ -79,8 +80,9 @@ def _chunks(df: Any, budget: int) -> Iterator[Any]:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    ck = df.withColumn(_ROW, F.monotonically_increasing_id()).localCheckpoint(eager=True,
-                                                                            storageLevel=StorageLevel.DISK_ONLY)
+    ck = df.withColumn(_ROW, F.monotonically_increasing_id()).localCheckpoint(
+        eager=True, storageLevel=StorageLevel.DISK_ONLY
+    )
     try:
         counts = ck.groupBy(F.shiftright(F.col(_ROW), _PART_BITS).alias("p")).count().collect()
         parts = {int(r["p"]): int(r["count"]) for r in counts}
@@ -96,8 +98,9 @@ def _chunks(df: Any, budget: int) -> Iterator[Any]:
         del ck  # releases the server-side checkpoint
 
 
-def write_parquet_stream(spark: Any, df: Any, folder: str, rows_per_file: int, budget: int,
-                         on_rows: Callable[[int, int], None]) -> int:
+def write_parquet_stream(
+    spark: Any, df: Any, folder: str, rows_per_file: int, budget: int, on_rows: Callable[[int, int], None]
+) -> int:
     """Write *df* into ``folder/part-NNNNN.parquet`` files of *rows_per_file* rows; the row count.
 
     *on_rows(rows, files)* is called as batches arrive."""

@@ -15,6 +15,7 @@ that recorded a use in between gets the record back. Clients record a use before
 record, so none can be left holding the address of a server that is being stopped.
 If this process is killed outright, the JVM gets SIGTERM from the kernel (``PR_SET_PDEATHSIG``).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -86,8 +87,13 @@ def run(store: Path, port: int, starter: int) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)
     idle, heap = idle_timeout(), driver_memory_mb()
-    jvm = subprocess.Popen(_command(port, store, heap), stdin=subprocess.DEVNULL, cwd=store, start_new_session=True,
-                           preexec_fn=_die_with_parent)
+    jvm = subprocess.Popen(
+        _command(port, store, heap),
+        stdin=subprocess.DEVNULL,
+        cwd=store,
+        start_new_session=True,
+        preexec_fn=_die_with_parent,
+    )
     _log.info("started JVM %d on port %d, heap %d MiB, idle timeout %g s", jvm.pid, port, heap, idle)
     while not _port_open(port):
         if jvm.poll() is not None:
@@ -98,8 +104,16 @@ def run(store: Path, port: int, starter: int) -> int:
             return 1
         time.sleep(0.25)
     started = time.time()
-    rec = {"pid": jvm.pid, "port": port, "supervisor": os.getpid(), "starter": starter, "store": str(store),
-           "started": started, "heap_mb": heap, "idle_timeout": idle}
+    rec = {
+        "pid": jvm.pid,
+        "port": port,
+        "supervisor": os.getpid(),
+        "starter": starter,
+        "store": str(store),
+        "started": started,
+        "heap_mb": heap,
+        "idle_timeout": idle,
+    }
     write_record(store, rec)
     last_use, cpu, tick = started, _cpu_seconds(jvm.pid), time.monotonic()
     poll = min(5.0, max(0.5, idle / 4))
@@ -128,6 +142,10 @@ def run(store: Path, port: int, starter: int) -> int:
 
 if __name__ == "__main__":
     # stdout is the store's server.log (see server._start)
-    logging.basicConfig(stream=sys.stdout, level=logging.INFO, datefmt="%H:%M:%S",
-                        format="[air supervisor %(process)d %(asctime)s] %(message)s")
+    logging.basicConfig(
+        stream=sys.stdout,
+        level=logging.INFO,
+        datefmt="%H:%M:%S",
+        format="[air supervisor %(process)d %(asctime)s] %(message)s",
+    )
     sys.exit(run(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])))

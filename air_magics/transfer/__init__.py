@@ -5,6 +5,7 @@ Layers inside the package point one way: :mod:`.task` (the values) at the bottom
 check before a byte is written) above it, :mod:`.engine` (the thread pool, retries, progress) on
 top. The public names are re-exported here: ``from air_magics.transfer import copy_files``.
 """
+
 from __future__ import annotations
 
 from ..io.leftovers import TEMP_MARK
@@ -13,6 +14,19 @@ from .engine import CHECK_THREADS, DEFAULT_WORKERS, copy_files, copy_one
 from .plan import CopyPlan, parse_sources, plan_copy
 from .task import CopyFailure, CopyProgress, CopyReport, CopyTask
 
-__all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport", "CopyPlan", "copy_files", "copy_one",
-           "plan_copy", "parse_sources", "is_transient", "TEMP_MARK", "DEFAULT_WORKERS", "CHECK_THREADS",
-           "TRANSIENT_ERRNOS"]
+__all__ = [
+    "CopyTask",
+    "CopyFailure",
+    "CopyProgress",
+    "CopyReport",
+    "CopyPlan",
+    "copy_files",
+    "copy_one",
+    "plan_copy",
+    "parse_sources",
+    "is_transient",
+    "TEMP_MARK",
+    "DEFAULT_WORKERS",
+    "CHECK_THREADS",
+    "TRANSIENT_ERRNOS",
+]

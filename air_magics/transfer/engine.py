@@ -21,6 +21,7 @@ Progress is reported as :class:`~air_magics.events.CopyEvent`s emitted from the 
 a fixed interval, to the call's listeners and the process-wide channel, so widgets, status
 documents and loggers never run on worker threads.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,6 +47,7 @@ def copy_one(task: CopyTask, *, retries: int = 4, backoff: float = 0.05) -> int:
 
     The single-file form of :func:`copy_files`, used by the cache. Returns the bytes written.
     """
+
     def attempt() -> int:
         with DirMaker() as dirs:
             return copy_file(task, dirs)
@@ -151,22 +153,35 @@ def copy_files(
     # bandwidth: an unchanged re-run goes faster with more threads than copying wants.
     copy_slots = threading.BoundedSemaphore(workers)
     n_threads = workers if overwrite else max(workers, CHECK_THREADS)
-    threads = [threading.Thread(target=worker, name=f"air-copy-{i}", daemon=True) for i in range(min(n_threads, max(1, len(tasks))))]
+    threads = [
+        threading.Thread(target=worker, name=f"air-copy-{i}", daemon=True)
+        for i in range(min(n_threads, max(1, len(tasks))))
+    ]
     for th in threads:
         th.start()
 
     def snapshot(final: bool = False) -> CopyProgress:
         with run.lock:  # sizes unknown before copying (names-only listing): the total is known at the end
             total = max(run.bytes_total, run.bytes_done) if final else run.bytes_total
-            return CopyProgress(len(tasks), run.copied, run.skipped, len(run.failed), total, run.bytes_done,
-                                time.perf_counter() - t0)
+            return CopyProgress(
+                len(tasks), run.copied, run.skipped, len(run.failed), total, run.bytes_done, time.perf_counter() - t0
+            )
 
     also = (*listeners, _ProgressOnly(on_progress)) if on_progress is not None else tuple(listeners)
     started, srcs = time.time(), tuple(sources)[:20]
 
     def emit(state: str = "running") -> None:
-        channel.emit(CopyEvent(job=job, state=state, progress=snapshot(final=state != "running"), dest=dest,
-                               sources=srcs, started=started), also)
+        channel.emit(
+            CopyEvent(
+                job=job,
+                state=state,
+                progress=snapshot(final=state != "running"),
+                dest=dest,
+                sources=srcs,
+                started=started,
+            ),
+            also,
+        )
 
     try:
         for th in threads:
@@ -184,8 +199,17 @@ def copy_files(
             dirs.close()
     emit("failed" if run.failed else "done")
     run.failed.sort(key=lambda f: f.src)
-    return CopyReport(len(tasks), run.copied, run.skipped, run.failed, run.bytes_copied,
-                      time.perf_counter() - t0, dest, dry_run, workers)
+    return CopyReport(
+        len(tasks),
+        run.copied,
+        run.skipped,
+        run.failed,
+        run.bytes_copied,
+        time.perf_counter() - t0,
+        dest,
+        dry_run,
+        workers,
+    )
 
 
 class _ProgressOnly:

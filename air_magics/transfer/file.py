@@ -2,6 +2,7 @@
 ranges when large, and how "already there, unchanged" is decided. The parallel engine that calls
 this for many files is :mod:`air_magics.transfer.engine`.
 """
+
 from __future__ import annotations
 
 import errno
@@ -21,10 +22,10 @@ __all__ = ["TEMP_MARK", "DirMaker", "copy_file", "is_unchanged", "source_stat"]
 
 _ONE_READ_MAX = 64 << 20  # files up to this size are read with one call
 _CHUNK = 8 << 20
-_RANGE = 32 << 20          # large files are copied as parallel ranges of this size ...
-_RANGE_THREADS = 8         # ... this many at a time
+_RANGE = 32 << 20  # large files are copied as parallel ranges of this size ...
+_RANGE_THREADS = 8  # ... this many at a time
 _MTIME_TOLERANCE = 1e-3
-_MAX_OPEN_DIRS = 256       # verified folder descriptors kept open per copy run
+_MAX_OPEN_DIRS = 256  # verified folder descriptors kept open per copy run
 
 
 class DirMaker:

@@ -8,6 +8,7 @@ prefix, so ``/Volumes/c/s/v/data/**/*.jpg`` lands at ``DEST/<path below data>``.
 Sources are ``/Volumes/...`` paths, other absolute (local) paths, or paths relative to the default
 volume (``%air_volume use``). The destination is a local folder or a ``/Volumes/...`` folder.
 """
+
 from __future__ import annotations
 
 import os
@@ -50,9 +51,9 @@ def _is_volume(text: str) -> bool:
 class _Selection:
     line: str
     anchor_parent: Location  # where entry rels are relative to
-    prefix: str               # prepended to each rel for the destination layout
+    prefix: str  # prepended to each rel for the destination layout
     entries: list[Entry]
-    tree: Location | None      # the folder copied from (for dest-inside-source checks)
+    tree: Location | None  # the folder copied from (for dest-inside-source checks)
 
 
 def _select_volume(line: str, store: VolumeStore, default: VolumePath | None) -> _Selection:
@@ -83,8 +84,9 @@ def _select_local(line: str) -> _Selection:
     if not p.exists():
         raise VolumeNotFoundError(f"source {line!r} does not exist; check the path")
     if p.is_dir():  # confined to the folder named: a link inside it never reads from elsewhere
-        return _Selection(line, Location(str(p), root=str(p)), p.name, scan_local(p, confine=p, stat=False),
-                          Location(str(p)))
+        return _Selection(
+            line, Location(str(p), root=str(p)), p.name, scan_local(p, confine=p, stat=False), Location(str(p))
+        )
     st = p.stat()  # a file named on its own line: read wherever it is, but never a FIFO or device
     return _Selection(line, Location(str(p)), p.name, [Entry("", st.st_size, st.st_mtime)], None)
 
@@ -107,7 +109,9 @@ def _check_writable(loc: Location, dest: str) -> None:
     while not existing.exists():
         existing = existing.parent
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise DestinationError(f"destination {dest!r} is not writable (checked {str(existing)!r}); pick a folder you can write to")
+        raise DestinationError(
+            f"destination {dest!r} is not writable (checked {str(existing)!r}); pick a folder you can write to"
+        )
 
 
 def plan_copy(
@@ -130,17 +134,25 @@ def plan_copy(
     tasks: list[CopyTask] = []
     owner: dict[str, str] = {}
     for line in lines:
-        sel = _select_volume(line, store, default_volume) if (_is_volume(line) or not line.startswith(("/", "~"))) else _select_local(line)
+        sel = (
+            _select_volume(line, store, default_volume)
+            if (_is_volume(line) or not line.startswith(("/", "~")))
+            else _select_local(line)
+        )
         if not sel.entries:
             raise CopyPlanError(f"source {line!r} matched no files; check the path or glob with `%air_volume ls`")
         if sel.tree is not None and _inside(dst_root, sel.tree):
-            raise DestinationError(f"destination {dest!r} is inside source {line!r}; copying would recurse into itself. Pick a destination outside it")
+            raise DestinationError(
+                f"destination {dest!r} is inside source {line!r}; copying would recurse into itself. Pick a destination outside it"
+            )
         for e in sel.entries:
             rel = "/".join(x for x in (sel.prefix, e.rel) if x)
             if rel in owner:
                 if owner[rel] == line:
                     continue  # the same file selected twice by one line
-                raise CopyPlanError(f"{line!r} and {owner[rel]!r} both copy to {rel!r} under {dest!r}; copy them to different destinations")
+                raise CopyPlanError(
+                    f"{line!r} and {owner[rel]!r} both copy to {rel!r} under {dest!r}; copy them to different destinations"
+                )
             owner[rel] = line
             tasks.append(CopyTask(sel.anchor_parent.join(e.rel), dst_root.join(rel), e.size, e.mtime))
     _check_file_folder_clash(owner, dest)

@@ -4,6 +4,7 @@ They sit at the bottom of :mod:`air_magics.transfer`: the planner produces tasks
 the per-file copy consume them, and front ends render progress and reports; none of those import
 each other through here.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -63,8 +64,10 @@ class CopyReport:
 
     def summary(self) -> str:
         verb = "would copy" if self.dry_run else "copied"
-        s = (f"{verb} {self.copied} of {self.files_total} files ({fmt_bytes(self.bytes_copied)}) to {self.dest} "
-             f"in {self.seconds:.2f} s")
+        s = (
+            f"{verb} {self.copied} of {self.files_total} files ({fmt_bytes(self.bytes_copied)}) to {self.dest} "
+            f"in {self.seconds:.2f} s"
+        )
         if not self.dry_run and self.copied:
             s += f" ({self.files_per_second:,.0f} files/s, {self.mb_per_second:,.1f} MB/s)"
         if self.skipped:
@@ -85,7 +88,10 @@ class CopyReport:
 
     def _repr_html_(self) -> str:
         from html import escape
+
         color = "#2e7d32" if self.ok else "#c62828"
-        rows = "".join(f"<tr><td><code>{escape(f.src)}</code></td><td>{escape(f.reason)}</td></tr>" for f in self.failed[:50])
+        rows = "".join(
+            f"<tr><td><code>{escape(f.src)}</code></td><td>{escape(f.reason)}</td></tr>" for f in self.failed[:50]
+        )
         table = f"<table><tr><th>failed file</th><th>reason</th></tr>{rows}</table>" if rows else ""
         return f"<div><b style='color:{color}'>{escape(self.summary())}</b>{table}</div>"

@@ -12,6 +12,7 @@ segment, ``?`` one character within a segment, ``[..]``/``[!..]`` one character 
 ``**/`` zero or more whole folders. A whole path must match. :func:`filter_glob` keeps a path when
 it or one of its folders matches, so a matched folder brings every file below it.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -87,7 +88,7 @@ def _tokenize(pattern: str) -> list[tuple[int, object]]:
             tokens.append((_ONE, None))
             i += 1
         elif c == "[" and (j := _class_end(pattern, i)) >= 0:
-            tokens.append((_CLASS, _class_predicate(pattern[i:j + 1])))
+            tokens.append((_CLASS, _class_predicate(pattern[i : j + 1])))
             i = j + 1
         else:
             tokens.append((_CHAR, c))

@@ -4,6 +4,7 @@ Parsing is pure (no I/O). Validation rejects what could leave the volume or conf
 ``..`` and ``.`` segments, empty segments, NUL bytes, and names that are not identifiers. The
 symlink part of confinement needs the filesystem and lives in :mod:`air_magics.volumes.store`.
 """
+
 from __future__ import annotations
 
 import re
@@ -87,7 +88,7 @@ class VolumePath:
         if _CONTROL.search(text):  # before any pattern sees it, so "c.s.v\n" is not mistaken for a relative path
             raise VolumePathError(f"control character (NUL, newline, ...) in volume path {text!r}: remove it")
         if text == PREFIX or text.startswith(PREFIX + "/"):
-            segs = text[len(PREFIX) + 1:].rstrip("/").split("/") if text != PREFIX else []
+            segs = text[len(PREFIX) + 1 :].rstrip("/").split("/") if text != PREFIX else []
             if len(segs) < 3 or not all(segs[:3]):
                 raise VolumePathError(
                     f"{raw!r} does not name a volume: write /Volumes/<catalog>/<schema>/<volume>[/<path>]"
@@ -154,7 +155,12 @@ class VolumePath:
         segs: list[str] = []
         for m in more:
             segs.extend(s for s in str(m).split("/") if s)
-        return VolumePath(self.catalog, self.schema, self.volume, self.parts + _check_segments(segs, str(self) + "/" + "/".join(map(str, more))))
+        return VolumePath(
+            self.catalog,
+            self.schema,
+            self.volume,
+            self.parts + _check_segments(segs, str(self) + "/" + "/".join(map(str, more))),
+        )
 
     def __truediv__(self, other: str) -> VolumePath:
         return self.joinpath(other)

@@ -4,6 +4,7 @@ Stored as JSON under ``$AIR_HOME``; written atomically (temp + rename) so a cras
 half-written registry. Only URLs are stored, never credentials: fsspec reads those from the
 environment or its own config.
 """
+
 from __future__ import annotations
 
 import json

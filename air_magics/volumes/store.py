@@ -10,6 +10,7 @@ Mounted and embedded volumes are plain directories ``<root>/<catalog>/<schema>/<
 the fast OS paths; ``file://`` registrations do too. Every resolved local path is checked to stay
 inside its volume after symlinks are resolved.
 """
+
 from __future__ import annotations
 
 import os
@@ -107,7 +108,13 @@ class VolumeStore:
     embedded root); ``registry`` overrides the registry file; ``workers`` bounds parallel listing.
     """
 
-    def __init__(self, root: str | os.PathLike[str] | None = None, *, registry: str | os.PathLike[str] | None = None, workers: int = 128) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        registry: str | os.PathLike[str] | None = None,
+        workers: int = 128,
+    ) -> None:
         if root is not None:
             self.root, self.kind = Path(root), "embedded"
         else:
@@ -165,9 +172,11 @@ class VolumeStore:
             return VolumeInfo(vp.volume_id, "fsspec", url)
         d = self._volume_dir(vp)
         if d.is_dir() and not is_within(os.path.realpath(d), real_root(str(self.root))):
-            raise VolumePathError(f"volume {vp.volume_id!r} is a link leading outside the volumes root {str(self.root)!r}; "
-                                  f"refusing it: replace the link with a folder, or register the storage with "
-                                  f"`%air_volume register {vp.volume_id} file:///PATH`")
+            raise VolumePathError(
+                f"volume {vp.volume_id!r} is a link leading outside the volumes root {str(self.root)!r}; "
+                f"refusing it: replace the link with a folder, or register the storage with "
+                f"`%air_volume register {vp.volume_id} file:///PATH`"
+            )
         if not d.is_dir():
             raise VolumeNotFoundError(
                 f"volume {vp.volume_id!r} does not exist (looked in {d}); create it with "
@@ -181,10 +190,14 @@ class VolumeStore:
         if self.registry.get(vp.volume_id) is not None:
             if exist_ok:
                 return self.volume_info(vp)
-            raise VolumeExistsError(f"volume {vp.volume_id!r} is registered to {self.registry.get(vp.volume_id)}; unregister it first")
+            raise VolumeExistsError(
+                f"volume {vp.volume_id!r} is registered to {self.registry.get(vp.volume_id)}; unregister it first"
+            )
         d = self._volume_dir(vp)
         if d.is_dir() and not exist_ok:
-            raise VolumeExistsError(f"volume {vp.volume_id!r} already exists at {d}; pick another name or pass exist_ok=True")
+            raise VolumeExistsError(
+                f"volume {vp.volume_id!r} already exists at {d}; pick another name or pass exist_ok=True"
+            )
         d.mkdir(parents=True, exist_ok=True)
         return VolumeInfo(vp.volume_id, self.kind, str(d))
 
@@ -242,7 +255,9 @@ class VolumeStore:
                 return FileInfo(vp, st.st_size, st.st_mtime, os.path.isdir(loc.path))
             info = loc.fs.info(loc.path)
         except FileNotFoundError:
-            raise VolumeNotFoundError(f"{str(vp)!r} does not exist; check the path with `%air_volume ls {vp.parent}`") from None
+            raise VolumeNotFoundError(
+                f"{str(vp)!r} does not exist; check the path with `%air_volume ls {vp.parent}`"
+            ) from None
         return FileInfo(vp, int(info.get("size") or 0), fs_mtime(info), info.get("type") == "directory")
 
     def open(self, path: str | VolumePath, mode: str = "rb", **kwargs: Any) -> IO[Any]:
@@ -280,7 +295,10 @@ class VolumeStore:
         vp = VolumePath.parse(pattern)
         prefix, pat = split_glob(vp.parts)
         base = VolumePath(vp.catalog, vp.schema, vp.volume, prefix)
-        return [FileInfo(base.joinpath(e.rel), e.size, e.mtime) for e in filter_glob(self.entries(base, recursive=True), pat)]
+        return [
+            FileInfo(base.joinpath(e.rel), e.size, e.mtime)
+            for e in filter_glob(self.entries(base, recursive=True), pat)
+        ]
 
     def walk(self, path: str | VolumePath) -> Iterator[tuple[VolumePath, list[str], list[str]]]:
         """Like ``os.walk``: ``(folder, subfolder names, file names)`` top-down."""
@@ -295,8 +313,15 @@ class VolumeStore:
             dirs, files = tree[rel]
             yield (vp.joinpath(rel) if rel else vp), sorted(dirs), sorted(files)
 
-    def entries(self, path: str | VolumePath, *, recursive: bool, with_dirs: bool | None = None,
-                stat: bool = True, skipped: list[tuple[str, str]] | None = None) -> list[Entry]:
+    def entries(
+        self,
+        path: str | VolumePath,
+        *,
+        recursive: bool,
+        with_dirs: bool | None = None,
+        stat: bool = True,
+        skipped: list[tuple[str, str]] | None = None,
+    ) -> list[Entry]:
         """Raw listing relative to *path* (``Entry.rel``); a file lists as one entry with ``rel == ''``.
         ``stat=False`` skips the per-file stat on local/mounted volumes (sizes are then ``-1``).
 
@@ -308,13 +333,22 @@ class VolumeStore:
         with_dirs = (not recursive) if with_dirs is None else with_dirs
         if loc.is_local:
             if not os.path.exists(loc.path):
-                raise VolumeNotFoundError(f"{str(vp)!r} does not exist; check the path with `%air_volume ls {vp.parent}`")
+                raise VolumeNotFoundError(
+                    f"{str(vp)!r} does not exist; check the path with `%air_volume ls {vp.parent}`"
+                )
             if not os.path.isdir(loc.path):
                 st = os.stat(loc.path)
                 return [Entry("", st.st_size, st.st_mtime)]
             found: list[tuple[str, str]] = [] if skipped is None else skipped
-            out = scan_local(loc.path, recursive=recursive, with_dirs=with_dirs, confine=loc.root, workers=self.workers,
-                             stat=stat, skipped=found)
+            out = scan_local(
+                loc.path,
+                recursive=recursive,
+                with_dirs=with_dirs,
+                confine=loc.root,
+                workers=self.workers,
+                stat=stat,
+                skipped=found,
+            )
             if found and skipped is None:
                 _log_skipped(vp, found)
             return out
@@ -326,8 +360,14 @@ def _log_skipped(vp: VolumePath, skipped: list[tuple[str, str]]) -> None:
 
     shown = "; ".join(f"{rel} ({why})" for rel, why in skipped[:5])
     more = f"; and {len(skipped) - 5} more" if len(skipped) > 5 else ""
-    logging.getLogger("air_magics").warning("%s: skipped %d entr%s that cannot be read as files: %s%s", vp,
-                                            len(skipped), "y" if len(skipped) == 1 else "ies", shown, more)
+    logging.getLogger("air_magics").warning(
+        "%s: skipped %d entr%s that cannot be read as files: %s%s",
+        vp,
+        len(skipped),
+        "y" if len(skipped) == 1 else "ies",
+        shown,
+        more,
+    )
 
 
 def _fs_entries(loc: Location, vp: VolumePath, *, recursive: bool, with_dirs: bool) -> list[Entry]:
@@ -337,7 +377,11 @@ def _fs_entries(loc: Location, vp: VolumePath, *, recursive: bool, with_dirs: bo
     if fs.isfile(base):
         info = fs.info(base)
         return [Entry("", int(info.get("size") or 0), fs_mtime(info))]
-    listing = fs.find(base, withdirs=with_dirs, detail=True) if recursive else {i["name"]: i for i in fs.ls(base, detail=True)}
+    listing = (
+        fs.find(base, withdirs=with_dirs, detail=True)
+        if recursive
+        else {i["name"]: i for i in fs.ls(base, detail=True)}
+    )
     out = []
     strip = len(base.lstrip("/")) + 1
     for name, info in listing.items():

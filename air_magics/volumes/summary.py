@@ -4,6 +4,7 @@ Plain values with ``_repr_html_`` (notebooks) and ``__repr__`` (terminals); no I
 Why the advice: per-file latency dominates reads from remote volumes, so folders of many small
 files should be copied to local disk once (``%%air_copy``) or packed into 1-10 GiB files.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -18,9 +19,15 @@ from .store import FileInfo, VolumeInfo
 __all__ = ["ListingSummary", "VolumesOverview", "fmt_bytes", "SMALL_FILE_BYTES", "MANY_FILES"]
 
 SMALL_FILE_BYTES = 1 << 20  # median below this counts as "small"
-MANY_FILES = 500            # ... when a folder holds at least this many files
-_BUCKETS = [(64 << 10, "< 64 KiB"), (1 << 20, "64 KiB - 1 MiB"), (16 << 20, "1 - 16 MiB"),
-            (256 << 20, "16 - 256 MiB"), (1 << 30, "256 MiB - 1 GiB"), (None, ">= 1 GiB")]
+MANY_FILES = 500  # ... when a folder holds at least this many files
+_BUCKETS = [
+    (64 << 10, "< 64 KiB"),
+    (1 << 20, "64 KiB - 1 MiB"),
+    (16 << 20, "1 - 16 MiB"),
+    (256 << 20, "16 - 256 MiB"),
+    (1 << 30, "256 MiB - 1 GiB"),
+    (None, ">= 1 GiB"),
+]
 _MAX_ROWS = 50
 
 
@@ -66,11 +73,13 @@ class ListingSummary:
         n = len(self.files)
         if n < MANY_FILES or self.median_size >= SMALL_FILE_BYTES:
             return None
-        return (f"{n:,} files with a median size of {fmt_bytes(self.median_size)}: reading many small files "
-                f"from a volume is latency-bound. Copy them to local disk once with "
-                f"`%%air_copy --to /local_disk0/...` (or use UCVolumeDataset's cache), or pack them into "
-                f"1-10 GiB tar shards: `%air_volume pack {quote(self.path)} {quote(self.path.rstrip('/') + '_packed')}` "
-                f"(UCVolumeDataset reads the packed folder like this one).")
+        return (
+            f"{n:,} files with a median size of {fmt_bytes(self.median_size)}: reading many small files "
+            f"from a volume is latency-bound. Copy them to local disk once with "
+            f"`%%air_copy --to /local_disk0/...` (or use UCVolumeDataset's cache), or pack them into "
+            f"1-10 GiB tar shards: `%air_volume pack {quote(self.path)} {quote(self.path.rstrip('/') + '_packed')}` "
+            f"(UCVolumeDataset reads the packed folder like this one)."
+        )
 
     def _head(self) -> str:
         what = f"{len(self.files):,} file{'' if len(self.files) == 1 else 's'}"
@@ -84,7 +93,7 @@ class ListingSummary:
         base = self.path.rstrip("/") + "/"
         rows = []
         for e in self.entries[:_MAX_ROWS]:
-            name = str(e.path)[len(base):] if str(e.path).startswith(base) else str(e.path)
+            name = str(e.path)[len(base) :] if str(e.path).startswith(base) else str(e.path)
             if e.is_dir:
                 rows.append((name + "/", "", ""))
             else:
@@ -100,19 +109,31 @@ class ListingSummary:
         lines += [f"  {n:<{width}}  {s:>10}  {m}".rstrip() for n, s, m in self._rows()]
         if len(self.entries) > _MAX_ROWS:
             lines.append(f"  ... {len(self.entries) - _MAX_ROWS:,} more")
-        if (tip := self.advice()):
+        if tip := self.advice():
             lines.append("tip: " + tip)
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        dist = "".join(f"<tr><td>{escape(label)}</td><td style='text-align:right'>{c:,}</td></tr>" for label, c in self.distribution())
-        rows = "".join(f"<tr><td><code>{escape(n)}</code></td><td style='text-align:right'>{escape(s)}</td><td>{escape(m)}</td></tr>" for n, s, m in self._rows())
+        dist = "".join(
+            f"<tr><td>{escape(label)}</td><td style='text-align:right'>{c:,}</td></tr>"
+            for label, c in self.distribution()
+        )
+        rows = "".join(
+            f"<tr><td><code>{escape(n)}</code></td><td style='text-align:right'>{escape(s)}</td><td>{escape(m)}</td></tr>"
+            for n, s, m in self._rows()
+        )
         more = f"<p>... {len(self.entries) - _MAX_ROWS:,} more</p>" if len(self.entries) > _MAX_ROWS else ""
-        tip = f"<p style='padding:4px;border-left:3px solid #f9a825'>&#9888; {escape(t)}</p>" if (t := self.advice()) else ""
+        tip = (
+            f"<p style='padding:4px;border-left:3px solid #f9a825'>&#9888; {escape(t)}</p>"
+            if (t := self.advice())
+            else ""
+        )
         dist_t = f"<table><tr><th>size</th><th>files</th></tr>{dist}</table>" if dist else ""
         packed = f"<p>{escape(self.packed)}</p>" if self.packed else ""
-        return (f"<div><b>{escape(self._head())}</b>{packed}{dist_t}"
-                f"<table><tr><th>name</th><th>size</th><th>modified</th></tr>{rows}</table>{more}{tip}</div>")
+        return (
+            f"<div><b>{escape(self._head())}</b>{packed}{dist_t}"
+            f"<table><tr><th>name</th><th>size</th><th>modified</th></tr>{rows}</table>{more}{tip}</div>"
+        )
 
 
 @dataclass
@@ -126,17 +147,25 @@ class VolumesOverview:
     volumes: list[VolumeInfo]
 
     def __repr__(self) -> str:
-        lines = [f"volumes resolve to: {self.root} ({self.kind})", f"registry: {self.registry}",
-                 f"default volume: {self.default_volume or '(none; set with %air_volume use catalog.schema.volume)'}"]
+        lines = [
+            f"volumes resolve to: {self.root} ({self.kind})",
+            f"registry: {self.registry}",
+            f"default volume: {self.default_volume or '(none; set with %air_volume use catalog.schema.volume)'}",
+        ]
         if not self.volumes:
             lines.append("no volumes yet: %air_volume create catalog.schema.volume")
         lines += [f"  /Volumes/{v.volume_id.replace('.', '/'):<40} {v.kind:<8} {v.location}" for v in self.volumes]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        rows = "".join(f"<tr><td><code>/Volumes/{escape(v.volume_id.replace('.', '/'))}</code></td><td>{escape(v.kind)}</td>"
-                       f"<td><code>{escape(v.location)}</code></td></tr>" for v in self.volumes)
+        rows = "".join(
+            f"<tr><td><code>/Volumes/{escape(v.volume_id.replace('.', '/'))}</code></td><td>{escape(v.kind)}</td>"
+            f"<td><code>{escape(v.location)}</code></td></tr>"
+            for v in self.volumes
+        )
         empty = "" if self.volumes else "<p>No volumes yet: <code>%air_volume create catalog.schema.volume</code></p>"
-        return (f"<div><b>Volumes resolve to</b> <code>{escape(self.root)}</code> ({escape(self.kind)}); "
-                f"default volume: <code>{escape(self.default_volume or 'none')}</code>"
-                f"<table><tr><th>volume</th><th>kind</th><th>location</th></tr>{rows}</table>{empty}</div>")
+        return (
+            f"<div><b>Volumes resolve to</b> <code>{escape(self.root)}</code> ({escape(self.kind)}); "
+            f"default volume: <code>{escape(self.default_volume or 'none')}</code>"
+            f"<table><tr><th>volume</th><th>kind</th><th>location</th></tr>{rows}</table>{empty}</div>"
+        )

@@ -4,6 +4,7 @@ On a mount with milliseconds of latency per request a serial ``os.walk`` + ``sta
 round trip per entry. Here directories are scanned and entries stat'ed on a thread pool so the
 round trips overlap. Symlinks are followed only when they stay inside ``confine``.
 """
+
 from __future__ import annotations
 
 import errno
@@ -36,8 +37,9 @@ def _scan_dir(path: str) -> list[os.DirEntry[str]]:
         return [de for de in it if not is_leftover(de.name)]  # temp files / pending exports are never data
 
 
-def _stat_entries(items: list[tuple[str, os.DirEntry[str]]], confine: str | None,
-                  skipped: list[tuple[str, str]]) -> list[Entry]:
+def _stat_entries(
+    items: list[tuple[str, os.DirEntry[str]]], confine: str | None, skipped: list[tuple[str, str]]
+) -> list[Entry]:
     out = []
     for rel, de in items:
         try:
@@ -65,8 +67,12 @@ def _stat_entries(items: list[tuple[str, os.DirEntry[str]]], confine: str | None
 
 
 def _special_kind(mode: int) -> str:
-    for test, kind in ((stat_module.S_ISFIFO, "FIFO"), (stat_module.S_ISSOCK, "socket"),
-                       (stat_module.S_ISCHR, "character device"), (stat_module.S_ISBLK, "block device")):
+    for test, kind in (
+        (stat_module.S_ISFIFO, "FIFO"),
+        (stat_module.S_ISSOCK, "socket"),
+        (stat_module.S_ISCHR, "character device"),
+        (stat_module.S_ISBLK, "block device"),
+    ):
         if test(mode):
             return kind
     return "special file"
@@ -129,7 +135,7 @@ def scan_local(
                     else:
                         files.append((child, de))
                 for i in range(0, len(files), _STAT_CHUNK):
-                    pending[pool.submit(_stat_entries, files[i:i + _STAT_CHUNK], conf, skipped)] = ("stat", rel)
+                    pending[pool.submit(_stat_entries, files[i : i + _STAT_CHUNK], conf, skipped)] = ("stat", rel)
     results.sort(key=lambda e: e.rel)
     skipped.sort()
     return results

@@ -1,4 +1,5 @@
 """Is there a front end that can render ipywidgets?"""
+
 from __future__ import annotations
 
 

@@ -4,6 +4,7 @@ It renders the status documents (``cache`` and ``loader-<pid>``) that every proc
 cache or a DataLoader writes, so it shows work done in DataLoader worker processes too, and the
 JupyterLab sidebar reads the very same documents.
 """
+
 from __future__ import annotations
 
 import threading
@@ -22,17 +23,31 @@ def _rows(cache: dict[str, Any] | None, loader: dict[str, Any] | None) -> list[t
         return [("cache", "no activity yet: iterate a UCVolumeDataset or call FileCache().get(...)")]
     limit = cache.get("limit")
     rows = [
-        ("hit rate", f"{cache.get('hit_rate', 0):.1%} ({cache.get('hits', 0):,} hits, {cache.get('misses', 0):,} misses)"),
+        (
+            "hit rate",
+            f"{cache.get('hit_rate', 0):.1%} ({cache.get('hits', 0):,} hits, {cache.get('misses', 0):,} misses)",
+        ),
         ("served from cache", fmt_bytes(cache.get("bytes_hit", 0))),
         ("fetched from volumes", fmt_bytes(cache.get("bytes_fetched", 0))),
-        ("size", f"{fmt_bytes(cache.get('bytes', 0))} in {cache.get('entries', 0):,} files"
-                 + (f" of {fmt_bytes(limit)} limit" if limit else " (no limit; free-disk reserve "
-                    f"{fmt_bytes(cache.get('reserve', 0))})")),
+        (
+            "size",
+            f"{fmt_bytes(cache.get('bytes', 0))} in {cache.get('entries', 0):,} files"
+            + (
+                f" of {fmt_bytes(limit)} limit"
+                if limit
+                else f" (no limit; free-disk reserve {fmt_bytes(cache.get('reserve', 0))})"
+            ),
+        ),
         ("evictions", f"{cache.get('evictions', 0):,}"),
     ]
     if loader:
-        rows.append(("data wait", f"{loader.get('wait_share', 0):.1%} of loop time over {loader.get('steps', 0):,} steps "
-                                  f"(epoch {loader.get('epoch', 0)}, {loader.get('num_workers', 0)} workers)"))
+        rows.append(
+            (
+                "data wait",
+                f"{loader.get('wait_share', 0):.1%} of loop time over {loader.get('steps', 0):,} steps "
+                f"(epoch {loader.get('epoch', 0)}, {loader.get('num_workers', 0)} workers)",
+            )
+        )
     rows += [("what it means", line) for line in advice(cache, loader)]
     return rows
 
@@ -44,17 +59,23 @@ def advice(cache: dict[str, Any], loader: dict[str, Any] | None) -> list[str]:
     limit = cache.get("limit")
     if evictions and hits < misses:
         size = f"its limit ({fmt_bytes(limit)})" if limit else "the disk's free space less the reserve"
-        out.append(f"hits are low because the data does not fit: {size} is smaller than what the loop reads, so "
-                   f"files are evicted and fetched again every epoch; raise it (%config AirMagics.cache_limit, "
-                   f"AIR_CACHE_LIMIT) to at least the data set's size, or pack the folder (%air_volume pack)")
+        out.append(
+            f"hits are low because the data does not fit: {size} is smaller than what the loop reads, so "
+            f"files are evicted and fetched again every epoch; raise it (%config AirMagics.cache_limit, "
+            f"AIR_CACHE_LIMIT) to at least the data set's size, or pack the folder (%air_volume pack)"
+        )
     elif misses and not hits:
-        out.append("every file so far was a miss: the first epoch fetches each file once; later epochs are served "
-                   "from local disk")
+        out.append(
+            "every file so far was a miss: the first epoch fetches each file once; later epochs are served "
+            "from local disk"
+        )
     if loader and loader.get("steps", 0):
         share = loader.get("wait_share", 0)
         if share > 0.5:
-            out.append(f"the loop waits for data {share:.0%} of the time: data loading is the bottleneck; raise "
-                       f"UCVolumeDataset(prefetch=...) or num_workers, or pack many small files into shards")
+            out.append(
+                f"the loop waits for data {share:.0%} of the time: data loading is the bottleneck; raise "
+                f"UCVolumeDataset(prefetch=...) or num_workers, or pack many small files into shards"
+            )
         elif share < 0.1:
             out.append(f"the loop waits for data only {share:.0%} of the time: it is compute-bound, loading keeps up")
     return out
@@ -69,7 +90,9 @@ def cache_text(cache: dict[str, Any] | None = None, loader: dict[str, Any] | Non
 def cache_html(cache: dict[str, Any] | None = None, loader: dict[str, Any] | None = None) -> str:
     cache = read_status("cache") if cache is None else cache
     loader = latest_loader() if loader is None else loader
-    rows = "".join(f"<tr><td style='padding-right:1em'>{escape(k)}</td><td>{escape(v)}</td></tr>" for k, v in _rows(cache, loader))
+    rows = "".join(
+        f"<tr><td style='padding-right:1em'>{escape(k)}</td><td>{escape(v)}</td></tr>" for k, v in _rows(cache, loader)
+    )
     where = escape(cache.get("root", "")) if cache else ""
     return f"<div><b>air_magics cache</b> <code>{where}</code><table>{rows}</table></div>"
 

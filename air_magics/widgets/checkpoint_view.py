@@ -1,4 +1,5 @@
 """The live checkpoint view: recent saves of one folder with their state, and the committed steps."""
+
 from __future__ import annotations
 
 import threading
@@ -32,7 +33,9 @@ def _save_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def checkpoints_text(doc: dict[str, Any]) -> str:
-    lines = [f"checkpoints in {doc['directory']}: latest {doc.get('latest')}, committed steps {doc.get('steps') or 'none'}"]
+    lines = [
+        f"checkpoints in {doc['directory']}: latest {doc.get('latest')}, committed steps {doc.get('steps') or 'none'}"
+    ]
     if doc.get("pending"):
         lines.append(f"  incomplete (ignored): {', '.join(doc['pending'])}")
     lines += [f"  {a:<12} {b:<10} {c}" for a, b, c in _save_rows(doc)]
@@ -40,11 +43,18 @@ def checkpoints_text(doc: dict[str, Any]) -> str:
 
 
 def checkpoints_html(doc: dict[str, Any]) -> str:
-    rows = "".join(f"<tr><td>{escape(a)}</td><td style='color:{_COLORS.get(b, 'inherit')}'><b>{escape(b)}</b></td>"
-                   f"<td>{escape(c)}</td></tr>" for a, b, c in _save_rows(doc))
-    pending = (f"<p>incomplete (ignored): <code>{escape(', '.join(doc['pending']))}</code></p>" if doc.get("pending") else "")
-    return (f"<div><b>checkpoints</b> <code>{escape(doc['directory'])}</code>: latest <b>{escape(str(doc.get('latest')))}</b>, "
-            f"committed {escape(str(doc.get('steps') or 'none'))}<table>{rows}</table>{pending}</div>")
+    rows = "".join(
+        f"<tr><td>{escape(a)}</td><td style='color:{_COLORS.get(b, 'inherit')}'><b>{escape(b)}</b></td>"
+        f"<td>{escape(c)}</td></tr>"
+        for a, b, c in _save_rows(doc)
+    )
+    pending = (
+        f"<p>incomplete (ignored): <code>{escape(', '.join(doc['pending']))}</code></p>" if doc.get("pending") else ""
+    )
+    return (
+        f"<div><b>checkpoints</b> <code>{escape(doc['directory'])}</code>: latest <b>{escape(str(doc.get('latest')))}</b>, "
+        f"committed {escape(str(doc.get('steps') or 'none'))}<table>{rows}</table>{pending}</div>"
+    )
 
 
 class CheckpointView:

@@ -4,6 +4,7 @@ Both are listeners of copy events (:class:`air_magics.events.CopyEvent`; a bare
 :class:`air_magics.transfer.CopyProgress` from ``on_progress=`` works too), called on the thread
 that runs the copy. ipywidgets is imported only when a widget front end is present.
 """
+
 from __future__ import annotations
 
 import sys
@@ -31,9 +32,11 @@ def _eta(p: CopyProgress) -> str:
 def describe(p: CopyProgress) -> str:
     """One line: ``1,234 / 3,000 files · 180 MiB / 440 MiB · 1,210 files/s · ETA 2 s · 0 failed``."""
     total = f" / {fmt_bytes(p.bytes_total)}" if p.bytes_total >= p.bytes_done and p.bytes_total else ""
-    return (f"{p.files_done:,} / {p.files_total:,} files · {fmt_bytes(p.bytes_done)}{total} · "
-            f"{p.files_per_second:,.0f} files/s · {fmt_bytes(p.bytes_per_second)}/s · {_eta(p)} · "
-            f"{p.skipped:,} skipped · {p.failed:,} failed")
+    return (
+        f"{p.files_done:,} / {p.files_total:,} files · {fmt_bytes(p.bytes_done)}{total} · "
+        f"{p.files_per_second:,.0f} files/s · {fmt_bytes(p.bytes_per_second)}/s · {_eta(p)} · "
+        f"{p.skipped:,} skipped · {p.failed:,} failed"
+    )
 
 
 class WidgetCopyProgress:
@@ -78,7 +81,9 @@ class TextCopyProgress:
         p = _progress(p)
         self.bar.total = p.files_total
         self.bar.n = p.files_done
-        self.bar.set_postfix_str(f"{fmt_bytes(p.bytes_done)} · {fmt_bytes(p.bytes_per_second)}/s · {p.failed} failed", refresh=False)
+        self.bar.set_postfix_str(
+            f"{fmt_bytes(p.bytes_done)} · {fmt_bytes(p.bytes_per_second)}/s · {p.failed} failed", refresh=False
+        )
         self.bar.refresh()
 
     def close(self, report: CopyReport | None) -> None:

@@ -3,6 +3,7 @@
 Listeners of export events (:class:`air_magics.events.ExportEvent`), or of their document form
 (the ``on_progress(dict)`` short form).
 """
+
 from __future__ import annotations
 
 import sys
@@ -67,7 +68,7 @@ class _TextView:
 
 
 def export_progress_view(title: str, *, widget: bool | None = None) -> _WidgetView | _TextView:
-    if (has_widget_frontend() if widget is None else widget):
+    if has_widget_frontend() if widget is None else widget:
         try:
             return _WidgetView(title)
         except ImportError:

@@ -4,6 +4,7 @@
 ``CheckpointManager(...)`` created in a notebook shows its live view, as it always did, while the
 core stays free of IPython and ipywidgets.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -4,6 +4,7 @@ slowfs (``../shared/tools/slowfs.py``) is not a package; it is loaded from its f
 use exactly the tool the tests use. Every measurement gets its own mount, so no method profits from
 kernel caches filled by the one before it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -66,8 +67,12 @@ def read_stats(path: Path | str) -> dict:
         s = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         s = {}
-    return {"ops": s.get("ops", {}), "bytes_read": s.get("bytes_read", 0),
-            "bytes_written": s.get("bytes_written", 0), "peak_inflight": s.get("peak_inflight", 0)}
+    return {
+        "ops": s.get("ops", {}),
+        "bytes_read": s.get("bytes_read", 0),
+        "bytes_written": s.get("bytes_written", 0),
+        "peak_inflight": s.get("peak_inflight", 0),
+    }
 
 
 def requests(ops: dict) -> int:
@@ -91,9 +96,17 @@ class Mount:
 
 
 @contextlib.contextmanager
-def slow_volume(slowfs: ModuleType, backing: Path, mnt: Path, stats: Path, *, latency_ms: float,
-                read_ms: float | None = None, write_ms: float | None = None,
-                cache_timeout: float = 1.0) -> Iterator[Mount]:
+def slow_volume(
+    slowfs: ModuleType,
+    backing: Path,
+    mnt: Path,
+    stats: Path,
+    *,
+    latency_ms: float,
+    read_ms: float | None = None,
+    write_ms: float | None = None,
+    cache_timeout: float = 1.0,
+) -> Iterator[Mount]:
     """Mount *backing* at *mnt* with the C engine and a fixed latency per request; always unmounted.
 
     *read_ms* / *write_ms* default to slowfs's own rule (read = 2 ms, write = read) when None.
@@ -116,8 +129,9 @@ def unmount_leftover(slowfs: ModuleType, mnt: Path) -> bool:
 
 
 @contextlib.contextmanager
-def volumes_link(link: Path, target: Path, *, wait_s: float = 0.0,
-                 busy: Callable[[], list[int]] | None = None) -> Iterator[Path]:
+def volumes_link(
+    link: Path, target: Path, *, wait_s: float = 0.0, busy: Callable[[], list[int]] | None = None
+) -> Iterator[Path]:
     """Symlink *link* -> *target* for the with-block; removed afterwards, and only if it is still ours.
 
     The reference library reads the ``/Volumes/...`` path it is given straight from the filesystem and
@@ -136,11 +150,17 @@ def volumes_link(link: Path, target: Path, *, wait_s: float = 0.0,
             except FileExistsError:
                 pass
         if time.monotonic() >= deadline:
-            raise SystemExit(f"{link} already exists" + (f" (or pids {in_use} use it)" if in_use else "")
-                             + "; pass another --volumes-link (the harness never replaces an existing path)")
+            raise SystemExit(
+                f"{link} already exists"
+                + (f" (or pids {in_use} use it)" if in_use else "")
+                + "; pass another --volumes-link (the harness never replaces an existing path)"
+            )
         if not said:
-            print(f"  (waiting for {link} to be free" + (f"; pids {in_use}" if in_use else "") + ")",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  (waiting for {link} to be free" + (f"; pids {in_use}" if in_use else "") + ")",
+                file=sys.stderr,
+                flush=True,
+            )
             said = True
         time.sleep(5)
     try:

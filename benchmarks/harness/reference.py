@@ -4,6 +4,7 @@ It never enters this project's venv: the loader and checkpoint benchmarks run it
 ``--ref-python`` (default ``/tmp/refvenv/bin/python``). Where that interpreter is missing or cannot
 import the library, those rows are skipped with a printed reason instead of failing the run.
 """
+
 from __future__ import annotations
 
 import os
@@ -12,8 +13,9 @@ import subprocess
 __all__ = ["DEFAULT_REF_PYTHON", "INSTALL_HINT", "reference_unavailable"]
 
 DEFAULT_REF_PYTHON = "/tmp/refvenv/bin/python"
-INSTALL_HINT = ("python3 -m venv /tmp/refvenv && /tmp/refvenv/bin/pip install torch==2.13.0 "
-                "'databricks-sdk-air[data]' psutil")
+INSTALL_HINT = (
+    "python3 -m venv /tmp/refvenv && /tmp/refvenv/bin/pip install torch==2.13.0 'databricks-sdk-air[data]' psutil"
+)
 
 
 def reference_unavailable(python: str) -> str | None:

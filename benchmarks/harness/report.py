@@ -3,6 +3,7 @@
 Progress goes to stderr (``log``) and the report to stdout, so ``> report.md`` keeps only the report.
 Every target line ends in MET or NOT MET so a reader (or ``grep``) finds the verdicts at once.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -53,10 +54,12 @@ def skipped(scenario: str, reason: str) -> str:
 def git_describe(repo: Path) -> str:
     """The commit measured, noting uncommitted changes in the package."""
     try:
-        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--", "air_magics"],
-                               capture_output=True, text=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--", "air_magics"], capture_output=True, text=True
+        ).stdout.strip()
         return (head or "unknown") + (" with uncommitted changes in air_magics/" if dirty else "")
     except OSError:
         return "unknown"

@@ -8,6 +8,7 @@
 - Every scenario takes the same waiting flags; ``--quick`` caps the waits, ``--no-wait`` drops them
   (the test suite's smoke runs).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,32 +68,64 @@ def interleaved(reps: int, items: Sequence[T]) -> Iterator[tuple[int, T]]:
             yield rep, item
 
 
-def add_common_args(p: argparse.ArgumentParser, *, quiet_wait: float, quiet_below: float,
-                    bench_wait: float | None = None, max_foreign: float | None = None, retries: int | None = None,
-                    slowfs: bool = True) -> None:
+def add_common_args(
+    p: argparse.ArgumentParser,
+    *,
+    quiet_wait: float,
+    quiet_below: float,
+    bench_wait: float | None = None,
+    max_foreign: float | None = None,
+    retries: int | None = None,
+    slowfs: bool = True,
+) -> None:
     """The flags every scenario shares; those given as None are not offered by that scenario."""
     p.add_argument("--quick", action="store_true", help="small smoke run (see the scenario's description)")
-    p.add_argument("--quiet-wait", type=float, default=None,
-                   help=f"before each measurement wait up to this many seconds for the CPUs to be idle; 0 = don't "
-                   f"(default {quiet_wait:g}; --quick {min(quiet_wait, _WAIT_QUICK['quiet_wait']):g})")
-    p.add_argument("--quiet-below", type=float, default=quiet_below,
-                   help=f"busy fraction counted as idle (default {quiet_below:g})")
+    p.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=None,
+        help=f"before each measurement wait up to this many seconds for the CPUs to be idle; 0 = don't "
+        f"(default {quiet_wait:g}; --quick {min(quiet_wait, _WAIT_QUICK['quiet_wait']):g})",
+    )
+    p.add_argument(
+        "--quiet-below",
+        type=float,
+        default=quiet_below,
+        help=f"busy fraction counted as idle (default {quiet_below:g})",
+    )
     if bench_wait is not None:
-        p.add_argument("--bench-wait", type=float, default=None,
-                       help=f"wait up to this many seconds while another benchmark script runs (default {bench_wait:g}; "
-                       f"--quick {min(bench_wait, _WAIT_QUICK['bench_wait']):g})")
+        p.add_argument(
+            "--bench-wait",
+            type=float,
+            default=None,
+            help=f"wait up to this many seconds while another benchmark script runs (default {bench_wait:g}; "
+            f"--quick {min(bench_wait, _WAIT_QUICK['bench_wait']):g})",
+        )
     if max_foreign is not None:
-        p.add_argument("--max-foreign", type=float, default=max_foreign,
-                       help=f"repeat a measurement during which other processes used more than this many cores on "
-                       f"average (default {max_foreign:g})")
+        p.add_argument(
+            "--max-foreign",
+            type=float,
+            default=max_foreign,
+            help=f"repeat a measurement during which other processes used more than this many cores on "
+            f"average (default {max_foreign:g})",
+        )
     if retries is not None:
-        p.add_argument("--retries", type=int, default=None,
-                       help=f"how often a disturbed measurement is repeated (default {retries}; "
-                       f"--quick {min(retries, _WAIT_QUICK['retries'])})")
-    p.add_argument("--no-wait", action="store_true",
-                   help="never wait for a quiet machine or other benchmarks and never repeat (smoke runs in the test suite)")
+        p.add_argument(
+            "--retries",
+            type=int,
+            default=None,
+            help=f"how often a disturbed measurement is repeated (default {retries}; "
+            f"--quick {min(retries, _WAIT_QUICK['retries'])})",
+        )
+    p.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="never wait for a quiet machine or other benchmarks and never repeat (smoke runs in the test suite)",
+    )
     if slowfs:
-        p.add_argument("--slowfs", default=str(SLOWFS_DEFAULT), help="path of slowfs.py (default ../shared/tools/slowfs.py)")
+        p.add_argument(
+            "--slowfs", default=str(SLOWFS_DEFAULT), help="path of slowfs.py (default ../shared/tools/slowfs.py)"
+        )
     p.set_defaults(_full_waits={"quiet_wait": quiet_wait, "bench_wait": bench_wait, "retries": retries})
 
 
@@ -129,11 +162,11 @@ class ChildRun:
 
     returncode: int
     wall_s: float
-    child_cpu_s: float = float("nan")     # the child's whole tree, whole life (wait4 rusage)
-    peak_rss_mib: float = float("nan")    # ru_maxrss of the largest process in the tree
-    server_cpu_s: float = float("nan")    # the slowfs server meanwhile
-    foreign_cores: float = float("nan")   # CPU used meanwhile by anything else, in cores
-    samples: list = field(default_factory=list)   # TreeSampler's (time, PSS, processes)
+    child_cpu_s: float = float("nan")  # the child's whole tree, whole life (wait4 rusage)
+    peak_rss_mib: float = float("nan")  # ru_maxrss of the largest process in the tree
+    server_cpu_s: float = float("nan")  # the slowfs server meanwhile
+    foreign_cores: float = float("nan")  # CPU used meanwhile by anything else, in cores
+    samples: list = field(default_factory=list)  # TreeSampler's (time, PSS, processes)
     others_seen: list = field(default_factory=list)  # other benchmark scripts alive meanwhile
     error: str = ""
 
@@ -144,16 +177,29 @@ def child_env(run_dir: Path, **extra: str) -> dict[str, str]:
     ``PYTHONPATH`` is the working tree: the child module lives there, and air_magics is imported from it
     even if the venv holds another install.
     """
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AIR_", "MLFLOW_", "SGC_")) and k != "PYTHONPATH"}
-    env.update(TMPDIR=str(run_dir / "tmp"), AIR_HOME=str(run_dir / "air_home"), PYTHONPATH=str(REPO),
-               PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", **extra)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIR_", "MLFLOW_", "SGC_")) and k != "PYTHONPATH"}
+    env.update(
+        TMPDIR=str(run_dir / "tmp"),
+        AIR_HOME=str(run_dir / "air_home"),
+        PYTHONPATH=str(REPO),
+        PYTHONUNBUFFERED="1",
+        PYTHONDONTWRITEBYTECODE="1",
+        **extra,
+    )
     return env
 
 
-def run_child(argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path, timeout: float,
-              server_pid: int | None = None, pss_interval: float | None = None,
-              watch: tuple[str, ...] = ()) -> ChildRun:
+def run_child(
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    cwd: Path,
+    log_path: Path,
+    timeout: float,
+    server_pid: int | None = None,
+    pss_interval: float | None = None,
+    watch: tuple[str, ...] = (),
+) -> ChildRun:
     """Run *argv* to its end (killed after *timeout* s) in its own session; what it cost and what else ran.
 
     Foreign cores = (machine busy seconds - the child tree - the slowfs server - this harness) / wall.
@@ -162,8 +208,15 @@ def run_child(argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path
         t0, busy0 = time.monotonic(), machine_busy_seconds()
         srv0 = proc_cpu(server_pid) if server_pid else 0.0
         self0 = self_cpu()
-        proc = subprocess.Popen(argv, env=env, cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=logf,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            env=env,
+            cwd=str(cwd),
+            stdin=subprocess.DEVNULL,
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         sampler = TreeSampler(proc.pid, pss_interval, watch)
         sampler.start()
         status = rusage = None
@@ -194,8 +247,13 @@ def run_child(argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path
             samples = sampler.finish()
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)  # stragglers of the child's session (a crash may leave workers)
-    run = ChildRun(os.waitstatus_to_exitcode(status) if status is not None else -9, wall, samples=samples,
-                   others_seen=sorted(sampler.others_seen), error=error)
+    run = ChildRun(
+        os.waitstatus_to_exitcode(status) if status is not None else -9,
+        wall,
+        samples=samples,
+        others_seen=sorted(sampler.others_seen),
+        error=error,
+    )
     run.server_cpu_s = srv1 - srv0
     if rusage is not None:
         run.child_cpu_s = rusage.ru_utime + rusage.ru_stime
@@ -217,6 +275,7 @@ def disturbance(run: ChildRun, max_foreign: float, count_others: bool = True) ->
 
 def raise_on_sigterm() -> None:
     """Turn SIGTERM into KeyboardInterrupt, so finally blocks unmount and remove links."""
+
     def on_term(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
 

@@ -4,6 +4,7 @@ How busy the machine is (``/proc/stat``), the CPU seconds and PSS of a process t
 until the machine is quiet or another benchmark script has finished, and a low-priority sampler
 thread that watches a measured process tree while it runs.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -185,4 +186,3 @@ class TreeSampler(threading.Thread):
         self._halt.set()
         self.join()
         return self.samples
-

@@ -5,6 +5,7 @@ away from the next, and lets a crash end only its own scenario. Each scenario's 
 to stdout as it comes; a summary table (exit status, seconds, skip reasons) closes the run. The exit
 status is 1 when any scenario failed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,9 @@ def _run_one(name: str, flags: list[str], timeout: float | None) -> tuple[int, f
     print(f"\n<!-- scenario {name}: python -m {SCENARIOS[name]} {' '.join(flags)} -->", flush=True)
     t0 = time.monotonic()
     skips: list[str] = []
-    proc = subprocess.Popen([sys.executable, "-m", SCENARIOS[name], *flags], cwd=str(REPO), stdout=subprocess.PIPE,
-                            text=True, bufsize=1)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", SCENARIOS[name], *flags], cwd=str(REPO), stdout=subprocess.PIPE, text=True, bufsize=1
+    )
     # past the limit: SIGTERM, which every scenario turns into KeyboardInterrupt (it unmounts and cleans up)
     watchdog = threading.Timer(timeout, proc.terminate) if timeout else None
     if watchdog:
@@ -48,11 +50,15 @@ def _run_one(name: str, flags: list[str], timeout: float | None) -> tuple[int, f
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--quick", action="store_true", help="each scenario's smoke run (tiny data, 1 rep, 2 ms)")
-    p.add_argument("--no-wait", action="store_true",
-                   help="never wait for a quiet machine or for other benchmarks, never repeat a measurement")
+    p.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="never wait for a quiet machine or for other benchmarks, never repeat a measurement",
+    )
     p.add_argument("--only", help=f"comma-separated subset of {','.join(SCENARIOS)} (default all, in that order)")
     p.add_argument("--timeout", type=float, default=None, help="seconds allowed per scenario (default: no limit)")
     a = p.parse_args(argv)

@@ -37,6 +37,7 @@ Progress goes to stderr, the markdown report to stdout; ``--json FILE`` saves ev
 status is 1 if any measurement failed or any load was not bit-exact. Needs root (or fuse access),
 /dev/fuse, fuse3, and gcc + pkg-config + libfuse3-dev for slowfs's C engine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -94,9 +95,16 @@ class Bench:
     def _spec(self, size: float, method: str, run_dir: Path, mnt: Path, backing: Path) -> dict:
         rel = "/".join(VOLUME) + ("/mgr" if method == "mgr" else "/ckpt")
         base = {"plain": f"{mnt}/{rel}", "ref": f"{self.a.volumes_link}/{rel}"}.get(method, f"/Volumes/{rel}")
-        return {"method": method, "size_mb": size, "seed": 0, "base": base, "backing_ckpt": str(backing / rel),
-                "stats": str(run_dir / "slowfs-stats.json"), "result_file": str(run_dir / "result.json"),
-                "torch_threads": os.cpu_count() or 2}
+        return {
+            "method": method,
+            "size_mb": size,
+            "seed": 0,
+            "base": base,
+            "backing_ckpt": str(backing / rel),
+            "stats": str(run_dir / "slowfs-stats.json"),
+            "result_file": str(run_dir / "result.json"),
+            "torch_threads": os.cpu_count() or 2,
+        }
 
     def measure_once(self, size: float, rep: int, method: str, attempt: int = 1) -> Result:
         a = self.a
@@ -115,15 +123,37 @@ class Bench:
         wait_for_benches(OTHER_BENCHES, a.bench_wait, poll=10)
         res.busy_before = wait_quiet(a.quiet_below, a.quiet_wait, interval=1.0)
         link = Path(a.volumes_link)
-        link_cm = (volumes_link(link, mnt, wait_s=a.bench_wait,
-                                busy=(lambda: other_bench_pids(("loader",))) if str(link) == "/Volumes" else None)
-                   if method == "ref" else contextlib.nullcontext())
+        link_cm = (
+            volumes_link(
+                link,
+                mnt,
+                wait_s=a.bench_wait,
+                busy=(lambda: other_bench_pids(("loader",))) if str(link) == "/Volumes" else None,
+            )
+            if method == "ref"
+            else contextlib.nullcontext()
+        )
         try:
-            with slow_volume(self.slowfs, backing, mnt, Path(spec["stats"]), latency_ms=a.latency_ms,
-                             read_ms=a.rw_latency_ms, write_ms=a.rw_latency_ms, cache_timeout=a.cache_timeout) as mount:
+            with slow_volume(
+                self.slowfs,
+                backing,
+                mnt,
+                Path(spec["stats"]),
+                latency_ms=a.latency_ms,
+                read_ms=a.rw_latency_ms,
+                write_ms=a.rw_latency_ms,
+                cache_timeout=a.cache_timeout,
+            ) as mount:
                 with link_cm:
-                    run = run_child(argv, env=env, cwd=run_dir, log_path=run_dir / "child.log", timeout=a.child_timeout,
-                                    server_pid=mount.server_pid, watch=OTHER_BENCHES)
+                    run = run_child(
+                        argv,
+                        env=env,
+                        cwd=run_dir,
+                        log_path=run_dir / "child.log",
+                        timeout=a.child_timeout,
+                        server_pid=mount.server_pid,
+                        watch=OTHER_BENCHES,
+                    )
         except self.slowfs.SlowFSError as exc:
             res.error = f"slowfs: {exc}"
             return res
@@ -135,10 +165,12 @@ class Bench:
         if not a.keep:
             shutil.rmtree(run_dir, ignore_errors=True)
         mb = res.bytes / 1e6 if res.bytes else size
-        log(f"  [{size:g} MB rep {rep + 1}] {method:<5} save {mb / res.save_s:6.1f} MB/s  load {mb / res.load_s:6.1f} MB/s"
+        log(
+            f"  [{size:g} MB rep {rep + 1}] {method:<5} save {mb / res.save_s:6.1f} MB/s  load {mb / res.load_s:6.1f} MB/s"
             + (f"  warm {mb / res.warm_s:6.1f} MB/s" if res.warm_s == res.warm_s else "")
             + f"  async blocked {res.async_blocked_s:6.2f} s of {res.async_total_s:6.2f} s  busy-before {res.busy_before:.0%}  "
-            f"foreign {res.foreign_cores:.2f} cores" + ("" if res.ok else f"  FAILED: {res.error[:600]}"))
+            f"foreign {res.foreign_cores:.2f} cores" + ("" if res.ok else f"  FAILED: {res.error[:600]}")
+        )
         return res
 
     def _read_child(self, res: Result, run_dir: Path, rc: int) -> None:
@@ -170,21 +202,32 @@ class Bench:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="bench_checkpoint.py", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="bench_checkpoint.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--sizes-mb", help="comma-separated state sizes in MB (default 200,1000; --quick 50)")
     p.add_argument("--reps", type=int, help="interleaved repetitions (default 3; --quick 1)")
     p.add_argument("--methods", default=",".join(METHODS), help=f"subset of {','.join(METHODS)} (default all)")
     p.add_argument("--latency-ms", type=float, default=2.0, help="slowfs op (metadata) latency in ms (default 2)")
-    p.add_argument("--rw-latency-ms", type=float, default=2.0, help="slowfs read and write latency per request (default 2)")
+    p.add_argument(
+        "--rw-latency-ms", type=float, default=2.0, help="slowfs read and write latency per request (default 2)"
+    )
     p.add_argument("--cache-timeout", type=float, default=1.0, help="slowfs attr/entry timeout in s (default 1)")
-    p.add_argument("--ref-python", default=DEFAULT_REF_PYTHON,
-                   help=f"interpreter of the venv holding databricks-sdk-air[data] (default {DEFAULT_REF_PYTHON}; "
-                   f"ref is skipped when it is missing: {INSTALL_HINT})")
-    p.add_argument("--python", default=sys.executable, help="interpreter for air_magics and plain torch (default: this one)")
-    p.add_argument("--volumes-link", default="/Volumes",
-                   help="symlink to the mount that the reference writes through, created per reference run; must start "
-                   "with /Volumes (default /Volumes: waits until it is free, removes it right after)")
+    p.add_argument(
+        "--ref-python",
+        default=DEFAULT_REF_PYTHON,
+        help=f"interpreter of the venv holding databricks-sdk-air[data] (default {DEFAULT_REF_PYTHON}; "
+        f"ref is skipped when it is missing: {INSTALL_HINT})",
+    )
+    p.add_argument(
+        "--python", default=sys.executable, help="interpreter for air_magics and plain torch (default: this one)"
+    )
+    p.add_argument(
+        "--volumes-link",
+        default="/Volumes",
+        help="symlink to the mount that the reference writes through, created per reference run; must start "
+        "with /Volumes (default /Volumes: waits until it is free, removes it right after)",
+    )
     p.add_argument("--child-timeout", type=float, default=1200.0, help="seconds before a measurement is killed")
     p.add_argument("--workdir", help="where backing dirs, mounts and caches go (default: a new temp dir on local disk)")
     p.add_argument("--keep", action="store_true", help="keep every run's folder (several GB at 1000 MB)")
@@ -209,7 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     ref_note = ""
     if "ref" in methods:
         if not str(a.volumes_link).startswith("/Volumes"):
-            raise SystemExit(f"--volumes-link {a.volumes_link}: the reference accepts only paths that start with /Volumes")
+            raise SystemExit(
+                f"--volumes-link {a.volumes_link}: the reference accepts only paths that start with /Volumes"
+            )
         if why := reference_unavailable(a.ref_python):
             methods = [m for m in methods if m != "ref"]
             ref_note = skipped("reference rows (ref)", why)
@@ -221,19 +266,24 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(a, slowfs, work)
     try:
         t0 = time.perf_counter()
-        log(f"sizes {sizes} MB, methods {methods}, {a.reps} rep(s), op latency {a.latency_ms:g} ms, "
-            f"read/write latency {a.rw_latency_ms:g} ms, work dir {work}")
+        log(
+            f"sizes {sizes} MB, methods {methods}, {a.reps} rep(s), op latency {a.latency_ms:g} ms, "
+            f"read/write latency {a.rw_latency_ms:g} ms, work dir {work}"
+        )
         bench.run(sizes, methods)
         log(f"done in {time.perf_counter() - t0:.0f} s")
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
         if a.json:
-            Path(a.json).write_text(json.dumps({"args": vars(a), "results": [asdict(r) for r in bench.results]},
-                                               indent=1, default=str))
-    print(f"## bench_checkpoint: DCP save / load / async_save on slowfs (C engine), op latency {a.latency_ms:g} ms, "
-          f"read/write latency {a.rw_latency_ms:g} ms per request, attr/entry timeout {a.cache_timeout:g} s; fresh mount, "
-          f"fresh AIR_HOME and TMPDIR per measurement; {os.cpu_count()} CPUs")
+            Path(a.json).write_text(
+                json.dumps({"args": vars(a), "results": [asdict(r) for r in bench.results]}, indent=1, default=str)
+            )
+    print(
+        f"## bench_checkpoint: DCP save / load / async_save on slowfs (C engine), op latency {a.latency_ms:g} ms, "
+        f"read/write latency {a.rw_latency_ms:g} ms per request, attr/entry timeout {a.cache_timeout:g} s; fresh mount, "
+        f"fresh AIR_HOME and TMPDIR per measurement; {os.cpu_count()} CPUs"
+    )
     if ref_note:
         print(f"\n{ref_note}")
     print(report(bench.results, sizes, methods, a))

@@ -6,6 +6,7 @@ save, a load (air: again with a warm cache) and an ``async_save`` (blocked part 
 every load bit for bit, and reads every checkpoint back from the backing disk to check what landed.
 Result: JSON at spec's ``result_file``, rewritten after every step.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,14 +48,22 @@ def build_state(target_mb: float, seed: int = 0):
     model = {"embed.weight": t(v, d)}
     for i in range(layers):
         p = f"layers.{i}."
-        model.update({
-            p + "norm1.weight": t(d), p + "norm1.bias": t(d),
-            p + "attn.qkv.weight": t(3 * d, d), p + "attn.qkv.bias": t(3 * d),
-            p + "attn.out.weight": t(d, d), p + "attn.out.bias": t(d),
-            p + "norm2.weight": t(d), p + "norm2.bias": t(d),
-            p + "mlp.fc1.weight": t(4 * d, d), p + "mlp.fc1.bias": t(4 * d),
-            p + "mlp.fc2.weight": t(d, 4 * d), p + "mlp.fc2.bias": t(d),
-        })
+        model.update(
+            {
+                p + "norm1.weight": t(d),
+                p + "norm1.bias": t(d),
+                p + "attn.qkv.weight": t(3 * d, d),
+                p + "attn.qkv.bias": t(3 * d),
+                p + "attn.out.weight": t(d, d),
+                p + "attn.out.bias": t(d),
+                p + "norm2.weight": t(d),
+                p + "norm2.bias": t(d),
+                p + "mlp.fc1.weight": t(4 * d, d),
+                p + "mlp.fc1.bias": t(4 * d),
+                p + "mlp.fc2.weight": t(d, 4 * d),
+                p + "mlp.fc2.bias": t(d),
+            }
+        )
     model["final_norm.weight"], model["final_norm.bias"] = t(d), t(d)
     return {"model": model, "step": torch.tensor(1000, dtype=torch.int64)}
 
@@ -102,14 +111,20 @@ def _stats(path: str) -> dict:
 
 def _delta(a: dict, b: dict) -> dict:
     ops = {k: b["ops"].get(k, 0) - a["ops"].get(k, 0) for k in b["ops"]}
-    return {"ops": {k: n for k, n in ops.items() if n}, "bytes_read": b["bytes_read"] - a["bytes_read"],
-            "bytes_written": b["bytes_written"] - a["bytes_written"]}
+    return {
+        "ops": {k: n for k, n in ops.items() if n},
+        "bytes_read": b["bytes_read"] - a["bytes_read"],
+        "bytes_written": b["bytes_written"] - a["bytes_written"],
+    }
 
 
 def _dir_files(path: Path) -> dict:
     files = [p for p in path.rglob("*") if p.is_file()]
-    return {"files": len(files), "bytes": sum(p.stat().st_size for p in files),
-            "largest": max((p.stat().st_size for p in files), default=0)}
+    return {
+        "files": len(files),
+        "bytes": sum(p.stat().st_size for p in files),
+        "largest": max((p.stat().st_size for p in files), default=0),
+    }
 
 
 class _Run:
@@ -120,8 +135,9 @@ class _Run:
         self.out: dict = {"method": spec["method"], "phases": {}, "checks": {}, "info": {}}
         self.state = build_state(spec["size_mb"], spec.get("seed", 0))
         flat = list(_tensors(self.state))
-        self.out["info"].update(bytes=sum(v.nbytes for _, v in flat), tensors=len(flat),
-                                largest_tensor=max(v.nbytes for _, v in flat))
+        self.out["info"].update(
+            bytes=sum(v.nbytes for _, v in flat), tensors=len(flat), largest_tensor=max(v.nbytes for _, v in flat)
+        )
         self.target = _zeros_like(self.state)
         self.backing = Path(spec["backing_ckpt"])  # the same folder on the backing disk (untimed verification)
         self.big_key = max(flat, key=lambda kv: kv[1].nbytes)[0]
@@ -154,8 +170,12 @@ class _Run:
         finally:
             flat[self.big_key].copy_(keep)
         t2, c2 = time.perf_counter(), _cpu_self()
-        self.out["phases"]["async"] = {"s": t2 - t0, "blocked_s": t1 - t0, "cpu_s": c2 - c0,
-                                       **_delta(s0, _stats(self.spec["stats"]))}
+        self.out["phases"]["async"] = {
+            "s": t2 - t0,
+            "blocked_s": t1 - t0,
+            "cpu_s": c2 - c0,
+            **_delta(s0, _stats(self.spec["stats"])),
+        }
 
     def verify_backing(self, name: str, rel: str) -> None:
         _zero(self.target)

@@ -1,4 +1,5 @@
 """The checkpoint benchmark's records and report: one measurement's result, medians per size, the markdown."""
+
 from __future__ import annotations
 
 import argparse
@@ -43,7 +44,9 @@ class Result:
     peak_rss_mib: float = NAN
     foreign_cores: float = NAN
     disturbed: str = ""
-    others: list = field(default_factory=list)  # other benchmark scripts alive meanwhile (maybe idle: see foreign_cores)
+    others: list = field(
+        default_factory=list
+    )  # other benchmark scripts alive meanwhile (maybe idle: see foreign_cores)
     attempt: int = 1
 
 
@@ -60,8 +63,10 @@ def _row(good: list[Result], n: int) -> dict:
     row["blocked_frac"] = row["async_blocked_s"] / row["save_s"] if good else NAN
     for ph in ("save", "load", "warm", "async"):
         row[f"{ph}_cpu"] = med([r.phases.get(ph, {}).get("cpu_s", NAN) for r in good])
-        row[f"{ph}_ops"] = {op: med([r.phases.get(ph, {}).get("ops", {}).get(op, 0) for r in good])
-                            for op in sorted({op for r in good for op in r.phases.get(ph, {}).get("ops", {})})}
+        row[f"{ph}_ops"] = {
+            op: med([r.phases.get(ph, {}).get("ops", {}).get(op, 0) for r in good])
+            for op in sorted({op for r in good for op in r.phases.get(ph, {}).get("ops", {})})
+        }
         row[f"{ph}_wbytes"] = med([r.phases.get(ph, {}).get("bytes_written", NAN) for r in good])
         row[f"{ph}_rbytes"] = med([r.phases.get(ph, {}).get("bytes_read", NAN) for r in good])
     row["files"] = good[0].info.get("save_files", {}) if good else {}
@@ -90,15 +95,47 @@ def _main_table(rows: dict, order: list[str]) -> str:
     for m in order:
         v = rows[m]
         fail = f" ({v['failed']}/{v['n']} runs FAILED)" if v["failed"] else ""
-        lines.append([f"{LABELS[m]}{fail}", fmt(v["save"], ".1f"), fmt(v["load"], ".1f"),
-                      f"{fmt(v['async_blocked_s'])} ({fmt(v['async_total_s'], '.1f')})", f"{fmt(v['blocked_frac'] * 100, '.0f')}%",
-                      ratio(v["save"], p["save"]) if p else "-", ratio(v["save"], r["save"]) if r else "-",
-                      ratio(v["load"], p["load"]) if p else "-", ratio(v["load"], r["load"]) if r else "-"])
+        lines.append(
+            [
+                f"{LABELS[m]}{fail}",
+                fmt(v["save"], ".1f"),
+                fmt(v["load"], ".1f"),
+                f"{fmt(v['async_blocked_s'])} ({fmt(v['async_total_s'], '.1f')})",
+                f"{fmt(v['blocked_frac'] * 100, '.0f')}%",
+                ratio(v["save"], p["save"]) if p else "-",
+                ratio(v["save"], r["save"]) if r else "-",
+                ratio(v["load"], p["load"]) if p else "-",
+                ratio(v["load"], r["load"]) if r else "-",
+            ]
+        )
         if m == "air" and v["warm"] == v["warm"]:
-            lines.append([LABELS["air-warm"], "-", fmt(v["warm"], ".1f"), "-", "-", "-", "-",
-                          ratio(v["warm"], p["load"]) if p else "-", ratio(v["warm"], r["load"]) if r else "-"])
-    return table(["method", "save MB/s", "load MB/s", "async blocked s (of total s)", "blocked / sync save",
-                  "save x plain", "save x ref", "load x plain", "load x ref"], lines)
+            lines.append(
+                [
+                    LABELS["air-warm"],
+                    "-",
+                    fmt(v["warm"], ".1f"),
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    ratio(v["warm"], p["load"]) if p else "-",
+                    ratio(v["warm"], r["load"]) if r else "-",
+                ]
+            )
+    return table(
+        [
+            "method",
+            "save MB/s",
+            "load MB/s",
+            "async blocked s (of total s)",
+            "blocked / sync save",
+            "save x plain",
+            "save x ref",
+            "load x plain",
+            "load x ref",
+        ],
+        lines,
+    )
 
 
 def _detail_table(rows: dict, order: list[str]) -> str:
@@ -116,15 +153,35 @@ def _detail_table(rows: dict, order: list[str]) -> str:
     lines = []
     for m in order:
         v, f = rows[m], rows[m]["files"]
-        lines.append([LABELS[m], rng(v, "save_s"),
-                      rng(v, "load_s") + (f"; warm {rng(v, 'warm_s')}" if v["warm_s"] == v["warm_s"] else ""),
-                      rng(v, "async_blocked_s"), rng(v, "async_total_s"),
-                      f"{fmt(v['save_cpu'], '.1f')} / {fmt(v['load_cpu'], '.1f')} / {fmt(v['async_cpu'], '.1f')}",
-                      f"{f.get('files', '-')} ({fmt(f.get('largest', NAN) / 1e6, '.0f')})",
-                      fuse(v, "save", "write", "wbytes"), fuse(v, "load", "read", "rbytes"), fmt(v["rss"], ",.0f")])
-    return table(["method", "save s", "load s", "async blocked s", "async total s", "CPU s save / load / async",
-                  "files on volume (largest MB)", "FUSE save: writes (avg KiB), other",
-                  "FUSE load: reads (avg KiB), other", "peak RSS MiB"], lines)
+        lines.append(
+            [
+                LABELS[m],
+                rng(v, "save_s"),
+                rng(v, "load_s") + (f"; warm {rng(v, 'warm_s')}" if v["warm_s"] == v["warm_s"] else ""),
+                rng(v, "async_blocked_s"),
+                rng(v, "async_total_s"),
+                f"{fmt(v['save_cpu'], '.1f')} / {fmt(v['load_cpu'], '.1f')} / {fmt(v['async_cpu'], '.1f')}",
+                f"{f.get('files', '-')} ({fmt(f.get('largest', NAN) / 1e6, '.0f')})",
+                fuse(v, "save", "write", "wbytes"),
+                fuse(v, "load", "read", "rbytes"),
+                fmt(v["rss"], ",.0f"),
+            ]
+        )
+    return table(
+        [
+            "method",
+            "save s",
+            "load s",
+            "async blocked s",
+            "async total s",
+            "CPU s save / load / async",
+            "files on volume (largest MB)",
+            "FUSE save: writes (avg KiB), other",
+            "FUSE load: reads (avg KiB), other",
+            "peak RSS MiB",
+        ],
+        lines,
+    )
 
 
 def _targets(rows: dict) -> list[str]:
@@ -132,19 +189,29 @@ def _targets(rows: dict) -> list[str]:
     out = ["\nTargets (air_magics `UCVolumeWriter`/`Reader`):\n"]
     if p:
         x = air["save"] / p["save"]
-        out.append(f"- save >= plain writer on the mount: {air['save']:.1f} vs {p['save']:.1f} MB/s = {x:.2f}x: {verdict(x >= 1)}")
+        out.append(
+            f"- save >= plain writer on the mount: {air['save']:.1f} vs {p['save']:.1f} MB/s = {x:.2f}x: {verdict(x >= 1)}"
+        )
     if r:
         x = air["save"] / r["save"]
-        out.append(f"- save >= 5x the reference: {air['save']:.1f} vs {r['save']:.1f} MB/s = {x:.2f}x: {verdict(x >= 5)}")
+        out.append(
+            f"- save >= 5x the reference: {air['save']:.1f} vs {r['save']:.1f} MB/s = {x:.2f}x: {verdict(x >= 5)}"
+        )
         x = air["load"] / r["load"]
-        out.append(f"- load >= 3x the reference: {air['load']:.1f} vs {r['load']:.1f} MB/s = {x:.2f}x: {verdict(x >= 3)}")
+        out.append(
+            f"- load >= 3x the reference: {air['load']:.1f} vs {r['load']:.1f} MB/s = {x:.2f}x: {verdict(x >= 3)}"
+        )
     x = air["blocked_frac"]
-    out.append(f"- async blocked <= 20% of a synchronous save: {air['async_blocked_s']:.2f} s of {air['save_s']:.2f} s = "
-               f"{x:.0%}: {verdict(x <= 0.2)}")
+    out.append(
+        f"- async blocked <= 20% of a synchronous save: {air['async_blocked_s']:.2f} s of {air['save_s']:.2f} s = "
+        f"{x:.0%}: {verdict(x <= 0.2)}"
+    )
     if "mgr" in rows:
         g = rows["mgr"]
-        out.append(f"- (CheckpointManager: blocked {g['async_blocked_s']:.2f} s of a {g['save_s']:.2f} s synchronous "
-                   f"save = {g['blocked_frac']:.0%})")
+        out.append(
+            f"- (CheckpointManager: blocked {g['async_blocked_s']:.2f} s of a {g['save_s']:.2f} s synchronous "
+            f"save = {g['blocked_frac']:.0%})"
+        )
     return out
 
 
@@ -155,22 +222,34 @@ def report(results: list[Result], sizes: list[float], methods: list[str], a: arg
             continue
         mb = next((r["mb"] for r in rows.values() if r["mb"]), size)
         ntens = next((r["tensors"] for r in rows.values() if r["tensors"]), "?")
-        L.append(f"\n### {size:g} MB state ({mb:.1f} MB in {ntens} float32 tensors), op latency {a.latency_ms:g} ms, "
-                 f"read/write latency {a.rw_latency_ms:g} ms, {a.reps} interleaved rep(s), medians\n")
+        L.append(
+            f"\n### {size:g} MB state ({mb:.1f} MB in {ntens} float32 tensors), op latency {a.latency_ms:g} ms, "
+            f"read/write latency {a.rw_latency_ms:g} ms, {a.reps} interleaved rep(s), medians\n"
+        )
         order = [m for m in METHODS if m in rows]
         L.append(_main_table(rows, order))
-        L.append("\nDetail (median seconds, min-max over reps; CPU = user + system seconds of the measured process "
-                 "in that step, slowfs server not included; FUSE = requests the step sent to slowfs):\n")
+        L.append(
+            "\nDetail (median seconds, min-max over reps; CPU = user + system seconds of the measured process "
+            "in that step, slowfs server not included; FUSE = requests the step sent to slowfs):\n"
+        )
         L.append(_detail_table(rows, order))
         if "air" in rows:
             L += _targets(rows)
     bad = [r for r in results if not r.ok]
-    L.append(f"\nVerification: {sum(r.ok for r in results)} of {len(results)} measurements ok; every load and every "
-             f"checkpoint on the volume compared bit for bit with the saved state"
-             + ("; FAILED: " + "; ".join(f"{r.method} {r.size_mb:g} MB rep {r.rep + 1}: {r.error[:200]}" for r in bad)
-                if bad else "") + ".")
+    L.append(
+        f"\nVerification: {sum(r.ok for r in results)} of {len(results)} measurements ok; every load and every "
+        f"checkpoint on the volume compared bit for bit with the saved state"
+        + (
+            "; FAILED: " + "; ".join(f"{r.method} {r.size_mb:g} MB rep {r.rep + 1}: {r.error[:200]}" for r in bad)
+            if bad
+            else ""
+        )
+        + "."
+    )
     dist = [r for r in results if r.disturbed]
     if dist:
-        L.append("Kept although disturbed (retries used up): " + "; ".join(
-            f"{r.method} {r.size_mb:g} MB rep {r.rep + 1} ({r.disturbed})" for r in dist))
+        L.append(
+            "Kept although disturbed (retries used up): "
+            + "; ".join(f"{r.method} {r.size_mb:g} MB rep {r.rep + 1} ({r.disturbed})" for r in dist)
+        )
     return "\n".join(L)

@@ -9,6 +9,7 @@ shows most (the loader's warm path reads 30-39k files/s per thread). No FUSE, no
 
 Interleaved repetitions (order rotated per rep), medians, one table on stdout.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -110,8 +111,9 @@ def measure(a: argparse.Namespace, td: str) -> dict[str, list[float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="bench_confined.py", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="bench_confined.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--files", type=int, help="files per operation (default 3000; --quick 1000)")
     ap.add_argument("--size-kib", type=int, default=150, help="file size in KiB (default 150)")
     ap.add_argument("--reps", type=int, help="interleaved repetitions (default 5; --quick 3)")

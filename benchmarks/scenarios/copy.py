@@ -26,6 +26,7 @@ Prints progress on stderr and a markdown report on stdout; ``--json FILE`` saves
 The exit status is 1 if air_magics lost or corrupted a file.
 Needs root (or fuse access), /dev/fuse, fuse3, and gcc + pkg-config + libfuse3-dev for the C engine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,11 +64,12 @@ __all__ = ["Result", "main", "make_dataset", "verify"]
 
 METHODS = ("cp", "recipe", "pool", "air", "rerun")
 VOLUME = ("main", "bench", "vol")  # catalog, schema, volume
-TOP = "data"                       # the copied folder: /Volumes/main/bench/vol/data
-SUBDIRS_PER_GROUP = 5              # leaf folders sit two levels deep: data/gNN/dM/
+TOP = "data"  # the copied folder: /Volumes/main/bench/vol/data
+SUBDIRS_PER_GROUP = 5  # leaf folders sit two levels deep: data/gNN/dM/
 
 
 # --------------------------------------------------------------------------- data set
+
 
 def leaf_dirs(folders: int) -> list[str]:
     return [f"g{i // SUBDIRS_PER_GROUP:02d}/d{i % SUBDIRS_PER_GROUP}" for i in range(folders)]
@@ -111,13 +113,22 @@ def verify(dest_top: Path, expected: dict[str, str], size: int, hash_files: bool
                     if hashlib.sha256(f.read()).hexdigest() != h:
                         bad_hash.append(r)
     good = len(expected) - len(missing) - len(wrong_size) - len(bad_hash)
-    return {"files_found": len(found), "good": good, "lost": len(expected) - good, "missing": len(missing),
-            "wrong_size": len(wrong_size), "bad_hash": len(bad_hash), "extra": len(extra),
-            "extra_sample": extra[:5], "hashed": hash_files}
+    return {
+        "files_found": len(found),
+        "good": good,
+        "lost": len(expected) - good,
+        "missing": len(missing),
+        "wrong_size": len(wrong_size),
+        "bad_hash": len(bad_hash),
+        "extra": len(extra),
+        "extra_sample": extra[:5],
+        "hashed": hash_files,
+    }
 
 
 # --------------------------------------------------------------------------- methods
 # Each runs inside a fresh mount, is timed as a whole, and returns a dict of details.
+
 
 def run_cp(src: Path, dest: Path, **_) -> dict:
     p = subprocess.run(["cp", "-r", str(src), str(dest)], capture_output=True, text=True)
@@ -131,8 +142,12 @@ def run_recipe(src: Path, dest: Path, **_) -> dict:
     cmd = f'cd "{src}" && find . -type f -print0 | xargs -0 -P 256 -I {{}} cp --parents "{{}}" "{target}"'
     p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True)
     lines = p.stderr.splitlines()
-    return {"rc": p.returncode, "errors": len(lines), "file_exists_errors": sum("File exists" in ln for ln in lines),
-            "error_sample": lines[:2]}
+    return {
+        "rc": p.returncode,
+        "errors": len(lines),
+        "file_exists_errors": sum("File exists" in ln for ln in lines),
+        "error_sample": lines[:2],
+    }
 
 
 def run_pool(src: Path, dest: Path, workers: int = 64, **_) -> dict:
@@ -166,8 +181,15 @@ def run_air(src: Path, dest: Path, mnt: Path, workers: int | None = None, **_) -
     plan = plan_copy(["/Volumes/" + "/".join((*VOLUME, TOP))], str(dest), store=VolumeStore(root=mnt))
     t1 = time.perf_counter()
     rep = copy_files(plan.tasks, dest=plan.dest, **({} if workers is None else {"workers": workers}))
-    return {"copied": rep.copied, "skipped": rep.skipped, "failed": len(rep.failed), "workers": rep.workers,
-            "plan_seconds": t1 - t0, "copy_seconds": rep.seconds, "failed_sample": [f.reason for f in rep.failed[:2]]}
+    return {
+        "copied": rep.copied,
+        "skipped": rep.skipped,
+        "failed": len(rep.failed),
+        "workers": rep.workers,
+        "plan_seconds": t1 - t0,
+        "copy_seconds": rep.seconds,
+        "failed_sample": [f.reason for f in rep.failed[:2]],
+    }
 
 
 def _plan_copy():
@@ -181,6 +203,7 @@ def _plan_copy():
 
 
 # --------------------------------------------------------------------------- measuring
+
 
 @dataclass
 class Result:
@@ -206,8 +229,9 @@ class Bench:
         self.src = self.mnt.joinpath(*VOLUME, TOP)
         self.results: list[Result] = []
 
-    def measure(self, latency: float, rep: int, method: str, fn, dest: Path, fresh: bool = True,
-                hash_files: bool = False, **kw) -> Result:
+    def measure(
+        self, latency: float, rep: int, method: str, fn, dest: Path, fresh: bool = True, hash_files: bool = False, **kw
+    ) -> Result:
         if fresh:
             shutil.rmtree(dest, ignore_errors=True)
             dest.mkdir(parents=True)
@@ -215,8 +239,15 @@ class Bench:
         busy = wait_quiet(self.a.quiet_below, self.a.quiet_wait) if self.a.quiet_wait > 0 else 0.0
         stats = self.work / f"stats-{method}.json"
         read = latency if self.a.read_latency_ms is None else self.a.read_latency_ms
-        with slow_volume(self.slowfs, self.backing, self.mnt, stats, latency_ms=latency, read_ms=read,
-                         cache_timeout=self.a.cache_timeout) as mount:
+        with slow_volume(
+            self.slowfs,
+            self.backing,
+            self.mnt,
+            stats,
+            latency_ms=latency,
+            read_ms=read,
+            cache_timeout=self.a.cache_timeout,
+        ) as mount:
             t0 = time.perf_counter()
             details = fn(src=self.src, dest=dest, mnt=self.mnt, **kw)
             seconds = time.perf_counter() - t0
@@ -226,11 +257,15 @@ class Bench:
         self.results.append(r)
         extra = ""
         if "skipped" in details:
-            extra = (f" listing={details['plan_seconds']:.2f}s copied={details['copied']} skipped={details['skipped']} "
-                     f"failed={details['failed']}")
-        log(f"  [{latency:g} ms rep {rep + 1}] {method:<10} {seconds:7.2f} s {len(self.expected) / seconds:8.0f} files/s "
+            extra = (
+                f" listing={details['plan_seconds']:.2f}s copied={details['copied']} skipped={details['skipped']} "
+                f"failed={details['failed']}"
+            )
+        log(
+            f"  [{latency:g} ms rep {rep + 1}] {method:<10} {seconds:7.2f} s {len(self.expected) / seconds:8.0f} files/s "
             f"lost={v['lost']} extra={v['extra']} requests/file={requests(ops) / len(self.expected):.1f} "
-            f"busy-before={busy:.0%}{extra}")
+            f"busy-before={busy:.0%}{extra}"
+        )
         return r
 
     def blocks(self) -> list[str]:
@@ -265,26 +300,47 @@ class Bench:
 
 # --------------------------------------------------------------------------- main
 
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="bench_copy.py", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="bench_copy.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--files", type=int, help="number of files (default 3000; --quick 300)")
     p.add_argument("--folders", type=int, help="leaf folders, two levels deep (default 30; --quick 6)")
     p.add_argument("--size-kib", type=int, default=150, help="file size in KiB (default 150)")
     p.add_argument("--reps", type=int, help="interleaved repetitions (default 3; --quick 1)")
     p.add_argument("--latencies", help="comma-separated op latencies in ms (default 2,10; --quick 2)")
-    p.add_argument("--read-latency-ms", type=float, default=None,
-                   help="read/write latency per request (default: equal to the op latency)")
-    p.add_argument("--cache-timeout", type=float, default=1.0,
-                   help="slowfs --attr-timeout/--entry-timeout in s (default 1, the slowfs default)")
-    p.add_argument("--workers", help="comma-separated air_magics worker counts (default 32,64,128; --quick: the "
-                   "default only); the engine's default is always included")
+    p.add_argument(
+        "--read-latency-ms",
+        type=float,
+        default=None,
+        help="read/write latency per request (default: equal to the op latency)",
+    )
+    p.add_argument(
+        "--cache-timeout",
+        type=float,
+        default=1.0,
+        help="slowfs --attr-timeout/--entry-timeout in s (default 1, the slowfs default)",
+    )
+    p.add_argument(
+        "--workers",
+        help="comma-separated air_magics worker counts (default 32,64,128; --quick: the "
+        "default only); the engine's default is always included",
+    )
     p.add_argument("--pool-workers", type=int, default=64, help="threads of the plain pool (default 64)")
-    p.add_argument("--methods", default=",".join(METHODS), help="comma-separated subset of cp,recipe,pool,air,rerun (default all)")
-    p.add_argument("--hash", choices=("first", "all", "none"), default="first",
-                   help="SHA-256 every copied file: on the first rep (default), every rep, or never")
-    p.add_argument("--workdir", help="where to put the data, mount and destinations (default: a new temp dir; "
-                   "must be on local disk)")
+    p.add_argument(
+        "--methods", default=",".join(METHODS), help="comma-separated subset of cp,recipe,pool,air,rerun (default all)"
+    )
+    p.add_argument(
+        "--hash",
+        choices=("first", "all", "none"),
+        default="first",
+        help="SHA-256 every copied file: on the first rep (default), every rep, or never",
+    )
+    p.add_argument(
+        "--workdir",
+        help="where to put the data, mount and destinations (default: a new temp dir; must be on local disk)",
+    )
     p.add_argument("--keep", action="store_true", help="keep the work dir")
     p.add_argument("--json", help="write every measurement as JSON here")
     add_common_args(p, quiet_wait=120.0, quiet_below=0.15)
@@ -327,15 +383,20 @@ def main(argv: list[str] | None = None) -> int:
         bench.run()
         log(f"done in {time.perf_counter() - t0:.0f} s")
         rl = "= op latency" if a.read_latency_ms is None else f"{a.read_latency_ms:g} ms"
-        print(f"## bench_copy: {a.files} files x {a.size_kib} KiB, {a.folders} folders two levels deep, "
-              f"slowfs C engine, read/write latency {rl}, attr/entry timeout {a.cache_timeout:g} s, "
-              f"fresh mount per measurement, {a.reps} interleaved reps, medians")
-        print("\nfiles/s = all files / median seconds (so a method that loses files is not credited for skipping "
-              "them); x recipe / x pool = their median seconds / this method's median seconds.")
+        print(
+            f"## bench_copy: {a.files} files x {a.size_kib} KiB, {a.folders} folders two levels deep, "
+            f"slowfs C engine, read/write latency {rl}, attr/entry timeout {a.cache_timeout:g} s, "
+            f"fresh mount per measurement, {a.reps} interleaved reps, medians"
+        )
+        print(
+            "\nfiles/s = all files / median seconds (so a method that loses files is not credited for skipping "
+            "them); x recipe / x pool = their median seconds / this method's median seconds."
+        )
         print(report(bench.results, a, a.files))
         if a.json:
-            Path(a.json).write_text(json.dumps({"args": dict(vars(a)), "results": [asdict(r) for r in bench.results]},
-                                               indent=1))
+            Path(a.json).write_text(
+                json.dumps({"args": dict(vars(a)), "results": [asdict(r) for r in bench.results]}, indent=1)
+            )
         air_lost = sum(r.lost for r in bench.results if r.method.startswith("air-") or r.method == "rerun")
         return 1 if air_lost else 0
     finally:

@@ -1,4 +1,5 @@
 """The copy benchmark's markdown report: one table per latency, target lines, the best worker count."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,9 +13,12 @@ __all__ = ["report"]
 
 
 def _label(m: str, a: argparse.Namespace, default: str) -> str:
-    fixed = {"cp": "serial `cp -r`", "recipe": "recipe `find \\| xargs -P 256 cp --parents`",
-             "pool": f"plain `ThreadPoolExecutor({a.pool_workers})`",
-             "rerun": f"air_magics re-run, unchanged dest (workers={a.default_workers})"}
+    fixed = {
+        "cp": "serial `cp -r`",
+        "recipe": "recipe `find \\| xargs -P 256 cp --parents`",
+        "pool": f"plain `ThreadPoolExecutor({a.pool_workers})`",
+        "rerun": f"air_magics re-run, unchanged dest (workers={a.default_workers})",
+    }
     if m in fixed:
         return fixed[m]
     return f"air_magics workers={m.split('-')[1]}" + (" (default)" if m == default else "")
@@ -53,8 +57,10 @@ def report(results: list, a: argparse.Namespace, files: int) -> str:
             b = min(air_names, key=lambda m: msec[m])
             best[lat] = (b, msec[b])
         read = lat if a.read_latency_ms is None else a.read_latency_ms
-        out.append(f"\n### op latency {lat:g} ms, read/write latency {read:g} ms "
-                   f"({files} files x {a.size_kib} KiB, {a.folders} folders, {a.reps} reps)\n")
+        out.append(
+            f"\n### op latency {lat:g} ms, read/write latency {read:g} ms "
+            f"({files} files x {a.size_kib} KiB, {a.folders} folders, {a.reps} reps)\n"
+        )
         rows = []
         for m in names:
             v = secs[m]
@@ -66,20 +72,44 @@ def report(results: list, a: argparse.Namespace, files: int) -> str:
             if m == "rerun" and default in msec:
                 xr = xp = "-"
                 label += f": **{msec[default] / msec[m]:.1f}x faster than its first copy**"
-            rows.append([label, f"{msec[m]:.2f} ({min(v):.2f}-{max(v):.2f})", f"{files / msec[m]:,.0f}",
-                         "/".join(str(r.lost) for r in mine), f"{med([requests(r.requests) / files for r in mine]):.1f}",
-                         f"{med(plan_s):.2f}" if plan_s else "-", xr, xp])
-        out.append(table(["method", "median s (min-max)", "files/s", "files lost (per rep)", "requests/file",
-                          "of which listing, s", "x recipe", "x pool"], rows))
+            rows.append(
+                [
+                    label,
+                    f"{msec[m]:.2f} ({min(v):.2f}-{max(v):.2f})",
+                    f"{files / msec[m]:,.0f}",
+                    "/".join(str(r.lost) for r in mine),
+                    f"{med([requests(r.requests) / files for r in mine]):.1f}",
+                    f"{med(plan_s):.2f}" if plan_s else "-",
+                    xr,
+                    xp,
+                ]
+            )
+        out.append(
+            table(
+                [
+                    "method",
+                    "median s (min-max)",
+                    "files/s",
+                    "files lost (per rep)",
+                    "requests/file",
+                    "of which listing, s",
+                    "x recipe",
+                    "x pool",
+                ],
+                rows,
+            )
+        )
         if default in msec:
             out.append("")
             out += _targets(rs, msec, default, best.get(lat))
     out += _best_workers(results, lat_list, best)
     hashed = [r for r in results if r.verify["hashed"]]
-    out.append(f"\nVerification: every destination walked after its run (file count, every expected path with size "
-               f"{a.size_kib * 1024} B, no extra or temp files): {sum(r.verify['extra'] for r in results)} extra files, "
-               f"{sum(r.verify['wrong_size'] for r in results)} wrong sizes in {len(results)} runs; SHA-256 of every "
-               f"file against the source in {len(hashed)} runs: {sum(r.verify['bad_hash'] for r in hashed)} mismatches.")
+    out.append(
+        f"\nVerification: every destination walked after its run (file count, every expected path with size "
+        f"{a.size_kib * 1024} B, no extra or temp files): {sum(r.verify['extra'] for r in results)} extra files, "
+        f"{sum(r.verify['wrong_size'] for r in results)} wrong sizes in {len(results)} runs; SHA-256 of every "
+        f"file against the source in {len(hashed)} runs: {sum(r.verify['bad_hash'] for r in hashed)} mismatches."
+    )
     return "\n".join(out)
 
 
@@ -90,9 +120,14 @@ def _best_workers(results: list, lat_list: list[float], best: dict[float, tuple[
         return []
     score = {}
     for m in air_all:
-        rel = [med([r.seconds for r in results if r.latency_ms == lat and r.method == m]) / best[lat][1]
-               for lat in lat_list]
+        rel = [
+            med([r.seconds for r in results if r.latency_ms == lat and r.method == m]) / best[lat][1]
+            for lat in lat_list
+        ]
         score[m] = statistics.geometric_mean(rel)
     b = min(score, key=score.get)
-    return ["\nWorkers, median time relative to the fastest per latency (geometric mean over latencies): "
-            + ", ".join(f"{m.split('-')[1]}: {score[m]:.2f}" for m in air_all) + f". Best: **{b.split('-')[1]}**."]
+    return [
+        "\nWorkers, median time relative to the fastest per latency (geometric mean over latencies): "
+        + ", ".join(f"{m.split('-')[1]}: {score[m]:.2f}" for m in air_all)
+        + f". Best: **{b.split('-')[1]}**."
+    ]

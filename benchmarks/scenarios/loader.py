@@ -37,6 +37,7 @@ never created unless ``--volumes-link /Volumes`` is given (refused if it exists)
 Prints progress on stderr and a markdown report on stdout; the exit status is 1 if a loader delivered a
 wrong set of items. Needs root (or fuse access), /dev/fuse, fuse3, gcc + pkg-config + libfuse3-dev.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -88,7 +89,7 @@ from benchmarks.scenarios.loader_report import (
 __all__ = ["Bench", "main", "make_dataset"]
 
 VOLUME = ("main", "bench", "vol")  # catalog, schema, volume
-TOP = "flat"                       # one flat folder: /Volumes/main/bench/vol/flat/f00000.bin ...
+TOP = "flat"  # one flat folder: /Volumes/main/bench/vol/flat/f00000.bin ...
 DEFAULT_CONFIGS = "ref:default,ref:8,torch:8,air:default,air:4x32,air:2x32,air:1x32"
 
 
@@ -108,17 +109,25 @@ class Bench:
 
     def spec(self, cfg: Config, run_dir: Path) -> dict:
         rel = "/".join((*VOLUME, TOP))
-        return {"kind": cfg.kind, "workers": cfg.workers, "prefetch": cfg.prefetch, "prefetch_factor": cfg.prefetch_factor,
-                "ref_path": f"{self.link}/{rel}", "air_path": f"/Volumes/{rel}", "naive_path": f"{self.link}/{rel}",
-                "result_file": str(run_dir / "result.json")}
+        return {
+            "kind": cfg.kind,
+            "workers": cfg.workers,
+            "prefetch": cfg.prefetch,
+            "prefetch_factor": cfg.prefetch_factor,
+            "ref_path": f"{self.link}/{rel}",
+            "air_path": f"/Volumes/{rel}",
+            "naive_path": f"{self.link}/{rel}",
+            "result_file": str(run_dir / "result.json"),
+        }
 
     def measure(self, latency: float, rep: int, cfg: Config) -> Result:
         """One measurement; repeated (up to --retries times) when something else used the CPUs meanwhile."""
         res = measure_with_retries(lambda attempt: self.measure_once(latency, rep, cfg, attempt), self.a.retries)
         self.results.append(res)
         if self.a.json:  # keep what we have even if the run is interrupted later
-            Path(self.a.json).write_text(json.dumps({"args": vars(self.a), "results": [asdict(r) for r in self.results]},
-                                                    indent=1, default=str))
+            Path(self.a.json).write_text(
+                json.dumps({"args": vars(self.a), "results": [asdict(r) for r in self.results]}, indent=1, default=str)
+            )
         return res
 
     def measure_once(self, latency: float, rep: int, cfg: Config, attempt: int = 1) -> Result:
@@ -133,10 +142,25 @@ class Bench:
         wait_for_benches(("copy",), a.bench_wait)
         busy = wait_quiet(a.quiet_below, a.quiet_wait)
         res = Result(latency, rep, cfg.name, ok=False, busy_before=busy, attempt=attempt)
-        with slow_volume(self.slowfs, self.backing, self.mnt, run_dir / "slowfs-stats.json", latency_ms=latency,
-                         read_ms=latency, cache_timeout=a.cache_timeout) as mount:
-            run = run_child(argv, env=env, cwd=run_dir, log_path=run_dir / "child.log", timeout=a.child_timeout,
-                            server_pid=mount.server_pid, pss_interval=a.sample_ms / 1000, watch=("copy",))
+        with slow_volume(
+            self.slowfs,
+            self.backing,
+            self.mnt,
+            run_dir / "slowfs-stats.json",
+            latency_ms=latency,
+            read_ms=latency,
+            cache_timeout=a.cache_timeout,
+        ) as mount:
+            run = run_child(
+                argv,
+                env=env,
+                cwd=run_dir,
+                log_path=run_dir / "child.log",
+                timeout=a.child_timeout,
+                server_pid=mount.server_pid,
+                pss_interval=a.sample_ms / 1000,
+                watch=("copy",),
+            )
         res.error = run.error
         res.server_cpu_s, res.wall_s = run.server_cpu_s, run.wall_s
         res.child_cpu_s, res.foreign_cores = run.child_cpu_s, run.foreign_cores
@@ -161,11 +185,13 @@ class Bench:
                 shutil.copy(run_dir / "child.log", keep / f"{run_dir.name}.log")
         shutil.rmtree(run_dir, ignore_errors=True)  # the cache: hundreds of MB per run
         f = a.files
-        log(f"  [{latency:g} ms rep {rep + 1}] {cfg.name:<12} setup {res.setup_s:5.2f} s  first {res.cold_first_s:5.2f} s  "
+        log(
+            f"  [{latency:g} ms rep {rep + 1}] {cfg.name:<12} setup {res.setup_s:5.2f} s  first {res.cold_first_s:5.2f} s  "
             f"cold {f / res.cold_s:7.0f} files/s  warm {f / res.warm_s:7.0f} files/s  peak PSS {res.peak_pss / 2**20:6.0f} MiB "
             f"({res.max_procs} procs)  CPU {res.cpu_s:5.1f} s  req/file {requests(res.requests) / f:.1f}  "
             f"busy-before {busy:.0%}  foreign {res.foreign_cores:.2f} cores"
-            + ("" if res.ok else f"  FAILED: {res.error[:400]}"))
+            + ("" if res.ok else f"  FAILED: {res.error[:400]}")
+        )
         return res
 
     def _read_child(self, res: Result, out: dict, samples: list) -> None:
@@ -184,10 +210,21 @@ class Bench:
         before = [s[1] for s in samples if s[0] <= m["setup"]]
         res.base_pss = before[-1] if before else 0
         want_bytes = a.files * a.size_kib * 1024
-        res.checks = {f"epoch{i}": {"items": e["items"], "bytes_ok": e["bytes"] == want_bytes,
-                                    "distinct": e["distinct_names"], "types": e["item_types"]} for i, e in enumerate(ep)}
-        res.ok = all(e["items"] == a.files and e["bytes"] == want_bytes
-                     and (e["distinct_names"] is None or e["distinct_names"] == a.files) for e in ep)
+        res.checks = {
+            f"epoch{i}": {
+                "items": e["items"],
+                "bytes_ok": e["bytes"] == want_bytes,
+                "distinct": e["distinct_names"],
+                "types": e["item_types"],
+            }
+            for i, e in enumerate(ep)
+        }
+        res.ok = all(
+            e["items"] == a.files
+            and e["bytes"] == want_bytes
+            and (e["distinct_names"] is None or e["distinct_names"] == a.files)
+            for e in ep
+        )
         if not res.ok:
             res.error = f"wrong items: {res.checks}"
 
@@ -198,26 +235,42 @@ class Bench:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="bench_loader.py", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="bench_loader.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--files", type=int, help="number of files (default 3000; --quick 300)")
     p.add_argument("--size-kib", type=int, default=150, help="file size in KiB (default 150)")
     p.add_argument("--reps", type=int, help="interleaved repetitions (default 3; --quick 1)")
     p.add_argument("--latencies", help="comma-separated op (= read) latencies in ms (default 2,10; --quick 2)")
-    p.add_argument("--configs", default=DEFAULT_CONFIGS,
-                   help=f"comma-separated loaders: ref:default|ref:N, torch:N, air:default|air:WxP|air:WxPxF (default {DEFAULT_CONFIGS})")
-    p.add_argument("--ref-python", default=DEFAULT_REF_PYTHON,
-                   help=f"interpreter of the venv holding databricks-sdk-air[data] (default {DEFAULT_REF_PYTHON}; "
-                   f"its rows are skipped when it is missing: {INSTALL_HINT})")
-    p.add_argument("--python", default=sys.executable, help="interpreter for air_magics and plain torch (default: this one)")
-    p.add_argument("--volumes-link", help="symlink to the mount that the reference reads through; its path must start "
-                   "with /Volumes (default /Volumes-air-bench-<pid>; removed at the end)")
+    p.add_argument(
+        "--configs",
+        default=DEFAULT_CONFIGS,
+        help=f"comma-separated loaders: ref:default|ref:N, torch:N, air:default|air:WxP|air:WxPxF (default {DEFAULT_CONFIGS})",
+    )
+    p.add_argument(
+        "--ref-python",
+        default=DEFAULT_REF_PYTHON,
+        help=f"interpreter of the venv holding databricks-sdk-air[data] (default {DEFAULT_REF_PYTHON}; "
+        f"its rows are skipped when it is missing: {INSTALL_HINT})",
+    )
+    p.add_argument(
+        "--python", default=sys.executable, help="interpreter for air_magics and plain torch (default: this one)"
+    )
+    p.add_argument(
+        "--volumes-link",
+        help="symlink to the mount that the reference reads through; its path must start "
+        "with /Volumes (default /Volumes-air-bench-<pid>; removed at the end)",
+    )
     p.add_argument("--sample-ms", type=float, default=50.0, help="PSS sampling interval in ms (default 50)")
     p.add_argument("--cache-timeout", type=float, default=1.0, help="slowfs attr/entry timeout in s (default 1)")
-    p.add_argument("--child-timeout", type=float, default=900.0, help="seconds before a measurement is killed (default 900)")
+    p.add_argument(
+        "--child-timeout", type=float, default=900.0, help="seconds before a measurement is killed (default 900)"
+    )
     p.add_argument("--workdir", help="where to put data, mount and caches (default: a new temp dir; local disk)")
     p.add_argument("--keep", action="store_true", help="keep the work dir")
-    p.add_argument("--keep-logs", action="store_true", help="keep every child's log under WORKDIR/logs (implies --keep)")
+    p.add_argument(
+        "--keep-logs", action="store_true", help="keep every child's log under WORKDIR/logs (implies --keep)"
+    )
     p.add_argument("--json", help="write every measurement as JSON here")
     p.add_argument("--report", metavar="JSON", help="only print the report of a saved --json file")
     add_common_args(p, quiet_wait=120.0, quiet_below=0.15, bench_wait=7200.0, max_foreign=0.3, retries=3)
@@ -270,8 +323,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{ref_note}")
         print(report(bench.results, configs, a))
         if a.json:
-            Path(a.json).write_text(json.dumps({"args": vars(a), "results": [asdict(r) for r in bench.results]},
-                                               indent=1, default=str))
+            Path(a.json).write_text(
+                json.dumps({"args": vars(a), "results": [asdict(r) for r in bench.results]}, indent=1, default=str)
+            )
         return 0 if all(r.ok for r in bench.results) else 1
     finally:
         if not a.keep:

@@ -6,6 +6,7 @@ the listing), a cold epoch, a warm epoch over the same loader; the consumer touc
 marks (monotonic times) let the harness cut its PSS samples per phase. Result: JSON at spec's
 ``result_file``.
 """
+
 from __future__ import annotations
 
 import json
@@ -78,8 +79,18 @@ def _epoch(loader) -> tuple[float, float, dict]:
         n += 1
         nbytes += b
     t1 = time.monotonic()
-    return t0, t1, {"seconds": t1 - t0, "first_item": first, "items": n, "bytes": nbytes,
-                    "distinct_names": len(names) if names else None, "item_types": sorted(kinds)}
+    return (
+        t0,
+        t1,
+        {
+            "seconds": t1 - t0,
+            "first_item": first,
+            "items": n,
+            "bytes": nbytes,
+            "distinct_names": len(names) if names else None,
+            "item_types": sorted(kinds),
+        },
+    )
 
 
 def child_main(spec: dict) -> int:
@@ -97,8 +108,11 @@ def child_main(spec: dict) -> int:
 
     info: dict = {}
     loader, ds = _build(spec, info)
-    info.update(num_workers=loader.num_workers, prefetch_factor=loader.prefetch_factor,
-                persistent_workers=loader.persistent_workers)
+    info.update(
+        num_workers=loader.num_workers,
+        prefetch_factor=loader.prefetch_factor,
+        persistent_workers=loader.persistent_workers,
+    )
     marks["setup"] = time.monotonic()
 
     epochs = []

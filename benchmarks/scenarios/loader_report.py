@@ -2,6 +2,7 @@
 
 Kept apart from the runner so ``--report saved.json`` prints a saved run again without mounting anything.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,13 +17,13 @@ from benchmarks.harness.runner import med
 
 __all__ = ["Config", "Result", "header", "parse_configs", "report", "report_from_json"]
 
-MIB = 2 ** 20
+MIB = 2**20
 
 
 @dataclass(frozen=True)
 class Config:
-    name: str            # e.g. "air:4x32"
-    kind: str            # ref | torch | air
+    name: str  # e.g. "air:4x32"
+    kind: str  # ref | torch | air
     workers: int | None  # None = the library's default
     prefetch: int | None  # air only: UCVolumeDataset(prefetch=...); None = default
     prefetch_factor: int | None = None  # air only: DataLoader(prefetch_factor=...); None = default
@@ -30,13 +31,18 @@ class Config:
     @property
     def label(self) -> str:
         if self.kind == "ref":
-            return "reference `databricks.air.data`, " + ("default workers" if self.workers is None else f"num_workers={self.workers}")
+            return "reference `databricks.air.data`, " + (
+                "default workers" if self.workers is None else f"num_workers={self.workers}"
+            )
         if self.kind == "torch":
             return f"plain torch DataLoader, naive `open().read()` dataset, num_workers={self.workers}"
         if self.workers is None and self.prefetch is None:
             return "**air_magics defaults**"
-        return (f"air_magics num_workers={self.workers if self.workers is not None else 'default'}, "
-                f"prefetch={self.prefetch or 'default'}" + (f", prefetch_factor={self.prefetch_factor}" if self.prefetch_factor else ""))
+        return (
+            f"air_magics num_workers={self.workers if self.workers is not None else 'default'}, "
+            f"prefetch={self.prefetch or 'default'}"
+            + (f", prefetch_factor={self.prefetch_factor}" if self.prefetch_factor else "")
+        )
 
 
 def parse_configs(text: str) -> list[Config]:
@@ -45,7 +51,9 @@ def parse_configs(text: str) -> list[Config]:
     for tok in [t.strip() for t in text.split(",") if t.strip()]:
         kind, _, arg = tok.partition(":")
         if kind not in ("ref", "torch", "air"):
-            raise SystemExit(f"--configs: unknown kind in {tok!r}: use ref:N|ref:default, torch:N, air:WxP[xF]|air:default")
+            raise SystemExit(
+                f"--configs: unknown kind in {tok!r}: use ref:N|ref:default, torch:N, air:WxP[xF]|air:default"
+            )
         workers = prefetch = pf = None
         try:
             if kind == "air" and arg and arg != "default":
@@ -74,10 +82,10 @@ class Result:
     warm_s: float = float("nan")
     cold_first_s: float = float("nan")
     warm_first_s: float = float("nan")
-    peak_pss: int = 0          # whole subprocess lifetime (import .. exit)
+    peak_pss: int = 0  # whole subprocess lifetime (import .. exit)
     peak_pss_cold: int = 0
     peak_pss_warm: int = 0
-    base_pss: int = 0          # after imports, before setup
+    base_pss: int = 0  # after imports, before setup
     max_procs: int = 0
     samples: int = 0
     sample_period_ms: float = 0.0
@@ -87,9 +95,9 @@ class Result:
     checks: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
     busy_before: float = 0.0
-    wall_s: float = float("nan")          # the child's whole life (import .. exit)
-    child_cpu_s: float = float("nan")     # the child's whole tree, whole life (wait4 rusage)
-    foreign_cores: float = float("nan")   # CPU used meanwhile by anything else, in cores (see --max-foreign)
+    wall_s: float = float("nan")  # the child's whole life (import .. exit)
+    child_cpu_s: float = float("nan")  # the child's whole tree, whole life (wait4 rusage)
+    foreign_cores: float = float("nan")  # CPU used meanwhile by anything else, in cores (see --max-foreign)
     disturbed: str = ""
     attempt: int = 1
 
@@ -98,9 +106,11 @@ def _row(rs: list[Result], files: int) -> dict:
     good = [r for r in rs if r.ok]
     nan = float("nan")
     return {
-        "n": len(rs), "failed": len(rs) - len(good),
+        "n": len(rs),
+        "failed": len(rs) - len(good),
         "setup": med([r.setup_s for r in good]),
-        "first": med([r.cold_first_s for r in good]), "first_max": max((r.cold_first_s for r in good), default=nan),
+        "first": med([r.cold_first_s for r in good]),
+        "first_max": max((r.cold_first_s for r in good), default=nan),
         "cold": files / med([r.cold_s for r in good]) if good else nan,
         "warm": files / med([r.warm_s for r in good]) if good else nan,
         "warm_first": med([r.warm_first_s for r in good]),
@@ -110,8 +120,10 @@ def _row(rs: list[Result], files: int) -> dict:
         "cpu": med([r.cpu_s for r in good]),
         "req": med([requests(r.requests) / files for r in good]),
         "foreign": med([r.foreign_cores for r in good]),
-        "cold_range": (files / max((r.cold_s for r in good), default=nan) if good else nan,
-                       files / min((r.cold_s for r in good), default=nan) if good else nan),
+        "cold_range": (
+            files / max((r.cold_s for r in good), default=nan) if good else nan,
+            files / min((r.cold_s for r in good), default=nan) if good else nan,
+        ),
     }
 
 
@@ -123,10 +135,12 @@ def _targets(rows: dict, refs: list[str], best_cold: str, best_warm: str) -> lis
             continue
         xc, xw, xp = v["cold"] / rb["cold"], v["warm"] / rows[best_warm]["warm"], v["pss"] / rb["pss"]
         leaner = f"{v['pss'] / min_ref_pss:.2f} of the leaner reference's"
-        t = [f"cold {xc:.2f}x (target >= 2x: {verdict(xc >= 2)})",
-             f"peak PSS {xp:.2f} of `{best_cold}`'s, {leaner} (target <= 1/4: {verdict(xp <= 0.25)})",
-             f"warm {xw:.2f}x (target >= 1.5x: {verdict(xw >= 1.5)})",
-             f"first item {v['first']:.2f} s, worst rep {v['first_max']:.2f} s (target < 0.5 s: {verdict(v['first_max'] < 0.5)})"]
+        t = [
+            f"cold {xc:.2f}x (target >= 2x: {verdict(xc >= 2)})",
+            f"peak PSS {xp:.2f} of `{best_cold}`'s, {leaner} (target <= 1/4: {verdict(xp <= 0.25)})",
+            f"warm {xw:.2f}x (target >= 1.5x: {verdict(xw >= 1.5)})",
+            f"first item {v['first']:.2f} s, worst rep {v['first_max']:.2f} s (target < 0.5 s: {verdict(v['first_max'] < 0.5)})",
+        ]
         out.append(f"- `{name}`: " + "; ".join(t))
     return out
 
@@ -142,11 +156,15 @@ def report(results: list[Result], configs: list[Config], a: argparse.Namespace) 
         refs = [n for n, v in rows.items() if v["cfg"].kind == "ref" and v["cold"] == v["cold"]]
         best_cold = max(refs, key=lambda n: rows[n]["cold"]) if refs else None
         best_warm = max(refs, key=lambda n: rows[n]["warm"]) if refs else None
-        out.append(f"\n### op and read latency {lat:g} ms ({files} files x {a.size_kib} KiB in one folder, "
-                   f"{a.reps} interleaved rep(s), medians)\n")
+        out.append(
+            f"\n### op and read latency {lat:g} ms ({files} files x {a.size_kib} KiB in one folder, "
+            f"{a.reps} interleaved rep(s), medians)\n"
+        )
         if best_cold:
-            out.append(f"Reference's best: cold `{best_cold}`, warm `{best_warm}`. x ref = this files/s / the reference's "
-                       f"best files/s; PSS / ref = this peak PSS / the peak PSS of `{best_cold}`.\n")
+            out.append(
+                f"Reference's best: cold `{best_cold}`, warm `{best_warm}`. x ref = this files/s / the reference's "
+                f"best files/s; PSS / ref = this peak PSS / the peak PSS of `{best_cold}`.\n"
+            )
         lines = []
         for name, v in rows.items():
             xc = v["cold"] / rows[best_cold]["cold"] if best_cold else float("nan")
@@ -154,33 +172,68 @@ def report(results: list[Result], configs: list[Config], a: argparse.Namespace) 
             xp = v["pss"] / rows[best_cold]["pss"] if best_cold else float("nan")
             fail = f" ({v['failed']}/{v['n']} runs FAILED)" if v["failed"] else ""
             warm_note = " (no cache: reads the volume again)" if v["cfg"].kind == "torch" else ""
-            lines.append([f"{v['cfg'].label} `{name}`{fail}", fmt(v["setup"]), fmt(v["first"]),
-                          f"{fmt(v['cold'], ',.0f')} ({fmt(v['cold_range'][0], ',.0f')}-{fmt(v['cold_range'][1], ',.0f')})",
-                          f"{fmt(xc)}x", f"{fmt(v['warm'], ',.0f')}{warm_note}", f"{fmt(xw)}x", fmt(v["warm_first"]),
-                          f"{fmt(v['pss'], ',.0f')} ({fmt(v['pss_cold'], ',.0f')})", fmt(xp), v["procs"],
-                          fmt(v["cpu"], ".1f"), fmt(v["req"], ".1f"), fmt(v["foreign"])])
-        out.append(table(["loader", "setup s", "first item s", "cold files/s (min-max)", "cold x ref", "warm files/s",
-                          "warm x ref", "warm first item s", "peak PSS MiB (during cold)", "PSS / ref", "procs", "CPU s",
-                          "FUSE req/file", "other CPU"], lines))
+            lines.append(
+                [
+                    f"{v['cfg'].label} `{name}`{fail}",
+                    fmt(v["setup"]),
+                    fmt(v["first"]),
+                    f"{fmt(v['cold'], ',.0f')} ({fmt(v['cold_range'][0], ',.0f')}-{fmt(v['cold_range'][1], ',.0f')})",
+                    f"{fmt(xc)}x",
+                    f"{fmt(v['warm'], ',.0f')}{warm_note}",
+                    f"{fmt(xw)}x",
+                    fmt(v["warm_first"]),
+                    f"{fmt(v['pss'], ',.0f')} ({fmt(v['pss_cold'], ',.0f')})",
+                    fmt(xp),
+                    v["procs"],
+                    fmt(v["cpu"], ".1f"),
+                    fmt(v["req"], ".1f"),
+                    fmt(v["foreign"]),
+                ]
+            )
+        out.append(
+            table(
+                [
+                    "loader",
+                    "setup s",
+                    "first item s",
+                    "cold files/s (min-max)",
+                    "cold x ref",
+                    "warm files/s",
+                    "warm x ref",
+                    "warm first item s",
+                    "peak PSS MiB (during cold)",
+                    "PSS / ref",
+                    "procs",
+                    "CPU s",
+                    "FUSE req/file",
+                    "other CPU",
+                ],
+                lines,
+            )
+        )
         if best_cold:
             out.append("")
             out += _targets(rows, refs, best_cold, best_warm)
-    out.append("\nsetup = building the dataset and loader (the listing); first item = from `iter(loader)` to the first "
-               "item of the cold epoch; files/s = files / epoch seconds (from `iter()` to the last item, worker start "
-               "included); peak PSS = the largest sum of PSS over the measured process and all its children, over its "
-               "whole life (import, setup, both epochs), in parentheses during the cold epoch; procs = most processes "
-               "in that tree; CPU s = user + system seconds of the tree for setup and both epochs; FUSE req/file = "
-               "slowfs requests (release excluded) per file over setup and both epochs; other CPU = median cores "
-               "busy outside the measured tree, the slowfs server and the harness while it ran (other users of the "
-               "machine, and kernel threads such as writeback of the cache files); a measurement above "
-               "--max-foreign is repeated up to --retries times and the last attempt kept.")
+    out.append(
+        "\nsetup = building the dataset and loader (the listing); first item = from `iter(loader)` to the first "
+        "item of the cold epoch; files/s = files / epoch seconds (from `iter()` to the last item, worker start "
+        "included); peak PSS = the largest sum of PSS over the measured process and all its children, over its "
+        "whole life (import, setup, both epochs), in parentheses during the cold epoch; procs = most processes "
+        "in that tree; CPU s = user + system seconds of the tree for setup and both epochs; FUSE req/file = "
+        "slowfs requests (release excluded) per file over setup and both epochs; other CPU = median cores "
+        "busy outside the measured tree, the slowfs server and the harness while it ran (other users of the "
+        "machine, and kernel threads such as writeback of the cache files); a measurement above "
+        "--max-foreign is repeated up to --retries times and the last attempt kept."
+    )
     return "\n".join(out)
 
 
 def header(a: argparse.Namespace) -> str:
-    return (f"## bench_loader: {a.files} files x {a.size_kib} KiB in one folder, slowfs C engine (op latency = read "
-            f"latency), attr/entry timeout {a.cache_timeout:g} s, fresh mount and empty cache per measurement, "
-            f"{a.reps} interleaved rep(s), medians; {os.cpu_count()} CPUs; air_magics at {getattr(a, 'commit', 'unknown')}")
+    return (
+        f"## bench_loader: {a.files} files x {a.size_kib} KiB in one folder, slowfs C engine (op latency = read "
+        f"latency), attr/entry timeout {a.cache_timeout:g} s, fresh mount and empty cache per measurement, "
+        f"{a.reps} interleaved rep(s), medians; {os.cpu_count()} CPUs; air_magics at {getattr(a, 'commit', 'unknown')}"
+    )
 
 
 def report_from_json(path: str) -> int:

@@ -18,6 +18,7 @@ where pyspark, datasets or Java is missing.
     .venv/bin/python benchmarks/bench_tables.py             # 1M and 5M rows, 3 reps
     .venv/bin/python benchmarks/bench_tables.py --quick     # 200k rows, 1 rep
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,8 +79,12 @@ def run(a: argparse.Namespace, sizes: list[int], home: str) -> dict[tuple[str, i
                 shutil.rmtree(os.path.join(home, "hf-cache"), ignore_errors=True)
                 if a.quiet_wait > 0:
                     wait_quiet(a.quiet_below, a.quiet_wait)
-                p = subprocess.run([sys.executable, "-m", "benchmarks.scenarios.tables_child", m, str(n), out],
-                                   capture_output=True, text=True, env=env)
+                p = subprocess.run(
+                    [sys.executable, "-m", "benchmarks.scenarios.tables_child", m, str(n), out],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                )
                 if p.returncode:
                     raise SystemExit(f"{m} {n} failed:\n{p.stderr[-3000:]}")
                 r = json.loads(p.stdout.strip().splitlines()[-1])
@@ -92,17 +97,39 @@ def report(results: dict[tuple[str, int], list[dict]], sizes: list[int], reps: i
     def m_(m: str, n: int, key: str) -> float:
         return med(r[key] for r in results[(m, n)])
 
-    out = [f"## bench_tables: embedded Spark Connect server, {reps} interleaved reps, medians, client = a fresh process\n"]
+    out = [
+        f"## bench_tables: embedded Spark Connect server, {reps} interleaved reps, medians, client = a fresh process\n"
+    ]
     rows = []
     for n in sizes:
         for m in METHODS:
             base = "plain-read" if "read" in m else "plain-export"
             over = "" if m.startswith("plain") else f"{(m_(m, n, 'seconds') / m_(base, n, 'seconds') - 1) * 100:+.0f}%"
-            rows.append([f"{n:,}", m, f"{m_(m, n, 'seconds'):.2f}", over,
-                         f"{m_(m, n, 'export_s'):.2f}" if "export" in m else "",
-                         f"{m_(m, n, 'export_mb'):.0f}" if "export" in m else "", f"{m_(m, n, 'peak_rss_mb'):.0f}"])
-    out.append(table(["rows", "method", "median s (total)", "overhead vs plain", "export step s",
-                      "peak client RSS after export, MB", "peak client RSS total, MB"], rows))
+            rows.append(
+                [
+                    f"{n:,}",
+                    m,
+                    f"{m_(m, n, 'seconds'):.2f}",
+                    over,
+                    f"{m_(m, n, 'export_s'):.2f}" if "export" in m else "",
+                    f"{m_(m, n, 'export_mb'):.0f}" if "export" in m else "",
+                    f"{m_(m, n, 'peak_rss_mb'):.0f}",
+                ]
+            )
+    out.append(
+        table(
+            [
+                "rows",
+                "method",
+                "median s (total)",
+                "overhead vs plain",
+                "export step s",
+                "peak client RSS after export, MB",
+                "peak client RSS total, MB",
+            ],
+            rows,
+        )
+    )
     out.append("")
     for n in sizes:
         for m in ("air-read", "air-export"):
@@ -123,8 +150,9 @@ def report(results: dict[tuple[str, int], list[dict]], sizes: list[int], reps: i
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="bench_tables.py", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="bench_tables.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--rows", help="comma-separated table sizes (default 1000000,5000000; --quick 200000)")
     ap.add_argument("--reps", type=int, help="interleaved repetitions (default 3; --quick 1)")
     ap.add_argument("--home", default=None, help="AIR_HOME to use (default: a temp dir, removed at the end)")

@@ -4,6 +4,7 @@ A fresh process per measurement so its peak RSS (``ru_maxrss``) is that method's
 included. Prints one JSON line: total seconds and peak RSS, and for exports the export step's seconds
 and peak RSS before ``datasets`` loads the result.
 """
+
 from __future__ import annotations
 
 import glob
