@@ -1,4 +1,4 @@
-"""``%%air_copy --to DEST [--workers N] [--overwrite] [--dry-run] [-o VAR]``, one source per line.
+"""``%%air_copy --to DEST [--workers N] [--overwrite] [--dry-run] [--allow-failures] [-o VAR]``, one source per line.
 
 ``--to`` is the destination (its one meaning in every magic); ``--workers`` defaults to the
 ``workers`` setting (``%config AirMagics.workers``, ``$AIR_COPY_WORKERS``, 64). Sources are
@@ -7,6 +7,11 @@ The body is taken literally (``x{7*6}.txt`` is that file; nothing in it is evalu
 expanded); the magic line expands ``{name}``/``$name`` of notebook variables only. The relative
 layout below each source's anchor is kept (see :mod:`air_magics.transfer.plan`). Returns the
 :class:`~air_magics.transfer.CopyReport` (``-o VAR`` stores it in VAR too).
+
+A copy where any file failed shows its report (which side failed for each file: reading the
+source or writing the destination), then ends with a one-line error naming how many failed, so
+"Run All" stops there; ``--allow-failures`` returns the report instead, as the Python API
+``air_magics.copy()`` always does (check ``report.ok`` there).
 """
 
 from __future__ import annotations
@@ -37,6 +42,11 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         argument("--overwrite", action="store_true", help="copy even files that are already there unchanged"),
         argument("--dry-run", action="store_true", help="only report what would be copied or skipped"),
+        argument(
+            "--allow-failures",
+            action="store_true",
+            help="return the report even when files failed (default: show it, then raise an error)",
+        ),
         output_argument(),
         argument("-q", "--quiet", action="store_true", help="no progress display"),
         argument("--job", metavar="NAME", help="name shown for this copy in the sidebar's jobs (default: random)"),
@@ -78,4 +88,14 @@ def run(magics: Any, line: str, cell: str) -> Any:
     finally:
         if view is not None:
             view.close(report)
-    return store_output(magics, args.output, report)
+    store_output(magics, args.output, report)
+    if report.failed and not args.allow_failures:
+        from IPython.display import display
+
+        display(report)
+        raise UsageError(
+            f"{len(report.failed)} of {report.files_total} files failed to copy to {plan.dest} (report above"
+            f"{'; also in ' + args.output if args.output else ''}); fix the cause and re-run "
+            "(copied files are skipped), or pass --allow-failures to carry on"
+        )
+    return report

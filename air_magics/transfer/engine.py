@@ -137,7 +137,7 @@ def copy_files(
             n = retry_call(attempt, retries=retries, backoff=backoff, stop=run.stop.is_set)
         except Exception as exc:  # one file's failure never stops the others
             with run.lock:
-                run.failed.append(CopyFailure(str(task.src), str(task.dst), _reason(exc), attempts))
+                run.failed.append(CopyFailure(str(task.src), str(task.dst), _reason(exc, task), attempts))
             return
         if n is not None:
             with run.lock:
@@ -240,7 +240,38 @@ def _interleave(tasks: list[CopyTask]) -> list[CopyTask]:
     return out
 
 
-def _reason(exc: BaseException) -> str:
+# Steps of one copy by the side they touch: the innermost one in a failure's traceback says which side failed.
+_READ_STEPS = frozenset({"open_read", "_read_all", "source_stat", "cat_file"})
+_WRITE_STEPS = frozenset(
+    {"open_dir", "_make_below", "publish_at", "write_all", "open_write", "_publish_atomic", "folder", "ensure"}
+)
+READING, WRITING = "reading the source", "writing the destination"
+
+
+def _side(exc: BaseException, task: CopyTask | None) -> str:
+    """Which side of *task* failed: :data:`READING`, :data:`WRITING`, or ``""`` when unknown."""
+    name = getattr(exc, "filename", None)
+    if task is not None and isinstance(name, str) and name:
+        if name == task.src.path:
+            return READING
+        if name in (task.dst.path, os.path.dirname(task.dst.path)) or name.startswith(
+            "." + os.path.basename(task.dst.path)
+        ):
+            return WRITING
+    side = ""
+    tb = exc.__traceback__
+    while tb is not None:
+        step = tb.tb_frame.f_code.co_name
+        side = READING if step in _READ_STEPS else WRITING if step in _WRITE_STEPS else side
+        tb = tb.tb_next
+    return side
+
+
+def _reason(exc: BaseException, task: CopyTask | None = None) -> str:
+    """The error, prefixed with the side that failed (``reading the source: ...``) when known."""
     if isinstance(exc, OSError) and exc.errno is not None:
-        return f"{type(exc).__name__}: [Errno {exc.errno}] {exc.strerror}"
-    return f"{type(exc).__name__}: {exc}"
+        text = f"{type(exc).__name__}: [Errno {exc.errno}] {exc.strerror}"
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    side = _side(exc, task)
+    return f"{side}: {text}" if side else text

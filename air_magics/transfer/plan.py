@@ -12,6 +12,7 @@ volume (``%air_volume use``). The destination is a local folder or a ``/Volumes/
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,6 +102,10 @@ def _dest_location(dest: str, store: VolumeStore) -> Location:
 
 
 def _check_writable(loc: Location, dest: str) -> None:
+    """Refuse a local destination nothing can be written to, before anything is copied.
+
+    ``os.access`` is not enough: for root it says yes to a read-only mount or ``/proc``. So a temp
+    file is created and removed in the nearest existing ancestor (nothing else is created there)."""
     if not loc.is_local:
         return
     existing = Path(loc.path)
@@ -108,10 +113,25 @@ def _check_writable(loc: Location, dest: str) -> None:
         raise DestinationError(f"destination {dest!r} is a file; give a folder to copy into")
     while not existing.exists():
         existing = existing.parent
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+    problem = "it is not a folder" if not existing.is_dir() else _probe_write(existing)
+    if problem:
         raise DestinationError(
-            f"destination {dest!r} is not writable (checked {str(existing)!r}); pick a folder you can write to"
+            f"destination {dest!r} is not writable ({problem} in {str(existing)!r}); pick a folder you can write to"
         )
+
+
+def _probe_write(folder: Path) -> str | None:
+    """Why no file can be created in *folder* (``None`` when one can): create and remove a temp file."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=".air-write-probe-", dir=folder)
+    except OSError as exc:
+        return f"cannot create a file: {exc.strerror or exc}"
+    os.close(fd)
+    try:
+        os.unlink(name)
+    except OSError as exc:
+        return f"cannot remove a file: {exc.strerror or exc}"
+    return None
 
 
 def plan_copy(

@@ -28,7 +28,9 @@ class CopyTask:
 
 @dataclass(frozen=True)
 class CopyFailure:
-    """A file that could not be copied, with the last error and how often it was tried."""
+    """A file that could not be copied, with the last error and how often it was tried. ``reason``
+    starts with the side that failed when it is known: ``reading the source: ...`` or
+    ``writing the destination: ...``."""
 
     src: str
     dst: str
@@ -81,17 +83,23 @@ class CopyReport:
 
     def __str__(self) -> str:
         lines = [self.summary()]
-        lines += [f"  failed: {f.src}: {f.reason} ({f.attempts} attempts)" for f in self.failed[:20]]
+        lines += [f"  failed: {f.src} -> {f.dst}: {f.reason} ({f.attempts} attempts)" for f in self.failed[:20]]
         if len(self.failed) > 20:
             lines.append(f"  ... and {len(self.failed) - 20} more (see report.failed)")
         return "\n".join(lines)
+
+    def _repr_pretty_(self, p: object, cycle: bool) -> None:
+        """IPython's text display: the failed files too, when there are any."""
+        p.text(str(self) if self.failed else repr(self))  # type: ignore[attr-defined]
 
     def _repr_html_(self) -> str:
         from html import escape
 
         color = "#2e7d32" if self.ok else "#c62828"
         rows = "".join(
-            f"<tr><td><code>{escape(f.src)}</code></td><td>{escape(f.reason)}</td></tr>" for f in self.failed[:50]
+            f"<tr><td><code>{escape(f.src)}</code></td><td><code>{escape(f.dst)}</code></td><td>{escape(f.reason)}</td></tr>"
+            for f in self.failed[:50]
         )
-        table = f"<table><tr><th>failed file</th><th>reason</th></tr>{rows}</table>" if rows else ""
+        head = "<tr><th>source</th><th>destination</th><th>what failed</th></tr>"
+        table = f"<table>{head}{rows}</table>" if rows else ""
         return f"<div><b style='color:{color}'>{escape(self.summary())}</b>{table}</div>"

@@ -1,0 +1,89 @@
+"""A new user's first day (issue 12, findings 3-10): each friction they hit, as a test."""
+
+import os
+import sys
+
+import pytest
+from IPython import get_ipython
+from IPython.core.error import UsageError
+from IPython.testing.globalipapp import start_ipython
+
+from air_magics.errors import DestinationError
+from air_magics.transfer import CopyReport, copy_files, plan_copy
+from air_magics.volumes import VolumeStore
+
+
+@pytest.fixture(scope="module")
+def _shell():
+    ip = start_ipython() or get_ipython()  # the shell may already run (another test module)
+    ip.run_line_magic("load_ext", "air_magics")
+    return ip
+
+
+@pytest.fixture
+def ip(_shell):
+    _shell.run_line_magic("config", "AirMagics.default_volume = ''")
+    return _shell
+
+
+@pytest.fixture
+def vol():
+    s = VolumeStore()
+    s.create("main.raw.img")
+    for i in range(30):
+        with s.open(f"/Volumes/main/raw/img/train/c{i % 3}/{i:04d}.jpg", "wb") as f:
+            f.write(b"j" * (100 + i))
+    return s
+
+
+# finding 4: an unwritable destination, which side failed, and a failed copy stops "Run All"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
+def test_unwritable_destination_is_refused_at_planning_even_for_root(tmp_path):
+    src = tmp_path / "src.txt"
+    src.write_text("x")
+    # os.access says yes to root for /proc; the probe file it cannot create says no
+    with pytest.raises(DestinationError, match=r"'/proc/forbidden' is not writable .*in '/proc'"):
+        plan_copy([str(src)], "/proc/forbidden")
+
+
+def test_write_probe_leaves_nothing_behind(tmp_path):
+    src = tmp_path / "src.txt"
+    src.write_text("x")
+    plan_copy([str(src)], str(tmp_path / "new" / "dest"))
+    assert sorted(os.listdir(tmp_path)) == ["src.txt"]
+
+
+def test_failure_says_which_side_failed(tmp_path):
+    (tmp_path / "src").mkdir()
+    for name in ("gone.txt", "kept.txt"):
+        (tmp_path / "src" / name).write_text(name)
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "src").write_text("a file where the copy needs a folder")
+    plan = plan_copy([str(tmp_path / "src")], str(dest))
+    report = copy_files(plan.tasks, dest=plan.dest, retries=0)
+    assert len(report.failed) == 2
+    assert all(f.reason.startswith("writing the destination: ") for f in report.failed), report.failed
+    assert "-> " + str(dest / "src") in str(report) and "<th>destination</th>" in report._repr_html_()
+
+    (dest / "src").unlink()
+    plan = plan_copy([str(tmp_path / "src")], str(dest))
+    (tmp_path / "src" / "gone.txt").unlink()
+    report = copy_files(plan.tasks, dest=plan.dest, retries=0)
+    [failure] = report.failed
+    assert failure.reason.startswith("reading the source: FileNotFoundError"), failure.reason
+
+
+def test_copy_with_failures_raises_after_its_report(ip, vol, tmp_path, capsys):
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "train").write_text("a file where the copy needs a folder")
+    with pytest.raises(UsageError, match=r"^30 of 30 files failed to copy to .*--allow-failures") as info:
+        ip.run_cell_magic("air_copy", f"--to {dest} -q -o rep", "/Volumes/main/raw/img/train")
+    assert "\n" not in str(info.value)
+    assert "writing the destination" in capsys.readouterr().out  # the report was shown first
+    assert isinstance(ip.user_ns["rep"], CopyReport) and len(ip.user_ns["rep"].failed) == 30
+    report = ip.run_cell_magic("air_copy", f"--to {dest} -q --allow-failures", "/Volumes/main/raw/img/train")
+    assert isinstance(report, CopyReport) and len(report.failed) == 30
