@@ -87,3 +87,41 @@ def test_copy_with_failures_raises_after_its_report(ip, vol, tmp_path, capsys):
     assert isinstance(ip.user_ns["rep"], CopyReport) and len(ip.user_ns["rep"].failed) == 30
     report = ip.run_cell_magic("air_copy", f"--to {dest} -q --allow-failures", "/Volumes/main/raw/img/train")
     assert isinstance(report, CopyReport) and len(report.failed) == 30
+
+
+# finding 5: mistyped flags and lines that cannot be split
+
+
+@pytest.mark.parametrize(
+    "magic,line,cell,hint",
+    [
+        ("air_volume", "ls /Volumes/main/raw/img --patern *.jpg", None, "--patern: did you mean --pattern?"),
+        ("air_volume", "ls -R /Volumes/main/raw/img", None, "-R: did you mean -r?"),
+        ("air_copy", "--too {d}", "/Volumes/main/raw/img/train", "--too: did you mean --to"),
+        ("air_table", "main.raw.t --colums a,b", None, "--colums: did you mean --columns?"),
+    ],
+)
+def test_unknown_flags_get_did_you_mean_and_the_valid_flags(ip, vol, tmp_path, magic, line, cell, hint):
+    d = tmp_path / "dest"
+    with pytest.raises(UsageError) as info:
+        if cell is None:
+            ip.run_line_magic(magic, line)
+        else:
+            ip.run_cell_magic(magic, line.format(d=d), cell)
+    msg = str(info.value)
+    assert "\n" not in msg and "unrecognized arguments" in msg and hint in msg
+    assert "Valid options: " in msg and "-o/--output VAR" in msg
+    assert not d.exists()
+
+
+@pytest.mark.parametrize(
+    "magic,line",
+    [("air_volume", 'ls "/Volumes/main/raw/img'), ("air_table", "t --where 'a = 1"), ("air_copy", "--to 'x")],
+)
+def test_unclosed_quote_is_one_line(ip, vol, magic, line):
+    with pytest.raises(UsageError, match="cannot split .* into words .*close the quote") as info:
+        if magic == "air_copy":
+            ip.run_cell_magic(magic, line, "/Volumes/main/raw/img/train")
+        else:
+            ip.run_line_magic(magic, line)
+    assert "\n" not in str(info.value)

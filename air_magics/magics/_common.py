@@ -60,10 +60,46 @@ def usage_errors(func: F) -> F:
 
 
 def parse_line(magic_func: Any, line: str) -> Any:
-    """Like ``parse_argstring`` but options may sit between positionals (``ls -r PATH``)."""
+    """Like ``parse_argstring`` but options may sit between positionals (``ls -r PATH``).
+
+    A line that cannot be split into words (an unclosed quote) and an unknown option are one-line
+    ``UsageError``s; an unknown option gets the closest valid ones ("did you mean") and the list of
+    valid options."""
     from IPython.utils._process_common import arg_split
 
-    return magic_func.parser.parse_intermixed_args(arg_split(line, posix=True, strict=True))
+    parser = magic_func.parser
+    try:
+        tokens = arg_split(line, posix=True, strict=True)
+    except ValueError as exc:
+        raise UsageError(
+            f"{parser.prog}: cannot split {line!r} into words ({exc}); close the quote, or escape it with a backslash"
+        ) from None
+    args, extra = parser.parse_known_intermixed_args(tokens)
+    if extra:
+        raise UsageError(unknown_arguments_message(parser, extra))
+    return args
+
+
+def unknown_arguments_message(parser: Any, extra: list[str]) -> str:
+    """One line: what was not understood, the closest valid options, and every valid option."""
+    import difflib
+
+    options = [o for a in parser._actions if a.option_strings for o in a.option_strings if o not in ("-h", "--help")]
+    by_lower = {o.lower(): o for o in reversed(options)}  # "-R" finds "-r"; the long form wins a tie
+    hints = []
+    for word in extra:
+        if word.startswith("-") and word not in options:
+            flag = word.split("=", 1)[0]
+            close = [by_lower[m] for m in difflib.get_close_matches(flag.lower(), list(by_lower), n=2, cutoff=0.6)]
+            if close:
+                hints.append(f"{flag}: did you mean {' or '.join(close)}?")
+    valid = ", ".join(
+        "/".join(a.option_strings) + (f" {a.metavar or a.dest.upper()}" if a.nargs != 0 else "")
+        for a in parser._actions
+        if a.option_strings and "-h" not in a.option_strings
+    )
+    hint = f" ({'; '.join(hints)})" if hints else ""
+    return f"{parser.prog}: unrecognized arguments: {' '.join(extra)}{hint}. Valid options: {valid}"
 
 
 def with_arguments(func: Any, *arguments: Any) -> Any:
