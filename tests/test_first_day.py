@@ -125,3 +125,20 @@ def test_unclosed_quote_is_one_line(ip, vol, magic, line):
         else:
             ip.run_line_magic(magic, line)
     assert "\n" not in str(info.value)
+
+
+# finding 7: a pattern that names subfolders looks below PATH without -r
+
+
+def test_ls_pattern_with_a_slash_implies_recursion(ip, vol):
+    for i in range(12):
+        with vol.open(f"/Volumes/main/raw/img/imgs/train/d{i % 2}/f_{i:03d}.bin", "wb") as f:
+            f.write(b"b")
+    out = ip.run_line_magic("air_volume", 'ls /Volumes/main/raw/img --pattern "imgs/train/*/f_01?.bin"')
+    assert sorted(e.path.name for e in out.files) == ["f_010.bin", "f_011.bin"]
+    deep = ip.run_line_magic("air_volume", "ls /Volumes/main/raw/img/imgs --pattern **/*.bin")
+    assert len(deep.files) == 12
+    assert ip.run_line_magic("air_volume", "ls /Volumes/main/raw/img/imgs --pattern *.bin").files == []
+    assert "in ls a GLOB with '/' or '**' looks below PATH as -r does" in " ".join(
+        ip.find_line_magic("air_volume").__doc__.split()
+    )

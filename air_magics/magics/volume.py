@@ -2,6 +2,7 @@
 
 %air_volume                                    where volumes resolve, and the volumes there
 %air_volume ls PATH [-r] [--pattern GLOB]      a folder's files, size distribution, advice
+                                               (a GLOB with '/' or '**' implies -r)
 %air_volume create catalog.schema.volume [--exist-ok]
 %air_volume register catalog.schema.volume URL
 %air_volume use catalog.schema.volume          default volume for relative paths
@@ -55,7 +56,10 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
         argument("args", nargs="*", help="the command's arguments (a path, a volume name, a URL)"),
         argument("-r", "--recursive", action="store_true", help="ls: list every file below PATH"),
         argument(
-            "--pattern", metavar="GLOB", help="ls, pack: only entries matching GLOB (e.g. '*.jpg', 'train/**/*.png')"
+            "--pattern",
+            metavar="GLOB",
+            help="ls, pack: only entries matching GLOB (e.g. '*.jpg', 'train/**/*.png'); "
+            "in ls a GLOB with '/' or '**' looks below PATH as -r does",
         ),
         argument("--shard-size", metavar="SIZE", help="pack: bytes per shard (default 1GiB)"),
         argument("--dry-run", action="store_true", help="pack: plan and report, write nothing"),
@@ -122,8 +126,10 @@ def _command(magics: Any, args: Any) -> Any:
                 "%air_volume ls needs a PATH (or set a default volume with %air_volume use catalog.schema.volume)"
             )
         vp = VolumePath.parse(target or ".", default=default)
-        entries = st.ls(vp, recursive=args.recursive, pattern=args.pattern)
-        return ListingSummary(str(vp), entries, args.recursive, args.pattern, _packed_note(st, vp))
+        # a pattern naming subfolders ('train/*/x.bin', '**/*.png') can only match below PATH
+        recursive = args.recursive or bool(args.pattern and ("/" in args.pattern or "**" in args.pattern))
+        entries = st.ls(vp, recursive=recursive, pattern=args.pattern)
+        return ListingSummary(str(vp), entries, recursive, args.pattern, _packed_note(st, vp))
     if cmd == "create":
         info = st.create(args.args[0], exist_ok=args.exist_ok)
         print(f"created volume /Volumes/{info.volume_id.replace('.', '/')} at {info.location}")
