@@ -142,3 +142,22 @@ def test_ls_pattern_with_a_slash_implies_recursion(ip, vol):
     assert "in ls a GLOB with '/' or '**' looks below PATH as -r does" in " ".join(
         ip.find_line_magic("air_volume").__doc__.split()
     )
+
+
+# finding 3: completing a volume path offers volume paths only
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["%air_volume ls /Volumes/main/d", "/Volumes/main/d", 'open("/Volumes/main/d', "%%air_copy --to /Volumes/main/d"],
+)
+def test_completion_offers_only_volume_paths(ip, line):
+    from IPython.core.completer import provisionalcompleter
+
+    VolumeStore().create("main.ds.files")
+    VolumeStore().create("main.data.v")
+    with provisionalcompleter():
+        texts = [c.text for c in ip.Completer.completions(line, len(line))]
+    assert texts == ["/Volumes/main/data/", "/Volumes/main/ds/"]  # never dict, dir, divmod, delattr
+    if line.startswith("%"):  # the terminal's older API, after a magic
+        assert ip.complete("/Volumes/main/d", line)[1] == ["/Volumes/main/data/", "/Volumes/main/ds/"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..errors import AirError
@@ -42,9 +43,37 @@ def _matcher(text: str) -> list[str]:
     return complete_volume_path(text) if text.startswith("/Vol") else []
 
 
+_WORD_START = re.compile(r"""[\s'"(\[,=]""")
+
+
+def _volume_matcher(context: Any) -> dict[str, Any]:
+    """The same, as an IPython matcher (API v2): while the word at the cursor is a ``/Vol...`` path,
+    only volume paths are offered; Python names (``dict``, ``dir`` for ``.../d``) are suppressed."""
+    from IPython.core.completer import SimpleCompletion
+
+    word = _WORD_START.split(context.text_until_cursor)[-1]
+    if not word.startswith("/Vol"):
+        return {"completions": []}
+    matches = complete_volume_path(word)
+    return {
+        "completions": [SimpleCompletion(m, type="path") for m in matches],
+        "matched_fragment": word,
+        "suppress": True,
+    }
+
+
 def install_completer(ipython: Any) -> None:
     for cmd in ("%air_volume", "%%air_copy", "air_volume"):
         ipython.set_hook("complete_command", _completer, str_key=cmd)
     matchers = ipython.Completer.custom_matchers
-    if _matcher not in matchers:
-        matchers.append(_matcher)
+    try:  # IPython >= 8.6: a matcher that can suppress the others
+        from IPython.core.completer import context_matcher
+    except ImportError:  # pragma: no cover - older IPython: volume paths are offered next to Python names
+        matcher: Any = _matcher
+    else:
+        matcher = _V2.setdefault("matcher", context_matcher()(_volume_matcher))
+    if matcher not in matchers:
+        matchers.append(matcher)
+
+
+_V2: dict[str, Any] = {}  # one decorated matcher, so loading the extension twice adds it once
