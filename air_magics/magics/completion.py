@@ -51,7 +51,10 @@ def _volume_matcher(context: Any) -> dict[str, Any]:
     only volume paths are offered; Python names (``dict``, ``dir`` for ``.../d``) are suppressed."""
     from IPython.core.completer import SimpleCompletion
 
-    word = _WORD_START.split(context.text_until_cursor)[-1]
+    # Jupyter's token stops at '/' ("d" of ".../d"): take the word before the cursor; the terminal's
+    # older API passes the whole path as the token
+    token = context.token or ""
+    word = token if token.startswith("/Vol") else _WORD_START.split(context.text_until_cursor)[-1]
     if not word.startswith("/Vol"):
         return {"completions": []}
     matches = complete_volume_path(word)
