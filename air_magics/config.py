@@ -16,6 +16,7 @@ from .settings import DEFAULT_COPY_WORKERS, get
 __all__ = [
     "air_home",
     "volumes_mount",
+    "volumes_mount_status",
     "embedded_volumes_root",
     "registry_file",
     "parse_size",
@@ -40,14 +41,99 @@ def air_home() -> Path:
 
 
 def volumes_mount() -> Path | None:
-    """The real ``/Volumes`` mount if one is present (a directory), else ``None``.
+    """The real ``/Volumes`` mount (or ``AIR_VOLUMES_MOUNT``) if one is present, else ``None``.
 
-    ``volumes_root`` set explicitly wins over a mount: the user asked for that root.
+    ``volumes_root`` set explicitly wins over a mount: the user asked for that root. A folder counts
+    only if it looks like a volumes mount (:func:`volumes_mount_status` says why or why not).
     """
-    if get("volumes_root") is not None:
+    return volumes_mount_status()[0]
+
+
+_NETWORK_FS = ("fuse", "nfs", "cifs", "smb", "9p", "virtiofs", "ceph", "glusterfs", "lustre", "afs", "webdav")
+
+
+def _mount_fstype(path: str) -> str | None:
+    """Filesystem type of the mount point *path* (Linux ``/proc/self/mountinfo``), None if not one."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            lines = f.readlines()
+    except OSError:
         return None
+    found = None
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields = left.split()
+        if len(fields) > 4 and right:
+            point = fields[4].replace("\\040", " ").replace("\\011", "\t").replace("\\134", "\\")
+            if point == path:
+                found = right.split()[0]  # the last mount on a point is the visible one
+    return found
+
+
+def volumes_mount_status() -> tuple[Path | None, str]:
+    """``(mount or None, why)``: whether ``volumes_mount`` (``/Volumes``) is a real volumes mount.
+
+    It counts when it is a FUSE or network filesystem mounted there (Linux), or when it is a plain
+    folder whose entries are catalog folders holding schema folders holding volume folders
+    (identifier names; hidden entries ignored; an empty folder counts). It does not count when it is
+    missing, when it leads to the embedded root, or when it holds anything else: a name that is not a
+    catalog name (``Macintosh HD``), a file, or a disk mounted below it (macOS mounts disks there).
+    """
+    import os
+    import stat
+
+    from .volumes.path import _NAME
+
+    if get("volumes_root") is not None:
+        return None, "volumes_root (AIR_VOLUMES_ROOT) is set, so it is used instead of a mount"
     mount: Path = get("volumes_mount")
-    return mount if mount.is_dir() else None
+    if not mount.is_dir():
+        return None, f"no volumes mount: {mount} is not a folder"
+    real = os.path.realpath(mount)
+    if real == os.path.realpath(embedded_volumes_root()):
+        return None, f"{mount} leads to the embedded root {embedded_volumes_root()}"
+    fstype = _mount_fstype(real)
+    if fstype and fstype.split(".")[0].startswith(_NETWORK_FS):
+        return mount, f"{mount} is a {fstype} mount"
+    not_mount = f"{mount} is not a volumes mount"
+
+    def folders(d: str, level: str) -> tuple[list[str], str | None]:
+        """Non-hidden entries of *d* if each is a *level* folder on *d*'s device, else a reason."""
+        try:
+            dev = os.stat(d).st_dev
+            with os.scandir(d) as it:
+                entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+        except OSError as exc:
+            return [], f"{not_mount}: {os.path.relpath(d, mount)!r} cannot be listed ({exc.strerror or exc})"
+        for e in entries[:64]:
+            where = os.path.join(d, e.name)
+            rel = os.path.relpath(where, mount)
+            if not _NAME.fullmatch(e.name):
+                return [], f"{not_mount}: it holds {rel!r}, which is not a {level} name (as disks under macOS /Volumes)"
+            try:
+                st = os.stat(where)
+            except OSError:
+                return [], f"{not_mount}: {rel!r} is a broken link, not a {level} folder"
+            if not stat.S_ISDIR(st.st_mode):
+                return [], f"{not_mount}: {rel!r} is a file, not a {level} folder"
+            if st.st_dev != dev:
+                return [], f"{not_mount}: {rel!r} is a disk mounted there, not a {level} folder"
+        return [os.path.join(d, e.name) for e in entries], None
+
+    catalogs, why = folders(str(mount), "catalog")
+    if why:
+        return None, why
+    for cat in catalogs[:4]:  # a sample: every listing may be a round trip
+        schemas, why = folders(cat, "schema")
+        if why:
+            return None, why
+        for sch in schemas[:1]:
+            _, why = folders(sch, "volume")
+            if why:
+                return None, why
+    if not catalogs:
+        return mount, f"{mount} is an empty folder (no disks): volumes created there"
+    return mount, f"{mount} holds catalog/schema/volume folders"
 
 
 def embedded_volumes_root() -> Path:

@@ -122,3 +122,75 @@ def test_corrupt_registry_is_reported(store, air_home):
     (air_home / "volume_registry.json").write_text("{not json")
     with pytest.raises(RegistryError, match="fix or delete"):
         store.volumes()
+
+
+# -- a real volumes mount is detected by what it is, not by existence -------------------------------------
+
+
+def _mount_at(tmp_path, monkeypatch, *dirs):
+    mount = tmp_path / "fake-Volumes"
+    mount.mkdir()
+    for d in dirs:
+        (mount / d).mkdir(parents=True)
+    monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(mount))
+    return mount
+
+
+def test_mac_disk_folder_is_not_a_volumes_mount(tmp_path, monkeypatch, air_home):
+    from air_magics import config
+    from air_magics.volumes.summary import VolumesOverview
+
+    mount = _mount_at(tmp_path, monkeypatch, "Macintosh HD/Users", "main/demo/images")
+    assert config.volumes_mount() is None
+    store = VolumeStore()
+    assert store.kind == "embedded" and store.root == air_home / "volumes"
+    assert "holds 'Macintosh HD', which is not a catalog name" in store.why
+    overview = VolumesOverview(str(store.root), store.kind, str(store.registry.file), None, store.volumes())
+    assert "(embedded)" in repr(overview) and "Macintosh HD" in repr(overview)
+    assert store.create("main.demo.images").location.startswith(str(air_home))  # the fake mount is untouched
+    assert sorted(os.listdir(mount / "main/demo/images")) == []
+
+
+@pytest.mark.parametrize(
+    "dirs,file,needle",
+    [
+        (["main/demo/images"], "notes", "'notes' is a file, not a catalog folder"),
+        (["main/demo/images", "main/bad name"], None, "'main/bad name', which is not a schema name"),
+        (["main/demo/images"], "main/demo/readme", "'main/demo/readme' is a file, not a volume folder"),
+    ],
+)
+def test_folder_holding_other_things_is_not_a_volumes_mount(tmp_path, monkeypatch, dirs, file, needle):
+    mount = _mount_at(tmp_path, monkeypatch, *dirs)
+    if file:
+        (mount / file).write_text("x")
+    store = VolumeStore()
+    assert store.kind == "embedded" and needle in store.why
+
+
+def test_catalog_schema_volume_folders_are_a_mount(tmp_path, monkeypatch):
+    mount = _mount_at(tmp_path, monkeypatch, "main/demo/images", "main/demo/audio", "raw/x/y", ".hidden stuff")
+    store = VolumeStore()
+    assert (store.kind, store.root) == ("mount", mount) and "catalog/schema/volume" in store.why
+    assert [v.volume_id for v in store.volumes()] == ["main.demo.audio", "main.demo.images", "raw.x.y"]
+    (tmp_path / "e").mkdir()
+    _mount_at(tmp_path / "e", monkeypatch)
+    assert VolumeStore().kind == "mount" and "empty" in VolumeStore().why  # an empty folder holds no disks
+
+
+def test_missing_mount_and_link_to_the_embedded_root_are_embedded(tmp_path, monkeypatch, air_home):
+    store = VolumeStore()  # conftest points AIR_VOLUMES_MOUNT at a missing path
+    assert store.kind == "embedded" and "is not a folder" in store.why
+    (air_home / "volumes" / "main" / "demo" / "images").mkdir(parents=True)
+    os.symlink(air_home / "volumes", tmp_path / "linked")
+    monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "linked"))
+    store = VolumeStore()
+    assert store.kind == "embedded" and "leads to the embedded root" in store.why
+
+
+def test_disk_mounted_below_is_not_a_volumes_mount(tmp_path, monkeypatch):
+    if not os.path.ismount("/proc") or os.stat("/proc").st_dev == os.stat("/").st_dev:
+        pytest.skip("needs /proc as a separate mount to stand in for a disk")
+    mount = _mount_at(tmp_path, monkeypatch)
+    os.symlink("/proc", mount / "disk")  # a folder on another device, as a disk under macOS /Volumes
+    store = VolumeStore()
+    assert store.kind == "embedded" and "is a disk mounted there" in store.why

@@ -1,8 +1,26 @@
 """Volumes: validated ``/Volumes/...`` paths and the store that resolves them to storage."""
 
+import sys
+
 from .path import PREFIX, VolumePath, is_volume_text
 from .registry import VolumeRegistry
 from .store import FileInfo, Location, VolumeInfo, VolumeStore
+
+PROTOCOL = "volumes"  # volumes://catalog/schema/volume/path == /Volumes/catalog/schema/volume/path
+
+
+def register_fsspec() -> None:
+    """Register the ``volumes://`` protocol with fsspec (:mod:`air_magics.volumes.fsspec_fs`).
+
+    Installed packages register it through fsspec's entry point; this covers a source checkout on
+    ``sys.path``. Called on import only when fsspec is already loaded, so ``%load_ext`` stays light."""
+    import fsspec
+
+    fsspec.register_implementation(PROTOCOL, "air_magics.volumes.fsspec_fs.VolumesFileSystem", clobber=True)
+
+
+if "fsspec" in sys.modules:
+    register_fsspec()
 
 __all__ = [
     "PREFIX",
@@ -13,4 +31,6 @@ __all__ = [
     "FileInfo",
     "VolumeInfo",
     "Location",
+    "PROTOCOL",
+    "register_fsspec",
 ]

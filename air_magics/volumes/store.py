@@ -116,9 +116,9 @@ class VolumeStore:
         workers: int = 128,
     ) -> None:
         if root is not None:
-            self.root, self.kind = Path(root), "embedded"
-        else:
-            mount = config.volumes_mount()
+            self.root, self.kind, self.why = Path(root), "embedded", "root given to VolumeStore"
+        else:  # a mount counts only if it looks like one (config.volumes_mount_status says why)
+            mount, self.why = config.volumes_mount_status()
             self.root, self.kind = (mount, "mount") if mount else (config.embedded_volumes_root(), "embedded")
         self.registry = VolumeRegistry(registry or config.registry_file())
         self.workers = workers

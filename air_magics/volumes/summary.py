@@ -145,10 +145,17 @@ class VolumesOverview:
     registry: str
     default_volume: str | None
     volumes: list[VolumeInfo]
+    why: str | None = None  # why the root is a mount or the embedded one; None: worked out here
+
+    def __post_init__(self) -> None:
+        if self.why is None and self.kind in ("mount", "embedded"):
+            from ..config import volumes_mount_status
+
+            self.why = volumes_mount_status()[1]
 
     def __repr__(self) -> str:
         lines = [
-            f"volumes resolve to: {self.root} ({self.kind})",
+            f"volumes resolve to: {self.root} ({self.kind})" + (f"; {self.why}" if self.why else ""),
             f"registry: {self.registry}",
             f"default volume: {self.default_volume or '(none; set with %air_volume use catalog.schema.volume)'}",
         ]
@@ -165,7 +172,8 @@ class VolumesOverview:
         )
         empty = "" if self.volumes else "<p>No volumes yet: <code>%air_volume create catalog.schema.volume</code></p>"
         return (
-            f"<div><b>Volumes resolve to</b> <code>{escape(self.root)}</code> ({escape(self.kind)}); "
+            f"<div><b>Volumes resolve to</b> <code>{escape(self.root)}</code> ({escape(self.kind)}"
+            f"{'; ' + escape(self.why) if self.why else ''}); "
             f"default volume: <code>{escape(self.default_volume or 'none')}</code>"
             f"<table><tr><th>volume</th><th>kind</th><th>location</th></tr>{rows}</table>{empty}</div>"
         )

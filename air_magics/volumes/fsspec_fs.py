@@ -1,0 +1,392 @@
+"""Volumes as an fsspec filesystem: ``volumes://<catalog>/<schema>/<volume>/<path>``.
+
+``volumes://main/demo/images/x.jpg`` is ``/Volumes/main/demo/images/x.jpg``. Registered through
+fsspec's entry point (``fsspec.specs``), so ``fsspec.open``, ``pd.read_parquet``, ``pyarrow``,
+``datasets.load_dataset`` and torch DCP's ``FsspecWriter``/``FsspecReader`` take volume URLs.
+
+Every call goes through :class:`~air_magics.volumes.store.VolumeStore`: a path is parsed by
+:meth:`VolumePath.parse` (``..``, ``.``, empty segments and bad names refused) and resolved by
+:meth:`VolumeStore.locate` (links out of the volume refused). On a local volume (embedded, mount,
+``file://``) reads open through :func:`air_magics.io.confined.open_file` (checked at the moment of
+use), and writes go to a temp file in the target folder, created relative to a verified folder
+descriptor with ``O_NOFOLLOW`` and renamed into place on ``close()``: readers see the old file or
+the new one, never a torn one, and a failed write leaves the old file untouched. A volume
+registered to another fsspec URL (``memory://``, ``s3://``...) is delegated to that filesystem.
+
+The paths above the volume level (``volumes://``, ``volumes://main``, ``volumes://main/demo``)
+list catalogs, schemas and volumes; they cannot be written.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import itertools
+import os
+import shutil
+import stat as _stat
+import threading
+from typing import Any
+
+from fsspec.spec import AbstractFileSystem
+
+from .. import config
+from ..errors import VolumeNotFoundError, VolumePathError
+from ..io.confined import open_dir, open_file
+from ..io.leftovers import temp_name
+from .path import PREFIX, VolumePath
+from .store import Location, VolumeStore, fs_mtime
+
+__all__ = ["VolumesFileSystem", "PROTOCOL"]
+
+PROTOCOL = "volumes"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_COUNTER = itertools.count()
+
+
+class _AtomicWriter(io.FileIO):
+    """A file written under a temp name in its folder and renamed to its name on ``close()``.
+
+    Leaving a ``with`` block by an exception (or :meth:`discard`) removes the temp file and leaves
+    the target untouched. ``exclusive`` publishes with ``link`` so an existing target is never
+    replaced (mode ``x``)."""
+
+    def __init__(self, dir_fd: int, name: str, path: str, *, exclusive: bool = False) -> None:
+        self._dir_fd, self._name, self._path, self._exclusive = dir_fd, name, path, exclusive
+        self._temp = temp_name(f"{name}~{next(_COUNTER)}")
+        self._done = False
+        fd = os.open(self._temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=dir_fd)
+        try:
+            super().__init__(fd, "wb", closefd=True)
+        except BaseException:
+            os.close(fd)
+            self._cleanup()
+            raise
+        self.name = path  # type: ignore[misc]  # what users see, not the descriptor number
+
+    def _cleanup(self) -> None:
+        try:
+            os.unlink(self._temp, dir_fd=self._dir_fd)
+        except OSError:
+            pass
+        os.close(self._dir_fd)
+
+    def discard(self) -> None:
+        """Close without publishing: the temp file is removed, the target untouched."""
+        if self._done:
+            return
+        self._done = True
+        super().close()
+        self._cleanup()
+
+    def close(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        try:
+            super().close()
+            if self._exclusive:
+                try:
+                    os.link(self._temp, self._name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+                except FileExistsError:
+                    raise FileExistsError(
+                        errno.EEXIST, f"{self._path!r} already exists; open it with mode 'wb' to replace it"
+                    ) from None
+            else:
+                os.replace(self._temp, self._name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+        finally:
+            self._cleanup()
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None:
+            self.discard()
+        else:
+            self.close()
+
+    def __del__(self) -> None:  # never publish a file that was dropped half-written
+        try:
+            self.discard()
+        except Exception:
+            pass
+
+
+class VolumesFileSystem(AbstractFileSystem):
+    """fsspec filesystem for ``volumes://catalog/schema/volume/path`` (``/Volumes/...``).
+
+    ``root`` and ``registry`` are passed to :class:`VolumeStore`; without them the store follows the
+    current settings (``AIR_HOME``, ``AIR_VOLUMES_ROOT``, ``AIR_VOLUMES_MOUNT``) at each call.
+    """
+
+    protocol = PROTOCOL
+    root_marker = ""
+
+    def __init__(self, root: str | None = None, registry: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._root, self._registry = root, registry
+        self._stores: dict[tuple[Any, ...], VolumeStore] = {}
+        self._lock = threading.Lock()
+
+    # -- paths ----------------------------------------------------------------------------------
+    @property
+    def store(self) -> VolumeStore:
+        """The store for the current settings (rebuilt when ``AIR_HOME`` or a volumes setting changes)."""
+        from ..settings import get
+
+        key = (self._root, self._registry, str(config.air_home()), get("volumes_root"), get("volumes_mount"))
+        with self._lock:
+            st = self._stores.get(key)
+            if st is None:
+                st = self._stores[key] = VolumeStore(self._root, registry=self._registry)
+        return st
+
+    @classmethod
+    def _strip_protocol(cls, path: Any) -> str:
+        if isinstance(path, (list, tuple)):
+            return [cls._strip_protocol(p) for p in path]  # type: ignore[return-value]
+        path = os.fspath(path) if not isinstance(path, str) else path
+        if path.startswith(f"{PROTOCOL}://"):
+            path = path[len(PROTOCOL) + 3 :]
+        elif path.startswith(f"{PROTOCOL}:"):
+            path = path[len(PROTOCOL) + 1 :]
+        elif path == PREFIX or path.startswith(PREFIX + "/"):
+            path = path[len(PREFIX) :]
+        return path.strip("/")
+
+    @staticmethod
+    def _get_kwargs_from_urls(path: str) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def _parent(cls, path: str) -> str:
+        path = cls._strip_protocol(path)
+        return path.rsplit("/", 1)[0] if "/" in path else ""
+
+    def unstrip_protocol(self, name: str) -> str:
+        return f"{PROTOCOL}://{self._strip_protocol(name)}"
+
+    def _vp(self, path: str) -> VolumePath:
+        """The :class:`VolumePath` of *path* (at least catalog/schema/volume); validation as the store's."""
+        p = self._strip_protocol(path)
+        if p.count("/") < 2:
+            raise VolumePathError(
+                f"{PROTOCOL}://{p} does not name a volume: write {PROTOCOL}://<catalog>/<schema>/<volume>/<path> "
+                f"(= /Volumes/<catalog>/<schema>/<volume>/<path>)"
+            )
+        return VolumePath.parse(f"{PREFIX}/{p}")
+
+    def _locate(self, path: str) -> tuple[VolumePath, Location]:
+        vp = self._vp(path)
+        return vp, self.store.locate(vp)
+
+    @staticmethod
+    def _name(vp: VolumePath) -> str:
+        return str(vp)[len(PREFIX) + 1 :]
+
+    def _remote_name(self, vp: VolumePath, loc: Location, name: str) -> str:
+        """Map a name on a registered filesystem back to its ``volumes`` name."""
+        base = loc.fs._strip_protocol(loc.path).rstrip("/")
+        name = loc.fs._strip_protocol(name).rstrip("/")
+        root_base = base[: len(base) - len(vp.relpath)].rstrip("/") if vp.parts else base
+        rel = name[len(root_base) :].strip("/") if name.startswith(root_base) else name.rsplit("/", 1)[-1]
+        return self._name(vp.root.joinpath(rel)) if rel else self._name(vp.root)
+
+    # -- above the volume level: catalogs, schemas, volumes ------------------------------------
+    def _virtual(self, path: str) -> list[str] | None:
+        """Child names of a path above the volume level, or None when *path* names a volume or deeper."""
+        p = self._strip_protocol(path)
+        depth = 0 if not p else p.count("/") + 1
+        if depth >= 3:
+            return None
+        prefix = tuple(p.split("/")) if p else ()
+        children = sorted(
+            {
+                "/".join(v.volume_id.split(".")[: depth + 1])
+                for v in self.store.volumes()
+                if tuple(v.volume_id.split("."))[:depth] == prefix
+            }
+        )
+        if not children and prefix:
+            raise VolumeNotFoundError(
+                f"{PROTOCOL}://{p} holds no volumes; create one with `%air_volume create {'.'.join(prefix)}...`"
+            )
+        return children
+
+    # -- listing and metadata -------------------------------------------------------------------
+    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
+        virtual = self._virtual(path)
+        if virtual is not None:
+            out = [{"name": n, "size": 0, "type": "directory"} for n in virtual]
+            return out if detail else [o["name"] for o in out]
+        vp = self._vp(path)
+        out = []
+        for e in self.store.entries(vp, recursive=False, with_dirs=True):
+            name = self._name(vp.joinpath(e.rel)) if e.rel else self._name(vp)
+            kind = "directory" if e.is_dir else "file"
+            out.append({"name": name, "size": 0 if e.is_dir else e.size, "type": kind, "mtime": e.mtime})
+        return out if detail else [o["name"] for o in out]
+
+    def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        p = self._strip_protocol(path)
+        if p.count("/") < 2 or not p:
+            self._virtual(p)  # raises when nothing lives there
+            return {"name": p, "size": 0, "type": "directory"}
+        vp, loc = self._locate(p)
+        try:
+            if loc.is_local:
+                st = os.stat(loc.path)
+                is_dir = _stat.S_ISDIR(st.st_mode)
+                return {
+                    "name": self._name(vp),
+                    "size": 0 if is_dir else st.st_size,
+                    "type": "directory" if is_dir else "file",
+                    "mtime": st.st_mtime,
+                }
+            info = loc.fs.info(loc.path)
+        except FileNotFoundError:
+            raise VolumeNotFoundError(
+                f"{PROTOCOL}://{p} ({vp}) does not exist; list its folder with fs.ls({PROTOCOL + '://' + self._name(vp.parent)!r})"
+            ) from None
+        out = dict(info)
+        out.update(name=self._name(vp), size=int(info.get("size") or 0), mtime=fs_mtime(info))
+        return out
+
+    def exists(self, path: str, **kwargs: Any) -> bool:
+        try:
+            self.info(path)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def modified(self, path: str) -> Any:
+        from datetime import datetime, timezone
+
+        return datetime.fromtimestamp(self.info(path).get("mtime", 0.0), tz=timezone.utc)
+
+    # -- open -----------------------------------------------------------------------------------
+    def _open(
+        self,
+        path: str,
+        mode: str = "rb",
+        block_size: Any = None,
+        autocommit: bool = True,
+        cache_options: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        vp, loc = self._locate(path)
+        if not vp.parts:
+            raise IsADirectoryError(errno.EISDIR, f"{vp} is a volume (a folder), not a file; name a file inside it")
+        if not loc.is_local:
+            return loc.fs.open(loc.path, mode, block_size=block_size, cache_options=cache_options, **kwargs)
+        if "+" in mode:
+            raise ValueError(
+                f"mode {mode!r} is not supported on {PROTOCOL}://: read ('rb') or write whole files ('wb')"
+            )
+        if "w" in mode or "x" in mode:
+            folder, name = os.path.split(loc.path)
+            dir_fd = open_dir(folder, loc.root, create=True)  # verified inside the volume, made if missing
+            try:
+                return _AtomicWriter(dir_fd, name, str(vp), exclusive="x" in mode)
+            except BaseException:
+                os.close(dir_fd)
+                raise
+        # reads, and appends (in place: an append cannot be a rename), through the confined open
+        return open_file(loc.path, loc.root, "ab" if "a" in mode else "rb")
+
+    # -- folders and removal --------------------------------------------------------------------
+    def makedirs(self, path: str, exist_ok: bool = False) -> None:
+        vp, loc = self._locate(path)
+        if not exist_ok and self.exists(path):
+            raise FileExistsError(errno.EEXIST, f"{vp} already exists; pass exist_ok=True to accept it")
+        self.store.makedirs(vp)
+
+    def mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
+        vp, loc = self._locate(path)
+        if not create_parents and not self.exists(self._name(vp.parent)):
+            raise VolumeNotFoundError(f"{vp.parent} does not exist; pass create_parents=True to make it")
+        self.store.makedirs(vp)
+
+    def rm_file(self, path: str) -> None:
+        self._rm_one(path, recursive=False)
+
+    def _rm(self, path: str) -> None:
+        self._rm_one(path, recursive=False)
+
+    def rmdir(self, path: str) -> None:
+        vp, loc = self._locate(path)
+        if not vp.parts:
+            raise VolumePathError(f"{vp} is a volume root; fsspec does not remove volumes")
+        if not loc.is_local:
+            loc.fs.rmdir(loc.path)
+            return
+        dfd = open_dir(os.path.dirname(loc.path), loc.root)
+        try:
+            os.rmdir(vp.name, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+
+    def rm(self, path: Any, recursive: bool = False, maxdepth: int | None = None) -> None:
+        for p in path if isinstance(path, (list, tuple)) else [path]:
+            self._rm_one(p, recursive=recursive)
+
+    def _rm_one(self, path: str, *, recursive: bool) -> None:
+        vp, loc = self._locate(path)
+        if not vp.parts:
+            raise VolumePathError(
+                f"{vp} is a volume root; fsspec does not remove volumes (remove the files inside it instead)"
+            )
+        if not loc.is_local:
+            loc.fs.rm(loc.path, recursive=recursive)
+            return
+        dfd = open_dir(os.path.dirname(loc.path), loc.root)  # the parent, verified inside the volume
+        try:
+            try:
+                st = os.stat(vp.name, dir_fd=dfd, follow_symlinks=False)
+            except FileNotFoundError:
+                raise VolumeNotFoundError(f"{vp} does not exist; nothing to remove") from None
+            if not _stat.S_ISDIR(st.st_mode):
+                os.unlink(vp.name, dir_fd=dfd)  # a link is removed, never followed
+            elif not recursive:
+                raise IsADirectoryError(errno.EISDIR, f"{vp} is a folder; pass recursive=True to remove it")
+            else:  # fd-based rmtree: links inside are removed, never followed
+                shutil.rmtree(vp.name, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+
+    # -- bytes ----------------------------------------------------------------------------------
+    def cat_file(self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any) -> bytes:
+        vp, loc = self._locate(path)
+        if not loc.is_local:
+            return loc.fs.cat_file(loc.path, start=start, end=end, **kwargs)
+        return super().cat_file(path, start=start, end=end, **kwargs)
+
+    def pipe_file(self, path: str, value: bytes, mode: str = "overwrite", **kwargs: Any) -> None:
+        with self.open(path, "xb" if mode == "create" else "wb") as f:
+            f.write(value)
+
+    def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
+        with self.open(path1, "rb") as src, self.open(path2, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+
+    def mv(self, path1: str, path2: str, recursive: bool = False, maxdepth: int | None = None, **kwargs: Any) -> None:
+        """Rename within one local volume (``os.replace`` between verified folders); else copy and remove."""
+        vp1, loc1 = self._locate(path1)
+        vp2, loc2 = self._locate(path2)
+        if loc1.is_local and loc2.is_local and vp1.root == vp2.root and vp1.parts and vp2.parts:
+            src = open_dir(os.path.dirname(loc1.path), loc1.root)
+            try:
+                dst = open_dir(os.path.dirname(loc2.path), loc2.root, create=True)
+                try:
+                    os.replace(vp1.name, vp2.name, src_dir_fd=src, dst_dir_fd=dst)
+                finally:
+                    os.close(dst)
+            finally:
+                os.close(src)
+            return
+        if not loc1.is_local and not loc2.is_local and loc1.fs is loc2.fs:
+            loc1.fs.mv(loc1.path, loc2.path, recursive=recursive, maxdepth=maxdepth)
+            return
+        super().mv(path1, path2, recursive=recursive, maxdepth=maxdepth, **kwargs)
+
+    def rename(self, path1: str, path2: str, **kwargs: Any) -> None:
+        self.mv(path1, path2, **kwargs)
