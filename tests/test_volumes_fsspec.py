@@ -147,6 +147,9 @@ def test_local_write_is_atomic(air_home):
     ):
         g.write(b"x")
     assert os.listdir(vol) == ["m.json"]
+    with fs.open("volumes://main/demo/images/m.json", "ab") as g:  # an append is in place (no rename possible)
+        g.write(b"!")
+    assert fs.cat_file("volumes://main/demo/images/m.json") == b"new, half written!"
 
 
 def test_missing_volume_and_volume_root_refused(air_home):

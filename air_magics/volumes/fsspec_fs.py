@@ -53,16 +53,22 @@ class _AtomicWriter(io.FileIO):
     replaced (mode ``x``)."""
 
     def __init__(self, dir_fd: int, name: str, path: str, *, exclusive: bool = False) -> None:
+        """Takes ownership of *dir_fd* (a verified folder descriptor): it is closed on every path."""
         self._dir_fd, self._name, self._path, self._exclusive = dir_fd, name, path, exclusive
-        self._temp = temp_name(f"{name}~{next(_COUNTER)}")
-        self._done = False
-        fd = os.open(self._temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=dir_fd)
+        self._done = True  # nothing to publish or clean until the temp file exists
+        try:
+            self._temp = temp_name(f"{name}~{next(_COUNTER)}")
+            fd = os.open(self._temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=dir_fd)
+        except BaseException:
+            os.close(dir_fd)
+            raise
         try:
             super().__init__(fd, "wb", closefd=True)
         except BaseException:
             os.close(fd)
             self._cleanup()
             raise
+        self._done = False
         self.name = path  # type: ignore[misc]  # what users see, not the descriptor number
 
     def _cleanup(self) -> None:
@@ -183,14 +189,6 @@ class VolumesFileSystem(AbstractFileSystem):
     def _name(vp: VolumePath) -> str:
         return str(vp)[len(PREFIX) + 1 :]
 
-    def _remote_name(self, vp: VolumePath, loc: Location, name: str) -> str:
-        """Map a name on a registered filesystem back to its ``volumes`` name."""
-        base = loc.fs._strip_protocol(loc.path).rstrip("/")
-        name = loc.fs._strip_protocol(name).rstrip("/")
-        root_base = base[: len(base) - len(vp.relpath)].rstrip("/") if vp.parts else base
-        rel = name[len(root_base) :].strip("/") if name.startswith(root_base) else name.rsplit("/", 1)[-1]
-        return self._name(vp.root.joinpath(rel)) if rel else self._name(vp.root)
-
     # -- above the volume level: catalogs, schemas, volumes ------------------------------------
     def _virtual(self, path: str) -> list[str] | None:
         """Child names of a path above the volume level, or None when *path* names a volume or deeper."""
@@ -285,11 +283,7 @@ class VolumesFileSystem(AbstractFileSystem):
         if "w" in mode or "x" in mode:
             folder, name = os.path.split(loc.path)
             dir_fd = open_dir(folder, loc.root, create=True)  # verified inside the volume, made if missing
-            try:
-                return _AtomicWriter(dir_fd, name, str(vp), exclusive="x" in mode)
-            except BaseException:
-                os.close(dir_fd)
-                raise
+            return _AtomicWriter(dir_fd, name, str(vp), exclusive="x" in mode)  # owns dir_fd from here
         # reads, and appends (in place: an append cannot be a rename), through the confined open
         return open_file(loc.path, loc.root, "ab" if "a" in mode else "rb")
 
