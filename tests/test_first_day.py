@@ -161,3 +161,37 @@ def test_completion_offers_only_volume_paths(ip, line):
     assert texts == ["/Volumes/main/data/", "/Volumes/main/ds/"]  # never dict, dir, divmod, delattr
     if line.startswith("%"):  # the terminal's older API, after a magic
         assert ip.complete("/Volumes/main/d", line)[1] == ["/Volumes/main/data/", "/Volumes/main/ds/"]
+
+
+# finding 6: help pages and messages in the magic's own words
+
+
+def test_help_pages_show_the_syntax(ip):
+    copy_doc = ip.find_cell_magic("air_copy").__doc__
+    assert "one path or glob per line" in copy_doc and "--allow-failures" in copy_doc
+    vol_doc = ip.find_line_magic("air_volume").__doc__
+    for usage in (
+        "%air_volume ls PATH [-r] [--pattern GLOB]",
+        "%air_volume create catalog.schema.volume [--exist-ok]",
+        "%air_volume register catalog.schema.volume URL",
+        "%air_volume use catalog.schema.volume",
+        "%air_volume cache [--clear [--force]]",
+        "%air_volume checkpoints DIR",
+        "%air_volume pack SRC DEST",
+    ):
+        assert usage in vol_doc
+
+
+def test_already_exists_suggests_the_flag(ip, vol):
+    with pytest.raises(UsageError, match="already exists .*add --exist-ok$") as info:
+        ip.run_line_magic("air_volume", "create main.raw.img")
+    assert "exist_ok=True" not in str(info.value)
+    assert ip.run_line_magic("air_volume", "create main.raw.img --exist-ok -o v").volume_id == "main.raw.img"
+
+
+def test_volume_names_are_letters_digits_underscore_dash(ip, vol):
+    # Decided with the docs: names are letters, digits, '_' and '-' (as Unity Catalog allows in
+    # backticks); anything else, e.g. a space or a quote, is refused with the rule
+    assert ip.run_line_magic("air_volume", "create Main.my-ds.files -o v").volume_id == "Main.my-ds.files"
+    with pytest.raises(UsageError, match=r"invalid schema name 'my\+ds'.*letters, digits, '_' or '-'"):
+        ip.run_line_magic("air_volume", "create main.my+ds.files")

@@ -39,7 +39,25 @@ class AirMagics(Magics, settings.AirConfig):
     @_volume.arguments
     @usage_errors
     def air_volume(self, line: str) -> Any:
-        """Browse, inspect, create and register volumes."""
+        """Browse, inspect, create and register volumes.
+
+        Commands and their arguments::
+
+            %air_volume                                  where volumes resolve, and the volumes there
+            %air_volume ls PATH [-r] [--pattern GLOB]    a folder's files, size distribution, advice
+                                                         (a GLOB with '/' or '**' implies -r)
+            %air_volume create catalog.schema.volume [--exist-ok]
+            %air_volume register catalog.schema.volume URL
+            %air_volume use catalog.schema.volume        default volume for relative paths
+            %air_volume cache [--clear [--force]]        live cache view
+            %air_volume checkpoints DIR                  the checkpoints a CheckpointManager saved under DIR
+            %air_volume pack SRC DEST [--shard-size 1GiB] [--pattern GLOB] [--dry-run]
+                                                         pack a folder of small files into tar shards
+            ... -o VAR                                   also store the result in notebook variable VAR
+
+        PATH and DIR are /Volumes/catalog/schema/volume/..., catalog.schema.volume/..., or relative
+        to the default volume (%air_volume use).
+        """
         return _volume.run(self, expand_names(line, self.shell.user_ns))
 
     @line_magic
@@ -55,7 +73,21 @@ class AirMagics(Magics, settings.AirConfig):
     @_copy.arguments
     @usage_errors
     def air_copy(self, line: str, cell: str) -> Any:
-        """Copy many files from volumes (or local disk) to local disk (or a volume) in parallel."""
+        """Copy many files from volumes (or local disk) to local disk (or a volume) in parallel.
+
+        The cell body lists the sources, one path or glob per line (``#`` starts a comment line)::
+
+            %%air_copy --to /local_disk0/data
+            /Volumes/main/raw/images/train
+            /Volumes/main/raw/images/val/**/*.jpg
+            /home/me/extra.csv
+
+        A line is a /Volumes/... path or glob, a local absolute path, or a path relative to the
+        default volume. The body is taken literally. A folder lands under its own name in DEST; a
+        glob keeps the layout below its literal prefix. Files already there unchanged are skipped.
+        If any file fails, the report is shown and the cell ends with an error (--allow-failures:
+        return the report instead).
+        """
         return _copy.run(self, expand_names(line, self.shell.user_ns), cell)
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument
 
+from ..errors import VolumeExistsError
 from ..volumes import VolumePath
 from ..volumes.summary import ListingSummary, VolumesOverview
 from ._common import check_output, output_argument, parse_line, store_output, with_arguments
@@ -131,7 +132,10 @@ def _command(magics: Any, args: Any) -> Any:
         entries = st.ls(vp, recursive=recursive, pattern=args.pattern)
         return ListingSummary(str(vp), entries, recursive, args.pattern, _packed_note(st, vp))
     if cmd == "create":
-        info = st.create(args.args[0], exist_ok=args.exist_ok)
+        try:
+            info = st.create(args.args[0], exist_ok=args.exist_ok)
+        except VolumeExistsError as exc:  # the API's advice (exist_ok=True) in the magic's words
+            raise UsageError(str(exc).replace("pass exist_ok=True", "add --exist-ok")) from None
         print(f"created volume /Volumes/{info.volume_id.replace('.', '/')} at {info.location}")
         return info
     if cmd == "register":
