@@ -195,3 +195,23 @@ def test_volume_names_are_letters_digits_underscore_dash(ip, vol):
     assert ip.run_line_magic("air_volume", "create Main.my-ds.files -o v").volume_id == "Main.my-ds.files"
     with pytest.raises(UsageError, match=r"invalid schema name 'my\+ds'.*letters, digits, '_' or '-'"):
         ip.run_line_magic("air_volume", "create main.my+ds.files")
+
+
+# finding 10: map-style access to a UCVolumeDataset
+
+
+def test_dataset_getitem_returns_the_cached_local_path(vol):
+    from air_magics.data import UCVolumeDataset
+
+    ds = UCVolumeDataset("/Volumes/main/raw/img/train")
+    assert len(ds) == 30
+    first, last = ds[0], ds[-1]
+    assert os.path.isfile(first) and open(first, "rb").read() == b"j" * 100  # train/c0/0000.jpg
+    assert open(last, "rb").read() == b"j" * (100 + 29)  # train/c2/0029.jpg, the last in path order
+    assert list(ds)[0] == first  # the same cached file the stream yields
+    sized = UCVolumeDataset("/Volumes/main/raw/img/train", transform=os.path.getsize)
+    assert sized[1] == 103  # train/c0/0003.jpg
+    with pytest.raises(IndexError, match="out of range: it has 30 files"):
+        ds[30]
+    with pytest.raises(TypeError, match="indices are integers"):
+        ds["0"]

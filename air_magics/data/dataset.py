@@ -178,6 +178,21 @@ class UCVolumeDataset(IterableDataset):
     def __len__(self) -> int:
         return len(self.files)
 
+    def __getitem__(self, i: int) -> Any:
+        """File *i* (in listing order, sorted by volume path) as its local cached path, or
+        ``transform(path)``: map-style use, ``ds[0]``, ``ds[-1]``, fetched through the cache now."""
+        if isinstance(i, bool) or not isinstance(i, int):
+            raise TypeError(f"UCVolumeDataset indices are integers, got {type(i).__name__} {i!r}")
+        n = len(self.files)
+        if not -n <= i < n:
+            raise IndexError(f"UCVolumeDataset index {i} out of range: it has {n} files (0..{n - 1})")
+        i %= n
+        value = self._fetch(self.files[i], self._version(i))
+        if isinstance(value, SkippedFile):  # on_error="skip": nothing to hand back for this index
+            self.skipped.append(value)
+            raise DatasetError(f"file {i} ({value.path}) could not be read: {value.reason}")
+        return value
+
     def __repr__(self) -> str:
         return f"UCVolumeDataset({self.paths!r}, files={len(self.files)}, shuffle={self.shuffle}, epoch={self.epoch})"
 
