@@ -215,3 +215,54 @@ def test_dataset_getitem_returns_the_cached_local_path(vol):
         ds[30]
     with pytest.raises(TypeError, match="indices are integers"):
         ds["0"]
+
+
+# finding 8: checkpoint views agree with CheckpointManager, and honour %config AirMagics.widgets
+
+
+def test_checkpoints_view_shows_pruned_steps_as_pruned(ip, vol):
+    import torch
+
+    from air_magics.data import CheckpointManager
+
+    m = CheckpointManager("/Volumes/main/raw/img/ck", keep=2, show=False)
+    for step in (4, 8, 12):
+        m.save(step, {"w": torch.ones(2)})
+    assert m.steps() == [8, 12] and m.latest() == 12
+    text = repr(ip.run_line_magic("air_volume", "checkpoints /Volumes/main/raw/img/ck"))
+    rows = {line.split()[1]: line.split()[2] for line in text.splitlines()[1:]}
+    assert "latest 12, committed steps [8, 12]" in text
+    assert rows == {"4": "pruned", "8": "committed", "12": "committed"}
+
+
+def test_checkpoint_manager_view_follows_the_widgets_setting(ip, vol, monkeypatch):
+    import importlib
+
+    from air_magics.data import CheckpointManager
+
+    listeners = importlib.import_module("air_magics.widgets.listeners")
+    view_module = importlib.import_module("air_magics.widgets.checkpoint_view")
+    shown = []
+    monkeypatch.setattr(listeners, "has_widget_frontend", lambda: True)  # as in a notebook
+    monkeypatch.setattr(view_module, "checkpoint_view", lambda d, display_now=False: shown.append(d))
+    try:
+        ip.run_line_magic("config", "AirMagics.widgets = False")
+        CheckpointManager("/Volumes/main/raw/img/ck1")
+        CheckpointManager("/Volumes/main/raw/img/ck2", show=False)
+        assert shown == []
+        CheckpointManager("/Volumes/main/raw/img/ck3", show=True)  # asked for explicitly
+        ip.run_line_magic("config", "AirMagics.widgets = True")
+        CheckpointManager("/Volumes/main/raw/img/ck4")
+        assert shown == ["/Volumes/main/raw/img/ck3", "/Volumes/main/raw/img/ck4"]
+    finally:
+        ip.run_line_magic("config", "AirMagics.widgets = True")
+
+
+def test_writer_documents_one_sync_files_default():
+    import inspect
+
+    from air_magics.data.checkpoint import UCVolumeWriter
+
+    doc = inspect.getdoc(UCVolumeWriter.__init__)
+    assert "sync_files: fsync each staged file. Default False here" in doc
+    assert "Default to True" not in doc  # FileSystemWriter's own default no longer shows through

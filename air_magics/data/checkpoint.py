@@ -109,6 +109,20 @@ class UCVolumeWriter(FileSystemWriter):
         listeners: Sequence[Listener] = (),
         **kwargs: Any,
     ) -> None:
+        """A writer for the volume folder *path* (its defaults differ from ``FileSystemWriter``'s).
+
+        Args:
+            path: the ``/Volumes/...`` folder the checkpoint is saved into.
+            upload_workers: parallel uploads from the staging folder to the volume. Default 32.
+            thread_count: ``FileSystemWriter`` files written per rank into the staging folder. Default 8.
+            sync_files: fsync each staged file. Default False here: the staging copy is transient
+                (``FileSystemWriter`` defaults to True).
+            overwrite: allow saving into a volume folder that already holds ``.metadata``. Default False.
+            store: the :class:`~air_magics.volumes.VolumeStore` that resolves *path* (default: a new one).
+            on_event: ``on_event(kind, **info)``, the short form of a listener.
+            listeners: :class:`~air_magics.events.CheckpointEvent` listeners.
+            **kwargs: passed to ``FileSystemWriter`` (e.g. ``single_file_per_rank``).
+        """
         self.store = store or VolumeStore()
         self.upload_workers = upload_workers
         self.on_event = on_event

@@ -11,11 +11,25 @@ from ..io.units import fmt_bytes
 
 __all__ = ["CheckpointView", "checkpoint_view", "checkpoints_html", "checkpoints_text"]
 
-_COLORS = {"staging": "#1565c0", "uploading": "#6a1b9a", "committed": "#2e7d32", "failed": "#c62828"}
+_COLORS = {
+    "staging": "#1565c0",
+    "uploading": "#6a1b9a",
+    "committed": "#2e7d32",
+    "failed": "#c62828",
+    "pruned": "#757575",
+}
+
+
+def _state(save: dict[str, Any], committed: set[Any] | None) -> str:
+    """A save's state as of now: a save that committed, but whose step the folder no longer holds
+    (``CheckpointManager.steps()``), was pruned since."""
+    state = save.get("state", "?")
+    return "pruned" if state == "committed" and committed is not None and save.get("step") not in committed else state
 
 
 def _save_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
     rows = []
+    committed = set(doc["steps"] or []) if "steps" in doc else None
     for s in reversed(doc.get("saves", [])):
         detail = []
         if s.get("bytes"):
@@ -28,7 +42,7 @@ def _save_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
             detail.append(f"loop blocked {s['blocked_s']:.2f} s")
         if s.get("error"):
             detail.append(s["error"])
-        rows.append((f"step {s.get('step')}", s.get("state", "?"), ", ".join(detail)))
+        rows.append((f"step {s.get('step')}", _state(s, committed), ", ".join(detail)))
     return rows
 
 
