@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CopyPlanError, DestinationError, VolumeNotFoundError
+from ..io.retry import retry_call
 from ..volumes.path import PREFIX, VolumePath
 from ..volumes.store import Location, VolumeStore
 from ..volumes.walk import Entry, filter_glob, is_within, scan_local, split_glob
@@ -121,14 +122,17 @@ def _check_writable(loc: Location, dest: str) -> None:
 
 
 def _probe_write(folder: Path) -> str | None:
-    """Why no file can be created in *folder* (``None`` when one can): create and remove a temp file."""
+    """Why no file can be created in *folder* (``None`` when one can): create and remove a temp file.
+    Transient errors (``EIO`` on a flaky mount) are retried as the copy itself would retry them."""
     try:
-        fd, name = tempfile.mkstemp(prefix=".air-write-probe-", dir=folder)
+        fd, name = retry_call(lambda: tempfile.mkstemp(prefix=".air-write-probe-", dir=folder))
     except OSError as exc:
         return f"cannot create a file: {exc.strerror or exc}"
     os.close(fd)
     try:
-        os.unlink(name)
+        retry_call(lambda: os.unlink(name))
+    except FileNotFoundError:
+        pass  # gone already (a retried unlink that had succeeded)
     except OSError as exc:
         return f"cannot remove a file: {exc.strerror or exc}"
     return None
