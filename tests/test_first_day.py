@@ -284,3 +284,18 @@ def test_write_probe_retries_a_transient_error(tmp_path, monkeypatch):
     src.write_text("x")
     monkeypatch.setattr(tempfile, "mkstemp", flaky)
     assert len(plan_copy([str(src)], str(tmp_path / "dest")).tasks) == 1 and len(calls) == 2
+
+
+def test_checkpoints_view_recognises_a_plain_dcp_folder(ip, vol):
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    from air_magics.data import UCVolumeReader, UCVolumeWriter
+
+    dcp.save({"w": torch.ones(3)}, storage_writer=UCVolumeWriter("/Volumes/main/raw/img/plain"))
+    text = repr(ip.run_line_magic("air_volume", "checkpoints /Volumes/main/raw/img/plain"))
+    assert "one plain DCP checkpoint (.metadata), not saved by a CheckpointManager" in text
+    assert "latest None" not in text and "UCVolumeReader('/Volumes/main/raw/img/plain')" in text
+    back = {"w": torch.zeros(3)}
+    dcp.load(back, storage_reader=UCVolumeReader("/Volumes/main/raw/img/plain"))  # what the view suggests works
+    assert back["w"].tolist() == [1.0, 1.0, 1.0]

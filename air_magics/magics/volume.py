@@ -220,6 +220,12 @@ def _checkpoints(magics: Any, directory: VolumePath) -> Any:
     doc = checkpoint_status(str(directory), store())  # validates the path and the volume
     if not store().exists(directory):
         raise UsageError(f"{directory} does not exist; pass the folder a CheckpointManager saves into")
+    if not doc["steps"] and store().exists(directory / ".metadata"):  # saved by plain dcp.save, not a manager
+        return _Text(
+            f"checkpoints in {directory}: one plain DCP checkpoint (.metadata), not saved by a CheckpointManager "
+            f"(no step_N folders, so no latest step); load it with dcp.load(..., "
+            f"storage_reader=UCVolumeReader({str(directory)!r}))"
+        )
     if magics.widgets and has_widget_frontend():
         return CheckpointView(str(directory))
     return _Text(checkpoints_text(doc))
