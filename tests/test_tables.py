@@ -164,6 +164,14 @@ def test_export_then_load_with_datasets(nums, via):
     assert r.rows == 2000 and r.via == via and len(r.files) >= 3 and all(f.startswith(dest) for f in r.files)
     ds = r.load_dataset()
     assert ds.num_rows == 2000 and sorted(ds["id"]) == list(range(2000))
+    folder = VolumeStore().locate(dest).path  # Parquet files only: every reader takes the folder as it is
+    assert sorted(os.listdir(folder)) == sorted(n for n in os.listdir(folder) if n.endswith(".parquet"))
+    import datasets
+    import pandas as pd
+    import pyarrow.dataset as pads
+
+    assert len(pd.read_parquet(folder)) == 2000 and pads.dataset(folder).count_rows() == 2000
+    assert datasets.load_dataset("parquet", data_dir=folder, split="train").num_rows == 2000
     with pytest.raises(TablesError, match="already exists"):
         tables.export_table("main.test.nums", dest)
     r2 = tables.export_table(

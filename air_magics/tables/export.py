@@ -213,6 +213,7 @@ def export_table(
 
     try:
         guarded(s, f"exporting {source or 'the query'} to {target}", run)
+        _keep_only_parquet(pending)
         files = _parquet_files(pending)
         _publish(pending, loc.path, mode)
     except BaseException as exc:
@@ -235,6 +236,15 @@ def export_table(
     )
     prog.update("done", rows=rows, files=len(files), bytes=size)
     return result
+
+
+def _keep_only_parquet(folder: str) -> None:
+    """Spark's ``_SUCCESS`` and ``.crc`` files make other readers fail ("Parquet file size is 0
+    bytes" in ``datasets``): the published folder holds Parquet data files only."""
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if not name.endswith(".parquet") and os.path.isfile(path) and not os.path.islink(path):
+            os.unlink(path)
 
 
 def _publish(pending: str, final: str, mode: str) -> None:
