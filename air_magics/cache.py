@@ -46,6 +46,7 @@ from .io.locks import ProcessFileLock
 from .io.units import fmt_bytes
 from .snapshots import CacheInfo  # the value cache events carry; it lives below the events
 from .transfer import CopyTask, copy_one
+from .transfer.file import source_stat
 from .volumes.path import VolumePath
 from .volumes.store import Location, VolumeStore
 
@@ -194,13 +195,11 @@ class FileCache:
             try:
                 if src.is_local and self.limit is None and self._unindexed_fetch(key, local, src):
                     return str(local)
-                info = self.store.stat(vp) if not src.is_local else None
-                st = os.stat(src.path) if info is None else None
+                size, mtime = source_stat(src)
             except FileNotFoundError:
                 raise VolumeNotFoundError(
                     f"{key!r} does not exist; check the path with `%air_volume ls {vp.parent}`"
                 ) from None
-            size, mtime = (info.size, info.mtime) if info is not None else (st.st_size, st.st_mtime)
         if self._hit(key, local, size, mtime):
             return str(local)
         tlock, flock = self._stripe(key)

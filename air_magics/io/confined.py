@@ -135,7 +135,7 @@ def _rel_parts(path: str, root: str) -> list[str] | None:
     return path_n[len(root_n.rstrip(os.sep)) + 1 :].split(os.sep)
 
 
-def _walk_open(path: str, root: str, flags: int, *, create_dirs: bool = False) -> int:
+def _walk_open(path: str, root: str, flags: int) -> int:
     """Open *path* by walking from *root* with ``O_NOFOLLOW`` on every component (no link followed)."""
     parts = _rel_parts(path, root)
     if parts is None:
@@ -145,11 +145,6 @@ def _walk_open(path: str, root: str, flags: int, *, create_dirs: bool = False) -
         for i, name in enumerate(parts):
             last = i == len(parts) - 1
             f = flags if last else os.O_RDONLY | _DIRECTORY
-            if create_dirs and (not last or flags & _DIRECTORY):
-                try:
-                    os.mkdir(name, 0o777, dir_fd=fd)
-                except FileExistsError:
-                    pass
             try:
                 nxt = os.open(name, f | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=fd)
             except OSError as exc:
