@@ -66,3 +66,21 @@ def make_tree(root: Path, n_dirs: int, per_dir: int, size: int = 4096, seed: int
             (sub / f"f{i:04d}.bin").write_bytes(data)
             out[f"part{d // 4}/d{d}/f{i:04d}.bin"] = hashlib.sha256(data).hexdigest()
     return out
+
+
+@pytest.fixture(scope="module")
+def _shell():
+    """The process's test IPython shell with the extension loaded (once per module)."""
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    ip = start_ipython() or get_ipython()  # the shell may already run (another test module)
+    ip.run_line_magic("load_ext", "air_magics")
+    return ip
+
+
+@pytest.fixture
+def ip(_shell):
+    """The shell with no default volume set."""
+    _shell.run_line_magic("config", "AirMagics.default_volume = ''")
+    return _shell

@@ -4,26 +4,11 @@ import os
 import sys
 
 import pytest
-from IPython import get_ipython
 from IPython.core.error import UsageError
-from IPython.testing.globalipapp import start_ipython
 
 from air_magics.errors import DestinationError
 from air_magics.transfer import CopyReport, copy_files, plan_copy
 from air_magics.volumes import VolumeStore
-
-
-@pytest.fixture(scope="module")
-def _shell():
-    ip = start_ipython() or get_ipython()  # the shell may already run (another test module)
-    ip.run_line_magic("load_ext", "air_magics")
-    return ip
-
-
-@pytest.fixture
-def ip(_shell):
-    _shell.run_line_magic("config", "AirMagics.default_volume = ''")
-    return _shell
 
 
 @pytest.fixture

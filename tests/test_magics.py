@@ -5,26 +5,11 @@ import subprocess
 import sys
 
 import pytest
-from IPython import get_ipython
 from IPython.core.error import UsageError
-from IPython.testing.globalipapp import start_ipython
 
 from air_magics.transfer import CopyReport
 from air_magics.volumes import VolumeStore
 from air_magics.volumes.summary import ListingSummary, VolumesOverview
-
-
-@pytest.fixture(scope="module")
-def _shell():
-    ip = start_ipython() or get_ipython()  # the shell may already run (another test module)
-    ip.run_line_magic("load_ext", "air_magics")
-    return ip
-
-
-@pytest.fixture
-def ip(_shell):
-    _shell.run_line_magic("config", "AirMagics.default_volume = ''")
-    return _shell
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ def ip():
     magics = shell.magics_manager.registry["AirMagics"]
     before = settings.use(magics)
     yield shell
+    shell.config.AirMagics.clear()  # what %config stored: a later %load_ext would apply it again
     magics.clear_overrides()
     magics.widgets, magics.default_volume = True, ""
     settings.use(before)
@@ -155,9 +156,6 @@ def test_bad_config_value_is_refused_naming_the_setting(ip, caplog):
         ip.run_line_magic("config", "AirMagics.cache_limit = 'a lot'")
     assert "AirMagics.cache_limit = 'a lot' is not a size: write e.g. 500MB" in caplog.text
     assert config.cache_limit() == 1 << 30  # the previous value stays
-    # the shell's config object keeps the refused text: drop it so a later %load_ext in this shell is clean
-    ip.config.AirMagics.pop("cache_limit", None)
-    ip.run_line_magic("config", "AirMagics.cache_limit = None")
 
 
 def test_front_end_traits_still_configurable(ip):
