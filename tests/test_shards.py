@@ -401,13 +401,13 @@ def test_magic_packs_and_ls_shows_the_packed_folder(vol, capsys):
 _PACK_SLOWLY = textwrap.dedent("""
     import sys, time
     from air_magics.shards import writer
-    real = writer._write_shard
+    real = writer.write_shard
     def slow(*a, **k):
         ix = real(*a, **k)
         print("shard", flush=True)
         time.sleep(0.3)
         return ix
-    writer._write_shard = slow
+    writer.write_shard = slow
     writer.pack(sys.argv[1], sys.argv[2], shard_size="64KiB")
 """)
 
