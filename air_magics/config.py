@@ -29,6 +29,7 @@ __all__ = [
     "spark_idle_timeout",
     "export_chunk_bytes",
     "MOUNT_DEFAULT",
+    "EMBEDDED_MARKER",
     "DEFAULT_COPY_WORKERS",
 ]
 
@@ -49,6 +50,7 @@ def volumes_mount() -> Path | None:
     return volumes_mount_status()[0]
 
 
+EMBEDDED_MARKER = ".air-embedded-root"  # left in an embedded root by air_magics.volumes.mount()
 _NETWORK_FS = ("fuse", "nfs", "cifs", "smb", "9p", "virtiofs", "ceph", "glusterfs", "lustre", "afs", "webdav")
 
 
@@ -70,13 +72,15 @@ def _mount_fstype(path: str) -> str | None:
     return found
 
 
-def volumes_mount_status() -> tuple[Path | None, str]:
-    """``(mount or None, why)``: whether ``volumes_mount`` (``/Volumes``) is a real volumes mount.
+def volumes_mount_status(mount: Path | None = None) -> tuple[Path | None, str]:
+    """``(mount or None, why)``: whether ``volumes_mount`` (``/Volumes``; or *mount*) is a real volumes mount.
 
     It counts when it is a FUSE or network filesystem mounted there (Linux), or when it is a plain
     folder whose entries are catalog folders holding schema folders holding volume folders
     (identifier names; hidden entries ignored; an empty folder counts). It does not count when it is
-    missing, when it leads to the embedded root, or when it holds anything else: a name that is not a
+    missing, when it leads to the embedded root (the link ``%air_volume mount`` makes), when it leads to
+    a folder holding the marker ``mount`` leaves in an embedded root (another ``AIR_HOME``'s link: the
+    same files must not be taken for a foreign mount), or when it holds anything else: a name that is not a
     catalog name (``Macintosh HD``), a file, or a disk mounted below it (macOS mounts disks there).
     """
     import os
@@ -86,12 +90,14 @@ def volumes_mount_status() -> tuple[Path | None, str]:
 
     if get("volumes_root") is not None:
         return None, "volumes_root (AIR_VOLUMES_ROOT) is set, so it is used instead of a mount"
-    mount: Path = get("volumes_mount")
+    mount = Path(mount) if mount is not None else get("volumes_mount")
     if not mount.is_dir():
         return None, f"no volumes mount: {mount} is not a folder"
     real = os.path.realpath(mount)
     if real == os.path.realpath(embedded_volumes_root()):
         return None, f"{mount} leads to the embedded root {embedded_volumes_root()}"
+    if os.path.isfile(os.path.join(real, EMBEDDED_MARKER)):
+        return None, f"{mount} leads to {real}, the embedded root of another AIR_HOME (linked by %air_volume mount)"
     fstype = _mount_fstype(real)
     if fstype and fstype.split(".")[0].startswith(_NETWORK_FS):
         return mount, f"{mount} is a {fstype} mount"

@@ -8,8 +8,11 @@
 %air_volume use catalog.schema.volume          default volume for relative paths
 %air_volume cache [--clear [--force]]          live cache view: hit rate, size, evictions, data wait
 %air_volume checkpoints DIR                    live view of the checkpoints saved under DIR
-%air_volume pack SRC DEST [--shard-size 1GiB] [--pattern GLOB] [--dry-run]
+%air_volume pack SRC DEST [--shard-size 1GiB] [--pattern GLOB] [--engine local|spark] [--dry-run]
                                                pack a folder of small files into tar shards
+%air_volume mount [POINT]                      /Volumes/... paths in plain Python (open, torch.save):
+                                               link /Volumes (or POINT) to the embedded root
+%air_volume unmount [POINT]                    remove that link (only a link mount made)
 ... -o VAR                                     also store the result in VAR (create/register/use:
                                                the volume, which they otherwise only print)
 """
@@ -17,6 +20,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -28,7 +32,7 @@ from ..volumes.summary import ListingSummary, VolumesOverview
 from ._common import check_output, output_argument, parse_line, store_output, with_arguments
 from ._state import default_volume, store
 
-COMMANDS = ("ls", "create", "register", "use", "cache", "checkpoints", "pack")
+COMMANDS = ("ls", "create", "register", "use", "cache", "checkpoints", "pack", "mount", "unmount")
 _NARGS = {
     "ls": (0, 1),
     "create": (1, 1),
@@ -37,6 +41,8 @@ _NARGS = {
     "cache": (0, 0),
     "checkpoints": (1, 1),
     "pack": (2, 2),
+    "mount": (0, 1),
+    "unmount": (0, 1),
 }
 _USAGE = {
     "ls": "[PATH]",
@@ -46,8 +52,12 @@ _USAGE = {
     "cache": "no arguments (and --clear to empty it)",
     "checkpoints": "DIR (the folder a CheckpointManager saves into)",
     "pack": "SRC DEST (two folders)",
+    "mount": "[POINT] (default /Volumes, or AIR_VOLUMES_MOUNT)",
+    "unmount": "[POINT] (default /Volumes, or AIR_VOLUMES_MOUNT)",
 }
-_PRINTED = frozenset({"create", "register", "use", "pack"})  # print one line; their value only with -o
+_PRINTED = frozenset(
+    {"create", "register", "use", "pack", "mount", "unmount"}
+)  # print one line; their value only with -o
 
 
 def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -64,6 +74,12 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         argument("--shard-size", metavar="SIZE", help="pack: bytes per shard (default 1GiB)"),
         argument("--dry-run", action="store_true", help="pack: plan and report, write nothing"),
+        argument(
+            "--engine",
+            choices=("local", "spark"),
+            help="pack: 'local' (threads here, the default) or 'spark' (tasks of the Spark session; "
+            "the volume must be mounted at the same path on the executors)",
+        ),
         argument("--exist-ok", action="store_true", help="create: no error if the volume already exists"),
         argument(
             "--clear",
@@ -91,9 +107,17 @@ def run(magics: Any, line: str) -> Any:
 def _command(magics: Any, args: Any) -> Any:
     cmd = args.command
     if cmd is None:
+        from ..volumes.mount import mount_status
+
         st = store()
-        return VolumesOverview(
-            str(st.root), st.kind, str(st.registry.file), magics.default_volume or None, st.volumes()
+        return _Overview(
+            str(st.root),
+            st.kind,
+            str(st.registry.file),
+            magics.default_volume or None,
+            st.volumes(),
+            st.why,
+            mode=str(mount_status()),
         )
     if cmd not in COMMANDS:
         raise UsageError(
@@ -104,8 +128,8 @@ def _command(magics: Any, args: Any) -> Any:
         raise UsageError(f"%air_volume {cmd} takes {_USAGE[cmd]}; got {' '.join(args.args) or 'nothing'}")
     if cmd != "ls" and (args.recursive or (args.pattern and cmd != "pack")):
         raise UsageError(f"-r/--pattern only apply to `ls` (and --pattern to `pack`), not to {cmd!r}")
-    if cmd != "pack" and (args.shard_size or args.dry_run):
-        raise UsageError(f"--shard-size/--dry-run only apply to `pack`, not to {cmd!r}")
+    if cmd != "pack" and (args.shard_size or args.dry_run or args.engine):
+        raise UsageError(f"--shard-size/--engine/--dry-run only apply to `pack`, not to {cmd!r}")
     if cmd != "create" and args.exist_ok:
         raise UsageError(f"--exist-ok only applies to `create`, not to {cmd!r}")
     if cmd != "cache" and args.clear:
@@ -118,6 +142,12 @@ def _command(magics: Any, args: Any) -> Any:
         return _checkpoints(magics, VolumePath.parse(args.args[0], default=default_volume(magics)))
     if cmd == "pack":
         return _pack(magics, args)
+    if cmd in ("mount", "unmount"):
+        from ..volumes.mount import mount, unmount
+
+        status = (mount if cmd == "mount" else unmount)(args.args[0] if args.args else None)
+        print(f"/Volumes in plain Python: {status}")
+        return status
     st = store()
     if cmd == "ls":
         target = args.args[0] if args.args else ""
@@ -190,6 +220,7 @@ def _pack(magics: Any, args: Any) -> Any:
         dest,
         shard_size=args.shard_size or "1GiB",
         pattern=args.pattern,
+        engine=args.engine or "local",
         dry_run=args.dry_run,
         on_progress=show,
         store=store(),
@@ -229,6 +260,22 @@ def _checkpoints(magics: Any, directory: VolumePath) -> Any:
     if magics.widgets and has_widget_frontend():
         return CheckpointView(str(directory))
     return _Text(checkpoints_text(doc))
+
+
+@dataclass
+class _Overview(VolumesOverview):
+    """The overview plus the mode plain Python sees (real mount, embedded via symlink, store only)."""
+
+    mode: str = ""
+
+    def __repr__(self) -> str:
+        head, _, rest = super().__repr__().partition("\n")
+        return f"{head}\nmode: {self.mode}\n{rest}"
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        return super()._repr_html_().replace("<table>", f"<p>mode: {escape(self.mode)}</p><table>", 1)
 
 
 class _Text(str):

@@ -1,7 +1,11 @@
-"""Volumes: validated ``/Volumes/...`` paths and the store that resolves them to storage."""
+"""Volumes: validated ``/Volumes/...`` paths and the store that resolves them to storage.
+
+``mount()`` links ``/Volumes`` to the embedded root so plain Python (``open``, ``torch.save``) takes
+the same paths; registered fsspec volumes are reached through ``volumes://`` URLs, not raw paths."""
 
 import sys
 
+from .mount import MountStatus, mount, mount_status, unmount
 from .path import PREFIX, VolumePath, is_volume_text
 from .registry import VolumeRegistry
 from .store import FileInfo, Location, VolumeInfo, VolumeStore
@@ -33,4 +37,8 @@ __all__ = [
     "Location",
     "PROTOCOL",
     "register_fsspec",
+    "mount",
+    "unmount",
+    "mount_status",
+    "MountStatus",
 ]
