@@ -185,6 +185,14 @@ SETTINGS: tuple[Setting, ...] = (
         _size(positive=True),
         lambda c: None,
     ),
+    Setting(
+        "table_max_bytes",
+        "AIR_TABLE_MAX_BYTES",
+        "1/8 of memory",
+        "the largest estimated result `%air_table --as pandas/numpy/arrow` reads into memory, e.g. `4GiB`",
+        _size(positive=True),
+        lambda c: None,
+    ),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 
@@ -220,6 +228,7 @@ class AirConfig(Configurable):
     spark_driver_memory = _trait("spark_driver_memory", "text")
     spark_idle_timeout = _trait("spark_idle_timeout", "float")
     export_chunk_bytes = _trait("export_chunk_bytes", "size")
+    table_max_bytes = _trait("table_max_bytes", "size")
 
     @validate(*_BY_NAME)
     def _check(self, proposal: Any) -> Any:
