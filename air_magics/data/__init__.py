@@ -1,4 +1,4 @@
-"""Training data from volumes: ``UCVolumeDataset``, ``DataLoader``, ``Checkpointable``.
+"""Training data from volumes and tables: ``UCVolumeDataset``, ``UCDataset``, ``DataLoader``, ``Checkpointable``.
 
 Same names as the reference ``databricks.air.data``. Importing this package is light; torch is
 imported when one of the classes is first used.
@@ -12,6 +12,7 @@ from .checkpointable import Checkpointable
 
 __all__ = [
     "UCVolumeDataset",
+    "UCDataset",
     "DataLoader",
     "Checkpointable",
     "LoaderTiming",
@@ -29,6 +30,10 @@ def __getattr__(name: str) -> Any:
         from .dataset import UCVolumeDataset
 
         return UCVolumeDataset
+    if name == "UCDataset":
+        from .table_dataset import UCDataset
+
+        return UCDataset
     if name in ("DataLoader", "LoaderTiming"):
         from . import loader
 

@@ -1,0 +1,167 @@
+"""Reading a stream's rows from Parquet and turning them into batches. Memory stays bounded.
+
+A stream's slice is read row group by row group with ``ParquetFile.iter_batches`` (only the
+needed columns, ``READ_ROWS`` rows at a time, the filter applied to each record batch), so memory
+holds one record batch, one shuffle window and one batch being converted, whatever the table's
+size. Each window is converted to NumPy/lists once; batches are slices of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from .plan import Piece, StreamPlan, take_range, total, window_perm
+
+__all__ = ["count_rows", "iter_batches", "to_columns", "READ_ROWS"]
+
+READ_ROWS = 65536
+
+
+def count_rows(path: str, row_group: int, expr: Any) -> int:
+    """Rows of one row group that pass *expr* (row-group statistics first, then the filter's columns)."""
+    import pyarrow.dataset as pads
+    import pyarrow.fs as pafs
+
+    frag = pads.ParquetFileFormat().make_fragment(path, filesystem=pafs.LocalFileSystem(), row_groups=[row_group])
+    return frag.count_rows(filter=expr)
+
+
+class _Cursor:
+    """Sequential reader of one row group's rows that pass the filter; position counted after it."""
+
+    def __init__(self, pf: Any, row_group: int, read_cols: list[str], out_cols: list[str], expr: Any) -> None:
+        self._it = pf.iter_batches(batch_size=READ_ROWS, row_groups=[row_group], columns=read_cols, use_threads=False)
+        self.out_cols, self.expr = out_cols, expr
+        self.pos = 0  # filtered position of the first row in self._buf
+        self._buf: Any = None
+
+    def _next(self) -> bool:
+        for b in self._it:
+            if self.expr is not None:
+                b = b.filter(self.expr)
+            if b.num_rows:
+                self._buf = b.select(self.out_cols)
+                return True
+        self._buf = None
+        return False
+
+    def read(self, lo: int, hi: int) -> list[Any]:
+        """Record batches of filtered rows ``lo..hi-1``; *lo* must not be before the cursor."""
+        if lo < self.pos:
+            raise RuntimeError(f"cursor at row {self.pos} cannot go back to {lo}")
+        out = []
+        while lo < hi:
+            if self._buf is None or lo >= self.pos + self._buf.num_rows:
+                if self._buf is not None:
+                    self.pos += self._buf.num_rows
+                if not self._next():
+                    raise RuntimeError(f"row group ended before row {lo}: the file changed while it was read")
+                continue
+            a = lo - self.pos
+            b = min(hi - self.pos, self._buf.num_rows)
+            out.append(self._buf.slice(a, b - a))
+            lo = self.pos + b
+        return out
+
+
+class _Rows:
+    """Reads pieces in order, keeping one cursor (and one open file) per unit while it is used."""
+
+    def __init__(
+        self,
+        units: Sequence[tuple[int, int]],
+        local_path: Callable[[int], str],
+        read_cols: list[str],
+        out_cols: list[str],
+        expr: Any,
+    ) -> None:
+        self.units, self.local_path = units, local_path
+        self.read_cols, self.out_cols, self.expr = read_cols, out_cols, expr
+        self._files: dict[int, Any] = {}
+        self._cursors: dict[int, _Cursor] = {}
+
+    def _file(self, part: int) -> Any:
+        import pyarrow.parquet as pq
+
+        pf = self._files.get(part)
+        if pf is None:
+            if len(self._files) >= 4:
+                self._files.pop(next(iter(self._files)))
+            pf = self._files[part] = pq.ParquetFile(self.local_path(part))
+        return pf
+
+    def read(self, piece: Piece) -> list[Any]:
+        cur = self._cursors.get(piece.unit)
+        if cur is None or piece.lo < cur.pos:
+            part, rg = self.units[piece.unit]
+            if len(self._cursors) >= 4:
+                self._cursors.pop(next(iter(self._cursors)))
+            cur = self._cursors[piece.unit] = _Cursor(self._file(part), rg, self.read_cols, self.out_cols, self.expr)
+        return cur.read(piece.lo, piece.hi)
+
+
+def to_columns(tbl: Any) -> dict[str, Any]:
+    """Each column as a NumPy array (numeric and boolean columns without nulls that NumPy can
+    hold: NaN for missing floats) or a Python list (everything else)."""
+    import numpy as np
+    import pyarrow as pa
+
+    out: dict[str, Any] = {}
+    for name, col in zip(tbl.column_names, tbl.columns, strict=True):
+        t = col.type
+        numeric = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+        if numeric and (col.null_count == 0 or pa.types.is_floating(t)):
+            out[name] = np.ascontiguousarray(col.to_numpy())
+        elif numeric and pa.types.is_integer(t):  # missing ints: float64 with NaN, as pandas does
+            out[name] = col.cast(pa.float64()).to_numpy()
+        else:
+            out[name] = col.to_pylist()
+    return out
+
+
+def _batch(cols: dict[str, Any], a: int, b: int) -> dict[str, Any]:
+    import numpy as np
+    import torch
+
+    return {k: torch.from_numpy(v[a:b].copy()) if isinstance(v, np.ndarray) else v[a:b] for k, v in cols.items()}
+
+
+def iter_batches(
+    plan: StreamPlan,
+    *,
+    units: Sequence[tuple[int, int]],
+    local_path: Callable[[int], str],
+    read_cols: list[str],
+    out_schema: Any,
+    expr: Any,
+    batch_size: int,
+    window: int,
+    shuffle: bool,
+) -> Iterator[dict[str, Any]]:
+    """The stream's batches: windows of its slice read in order, permuted, cut into batches."""
+    import pyarrow as pa
+
+    rows = _Rows(units, local_path, read_cols, list(out_schema.names), expr)
+    n = total(plan.pieces)
+    w = plan.skip // window
+    drop = plan.skip % window
+    carry = out_schema.empty_table()
+    while w * window < n:
+        start, stop = w * window, min(n, (w + 1) * window)
+        batches = [b for p in take_range(plan.pieces, start, stop) for b in rows.read(p)]
+        tbl = pa.Table.from_batches(batches, schema=out_schema)
+        if shuffle:
+            tbl = tbl.take(window_perm(stop - start, shuffle=True, key=(*plan.key, w)))
+        if drop:
+            tbl, drop = tbl.slice(drop), 0
+        if carry.num_rows:
+            tbl = pa.concat_tables([carry, tbl])
+        last = stop >= n
+        full = tbl.num_rows if last else tbl.num_rows // batch_size * batch_size
+        if full:
+            cols = to_columns(tbl.slice(0, full).combine_chunks())
+            for a in range(0, full, batch_size):
+                yield _batch(cols, a, min(a + batch_size, full))
+        carry = tbl.slice(full)
+        w += 1

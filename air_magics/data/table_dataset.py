@@ -1,0 +1,256 @@
+"""``UCDataset``: the rows of a table, streamed from its Parquet files into PyTorch in batches.
+
+No Spark session in the training process: an embedded-store table is read from its warehouse
+folder, an export (or any folder of Parquet files) from a volume through the cache, or from a
+local folder in place. A table on a remote Spark Connect server is exported to a volume first
+(``tables.export_table(name, "/Volumes/...")``) and that folder is passed here.
+
+Rows are split evenly over ranks x DataLoader workers, shuffled per epoch at row-group
+granularity plus a bounded in-memory window, and the position is exact across a checkpoint on any
+grid (rows delivered, not prefetched). The splitting and resume rules are the pure functions of
+:mod:`air_magics.data.table.plan`; reading and batch conversion are in :mod:`.table.reader`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from torch.utils.data import IterableDataset
+
+from ..cache import FileCache
+from ..errors import DatasetError
+from ..volumes.store import VolumeStore
+from . import _dist
+from .dataset import UCVolumeDataset
+from .order import EpochState, Grid, OrderStateError, stream_index, with_progress
+from .table.filter import FilterError, filter_columns, parse_filter
+from .table.plan import StreamPlan, stream_plan
+from .table.reader import count_rows, iter_batches
+from .table.source import TableSchemaError, resolve
+
+__all__ = ["UCDataset", "TableSchemaError", "FilterError"]
+
+_STATE_KIND = "air_magics.UCDataset"
+_STATE_VERSION = 1
+
+
+def _unknown_columns(bad: list[str], have: list[str]) -> DatasetError:
+    import difflib
+
+    near = {b: difflib.get_close_matches(b, have, n=1) for b in bad}
+    hints = "".join(f" ({b!r}: did you mean {n[0]!r}?)" for b, n in near.items() if n)
+    return DatasetError(f"columns {bad} are not in the table{hints}; it has {have}")
+
+
+class UCDataset(IterableDataset):
+    """Batches of a table's rows as dicts: numeric and boolean columns as tensors, others as lists.
+
+    ``source``: a table of the embedded store (``main.demo.features``), a volume folder of Parquet
+    files (``/Volumes/main/demo/exports/features``) or a local folder. ``columns`` selects columns
+    (read from Parquet only those); ``filter`` keeps rows: a SQL condition such as
+    ``"label = 1 AND x1 > 0"`` (comparisons, AND/OR/NOT, IN, BETWEEN, IS NULL; parsed, never
+    executed) or a ``pyarrow.compute`` expression. ``shuffle`` with ``seed`` reshuffles per epoch
+    (``set_epoch``): the order of row groups, and rows within windows of ``window`` rows.
+    ``len(ds)`` is the number of rows (after the filter) per epoch over all ranks. Use it with
+    ``air_magics.data.DataLoader(ds, batch_size=None)`` (the dataset batches itself).
+    """
+
+    def __init__(
+        self,
+        source: str,
+        columns: Sequence[str] | None = None,
+        filter: Any = None,  # noqa: A002 - the reference's name
+        batch_size: int = 1024,
+        shuffle: bool = False,
+        seed: int = 0,
+        *,
+        window: int = 16384,
+        cache: FileCache | None = None,
+        store: VolumeStore | None = None,
+    ) -> None:
+        super().__init__()
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise DatasetError(f"batch_size={batch_size!r} must be a positive integer")
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise DatasetError(f"window={window!r} must be a positive number of rows")
+        self.store = store or (cache.store if cache is not None else VolumeStore())
+        self.table = resolve(source, self.store)
+        self.cache = cache or (FileCache(store=self.store) if self.table.parts[0].volume else None)
+        names = list(self.table.schema.names)
+        if isinstance(columns, str):
+            columns = [c.strip() for c in columns.split(",") if c.strip()]
+        self.columns = list(columns) if columns else names
+        if not self.columns or (bad := [c for c in self.columns if c not in names]):
+            raise _unknown_columns(bad if self.columns else ["(none)"], names)
+        self.filter_text = filter if isinstance(filter, str) else (str(filter) if filter is not None else None)
+        self._expr = parse_filter(filter, self.table.schema)
+        self._read_cols = list(dict.fromkeys(self.columns + filter_columns(self._expr, names)))
+        import pyarrow as pa
+
+        self.out_schema = pa.schema([self.table.schema.field(c) for c in self.columns])
+        self.source, self.batch_size, self.shuffle, self.seed, self.window = source, batch_size, shuffle, seed, window
+        self.units = [(i, rg) for i, p in enumerate(self.table.parts) for rg in range(len(p.row_groups))]
+        if self._expr is None:
+            self.unit_rows = [self.table.parts[i].row_groups[rg] for i, rg in self.units]
+        else:
+            self.unit_rows = [count_rows(self._local(i), rg, self._expr) for i, rg in self.units]
+        self.num_rows = sum(self.unit_rows)
+        self.fingerprint = hashlib.sha1(f"{self.table.fingerprint}\0{self.filter_text}".encode()).hexdigest()[:16]
+        self.prefetch = 64  # batches a DataLoader worker keeps queued (DataLoader sizes prefetch_factor by it)
+        self.epoch = 0
+        self._resume: EpochState | None = None
+        self._stream = 0
+        self._grid = Grid()
+        self._yielded = 0  # batches this stream yielded in the current iteration
+        self._plan_file: str | None = None  # set by a DataLoader with persistent workers
+
+    def _local(self, part: int) -> str:
+        """A local path to read part *part* from: in place, or the cache's copy of a volume file."""
+        p = self.table.parts[part]
+        if not p.volume:
+            return p.key
+        return self.cache.get(p.key, size=p.size, mtime=p.mtime)  # type: ignore[union-attr]
+
+    def __len__(self) -> int:
+        return self.num_rows
+
+    def __repr__(self) -> str:
+        return (
+            f"UCDataset({self.source!r}, rows={self.num_rows}, columns={self.columns}, filter={self.filter_text!r}, "
+            f"batch_size={self.batch_size}, files={len(self.table.parts)}, row_groups={len(self.units)}, "
+            f"shuffle={self.shuffle}, epoch={self.epoch})"
+        )
+
+    # -- epochs and state ---------------------------------------------------------------------------
+    def set_epoch(self, epoch: int) -> None:
+        """Start *epoch* (changes the shuffle) from its beginning."""
+        self.epoch = int(epoch)
+        self._resume = None
+
+    def _epoch_state(self) -> EpochState:
+        base = self._resume
+        if base is not None and base.epoch == self.epoch:
+            return EpochState(base.seed, base.epoch, base.n, base.shuffle, base.fingerprint, list(base.segments))
+        return EpochState(self.seed, self.epoch, self.num_rows, self.shuffle, self.fingerprint)
+
+    def _stream_plan(self, st: EpochState, grid: Grid, stream: int) -> StreamPlan:
+        try:
+            return stream_plan(st, self.unit_rows, self.window, grid, stream)
+        except OrderStateError as exc:
+            raise DatasetError(str(exc)) from None
+
+    def _progress(self, grid: Grid, delivered: dict[int, int]) -> EpochState:
+        """The epoch state after this run's *delivered* batches per stream (converted to rows)."""
+        st = self._epoch_state()
+        rows = {s: min(b * self.batch_size, self._stream_plan(st, grid, s).rows) for s, b in delivered.items()}
+        try:
+            return with_progress(st, grid, rows)
+        except OrderStateError as exc:
+            raise DatasetError(str(exc)) from None
+
+    def _continue_from(self, grid: Grid, delivered: dict[int, int]) -> None:
+        """Local (no collective) bookkeeping when a loader is re-iterated mid-epoch."""
+        self._resume = self._progress(grid, delivered)
+
+    def state_dict(
+        self, delivered: dict[int, int] | None = None, grid: Grid | None = None, epoch_done: bool = False
+    ) -> dict[str, Any]:
+        """Progress of the current epoch in rows delivered per stream. Iterated directly, this counts
+        the batches this process yielded; the DataLoader passes the batches it *delivered*. With
+        ``torch.distributed`` initialised it is a collective (every rank's progress is gathered)."""
+        if epoch_done:
+            st = EpochState(self.seed, self.epoch + 1, self.num_rows, self.shuffle, self.fingerprint)
+        else:
+            grid = grid or self._grid
+            st = self._progress(grid, delivered if delivered is not None else {self._stream: self._yielded})
+            counts = _dist.gather_counts(grid.streams, {s: c for s, c in enumerate(st.segments[-1][1]) if c >= 0})
+            st.segments[-1] = (grid, counts)
+        return {
+            "kind": _STATE_KIND,
+            "version": _STATE_VERSION,
+            "source": self.source,
+            "schema": self.table.schema_text(),
+            "filter": self.filter_text,
+            "window": self.window,
+            **st.to_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume from :meth:`state_dict`, on the same or a different grid (batch size may differ)."""
+        if not isinstance(state, dict) or state.get("kind") != _STATE_KIND or state.get("version") != _STATE_VERSION:
+            got = state.get("kind", state.get("version")) if isinstance(state, dict) else type(state).__name__
+            raise DatasetError(f"not a UCDataset state ({got!r}); pass what UCDataset.state_dict() returned")
+        if state.get("schema") != self.table.schema_text():
+            old, new = state.get("schema") or [], self.table.schema_text()
+            gone = [c for c in old if c not in new]
+            added = [c for c in new if c not in old]
+            raise TableSchemaError(
+                f"the schema of {self.source} changed since the state was saved (was {gone}, now {added}); "
+                f"a resumed epoch would not yield the same rows: start the epoch fresh (set_epoch) instead"
+            )
+        if state.get("filter") != self.filter_text or state.get("window") != self.window:
+            raise DatasetError(
+                f"state was saved with filter={state.get('filter')!r}, window={state.get('window')}; this dataset has "
+                f"filter={self.filter_text!r}, window={self.window}: build it the same way to resume"
+            )
+        try:
+            st = EpochState.from_dict(state)
+        except OrderStateError as exc:
+            raise DatasetError(str(exc)) from None
+        if st.fingerprint != self.fingerprint or st.n != self.num_rows:
+            raise DatasetError(
+                f"the data of {self.source} changed since the state was saved ({st.n} rows then, {self.num_rows} now; "
+                f"files rewritten); start the epoch fresh (set_epoch) instead"
+            )
+        if st.shuffle != self.shuffle or st.seed != self.seed:
+            raise DatasetError(
+                f"state has shuffle={st.shuffle}, seed={st.seed}; this dataset has shuffle={self.shuffle}, seed={self.seed}"
+            )
+        self.epoch, self._resume = st.epoch, st
+
+    # -- iteration ----------------------------------------------------------------------------------
+    def _follow_plan(self) -> None:
+        """In a persistent DataLoader worker: the epoch and resume point written for this iteration."""
+        with open(self._plan_file) as f:  # type: ignore[arg-type]
+            plan = json.load(f)
+        self.epoch = int(plan["epoch"])
+        self._resume = EpochState.from_dict(plan["resume"]) if plan.get("resume") else None
+
+    def batches_per_stream(self, grid: Grid | None = None) -> list[int]:
+        """Batches each stream of *grid* (default: this process's) yields from the current position."""
+        grid = grid or Grid(*_dist.rank_and_world()[1:], 1)
+        st = self._epoch_state()
+        return [math.ceil(self._stream_plan(st, grid, s).rows / self.batch_size) for s in range(grid.streams)]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        rank, world = _dist.rank_and_world()
+        worker, workers, in_worker = _dist.worker()
+        if self._plan_file is not None and in_worker is not None:
+            self._follow_plan()
+        grid = Grid(world, workers)
+        s = stream_index(grid, rank, worker)
+        plan = self._stream_plan(self._epoch_state(), grid, s)
+        self._grid, self._stream, self._yielded = grid, s, 0
+        for batch in iter_batches(
+            plan,
+            units=self.units,
+            local_path=self._local,
+            read_cols=self._read_cols,
+            out_schema=self.out_schema,
+            expr=self._expr,
+            batch_size=self.batch_size,
+            window=self.window,
+            shuffle=self.shuffle,
+        ):
+            self._yielded += 1
+            yield batch
+
+
+# air_magics.data.DataLoader drives datasets it recognises as UCVolumeDataset through the same
+# protocol (plan file, (stream, yielded) tags, state_dict(delivered, grid, epoch_done),
+# _continue_from); UCDataset implements that protocol, so it is registered as a virtual subclass.
+UCVolumeDataset.register(UCDataset)
