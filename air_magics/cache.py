@@ -11,7 +11,10 @@ source is unchanged.
 * **Bounded**: a byte ``limit`` and a free-disk ``reserve``; least recently used entries go first.
   An entry handed out in the last ``pin_seconds`` is never evicted (that is the guarantee a
   yielded path relies on), and an entry whose source no longer exists is never evicted (it may be
-  the only copy left).
+  the only copy left). When nothing may be evicted, a miss is not added past the limit: it is
+  served from a bounded per-process overflow window (:mod:`air_magics.cache_overflow`), so the
+  limit holds within that window, and a scan's resident subset (a dataset read every epoch)
+  keeps hitting instead of thrashing.
 * **Many processes**: the index and the statistics live in one SQLite database (WAL); fetches
   write to a temp name and rename; a striped file lock makes concurrent requests for one path
   fetch it once. Connections and locks are created lazily per process, so a ``FileCache``
@@ -37,11 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from . import config
+from .cache_evict import drop, make_room
 from .cache_hits import HitLog
-from .cache_index import checkpoint, open_index, transaction, translate_disk_full, wal_headroom
+from .cache_index import checkpoint, open_index, transaction, translate_disk_full
+from .cache_overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency
 from .errors import CacheLimitError, VolumeNotFoundError
 from .events import CacheEvent, Throttle, channel
-from .io.confined import is_within
 from .io.locks import ProcessFileLock
 from .io.units import fmt_bytes
 from .snapshots import CacheInfo  # the value cache events carry; it lives below the events
@@ -50,7 +54,7 @@ from .transfer.file import source_stat
 from .volumes.path import VolumePath
 from .volumes.store import Location, VolumeStore
 
-__all__ = ["FileCache", "CacheInfo", "ClearReport"]
+__all__ = ["FileCache", "CacheInfo", "ClearReport", "Residency"]
 
 _STRIPES = 256
 _OPEN_LOCK = threading.Lock()
@@ -83,7 +87,8 @@ class FileCache:
 
     ``root`` defaults to ``$AIR_CACHE_DIR`` (``$AIR_HOME/cache``); ``limit`` to ``$AIR_CACHE_LIMIT``
     (``None``: only the reserve bounds it); ``reserve`` to ``$AIR_CACHE_RESERVE`` (1 GiB). Sizes
-    accept ``"10GiB"``-style strings.
+    accept ``"10GiB"``-style strings. ``overflow_files``: how many files a process may hold past a
+    full cache, each valid until that many more files are handed out (see :mod:`.cache_overflow`).
     """
 
     def __init__(
@@ -95,13 +100,21 @@ class FileCache:
         pin_seconds: float = 30.0,
         store: VolumeStore | None = None,
         retries: int = 4,
+        overflow_files: int = DEFAULT_OVERFLOW_FILES,
     ) -> None:
         self.root = Path(root) if root is not None else config.cache_dir()
         self.limit = config.parse_size(limit, "cache limit") if limit is not None else config.cache_limit()
         self.reserve = config.parse_size(reserve, "cache reserve") if reserve is not None else config.cache_reserve()
         if self.limit is not None and self.limit <= 0:
             raise CacheLimitError(f"cache limit {limit!r} must be positive: give e.g. '10GiB', or None for no limit")
+        if overflow_files < 1:
+            raise CacheLimitError(
+                f"overflow_files={overflow_files!r} must be at least 1: it bounds how many files past a full "
+                f"cache stay valid, and should exceed the items a loader keeps in flight (default "
+                f"{DEFAULT_OVERFLOW_FILES})"
+            )
         self.pin_seconds = pin_seconds
+        self.overflow_files = overflow_files
         self.retries = retries
         self.store = store or VolumeStore()
         self._reset_process_state()
@@ -115,10 +128,11 @@ class FileCache:
         self._status = Throttle(0.5)
         self._wal_check = Throttle(5.0)
         self._hits = HitLog(self.pin_seconds)
+        self._overflow = OverflowWindow(self.root, self.overflow_files)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for k in ("_pid", "_db", "_db_lock", "_stripes", "_status", "_wal_check", "_hits"):
+        for k in ("_pid", "_db", "_db_lock", "_stripes", "_status", "_wal_check", "_hits", "_overflow"):
             state.pop(k, None)
         return state
 
@@ -152,6 +166,10 @@ class FileCache:
                     self._stripes[i] = (threading.Lock(), ProcessFileLock(self.root / "locks" / f"{i:03d}.lock"))
         return self._stripes[i]
 
+    @staticmethod
+    def _stripe_index(key: str) -> int:
+        return _stripe_of(key)
+
     def _try_stripe(self, i: int, wait: float) -> tuple[threading.Lock, Any] | None:
         """Stripe *i*'s locks if they can be had within *wait* seconds (0: only if free now), else None."""
         tlock, flock = self._stripe_at(i)
@@ -176,6 +194,7 @@ class FileCache:
         size: int | None = None,
         mtime: float | None = None,
         src: Location | None = None,
+        keep: Residency | None = None,
     ) -> str:
         """Local path of *path*'s current content, fetching it on a miss.
 
@@ -184,7 +203,23 @@ class FileCache:
         mounted source: a path the index does not hold is fetched at once when no byte limit is
         set (size and mtime come from the opened file, no separate stat); otherwise the source is
         stat'ed first (one round trip) and validated or fetched as usual.
+
+        ``keep``: the caller's resident subset (a dataset's files read since its previous epoch),
+        which this miss must not evict. A miss that finds no room within the limit is served from
+        the process's overflow window instead of growing the cache (see :mod:`.cache_overflow`).
         """
+        local = self._get(path, size, mtime, src, keep)
+        self._overflow.handed_out()
+        return local
+
+    def _get(
+        self,
+        path: str | VolumePath,
+        size: int | None,
+        mtime: float | None,
+        src: Location | None,
+        keep: Residency | None,
+    ) -> str:
         vp = VolumePath.parse(path)
         key = str(vp)
         local = self.local_path(vp)
@@ -211,7 +246,8 @@ class FileCache:
                     f"{key} is {fmt_bytes(size)} but the cache limit is {fmt_bytes(self.limit)}; raise the limit "
                     f"(FileCache(limit=...) or AIR_CACHE_LIMIT) above the largest file"
                 )
-            self._make_room(size)
+            if not make_room(self, size, keep):
+                return self._overflow_fetch(vp, src or self.store.locate(vp), size, mtime)
             task = CopyTask(
                 src or self.store.locate(vp), Location(str(local), root=str(self.root / "files")), size, mtime
             )
@@ -228,10 +264,21 @@ class FileCache:
         with tlock, flock, translate_disk_full(self.root, self.reserve, f"fetching {key}"):
             if self._indexed(key):  # another process fetched it meanwhile: validate that one
                 return False
-            self._make_room(0)  # the reserve (no limit is set here): at most this one file's size over it
+            make_room(self, 0)  # the reserve (no limit is set here): at most this one file's size over it
             n = copy_one(CopyTask(src, Location(str(local), root=str(self.root / "files"))), retries=self.retries)
             self._record(key, local, n, os.stat(local).st_mtime)  # the copy carries the source's mtime
         return True
+
+    def _overflow_fetch(self, vp: VolumePath, src: Location, size: int, mtime: float) -> str:
+        """Fetch into the overflow window: no room within the limit without evicting what is in use."""
+        root = str(self._overflow.base)
+
+        def copy(dest: str) -> int:
+            return copy_one(CopyTask(src, Location(dest, root=root), size, mtime), retries=self.retries)
+
+        local, n = self._overflow.fetch("/".join((vp.catalog, vp.schema, vp.volume, *vp.parts)), copy)
+        self._count(misses=1, bytes_fetched=n, overflows=1)
+        return local
 
     def _indexed(self, key: str) -> bool:
         db, lock = self._conn()
@@ -247,7 +294,10 @@ class FileCache:
         """The local path if *path* is cached and valid for this size/mtime, else ``None`` (no fetch)."""
         vp = VolumePath.parse(path)
         local = self.local_path(vp)
-        return str(local) if self._hit(str(vp), local, size, mtime) else None
+        if not self._hit(str(vp), local, size, mtime):
+            return None
+        self._overflow.handed_out()
+        return str(local)
 
     def _hit(self, key: str, local: Path, size: int, mtime: float) -> bool:
         """Serve from the cache if valid. Entries this process validated recently are served from
@@ -322,105 +372,6 @@ class FileCache:
     def _disk_full(self, doing: str) -> Any:
         return translate_disk_full(self.root, self.reserve, doing)
 
-    def _make_room(self, incoming: int) -> None:
-        """Evict least recently used, unpinned entries whose source still exists.
-
-        The index's WAL is bounded here too, and what it may still grow by is counted against the
-        reserve (it shares the disk with the cached files)."""
-        db, lock = self._conn()
-        with lock:
-            total = db.execute("SELECT value FROM counters WHERE name='total_bytes'").fetchone()[0]
-            if self._wal_check.ready() and wal_headroom(self.root) == 0:
-                checkpoint(db)
-        free = shutil.disk_usage(self.root).free - wal_headroom(self.root)
-        need = max((total + incoming - self.limit) if self.limit is not None else 0, self.reserve - (free - incoming))
-        if need <= 0:
-            return
-        cutoff = time.time() - self.pin_seconds
-        with lock:
-            rows = db.execute(
-                "SELECT key, local, size FROM entries WHERE last_access < ? ORDER BY last_access LIMIT 1024", (cutoff,)
-            ).fetchall()
-        victims: list[str] = []
-        for key, _local, size in rows:
-            if need <= 0:
-                break
-            try:
-                if not self.store.exists(key):
-                    continue  # the source is gone: this copy may be the only one left
-            except Exception:  # an unreachable source is not proof of absence: keep it
-                continue
-            victims.append(key)
-            need -= size
-        # never wait here: the caller holds its own stripe, and a busy stripe is being fetched right now
-        self._drop(victims, cutoff, wait=0.0, evictions=True)
-
-    def _drop(self, keys: list[str], cutoff: float | None, *, wait: float, evictions: bool) -> tuple[int, int, int]:
-        """Remove the entries of *keys* and their files; ``(files removed, their bytes, entries kept)``.
-
-        Each stripe's entries are removed under that stripe's lock, so a fetch of the same key can
-        never land between deleting the row and unlinking the file. An entry used since *cutoff*
-        (``None``: no pin) is kept, and so is every entry of a stripe not free within *wait* s."""
-        by_stripe: dict[int, list[str]] = {}
-        for key in keys:
-            by_stripe.setdefault(_stripe_of(key), []).append(key)
-        db, lock = self._conn()
-        files, real_dirs = str(self.root / "files"), {"": os.path.realpath(self.root / "files")}
-        cut = float("inf") if cutoff is None else cutoff
-        removed = nbytes = kept = 0
-        for i, group in by_stripe.items():
-            locks = self._try_stripe(i, wait)
-            if locks is None:
-                kept += len(group)
-                continue
-            try:
-                gone: list[tuple[str, str, int]] = []
-                with lock, self._disk_full("removing cached files"), transaction(db):
-                    for n in range(0, len(group), 500):  # SQLite allows 999+ parameters per statement
-                        chunk = group[n : n + 500]
-                        # "+last_access": look rows up by key, not by scanning the LRU index
-                        where = f"+last_access < ? AND key IN ({','.join('?' * len(chunk))})"
-                        gone += db.execute(
-                            f"SELECT key, local, size FROM entries WHERE {where}", (cut, *chunk)
-                        ).fetchall()
-                        db.execute(f"DELETE FROM entries WHERE {where}", (cut, *chunk))
-                    self._add(db, evictions=len(gone) if evictions else 0, total_bytes=-sum(r[2] for r in gone))
-                owned = [r for r in gone if self._unlink_owned(r[0], r[1], files, real_dirs)]
-            finally:
-                locks[1].release()
-                locks[0].release()
-            removed += len(owned)
-            nbytes += sum(r[2] for r in owned)
-            kept += len(group) - len(gone)
-        return removed, nbytes, kept
-
-    def _unlink_owned(self, key: str, local: str, files: str, real_dirs: dict[str, str]) -> bool:
-        """Unlink *local* only if it is this cache's own file for *key* (``<root>/files`` + the key's
-        path, no ``..``) in a folder whose real path is inside ``files`` (no link out of it). An index
-        entry is data: it may be crafted or damaged. *real_dirs* caches real paths per folder."""
-        own = (
-            key.startswith("/Volumes/") and local == files + key[len("/Volumes") :] and os.path.normpath(local) == local
-        )
-        if own:
-            parent = os.path.dirname(local)
-            if parent not in real_dirs:
-                real_dirs[parent] = os.path.realpath(parent)
-            own = is_within(real_dirs[parent], real_dirs[""])
-        if not own:
-            _log.warning(
-                "cache %s: index entry %r names %r, which is not the cache's own file for it; "
-                "dropped the entry, left the file",
-                self.root,
-                key,
-                local,
-            )
-            return False
-        try:
-            os.unlink(local)
-        except FileNotFoundError:
-            pass  # removed behind the cache's back: nothing left to free
-        return True
-
     # -- inspection -------------------------------------------------------------------------------
     def info(self) -> CacheInfo:
         self.flush_hits()  # this process's batched hits count too
@@ -440,6 +391,7 @@ class FileCache:
             counters["bytes_hit"],
             counters["bytes_fetched"],
             counters["evictions"],
+            counters["overflows"],
         )
 
     def clear(self, *, reset_stats: bool = False, force: bool = False) -> ClearReport:
@@ -453,7 +405,7 @@ class FileCache:
         with lock:
             keys = [k for (k,) in db.execute("SELECT key FROM entries")]
         cutoff = None if force else time.time() - self.pin_seconds
-        removed, nbytes, kept = self._drop(keys, cutoff, wait=_CLEAR_WAIT, evictions=False)
+        removed, nbytes, kept = drop(self, keys, cutoff, wait=_CLEAR_WAIT, evictions=False)
         with lock:
             with self._disk_full("clearing"), transaction(db):
                 db.execute(

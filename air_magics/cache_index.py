@@ -43,7 +43,7 @@ __all__ = [
 
 INDEX_NAME = "index.sqlite"
 WAL_LIMIT = 4 << 20  # bytes the WAL is truncated to after a checkpoint, and may grow by before one
-COUNTERS = ("hits", "misses", "bytes_hit", "bytes_fetched", "evictions", "total_bytes")
+COUNTERS = ("hits", "misses", "bytes_hit", "bytes_fetched", "evictions", "total_bytes", "overflows")
 _BUSY_MS = 60_000
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries(key TEXT PRIMARY KEY, local TEXT NOT NULL, size INTEGER NOT NULL,

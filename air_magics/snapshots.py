@@ -66,6 +66,7 @@ class CacheInfo:
     bytes_hit: int
     bytes_fetched: int
     evictions: int
+    overflows: int = 0  # misses served past a full cache (the overflow window), not kept
 
     @property
     def hit_rate(self) -> float:
@@ -81,6 +82,7 @@ class CacheInfo:
             f"cache {self.root}: {self.entries:,} files, {fmt_bytes(self.bytes)} (limit {limit}, free disk "
             f"{fmt_bytes(self.free_disk)}); hit rate {self.hit_rate:.1%} ({self.hits:,} hits, {self.misses:,} misses); "
             f"{fmt_bytes(self.bytes_hit)} served, {fmt_bytes(self.bytes_fetched)} fetched; {self.evictions:,} evictions"
+            + (f"; {self.overflows:,} served past the limit" if self.overflows else "")
         )
 
 

@@ -265,7 +265,8 @@ class DataLoader(tud.DataLoader):
         if self._plan_file is None:
             return
         resume = ds._resume.to_dict() if ds._resume is not None and ds._resume.epoch == ds.epoch else None
-        write_json_atomic(self._plan_file, {"epoch": ds.epoch, "resume": resume})
+        # "started": one clock for every worker's resident subset (see UCVolumeDataset.__iter__)
+        write_json_atomic(self._plan_file, {"epoch": ds.epoch, "resume": resume, "started": time.time()})
 
     def _emit(self, state: str) -> None:
         if channel.listening(self.listeners):

@@ -57,7 +57,14 @@ def advice(cache: dict[str, Any], loader: dict[str, Any] | None) -> list[str]:
     out = []
     hits, misses, evictions = cache.get("hits", 0), cache.get("misses", 0), cache.get("evictions", 0)
     limit = cache.get("limit")
-    if evictions and hits < misses:
+    overflows = cache.get("overflows", 0)
+    if overflows:
+        out.append(
+            f"{overflows:,} files did not fit in the cache limit ({fmt_bytes(limit)}) and were streamed past it: "
+            f"the cache keeps a stable part of the data resident, so later epochs hit on that part only; raise "
+            f"the limit (%config AirMagics.cache_limit, AIR_CACHE_LIMIT) to the data set's size for all hits"
+        )
+    elif evictions and hits < misses:
         size = f"its limit ({fmt_bytes(limit)})" if limit else "the disk's free space less the reserve"
         out.append(
             f"hits are low because the data does not fit: {size} is smaller than what the loop reads, so "
