@@ -1,15 +1,16 @@
 """``%air_table``: tables through Spark Connect.
 
     %air_table NAME                                   schema, row count, preview
-    %air_table NAME --as pandas|numpy|arrow -o VAR    [--columns a,b] [--where EXPR] [--limit N]
-    %air_table --sql "SELECT ..." [--as ...] [-o VAR]
+    %air_table NAME --as pandas|numpy|arrow -o VAR    [--columns a,b] [--where EXPR] [--limit N] [--max-bytes 4GiB]
+    %air_table --sql "SELECT ... FROM main.ds.t" [--as ...] [-o VAR]
     %air_table NAME --to /Volumes/... [--mode overwrite|error] [--as datasets -o VAR]   (--export DEST too)
     %air_table --tables [catalog.schema]
     ... --remote sc://host:15002                      use that server instead of the default
 
 ``--to`` is a destination, as in ``%%air_copy``; the form of the result is ``--as``. The old
 ``--to pandas|numpy|arrow|datasets`` still works and prints one deprecation line. ``-o VAR``
-stores the result in VAR and returns it, as in every magic.
+stores the result in VAR and returns it, as in every magic. A read into memory is refused when its
+estimated size is above ``--max-bytes`` (default: the ``table_max_bytes`` setting, else 1/8 of memory).
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
         argument("--columns", metavar="A,B", help="only these columns"),
         argument("--where", metavar="EXPR", help="filter rows with a SQL expression"),
         argument("--limit", type=int, metavar="N", help="at most N rows"),
-        argument("--sql", metavar="QUERY", help="run this query instead of reading a table"),
+        argument("--sql", metavar="QUERY", help="run this query (tables as catalog.schema.table) instead of a table"),
+        argument("--max-bytes", dest="max_bytes", metavar="SIZE", help="refuse reads estimated above SIZE, e.g. 4GiB"),
         argument(
             "--to",
             dest="to",
@@ -77,6 +79,23 @@ def normalise(args: Any) -> Any:
     return args
 
 
+class _ShownOnFirstEvent:
+    """An export's progress view, made at its first event: an export refused by its checks (bad
+    mode, existing destination) shows no progress line or bar before its error."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make, self.view = make, None
+
+    def __call__(self, doc: Any) -> None:
+        if self.view is None:
+            self.view = self.make()
+        self.view(doc)
+
+    def close(self, result: Any) -> None:
+        if self.view is not None:
+            self.view.close(result)
+
+
 def run(magics: Any, line: str) -> Any:
     from .. import tables
 
@@ -86,19 +105,22 @@ def run(magics: Any, line: str) -> Any:
     kw: dict[str, Any] = {"remote": args.remote, "user_ns": ns}
     columns = [c for c in (args.columns or "").split(",") if c.strip()] or None
     if args.tables:
-        if args.sql or args.export or args.form:
-            raise UsageError("--tables lists tables; it takes no --sql, --to/--export or --as")
+        if args.sql or args.export or args.form or args.max_bytes:
+            raise UsageError("--tables lists tables; it takes no --sql, --to/--export, --as or --max-bytes")
         return store_output(magics, args.output, tables.list_tables(args.name, **kw))
     if args.sql and args.name:
         raise UsageError(f"give a table NAME or --sql, not both (got {args.name!r} and --sql)")
     if not args.sql and not args.name:
         raise UsageError('%air_table needs a table NAME, --sql "SELECT ..." or --tables (see %air_table?)')
+    if args.max_bytes is not None and args.export:
+        raise UsageError("--max-bytes limits a read into memory; an export (--to/--export) writes files instead")
     if args.export and args.form not in (None, "datasets"):
         raise UsageError(f"an export is returned as is or --as datasets, not --as {args.form}")
     if args.export:
         from ..widgets.job_progress import export_progress_view
 
-        view = export_progress_view(f"export to {args.export}", widget=None if magics.widgets else False)
+        title, widget = f"export to {args.export}", None if magics.widgets else False
+        view = _ShownOnFirstEvent(lambda: export_progress_view(title, widget=widget))
         result = None
         try:
             result = tables.export_table(
@@ -118,12 +140,14 @@ def run(magics: Any, line: str) -> Any:
         return store_output(magics, args.output, result.load_dataset() if args.form == "datasets" else result)
     if args.form == "datasets":
         raise UsageError("--as datasets loads an export: add --export /Volumes/... (or use --as pandas)")
-    if args.form is None and not args.sql and not (columns or args.where or args.limit is not None):
+    if args.form is None and not args.sql and not (columns or args.where or args.limit is not None or args.max_bytes):
         return store_output(magics, args.output, tables.describe_table(args.name, **kw))
     to = args.form or "pandas"
     if args.sql:
         if columns or args.where or args.limit is not None:
             raise UsageError("--columns/--where/--limit apply to a table; put them in the --sql query")
-        return store_output(magics, args.output, tables.read_sql(args.sql, to=to, **kw))
-    frame = tables.read_table(args.name, columns=columns, where=args.where, limit=args.limit, to=to, **kw)
+        return store_output(magics, args.output, tables.read_sql(args.sql, to=to, max_bytes=args.max_bytes, **kw))
+    frame = tables.read_table(
+        args.name, columns=columns, where=args.where, limit=args.limit, to=to, max_bytes=args.max_bytes, **kw
+    )
     return store_output(magics, args.output, frame)

@@ -34,7 +34,7 @@ from ..snapshots import ExportProgress
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
 from .names import TableName
-from .ops import table_frame
+from .ops import sql_frame, table_frame
 from .session import get_session, guarded
 from .stream import chunk_bytes, write_parquet_stream
 
@@ -73,7 +73,9 @@ class _Progress:
     """Spark Connect progress handler and the client writer's counts -> export events.
 
     Events go to the call's listeners and the process-wide channel; ``on_progress(dict)``, the
-    short form, gets the event's document form at most every 0.3 s (as it always did).
+    short form, gets the event's document form at most every 0.3 s (as it always did). Tasks add
+    up over the export's Spark operations (a client export runs several), an event that would say
+    nothing new is not sent, and the last one (``done``) counts every task as done.
     """
 
     def __init__(
@@ -81,20 +83,31 @@ class _Progress:
     ) -> None:
         self.job, self.dest, self.started = job, dest, time.time()
         self.progress = ExportProgress()
+        self.state = ""
+        self.ops: dict[Any, tuple[int, int, int]] = {}
         self.also: tuple[Listener, ...] = tuple(listeners)
         if on_progress is not None:
             self.also += (throttled(lambda e: on_progress(e.to_dict()), 0.3),)
 
     def __call__(self, stages: Any, inflight_tasks: int, operation_id: Any, done: bool) -> None:
         stages = list(stages or [])
-        self.update(
-            tasks=sum(s.num_tasks for s in stages),
-            tasks_done=sum(s.num_completed_tasks for s in stages),
-            bytes_read=sum(s.num_bytes_read for s in stages),
+        if not stages:
+            return
+        self.ops[operation_id] = (
+            sum(s.num_tasks for s in stages),
+            sum(s.num_completed_tasks for s in stages),
+            sum(s.num_bytes_read for s in stages),
         )
+        tasks, tasks_done, read = (sum(v[i] for v in self.ops.values()) for i in range(3))
+        self.update(tasks=tasks, tasks_done=tasks_done, bytes_read=read)
 
     def update(self, state: str = "running", **info: Any) -> None:
-        self.progress = dataclasses.replace(self.progress, **info)
+        if state == "done" and self.progress.tasks:
+            info.setdefault("tasks_done", self.progress.tasks)
+        new = dataclasses.replace(self.progress, **info)
+        if new == self.progress and state == self.state:
+            return
+        self.progress, self.state = new, state
         channel.emit(
             ExportEvent(job=self.job, state=state, dest=self.dest, progress=self.progress, started=self.started),
             self.also,
@@ -182,7 +195,7 @@ def export_table(
     prog.update()
 
     def run() -> None:
-        df = s.spark.sql(sql) if sql is not None else table_frame(s, source, columns=columns, where=where, limit=limit)
+        df = sql_frame(s, sql) if sql is not None else table_frame(s, source, columns=columns, where=where, limit=limit)
         if sql is not None and (columns or where or limit is not None):
             df = df.select(*columns) if columns else df
             df = df.where(where) if where else df

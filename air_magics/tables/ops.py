@@ -14,6 +14,8 @@ from typing import Any
 from ..errors import TablesError
 from .names import TableName, split_database
 from .session import Session, get_session, guarded
+from .size_guard import check_size, max_bytes_limit
+from .sql import rewrite_sql
 
 __all__ = [
     "read_table",
@@ -22,6 +24,7 @@ __all__ = [
     "list_tables",
     "describe_table",
     "table_frame",
+    "sql_frame",
     "convert",
     "TableSummary",
     "FORMATS",
@@ -47,6 +50,18 @@ def table_frame(
     return df
 
 
+def sql_frame(s: Session, query: str) -> Any:
+    """A lazy Spark DataFrame for *query*; on the embedded store ``catalog.schema.table`` references
+    are rewritten to the store's spelling (:mod:`air_magics.tables.sql`), elsewhere it goes as written."""
+    if s.embedded:
+        query = rewrite_sql(query, temp_views=lambda: _temp_views(s)).sql
+    return s.spark.sql(query)
+
+
+def _temp_views(s: Session) -> set[str]:
+    return {t.name for t in s.spark.catalog.listTables() if t.isTemporary}
+
+
 def convert(df: Any, to: str) -> Any:
     if to == "pandas":
         return df.toPandas()
@@ -64,32 +79,57 @@ def read_table(
     where: str | None = None,
     limit: int | None = None,
     to: str = "pandas",
+    max_bytes: int | str | None = None,
     remote: str | None = None,
     user_ns: dict[str, Any] | None = None,
 ) -> Any:
-    """A table (or a selection of it) as pandas, a NumPy structured array, or Arrow."""
+    """A table (or a selection of it) as pandas, a NumPy structured array, or Arrow.
+
+    Refused before anything is transferred when its estimated size is above *max_bytes* (bytes or
+    ``"4GiB"``; default: the ``table_max_bytes`` setting, else 1/8 of memory), see
+    :mod:`air_magics.tables.size_guard`."""
     if to not in FORMATS:
         convert(None, to)
     TableName.parse(name)  # a bad name is refused before any server is started
     if limit is not None and limit < 0:
         raise TablesError(f"limit {limit} must be >= 0")
+    cap = max_bytes_limit(max_bytes)
     s = get_session(remote, user_ns=user_ns)
-    return guarded(
-        s, f"reading {name}", lambda: convert(table_frame(s, name, columns=columns, where=where, limit=limit), to)
-    )
+
+    def run() -> Any:
+        df = table_frame(s, name, columns=columns, where=where, limit=limit)
+        check_size(df, cap, f"reading {name}")
+        return convert(df, to)
+
+    return guarded(s, f"reading {name}", run)
 
 
 def read_sql(
-    query: str, *, to: str = "pandas", remote: str | None = None, user_ns: dict[str, Any] | None = None
+    query: str,
+    *,
+    to: str = "pandas",
+    max_bytes: int | str | None = None,
+    remote: str | None = None,
+    user_ns: dict[str, Any] | None = None,
 ) -> Any:
-    """A SQL query's result as pandas, NumPy or Arrow (on the embedded store, tables are named
-    ``spark_catalog.<catalog>__<schema>.<table>``)."""
+    """A SQL query's result as pandas, NumPy or Arrow.
+
+    Tables are named ``catalog.schema.table`` (or ``schema.table``, ``table``) on every store; the
+    embedded store's own spelling ``spark_catalog.<catalog>__<schema>.<table>`` works too. The
+    result is size-checked like :func:`read_table`."""
     if not query or not query.strip():
         raise TablesError("empty query: pass a SELECT statement")
     if to not in FORMATS:
         convert(None, to)
+    cap = max_bytes_limit(max_bytes)
     s = get_session(remote, user_ns=user_ns)
-    return guarded(s, "running the query", lambda: convert(s.spark.sql(query), to))
+
+    def run() -> Any:
+        df = sql_frame(s, query)
+        check_size(df, cap, "running the query")
+        return convert(df, to)
+
+    return guarded(s, "running the query", run)
 
 
 def write_table(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import threading
@@ -14,6 +15,7 @@ from typing import Any, TypeVar
 from ..errors import AirError, TablesError
 from . import activity
 from .server import ensure_server, store_dir
+from .spark_errors import first_line, one_line, quiet_pyspark_logs
 
 __all__ = ["Session", "get_session", "guarded", "quiet_retries"]
 
@@ -61,7 +63,17 @@ def _connect(url: str) -> Any:
             spark = SparkSession.builder.remote(url).create()
         _short_retries(spark)
         _SESSIONS[url] = spark
+        atexit.register(_close_at_exit, spark)  # runs before pyspark's own exit hook (registered earlier)
         return spark
+
+
+def _close_at_exit(spark: Any) -> None:
+    """Close a session we opened before pyspark's exit hook sends its clean-up RPC: against a server
+    that has stopped (idle, or stopped by us) that RPC retries and prints ``[RETRIES_EXCEEDED]``."""
+    try:
+        spark.client.close()
+    except Exception:
+        pass
 
 
 def get_session(remote: str | None = None, *, user_ns: dict[str, Any] | None = None) -> Session:
@@ -108,23 +120,23 @@ def quiet_retries() -> Iterator[None]:
 def guarded(session: Session, what: str, fn: Callable[[], T]) -> T:
     """Run *fn*, turning Spark and connection errors into one-line ``TablesError``s.
 
-    On the embedded server the run counts as a use of it (the idle stop waits for it to end)."""
+    pyspark's own logging of the error (a JVM stack trace on stderr) is dropped. On the embedded
+    server the run counts as a use of it (the idle stop waits for it to end)."""
     busy = activity.operation(session.store) if session.store is not None else contextlib.nullcontext()
     try:
-        with busy, quiet_retries():
+        with busy, quiet_retries(), quiet_pyspark_logs():
             return fn()
     except AirError:
         raise
     except Exception as exc:
-        name = type(exc).__name__
         full = str(exc)
-        text = full.strip().splitlines()[0] if full.strip() else name
         where = session.url or "the notebook's spark session"
-        if "TABLE_OR_VIEW_NOT_FOUND" in full or "SCHEMA_NOT_FOUND" in full:
-            raise TablesError(f"{what}: no such table. List tables with `%air_table --tables`") from None
+        said = one_line(exc)
+        if said is not None:
+            raise TablesError(f"{what}: {said}") from None
         if "UNAVAILABLE" in full or "RETRIES_EXCEEDED" in full or "Connection refused" in full:
             raise TablesError(
                 f"{what}: cannot reach the Spark Connect server at {where}; start it, "
                 f"fix the URL, or unset SPARK_REMOTE to use the embedded server"
             ) from None
-        raise TablesError(f"{what}: {name}: {text[:500]}") from None
+        raise TablesError(f"{what}: {type(exc).__name__}: {first_line(exc)[:500]}") from None
