@@ -56,7 +56,9 @@ from .format import (
 from .plan import PackPlan, ShardPlan, SourceFile, make_plan
 from .shardfile import Feed, write_shard
 
-__all__ = ["pack", "PackReport", "PackProgress", "plan_pack"]
+__all__ = ["pack", "PackReport", "PackProgress", "plan_pack", "ENGINES"]
+
+ENGINES = ("local", "spark")
 
 
 @dataclass(frozen=True)
@@ -215,8 +217,9 @@ def plan_pack(
     sloc, dloc = store.locate(svp), store.locate(dvp)
     if not dloc.is_local or not sloc.is_local:
         raise PackError(
-            f"engine='local' packs local or mounted volumes; {dvp if not dloc.is_local else svp} is on "
-            f"{dloc if not dloc.is_local else sloc}: use engine='spark' on a cluster that mounts it"
+            f"pack needs local or mounted volumes; {dvp if not dloc.is_local else svp} is on "
+            f"{dloc if not dloc.is_local else sloc}: mount it (for engine='spark' at the same path on the "
+            f"notebook and on the executors) and register it with that path"
         )
     previous, members = _previous(dvp, dloc)
     files = _list_source(store, svp, pattern)
@@ -252,9 +255,11 @@ def pack(
 
     ``shard_size``: target bytes per shard (``"1GiB"``); ``pattern``: only files whose name or
     relative path matches this glob; ``dry_run``: plan and report, write nothing. Re-running on an
-    unchanged source writes nothing; after changes only new shards are written."""
-    if engine != "local":
-        raise PackError(f"engine={engine!r}: this version packs with engine='local'")
+    unchanged source writes nothing; after changes only new shards are written. ``engine``:
+    ``"local"`` (threads in this process) or ``"spark"`` (the same plan, shards written by tasks of
+    the Spark session, :mod:`.spark`; the volume must be mounted at the same path on the executors)."""
+    if engine not in ENGINES:
+        raise PackError(f"engine={engine!r}: use one of {', '.join(map(repr, ENGINES))}")
     t0 = time.monotonic()
     store = store or VolumeStore()
     svp, dvp = VolumePath.parse(src), VolumePath.parse(dest)
@@ -272,7 +277,7 @@ def pack(
         dfd = open_dir(dloc.path, dloc.root, create=True)
         try:
             sweep_stale(dfd)
-            infos, written, reused = _write_all(dfd, dloc, plan, sloc, workers, retries, on_progress, t0)
+            infos, written, reused = _write_all(dfd, dloc, plan, sloc, workers, retries, on_progress, t0, engine)
             os.fsync(dfd)
             prev = plan.previous
             manifest = Manifest(
@@ -308,6 +313,7 @@ def _write_all(
     retries: int,
     on_progress: Callable[[PackProgress], None] | None,
     t0: float,
+    engine: str = "local",
 ) -> tuple[list[ShardInfo], list[ShardPlan], list[ShardPlan]]:
     """Write (or reuse) every new shard; returns their manifest entries, those written, those reused."""
     todo: list[ShardPlan] = []
@@ -337,15 +343,37 @@ def _write_all(
         files, nbytes = files + 1, nbytes + size
         report()
 
-    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="air-pack") as pool:
-        feed = Feed(pool, sloc, todo, retries)
-        try:
-            for sp in todo:
-                index[sp.name] = write_shard(dfd, sp, feed, tick)
-                written.append(sp)
-                shards += 1
-        finally:
-            feed.close()
+    if engine == "spark":
+        from .spark import write_shards_spark
+
+        def shard_done(sp: ShardPlan) -> None:
+            nonlocal files, nbytes, shards
+            files, nbytes, shards = files + len(sp.files), nbytes + sp.data_bytes, shards + 1
+            written.append(sp)
+            report()
+
+        report(force=True)
+        index.update(
+            write_shards_spark(
+                todo,
+                sloc,
+                dloc,
+                retries=retries,
+                workers=workers,
+                read_index=lambda sp: _read_local(dloc, sp.index),
+                on_shard=shard_done,
+            )
+        )
+    else:
+        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="air-pack") as pool:
+            feed = Feed(pool, sloc, todo, retries)
+            try:
+                for sp in todo:
+                    index[sp.name] = write_shard(dfd, sp, feed, tick)
+                    written.append(sp)
+                    shards += 1
+            finally:
+                feed.close()
     report(force=True)
     infos = [
         ShardInfo(
