@@ -388,7 +388,7 @@ def test_magic_packs_and_ls_shows_the_packed_folder(vol, capsys):
     r = ip.run_line_magic("air_volume", f"pack {SRC} {DEST} --shard-size 64KiB --pattern 'c1/*' -o rep")
     assert r.files == 19 and ip.user_ns["rep"] is r
     out = capsys.readouterr().out
-    assert "packing: 19/19 files" in out and "generation 1" in out
+    assert "19 / 19 files" in out and "generation 1" in out
     ls = repr(ip.run_line_magic("air_volume", f"ls {DEST}"))
     assert "packed folder: 19 members" in ls and "generation 1" in ls
     with pytest.raises(UsageError, match="inside the source"):

@@ -201,33 +201,27 @@ def _packed_note(st: Any, vp: VolumePath) -> str | None:
 
 
 def _pack(magics: Any, args: Any) -> Any:
-    from ..io.units import fmt_bytes
-    from ..shards import PackProgress, pack
+    from ..shards import pack
+    from ..widgets.pack_progress import pack_progress_view
 
     default = default_volume(magics)
     src, dest = (VolumePath.parse(a, default=default) for a in args.args)
-
-    def show(p: PackProgress) -> None:
-        print(
-            f"\rpacking: {p.files_done:,}/{p.files_total:,} files, {fmt_bytes(p.bytes_done)}/{fmt_bytes(p.bytes_total)}, "
-            f"{p.shards_done}/{p.shards_total} shards, {p.seconds:.1f} s",
-            end="",
-            flush=True,
+    title = f"{'dry run: ' if args.dry_run else ''}pack {src} -> {dest}"
+    view = pack_progress_view(title, widget=None if magics.widgets else False)
+    report = None
+    try:
+        report = pack(
+            src,
+            dest,
+            shard_size=args.shard_size or "1GiB",
+            pattern=args.pattern,
+            engine=args.engine or "local",
+            dry_run=args.dry_run,
+            store=store(),
+            listeners=[view],
         )
-
-    report = pack(
-        src,
-        dest,
-        shard_size=args.shard_size or "1GiB",
-        pattern=args.pattern,
-        engine=args.engine or "local",
-        dry_run=args.dry_run,
-        on_progress=show,
-        store=store(),
-    )
-    if report.shards_written and not report.dry_run:
-        print()
-    print(report)
+    finally:
+        view.close(report)
     return report
 
 

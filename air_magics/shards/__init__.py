@@ -8,14 +8,17 @@ yields the same items as over the original folder.
 from __future__ import annotations
 
 from .format import MANIFEST_NAME, Manifest, Member, ShardInfo
+from .progress import PackEvent, PackProgress, PackReport
 from .reader import MemberRef, PackedFolder, is_packed, open_packed, prune_extracted
-from .writer import PackProgress, PackReport, pack, plan_pack
+from .writer import ENGINES, pack, plan_pack
 
 __all__ = [
     "pack",
     "plan_pack",
     "PackReport",
     "PackProgress",
+    "PackEvent",
+    "ENGINES",
     "open_packed",
     "is_packed",
     "PackedFolder",

@@ -27,18 +27,18 @@ import hashlib
 import os
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 from .. import config
 from ..errors import PackError, ShardError
+from ..events import Listener, channel
 from ..io.atomic import write_json_atomic
 from ..io.confined import open_dir, open_read
 from ..io.leftovers import is_leftover, sweep_stale
 from ..io.locks import ProcessFileLock
 from ..io.retry import retry_call
-from ..io.units import fmt_bytes, parse_size
+from ..io.units import parse_size
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
 from ..volumes.walk import glob_regex
@@ -54,60 +54,12 @@ from .format import (
     parse_index,
 )
 from .plan import PackPlan, ShardPlan, SourceFile, make_plan
+from .progress import PackEvent, PackProgress, PackReport
 from .shardfile import Feed, write_shard
 
 __all__ = ["pack", "PackReport", "PackProgress", "plan_pack", "ENGINES"]
 
 ENGINES = ("local", "spark")
-
-
-@dataclass(frozen=True)
-class PackProgress:
-    """A pack run so far (reported on the calling thread, at most 10 times a second, and at the end)."""
-
-    files_done: int
-    files_total: int
-    bytes_done: int
-    bytes_total: int
-    shards_done: int
-    shards_total: int
-    seconds: float
-
-
-@dataclass
-class PackReport:
-    """What a pack run did. ``shards_written``: new shards written now; ``shards_reused``: complete
-    shards a killed run had left, taken as they were; ``shards_kept``: published shards kept."""
-
-    source: str
-    dest: str
-    files: int = 0
-    bytes: int = 0
-    shards: int = 0
-    shards_written: int = 0
-    shards_reused: int = 0
-    shards_kept: int = 0
-    shards_removed: int = 0
-    files_written: int = 0
-    bytes_written: int = 0
-    generation: int = 0
-    unchanged: bool = False
-    dry_run: bool = False
-    seconds: float = 0.0
-
-    def __str__(self) -> str:
-        verb = "would write" if self.dry_run else "wrote"
-        if self.unchanged:
-            return (
-                f"{self.dest}: unchanged, {self.files:,} files in {self.shards} shards (generation "
-                f"{self.generation}), nothing written in {self.seconds:.2f} s"
-            )
-        return (
-            f"{self.source} -> {self.dest}: {self.files:,} files, {fmt_bytes(self.bytes)} in {self.shards} shards "
-            f"(generation {self.generation}); {verb} {self.shards_written} shards ({self.files_written:,} files, "
-            f"{fmt_bytes(self.bytes_written)}), kept {self.shards_kept}, reused {self.shards_reused}, "
-            f"removed {self.shards_removed}, {self.seconds:.2f} s"
-        )
 
 
 def _nested(a: VolumePath, b: VolumePath) -> bool:
@@ -250,6 +202,7 @@ def pack(
     store: VolumeStore | None = None,
     workers: int = 32,
     retries: int = 4,
+    listeners: Iterable[Listener] = (),
 ) -> PackReport:
     """Pack the files of folder *src* into tar shards in folder *dest* (see the module docstring).
 
@@ -257,12 +210,73 @@ def pack(
     relative path matches this glob; ``dry_run``: plan and report, write nothing. Re-running on an
     unchanged source writes nothing; after changes only new shards are written. ``engine``:
     ``"local"`` (threads in this process) or ``"spark"`` (the same plan, shards written by tasks of
-    the Spark session, :mod:`.spark`; the volume must be mounted at the same path on the executors)."""
+    the Spark session, :mod:`.spark`; the volume must be mounted at the same path on the executors).
+    Progress: :class:`PackEvent` on :data:`air_magics.events.channel` and to *listeners* (at most
+    10 a second, then one ``done``/``failed``/``interrupted``); ``on_progress`` gets each
+    :class:`PackProgress` as sugar."""
     if engine not in ENGINES:
         raise PackError(f"engine={engine!r}: use one of {', '.join(map(repr, ENGINES))}")
-    t0 = time.monotonic()
-    store = store or VolumeStore()
     svp, dvp = VolumePath.parse(src), VolumePath.parse(dest)
+    also, started = tuple(listeners), time.time()
+    last = [PackProgress(0, 0, 0, 0, 0, 0, 0.0)]
+
+    def emit(state: str, report: PackReport | None = None, error: str | None = None) -> None:
+        event = PackEvent(
+            job=str(dvp),
+            state=state,
+            progress=last[0],
+            src=str(svp),
+            dest=str(dvp),
+            engine=engine,
+            started=started,
+            report=report,
+            error=error,
+        )
+        channel.emit(event, also=also)
+
+    def progress(p: PackProgress) -> None:
+        last[0] = p
+        if on_progress is not None:
+            on_progress(p)
+        emit("running")
+
+    try:
+        report = _pack(
+            svp, dvp, shard_size, pattern, engine, dry_run, progress, store or VolumeStore(), workers, retries
+        )
+    except KeyboardInterrupt:
+        emit("interrupted", error="interrupted")
+        raise
+    except Exception as exc:
+        emit("failed", error=str(exc) or type(exc).__name__)
+        raise
+    r = report
+    last[0] = PackProgress(
+        r.files_written,
+        r.files_written,
+        r.bytes_written,
+        r.bytes_written,
+        r.shards_written,
+        r.shards_written,
+        r.seconds,
+    )
+    emit("done", report=report)
+    return report
+
+
+def _pack(
+    svp: VolumePath,
+    dvp: VolumePath,
+    shard_size: int | str,
+    pattern: str | None,
+    engine: str,
+    dry_run: bool,
+    on_progress: Callable[[PackProgress], None],
+    store: VolumeStore,
+    workers: int,
+    retries: int,
+) -> PackReport:
+    t0 = time.monotonic()
     report = PackReport(str(svp), str(dvp), dry_run=dry_run)
     if dry_run:
         plan, _, _ = plan_pack(svp, dvp, shard_size=shard_size, pattern=pattern, store=store)
