@@ -34,8 +34,8 @@ SCENARIOS = {
     ),
     "confined": ([], ["### confined open vs plain open", "| read |", "| write |"]),
     "loader": (
-        ["--configs", "ref:default,torch:8,air:default"],
-        ["## bench_loader", "| loader | setup s", "`torch:8`", "`air:default`"],
+        ["--configs", "ref:default,torch:8,copy,air:default,air:default+half"],
+        ["## bench_loader", "| loader | setup s", "`torch:8`", "`air:default`", "`copy`", "epoch-2 hits"],
     ),
     "checkpoint": (
         [],

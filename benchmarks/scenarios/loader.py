@@ -11,6 +11,11 @@ fixed per-request latency, these loaders (``--configs``):
   air:default   ``air_magics.data.DataLoader(UCVolumeDataset(path), batch_size=None)`` at its defaults
   air:WxP       the same with ``num_workers=W`` and ``UCVolumeDataset(prefetch=P)``
   air:WxPxF     ... and ``DataLoader(prefetch_factor=F)``
+  copy          the ceilings: the copy engine (``air_magics.copy``) copying the folder to local disk (its
+                "cold" row), then a bare single-thread read loop over the copies (its "warm" row)
+  +step         (suffix, e.g. ``ref:default+step``) a simulated training step: the consumer sleeps 5 ms per
+                32 items; the report gives the share of each epoch spent waiting for data
+  +half         (suffix, air only) air_magics' cache limited to half the data: the report gives epoch 2's hit rate
 
 Each measured configuration runs in its own subprocess (``benchmarks.scenarios.loader_child``; the
 reference from its own venv, ``--ref-python``, or skipped with a printed reason when that venv is not
@@ -90,7 +95,7 @@ __all__ = ["Bench", "main", "make_dataset"]
 
 VOLUME = ("main", "bench", "vol")  # catalog, schema, volume
 TOP = "flat"  # one flat folder: /Volumes/main/bench/vol/flat/f00000.bin ...
-DEFAULT_CONFIGS = "ref:default,ref:8,torch:8,air:default,air:4x32,air:2x32,air:1x32"
+DEFAULT_CONFIGS = "ref:default,ref:8,torch:8,copy,air:default,air:4x32,air:2x32,air:1x32,ref:default+step,air:default+step,air:default+half"
 
 
 def make_dataset(backing: Path, files: int, size: int, seed: int = 0) -> None:
@@ -118,6 +123,7 @@ class Bench:
             "air_path": f"/Volumes/{rel}",
             "naive_path": f"{self.link}/{rel}",
             "result_file": str(run_dir / "result.json"),
+            "step_ms": cfg.step_ms,
         }
 
     def measure(self, latency: float, rep: int, cfg: Config) -> Result:
@@ -135,8 +141,9 @@ class Bench:
         run_dir = self.work / "runs" / f"{cfg.name.replace(':', '-')}-{latency:g}ms-{rep}"
         shutil.rmtree(run_dir, ignore_errors=True)
         (run_dir / "tmp").mkdir(parents=True)
-        env = child_env(run_dir, AIR_VOLUMES_MOUNT=str(self.link))
-        python = a.ref_python if cfg.kind == "ref" else a.python
+        limit = {"AIR_CACHE_LIMIT": str(int(a.files * a.size_kib * 1024 * cfg.limit_frac))} if cfg.limit_frac else {}
+        env = child_env(run_dir, AIR_VOLUMES_MOUNT=str(self.link), **limit)
+        python = a.ref_python if cfg.kind == "ref" else a.python  # copy: this venv (air_magics)
         argv = [python, "-m", "benchmarks.scenarios.loader_child", json.dumps(self.spec(cfg, run_dir))]
         os.sync()  # no writeback of the previous run's cache during this one
         wait_for_benches(("copy",), a.bench_wait)
@@ -201,6 +208,7 @@ class Bench:
         res.cold_s, res.warm_s = ep[0]["seconds"], ep[1]["seconds"]
         res.cold_first_s, res.warm_first_s = ep[0]["first_item"] or float("nan"), ep[1]["first_item"] or float("nan")
         res.cpu_s, res.info = out["cpu_s"], out["info"]
+        res.checks["wait"] = [e.get("wait_s", 0.0) / e["seconds"] if e["seconds"] else float("nan") for e in ep]
 
         def peak(t0: float, t1: float) -> int:
             return max((s[1] for s in samples if t0 <= s[0] <= t1), default=0)
@@ -211,13 +219,16 @@ class Bench:
         res.base_pss = before[-1] if before else 0
         want_bytes = a.files * a.size_kib * 1024
         res.checks = {
-            f"epoch{i}": {
-                "items": e["items"],
-                "bytes_ok": e["bytes"] == want_bytes,
-                "distinct": e["distinct_names"],
-                "types": e["item_types"],
-            }
-            for i, e in enumerate(ep)
+            "wait": res.checks.get("wait", []),
+            **{
+                f"epoch{i}": {
+                    "items": e["items"],
+                    "bytes_ok": e["bytes"] == want_bytes,
+                    "distinct": e["distinct_names"],
+                    "types": e["item_types"],
+                }
+                for i, e in enumerate(ep)
+            },
         }
         res.ok = all(
             e["items"] == a.files

@@ -5,6 +5,11 @@ the standard library and the loader it measures. Steps: imports (not timed), set
 the listing), a cold epoch, a warm epoch over the same loader; the consumer touches every item. The
 marks (monotonic times) let the harness cut its PSS samples per phase. Result: JSON at spec's
 ``result_file``.
+
+``step_ms``: a simulated training step, the consumer sleeps that long after every 32 items; the time
+spent waiting in ``next()`` is the data wait, reported per epoch. Kind ``copy`` measures the ceilings
+instead of a loader: its "cold epoch" is the copy engine (``air_magics.copy``) copying the same folder
+to local disk, its "warm epoch" a bare single-thread ``open().read()`` loop over the copied files.
 """
 
 from __future__ import annotations
@@ -63,10 +68,20 @@ def _build(spec: dict, info: dict):
     return tud.DataLoader(NaiveFiles(paths), batch_size=None, shuffle=False, num_workers=workers or 0), None
 
 
-def _epoch(loader) -> tuple[float, float, dict]:
+STEP_ITEMS = 32  # a simulated step consumes this many items
+
+
+def _epoch(loader, step_ms: float = 0.0) -> tuple[float, float, dict]:
     t0 = time.monotonic()
     first, n, nbytes, names, kinds = None, 0, 0, set(), set()
-    for item in loader:
+    wait, it = 0.0, iter(loader)
+    while True:
+        w0 = time.monotonic()
+        try:
+            item = next(it)
+        except StopIteration:
+            break
+        wait += time.monotonic() - w0
         if first is None:
             first = time.monotonic() - t0
         if isinstance(item, (bytes, bytearray, memoryview)):
@@ -78,6 +93,8 @@ def _epoch(loader) -> tuple[float, float, dict]:
         kinds.add(type(item).__name__)
         n += 1
         nbytes += b
+        if step_ms and n % STEP_ITEMS == 0:
+            time.sleep(step_ms / 1000)
     t1 = time.monotonic()
     return (
         t0,
@@ -89,8 +106,31 @@ def _epoch(loader) -> tuple[float, float, dict]:
             "bytes": nbytes,
             "distinct_names": len(names) if names else None,
             "item_types": sorted(kinds),
+            "wait_s": wait,
         },
     )
+
+
+def _ceilings(spec: dict, marks: dict) -> list[dict]:
+    """Kind ``copy``: the copy engine over the same folder, then a bare read loop over the copies."""
+    import air_magics
+
+    dest = os.path.join(os.path.dirname(spec["result_file"]), "copied")
+    marks["setup"] = marks["epoch0_start"] = time.monotonic()
+    report = air_magics.copy([spec["air_path"]], dest)
+    marks["epoch0_end"] = time.monotonic()
+    paths = sorted(os.path.join(r, f) for r, _, fs in os.walk(dest) for f in fs)
+    cold = {
+        "seconds": marks["epoch0_end"] - marks["epoch0_start"],
+        "first_item": None,
+        "items": report.copied,
+        "bytes": sum(os.path.getsize(p) for p in paths),
+        "distinct_names": len({os.path.basename(p) for p in paths}),
+        "item_types": ["copy"],
+        "wait_s": 0.0,
+    }
+    marks["epoch1_start"], marks["epoch1_end"], warm = _epoch(paths)
+    return [cold, warm]
 
 
 def child_main(spec: dict) -> int:
@@ -101,10 +141,16 @@ def child_main(spec: dict) -> int:
     elif kind == "air":
         import air_magics.data.loader  # noqa: F401  (imports torch now, not inside setup)
         from air_magics.data import DataLoader, UCVolumeDataset  # noqa: F401
-    else:
+    elif kind == "torch":
         import torch.utils.data  # noqa: F401
     marks["imported"] = time.monotonic()
     cpu0 = _cpu_now()
+    if kind == "copy":
+        epochs = _ceilings(spec, marks)
+        marks["done"] = time.monotonic()
+        out = {"marks": marks, "epochs": epochs, "cpu_s": _cpu_now() - cpu0, "info": {}}
+        Path(spec["result_file"]).write_text(json.dumps(out))
+        return 0
 
     info: dict = {}
     loader, ds = _build(spec, info)
@@ -115,10 +161,17 @@ def child_main(spec: dict) -> int:
     )
     marks["setup"] = time.monotonic()
 
-    epochs = []
+    epochs, hits = [], []
     for e in range(2):
-        marks[f"epoch{e}_start"], marks[f"epoch{e}_end"], ep = _epoch(loader)
+        marks[f"epoch{e}_start"], marks[f"epoch{e}_end"], ep = _epoch(loader, spec.get("step_ms") or 0.0)
         epochs.append(ep)
+        if ds is not None:
+            ci = ds.cache.info()
+            hits.append((ci.hits, ci.misses))
+    if hits:  # per-epoch cache hits and misses (air only)
+        info["epoch_hits"] = [
+            (h - (hits[i - 1][0] if i else 0), m - (hits[i - 1][1] if i else 0)) for i, (h, m) in enumerate(hits)
+        ]
 
     # persistent workers (the reference) stay alive until the iterator is shut down: join them so their
     # CPU time is counted (RUSAGE_CHILDREN only includes reaped children)
@@ -129,7 +182,15 @@ def child_main(spec: dict) -> int:
     cpu = _cpu_now() - cpu0
     if kind == "air":
         ci = ds.cache.info()
-        info["cache"] = {"hits": ci.hits, "misses": ci.misses, "entries": ci.entries, "root": ci.root}
+        info["cache"] = {
+            "hits": ci.hits,
+            "misses": ci.misses,
+            "entries": ci.entries,
+            "root": ci.root,
+            "bytes": ci.bytes,
+            "limit": ci.limit,
+            "overflows": ci.overflows,
+        }
         info["loader_timing"] = loader.timing.to_dict()
     out = {"marks": marks, "epochs": epochs, "cpu_s": cpu, "info": info}
     Path(spec["result_file"]).write_text(json.dumps(out))
