@@ -1,0 +1,294 @@
+"""UCDataset: real Parquet files (pyarrow), a real volume, a real embedded Spark table, real DataLoader workers."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from air_magics.data import DataLoader, UCDataset
+from air_magics.data.order import EpochState, Grid
+from air_magics.data.table.plan import Piece, remaining_after, split, stream_left, stream_plan, total
+from air_magics.data.table_dataset import FilterError, TableSchemaError
+from air_magics.errors import AirError, DatasetError
+
+
+def write_folder(d, files=3, rows=1000, row_group=300, extra=False):
+    """*files* Parquet files of *rows* rows each (ids 0.. in order), Spark-style side files beside them."""
+    os.makedirs(d, exist_ok=True)
+    for i in range(files):
+        ids = np.arange(i * rows, (i + 1) * rows)
+        cols = {
+            "id": ids,
+            "x": ids * 0.5,
+            "s": [f"s{j % 7}" for j in ids],
+            "flag": ids % 3 == 0,
+            "opt": pa.array([None if j % 5 == 0 else int(j) for j in ids], pa.int32()),
+        }
+        if extra:
+            cols["more"] = ids
+        pq.write_table(pa.table(cols), os.path.join(d, f"part-{i:05d}.parquet"), row_group_size=row_group)
+    open(os.path.join(d, "_SUCCESS"), "w").close()
+    open(os.path.join(d, ".part-00000.parquet.crc"), "w").close()
+    return str(d)
+
+
+def ids_of(batches):
+    return [int(i) for b in batches for i in b["id"]]
+
+
+# -- the plan (pure) ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("unit_rows", [[1000], [300, 300, 300, 100], [7, 0, 5], [3] * 40])
+@pytest.mark.parametrize("streams", [1, 2, 3, 4, 8])
+def test_split_is_even_and_exact(unit_rows, streams):
+    pieces = [Piece(u, 0, r) for u, r in enumerate(unit_rows) if r]
+    slices = split(pieces, streams)
+    sizes = [total(s) for s in slices]
+    assert max(sizes) - min(sizes) <= 1
+    if sum(unit_rows) >= streams:
+        assert min(sizes) >= 1  # no stream gets nothing
+    rows = [(p.unit, r) for s in slices for p in s for r in range(p.lo, p.hi)]
+    assert sorted(rows) == [(u, r) for u, n in enumerate(unit_rows) for r in range(n)]  # each row once
+
+
+def _run_stream(plan, window, shuffle, take):
+    """The rows (unit, row) a stream delivers, in order, like the reader does (window permutations)."""
+    from air_magics.data.table.plan import take_range, window_perm
+
+    n = total(plan.pieces)
+    out = []
+    w = plan.skip // window
+    drop = plan.skip % window
+    while w * window < n:
+        a, b = w * window, min(n, (w + 1) * window)
+        rows = [(p.unit, r) for p in take_range(plan.pieces, a, b) for r in range(p.lo, p.hi)]
+        rows = [rows[i] for i in window_perm(b - a, shuffle=shuffle, key=(*plan.key, w))][drop:]
+        drop = 0
+        out += rows
+        w += 1
+    return out[:take]
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_resume_on_other_grids_delivers_every_row_once(shuffle):
+    unit_rows, window = [50, 70, 0, 33, 90], 16
+    rng = random.Random(1)
+    st = EpochState(seed=3, epoch=1, n=sum(unit_rows), shuffle=shuffle)
+    seen = []
+    for grid in (Grid(2, 2), Grid(1, 3), Grid(3, 1), Grid(1, 1)):
+        counts = []
+        for s in range(grid.streams):
+            plan = stream_plan(st, unit_rows, window, grid, s)
+            take = plan.rows if grid == Grid(1, 1) else rng.randint(0, plan.rows)
+            seen += _run_stream(plan, window, shuffle, take)
+            counts.append(take)
+        st = EpochState(st.seed, st.epoch, st.n, st.shuffle, "", st.segments + [(grid, counts)])
+    assert sorted(seen) == [(u, r) for u, n in enumerate(unit_rows) for r in range(n)]
+    assert remaining_after(st, unit_rows, window) == []
+
+
+def test_stream_left_refuses_foreign_counts():
+    with pytest.raises(AirError, match="delivered 11 rows but it only had 10"):
+        stream_left([Piece(0, 0, 10)], 11, window=4, shuffle=False, key=(0,))
+
+
+# -- folders of Parquet files ------------------------------------------------------------------------
+def test_batches_have_tensors_and_lists(tmp_path):
+    ds = UCDataset(write_folder(tmp_path / "t"), batch_size=256)
+    assert len(ds) == 3000 and len(ds.units) == 12
+    batches = list(ds)
+    b = batches[0]
+    assert set(b) == {"id", "x", "s", "flag", "opt"}
+    assert b["id"].dtype == torch.int64 and b["x"].dtype == torch.float64 and b["flag"].dtype == torch.bool
+    assert isinstance(b["s"], list) and b["s"][:2] == ["s0", "s1"]
+    assert b["opt"].dtype == torch.float64 and torch.isnan(b["opt"][0]) and b["opt"][1] == 1  # nulls -> NaN
+    assert [len(x["id"]) for x in batches] == [256] * 11 + [3000 - 11 * 256]
+    assert ids_of(batches) == list(range(3000))  # unshuffled: table order
+
+
+def test_columns_and_filter_are_pushed_down(tmp_path):
+    d = write_folder(tmp_path / "t")
+    ds = UCDataset(d, columns=["id", "s"], filter="flag AND id BETWEEN 100 AND 2500 AND s IN ('s1', 's2')")
+    assert ds._read_cols == ["id", "s", "flag"]  # only what is yielded or filtered on is read
+    batches = list(ds)
+    assert set(batches[0]) == {"id", "s"}
+    want = [i for i in range(100, 2501) if i % 3 == 0 and f"s{i % 7}" in ("s1", "s2")]
+    assert ids_of(batches) == want and len(ds) == len(want)
+    expr = UCDataset(d, filter=(pc.field("x") > 1000) & ~pc.field("opt").is_null())
+    assert ids_of(expr) == [i for i in range(2001, 3000) if i % 5]
+
+
+def test_bad_columns_and_filters_are_refused(tmp_path):
+    d = write_folder(tmp_path / "t")
+    with pytest.raises(DatasetError, match=r"\['idd'\].*did you mean 'id'"):
+        UCDataset(d, columns=["idd", "x"])
+    with pytest.raises(FilterError, match="'flga'.*did you mean 'flag'"):
+        UCDataset(d, filter="flga = true")
+    for bad in ("id > 1; DROP TABLE t", "upper(s) = 'S1'", "s = 1", "id >"):
+        with pytest.raises(FilterError) as e:
+            UCDataset(d, filter=bad)
+        assert isinstance(e.value, (AirError, ValueError)) and "\n" not in str(e.value)
+    with pytest.raises(DatasetError, match="not a folder"):
+        UCDataset(str(tmp_path / "missing/"))
+    with pytest.raises(DatasetError, match="not in the embedded store"):
+        UCDataset("main.nosuch.table")
+
+
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_ranks_split_evenly(tmp_path, monkeypatch, world):
+    d = write_folder(tmp_path / "t", files=1, rows=1000, row_group=1000)  # one row group for every rank
+    got = []
+    for r in range(world):
+        monkeypatch.setenv("RANK", str(r))
+        monkeypatch.setenv("WORLD_SIZE", str(world))
+        got.append(ids_of(UCDataset(d, batch_size=100, shuffle=True, seed=5)))
+    assert max(map(len, got)) - min(map(len, got)) <= 1 and min(map(len, got)) > 0
+    assert sorted(i for g in got for i in g) == list(range(1000))
+    monkeypatch.delenv("WORLD_SIZE")
+    with pytest.raises(DatasetError, match="only one of RANK"):
+        list(UCDataset(d))
+
+
+def test_shuffle_is_deterministic_per_epoch(tmp_path):
+    d = write_folder(tmp_path / "t")
+    a, b = UCDataset(d, shuffle=True, seed=1, window=500), UCDataset(d, shuffle=True, seed=1, window=500)
+    e0 = ids_of(a)
+    assert e0 == ids_of(b) and e0 != list(range(3000)) and sorted(e0) == list(range(3000))
+    a.set_epoch(1)
+    assert ids_of(a) != e0 and sorted(ids_of(a)) == list(range(3000))
+
+
+def test_direct_iteration_resumes_exactly(tmp_path):
+    d = write_folder(tmp_path / "t")
+    ds = UCDataset(d, batch_size=100, shuffle=True, seed=2, window=256)
+    it = iter(ds)
+    first = ids_of([next(it) for _ in range(7)])
+    state = ds.state_dict()
+    again = UCDataset(d, batch_size=64, shuffle=True, seed=2, window=256)  # another batch size is fine
+    again.load_state_dict(state)
+    rest = ids_of(again)
+    assert sorted(first + rest) == list(range(3000))
+    # the same grid continues the same sequence: the rows a full epoch would have yielded next
+    full = ids_of(UCDataset(d, batch_size=100, shuffle=True, seed=2, window=256))
+    assert first + rest == full
+
+
+def _delivered(loader, k):
+    it = iter(loader)
+    got = [next(it) for _ in range(k)]
+    return ids_of(got), loader.state_dict()
+
+
+def test_dataloader_workers_resume_on_a_changed_grid(tmp_path, monkeypatch):
+    """2 ranks x 2 workers deliver some batches, then 1 rank x 3 workers finishes the epoch."""
+    d = write_folder(tmp_path / "t", files=2, rows=1500, row_group=500)
+    seen, states = [], []
+    for rank, k in ((0, 5), (1, 3)):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        ds = UCDataset(d, batch_size=50, shuffle=True, seed=9, window=128)
+        ids, st = _delivered(DataLoader(ds, batch_size=None, num_workers=2), k)
+        seen += ids
+        states.append(st)
+    # what an all_gather under torch.distributed does: each rank's own streams
+    merged = states[0]
+    counts = merged["dataset"]["segments"][-1]["delivered"]
+    other = states[1]["dataset"]["segments"][-1]["delivered"]
+    merged["dataset"]["segments"][-1]["delivered"] = [max(a, b) for a, b in zip(counts, other, strict=True)]
+    assert min(merged["dataset"]["segments"][-1]["delivered"]) >= 0
+    monkeypatch.delenv("RANK")
+    monkeypatch.delenv("WORLD_SIZE")
+    ds = UCDataset(d, batch_size=50, shuffle=True, seed=9, window=128)
+    loader = DataLoader(ds, batch_size=None, num_workers=3)
+    loader.load_state_dict(merged)
+    rest = ids_of(loader)
+    assert len(seen) == 8 * 50
+    assert sorted(seen + rest) == list(range(3000))
+    assert ids_of(loader) and sorted(ids_of(loader)) == list(range(3000))  # next epoch: everything again
+
+
+def test_dataloader_two_workers_one_epoch(tmp_path):
+    ds = UCDataset(write_folder(tmp_path / "t"), columns=["id", "s"], batch_size=128)
+    loader = DataLoader(ds, batch_size=None, num_workers=2)
+    batches = list(loader)
+    assert all(isinstance(b["id"], torch.Tensor) and isinstance(b["s"], list) for b in batches)
+    assert sorted(ids_of(batches)) == list(range(3000))
+    assert loader.state_dict()["dataset"]["epoch"] == 1
+
+
+def test_schema_change_is_refused_on_resume(tmp_path):
+    d = write_folder(tmp_path / "t")
+    ds = UCDataset(d, batch_size=100)
+    it = iter(ds)
+    next(it)
+    state = ds.state_dict()
+    write_folder(tmp_path / "t", extra=True)  # the table is rewritten with one more column
+    with pytest.raises(TableSchemaError, match="schema of .* changed.*more: int64"):
+        UCDataset(d, batch_size=100).load_state_dict(state)
+    write_folder(tmp_path / "t")  # same schema, rewritten files
+    os.utime(os.path.join(d, "part-00000.parquet"), (1, 1))
+    with pytest.raises(DatasetError, match="data of .* changed"):
+        UCDataset(d, batch_size=100).load_state_dict(state)
+
+
+def test_volume_folder_reads_through_the_cache(tmp_path):
+    from air_magics.cache import FileCache
+    from air_magics.volumes import VolumeStore
+
+    store = VolumeStore()
+    store.create("main.demo.exports", exist_ok=True)
+    folder = store.locate("/Volumes/main/demo/exports/features").path
+    write_folder(folder, files=2, rows=500, row_group=200)
+    cache = FileCache(store=store)
+    ds = UCDataset("/Volumes/main/demo/exports/features", filter="id >= 250", cache=cache)
+    assert ids_of(ds) == list(range(250, 1000))
+    info = cache.info()
+    assert info.entries == 2 and info.bytes == sum(
+        os.path.getsize(os.path.join(folder, f"part-{i:05d}.parquet")) for i in range(2)
+    )
+
+
+# -- an embedded Spark table ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def spark_store(tmp_path_factory):
+    from air_magics.tables import server
+
+    saved = {k: os.environ.get(k) for k in ("AIR_SPARK_DIR", "SPARK_REMOTE")}
+    os.environ.setdefault("AIR_SPARK_DIR", str(tmp_path_factory.mktemp("spark")))
+    os.environ.pop("SPARK_REMOTE", None)
+    running = server._running() is not None
+    try:
+        yield os.environ["AIR_SPARK_DIR"]
+    finally:
+        if not running:
+            server.stop_server()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.mark.spark
+def test_embedded_table_by_name(spark_store):
+    import pandas as pd
+
+    from air_magics import tables
+
+    df = pd.DataFrame({"id": np.arange(2000), "label": np.arange(2000) % 2, "name": [f"n{i}" for i in range(2000)]})
+    tables.write_table(df, "main.t2test.features", mode="overwrite")
+    ds = UCDataset("main.t2test.features", columns=["id", "name"], filter="label = 1", batch_size=300)
+    assert len(ds) == 1000
+    assert sorted(ids_of(ds)) == list(range(1, 2000, 2))
+    loader = DataLoader(ds, batch_size=None, num_workers=2)
+    assert sorted(ids_of(loader)) == list(range(1, 2000, 2))
+    state = UCDataset("main.t2test.features", batch_size=300).state_dict()
+    tables.write_table(df.assign(label=df.label.astype(str)), "main.t2test.features", mode="overwrite")
+    with pytest.raises(TableSchemaError, match="label: string"):
+        UCDataset("main.t2test.features", batch_size=300).load_state_dict(state)
