@@ -284,3 +284,71 @@ def test_checkpoints_view_recognises_a_plain_dcp_folder(ip, vol):
     back = {"w": torch.zeros(3)}
     dcp.load(back, storage_reader=UCVolumeReader("/Volumes/main/raw/img/plain"))  # what the view suggests works
     assert back["w"].tolist() == [1.0, 1.0, 1.0]
+
+
+# finding 10, second part: a plain local folder (or file:// URL) is a dataset source, read in place
+
+
+@pytest.fixture
+def local_folder(tmp_path):
+    folder = tmp_path / "my data"  # a space: file:// URLs quote it
+    for i in range(12):
+        (folder / f"c{i % 2}").mkdir(parents=True, exist_ok=True)
+        (folder / f"c{i % 2}" / f"{i:02d}.bin").write_bytes(bytes([i]) * (i + 1))
+    (folder / "c0" / "notes.txt").write_text("not data")
+    (tmp_path / "outside.bin").write_bytes(b"secret")
+    (folder / "c1" / "escape.bin").symlink_to(tmp_path / "outside.bin")  # leads out: left out, as in a volume
+    return folder
+
+
+def test_dataset_reads_a_local_folder_in_place(local_folder, air_home):
+    from pathlib import Path
+    from urllib.parse import quote
+
+    from air_magics.data import UCVolumeDataset
+
+    expected = sorted(str(p) for p in local_folder.rglob("*.bin") if not p.is_symlink())
+    for source in (str(local_folder), local_folder, "file://" + quote(str(local_folder))):
+        ds = UCVolumeDataset(source, pattern="*.bin")
+        assert list(ds) == expected  # the files where they lie, in path order
+        assert ds[3] == expected[3] and open(ds[-1], "rb").read() == bytes([11]) * 12
+    assert not (Path(air_home) / "cache" / "files").exists() or not any((Path(air_home) / "cache" / "files").rglob("*"))
+    sized = UCVolumeDataset(str(local_folder / "c1"), transform=os.path.getsize)
+    assert list(sized) == [2, 4, 6, 8, 10, 12]
+    assert list(UCVolumeDataset(str(local_folder / "c*" / "0[0-3].bin"))) == expected[:2] + expected[6:8]
+
+
+def test_local_folder_resumes_exactly_once(local_folder):
+    from air_magics.data import DataLoader, UCVolumeDataset
+
+    def loader():
+        return DataLoader(UCVolumeDataset(local_folder, shuffle=True, seed=4), batch_size=2, num_workers=0)
+
+    dl, first = loader(), []
+    for step, batch in enumerate(dl):
+        first += batch
+        if step == 2:
+            break
+    state = dl.state_dict()
+    again = loader()
+    again.load_state_dict(state)
+    rest = [p for batch in again for p in batch]
+    assert len(first) == 6 and sorted(first + rest) == sorted(
+        str(p) for p in local_folder.rglob("*") if p.is_file() and not p.is_symlink()
+    )
+
+
+def test_local_source_errors_are_one_line(tmp_path):
+    from air_magics.data import UCVolumeDataset
+    from air_magics.errors import AirError
+
+    with pytest.raises(ValueError, match=r"'.*/missing' is outside /Volumes and is not an existing local") as info:
+        UCVolumeDataset(str(tmp_path / "missing"))
+    assert isinstance(info.value, AirError) and "\n" not in str(info.value)
+    with pytest.raises(FileNotFoundError, match=r"local path '.*/missing' does not exist"):
+        UCVolumeDataset(tmp_path / "missing")  # a Path is always meant as a local path
+    with pytest.raises(ValueError, match="not an absolute file URL"):
+        UCVolumeDataset("file://relative/path")
+    with pytest.raises(ValueError, match="no files in"):
+        (tmp_path / "empty").mkdir()
+        UCVolumeDataset(str(tmp_path / "empty"))

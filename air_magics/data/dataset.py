@@ -26,6 +26,7 @@ from ..cache import FileCache
 from ..errors import DatasetError
 from ..shards.reader import open_packed
 from ..transfer import is_transient
+from ..volumes.local import InPlace, local_files, local_source
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
 from ..volumes.walk import Entry, filter_glob, glob_regex, split_glob
@@ -44,7 +45,7 @@ class _File:
     src: Location
     size: int
     mtime: float
-    member: Any = None  # a packed folder's member (air_magics.shards.MemberRef): served from its shard
+    member: Any = None  # a packed folder's member (shards.MemberRef), or a local file read in place (InPlace)
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,10 @@ def list_files(
     out: dict[str, _File] = {}
     rx = glob_regex(pattern) if pattern else None
     for p in paths:
+        if (local := local_source(p)) is not None:  # a local folder or file:// URL: no cache copy
+            for key, loc, e in local_files(local, recursive=recursive, pattern=pattern):
+                out[key] = _File(key, loc, e.size, e.mtime, InPlace(key))
+            continue
         vp = VolumePath.parse(p)
         fixed, pat = split_glob(vp.parts)
         base = VolumePath(vp.catalog, vp.schema, vp.volume, fixed)
@@ -87,7 +92,8 @@ class UCVolumeDataset(IterableDataset):
     """Files of one or more volume paths, yielded as local cached paths (or ``transform(path)``).
 
     ``path``: a folder (as in the reference), a file, a glob (``/Volumes/c/s/v/train/**/*.jpg``) or
-    a list of them. ``pattern`` filters by name or relative path; ``recursive=False`` takes a
+    a list of them; a local folder (a plain path or ``file://`` URL) is read in place, uncached.
+    ``pattern`` filters by name or relative path; ``recursive=False`` takes a
     folder's direct files only. ``shuffle`` with ``seed`` reshuffles per epoch (``set_epoch``).
     ``transform(local_path)`` runs in the prefetch threads. ``on_error``: ``"raise"`` (default)
     stops at a file that keeps failing; ``"skip"`` leaves it out and lists it in ``skipped``.
@@ -112,7 +118,7 @@ class UCVolumeDataset(IterableDataset):
             raise DatasetError(f"on_error={on_error!r}: use 'raise' or 'skip'")
         if prefetch < 1:
             raise DatasetError(f"prefetch={prefetch} must be at least 1")
-        paths = [path] if isinstance(path, (str, VolumePath)) else list(path)
+        paths = [path] if isinstance(path, (str, VolumePath, os.PathLike)) else list(path)
         if not paths:
             raise DatasetError("UCVolumeDataset needs at least one path, e.g. '/Volumes/main/raw/images/train'")
         self.store = store or (cache.store if cache is not None else VolumeStore())
