@@ -132,7 +132,9 @@ def test_write_read_select_filter_limit(nums):
         tables.write_table(nums, "main.test.nums")
 
 
-@pytest.mark.parametrize("bad", ["x;DROP TABLE y", "`a`.b", "a b", "a.b.c.d", "'q'", "", "main__x.s.t"])
+@pytest.mark.parametrize(
+    "bad", ["x;DROP TABLE y", "`a`.b", "a b", "a.b.c.d", "'q'", "", "main__x.s.t", "tablé", 'a"b', "a`b", "t;"]
+)
 def test_hostile_names_never_reach_sql(bad):
     with pytest.raises(TableNameError):
         tables.read_table(bad)
@@ -174,9 +176,7 @@ def test_export_then_load_with_datasets(nums, via):
     assert datasets.load_dataset("parquet", data_dir=folder, split="train").num_rows == 2000
     with pytest.raises(TablesError, match="already exists"):
         tables.export_table("main.test.nums", dest)
-    r2 = tables.export_table(
-        sql="SELECT id FROM spark_catalog.main__test.nums WHERE id < 10", dest=dest, mode="overwrite", via=via
-    )
+    r2 = tables.export_table(sql="SELECT id FROM main.test.nums WHERE id < 10", dest=dest, mode="overwrite", via=via)
     assert r2.rows == 10  # replaced
     jobs = list_status("job-export-")
     assert jobs and jobs[0]["state"] == "done" and jobs[0]["rows"] == 10
@@ -344,7 +344,7 @@ def test_air_table_magic(nums, tmp_path):
     assert summary.rows == 2000
     ip.run_line_magic("air_table", 'main.test.nums --to pandas -o df --columns id,name --where "id < 10" --limit 3')
     assert list(ip.user_ns["df"].columns) == ["id", "name"] and len(ip.user_ns["df"]) == 3
-    out = ip.run_line_magic("air_table", '--sql "SELECT max(id) AS m FROM spark_catalog.main__test.nums" --to numpy')
+    out = ip.run_line_magic("air_table", '--sql "SELECT max(id) AS m FROM main.test.nums" --to numpy')
     assert out["m"][0] == 1999
     assert "main.test.nums" in ip.run_line_magic("air_table", "--tables main.test")
     VolumeStore().create("main.test.exports", exist_ok=True)
@@ -363,3 +363,128 @@ def test_air_table_magic(nums, tmp_path):
     ]:
         with pytest.raises(UsageError, match=needle):
             ip.run_line_magic("air_table", line)
+
+
+def test_three_part_names_in_sql(nums):
+    n = lambda q: int(tables.read_sql(q).n[0])  # noqa: E731
+    assert n("SELECT count(*) AS n FROM main.test.nums") == 2000
+    assert n("SELECT count(*) AS n FROM `main`.`test`.`nums` WHERE name <> 'main.test.nums'") == 2000
+    assert n("SELECT count(*) AS n FROM test.nums") == 2000  # schema.table: catalog main
+    assert n("SELECT count(*) AS n FROM spark_catalog.main__test.nums") == 2000  # the store's spelling still works
+    cte = "WITH top AS (SELECT id FROM main.test.nums WHERE id >= 1990) SELECT count(*) AS n FROM top JOIN main.test.nums t USING (id)"
+    assert n(cte) == 10
+    from air_magics.tables.session import get_session
+
+    spark = get_session().spark  # a temporary view named by one part is the session's, not main.default's
+    spark.createDataFrame(pd.DataFrame({"v": [1, 2, 3]})).createOrReplaceTempView("air_tv")
+    try:
+        assert sorted(tables.read_sql("SELECT v FROM air_tv").v) == [1, 2, 3]
+    finally:
+        spark.catalog.dropTempView("air_tv")
+
+
+def test_sql_errors_are_one_line_in_the_users_terms(nums, capfd):
+    with pytest.raises(TablesError) as err:
+        tables.read_sql("SELECT * FROM main.test.missing")
+    msg = str(err.value)
+    assert "no such table main.test.missing" in msg and "%air_table --tables" in msg and "main__" not in msg
+    with pytest.raises(TablesError, match="syntax error") as err:  # sqlglot cannot parse it: Spark's error
+        tables.read_sql("SELEC id FROM main.test.nums")
+    with pytest.raises(TablesError, match="no column 'nope'.*id, name, x") as err:
+        tables.read_table("main.test.nums", where="nope > 1")
+    with pytest.raises(TablesError, match="no column 'nope'") as err:
+        tables.read_table("main.test.nums", columns=["id", "nope"])
+    with pytest.raises(TablesError, match="DIVIDE_BY_ZERO") as err:
+        tables.read_sql("SELECT 1 / (id - id) FROM main.test.nums")
+    assert "\n" not in str(err.value)
+    err_text = capfd.readouterr().err
+    assert "stacktrace" not in err_text.lower() and "org.apache" not in err_text and "nope" not in err_text
+
+
+def test_remote_sql_passes_unchanged(remote_url):
+    tables.write_table(
+        pd.DataFrame({"k": [1, 2]}), "spark_catalog.default.remote_sql", mode="overwrite", remote=remote_url
+    )
+    got = tables.read_sql("SELECT count(*) AS n FROM spark_catalog.default.remote_sql", remote=remote_url)
+    assert got.n[0] == 2
+    with pytest.raises(TablesError) as err:  # not mapped to spark_catalog.main__ds: the remote catalog decides
+        tables.read_sql("SELECT * FROM main.ds.remote_sql", remote=remote_url)
+    assert "main__ds" not in str(err.value) and "\n" not in str(err.value)
+
+
+def test_no_warning_or_trace_at_interpreter_exit(nums):
+    code = (
+        "from air_magics import tables\n"
+        "assert tables.read_sql('SELECT count(*) AS n FROM main.test.nums').n[0] == 2000\n"
+        "try:\n    tables.read_table('main.test.nums', where='nope > 1')\nexcept Exception as e:\n    print(e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=280, env=dict(os.environ)
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "no column 'nope'" in out.stdout
+    assert out.stderr.strip() == "", out.stderr[-2000:]  # no RETRIES_EXCEEDED, no JVM trace, nothing
+
+
+def _segments(err: str) -> list[str]:
+    return [seg.strip() for seg in err.replace("\n", "\r").split("\r") if seg.strip()]
+
+
+def test_export_progress_text_ends_and_does_not_repeat(nums, capfd, monkeypatch):
+    from IPython import get_ipython
+    from IPython.core.error import UsageError
+    from IPython.testing.globalipapp import start_ipython
+
+    ip = start_ipython() or get_ipython()
+    ip.run_line_magic("load_ext", "air_magics")
+    monkeypatch.setenv("AIR_EXPORT_CHUNK_BYTES", "8000")  # several Spark queries: their tasks add up
+    VolumeStore().create("main.test.exports", exist_ok=True)
+    capfd.readouterr()
+    dest = "/Volumes/main/test/exports/progress"
+    ip.run_line_magic("air_table", f"main.test.nums --export {dest} --mode overwrite --via client")
+    segs = [s for s in _segments(capfd.readouterr().err) if s.startswith(f"export to {dest}")]
+    assert segs and segs[-1] == f"export to {dest}: done"
+    assert all(a != b for a, b in zip(segs, segs[1:], strict=False)), segs  # no line twice in a row
+    last = segs[-2]
+    assert "2,000 rows" in last, segs
+    if "tasks" in last:  # Spark reported tasks: the last count has them all done
+        done, total = last.split("tasks ")[1].split(" ")[0].split("/")
+        assert done == total, segs
+    with pytest.raises(UsageError, match="already exists"):  # refused by its checks: no progress line at all
+        ip.run_line_magic("air_table", f"main.test.nums --export {dest}")
+    assert "export to" not in capfd.readouterr().err
+
+
+def test_size_guard_refuses_large_reads_and_passes_small_ones(nums, monkeypatch):
+    import psutil
+    from IPython import get_ipython
+    from IPython.core.error import UsageError
+    from IPython.testing.globalipapp import start_ipython
+
+    from air_magics.tables import size_guard
+    from air_magics.tables.session import get_session
+
+    assert size_guard.max_bytes_limit() == size_guard.default_max_bytes() == psutil.virtual_memory().total // 8
+    assert size_guard.plan_bytes(get_session().spark.table("spark_catalog.main__test.nums")) > 0
+    with pytest.raises(TablesError, match="over the") as err:
+        tables.read_table("main.test.nums", max_bytes=2000)
+    assert "2,000 rows" in str(err.value) and "--export" in str(err.value) and "--limit" in str(err.value)
+    with pytest.raises(TablesError, match="over the"):
+        tables.read_sql("SELECT * FROM main.test.nums", max_bytes="2KB", to="arrow")
+    assert len(tables.read_table("main.test.nums", limit=5, max_bytes=2000)) == 5
+    # Spark's plan says the whole table for a filter; measured, the 10 rows are well under the limit
+    assert len(tables.read_table("main.test.nums", where="id < 10", max_bytes=2000, to="numpy")) == 10
+    assert len(tables.read_table("main.test.nums", max_bytes="100MB")) == 2000
+    with pytest.raises(TablesError, match="'lots'"):
+        tables.read_table("main.test.nums", max_bytes="lots")
+    monkeypatch.setenv("AIR_TABLE_MAX_BYTES", "2000")
+    with pytest.raises(TablesError, match="over the"):
+        tables.read_table("main.test.nums")
+    ip = start_ipython() or get_ipython()
+    ip.run_line_magic("load_ext", "air_magics")
+    with pytest.raises(UsageError, match="over the"):
+        ip.run_line_magic("air_table", '--sql "SELECT * FROM main.test.nums" --as pandas')
+    monkeypatch.delenv("AIR_TABLE_MAX_BYTES")
+    with pytest.raises(UsageError, match="over the"):
+        ip.run_line_magic("air_table", "main.test.nums --max-bytes 2KB")
+    assert len(ip.run_line_magic("air_table", "main.test.nums --max-bytes 1GiB --as arrow")) == 2000

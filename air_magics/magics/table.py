@@ -80,15 +80,22 @@ def normalise(args: Any) -> Any:
 
 
 class _ShownOnFirstEvent:
-    """An export's progress view, made at its first event: an export refused by its checks (bad
-    mode, existing destination) shows no progress line or bar before its error."""
+    """An export's progress view, made at its first event (an export refused by its checks, a bad
+    mode or an existing destination, shows no progress line or bar before its error), and told only
+    what changes what it shows (the ``done`` event repeats the last counts; ``close`` says done)."""
 
     def __init__(self, make: Callable[[], Any]) -> None:
-        self.make, self.view = make, None
+        self.make, self.view, self.shown = make, None, None
 
     def __call__(self, doc: Any) -> None:
+        from ..widgets.job_progress import describe_job
+
+        text = describe_job(doc if isinstance(doc, dict) else doc.to_dict())
+        if text == self.shown:
+            return
         if self.view is None:
             self.view = self.make()
+        self.shown = text
         self.view(doc)
 
     def close(self, result: Any) -> None:
