@@ -148,6 +148,25 @@ def test_completion_offers_only_volume_paths(ip, line):
         assert ip.complete("/Volumes/main/d", line)[1] == ["/Volumes/main/data/", "/Volumes/main/ds/"]
 
 
+@pytest.mark.parametrize(
+    "line,expected",
+    [
+        ("%air_volume mo", ["mount"]),
+        ("%air_volume un", ["unmount"]),
+        ("%air_volume ch", ["checkpoints"]),
+        ("%air_volume ls --pa", ["--pattern"]),
+        ("%air_volume create x.y.z --ex", ["--exist-ok"]),
+        ("%%air_copy --allow", ["--allow-failures"]),
+    ],
+)
+def test_completion_offers_commands_and_flags(ip, line, expected):
+    from IPython.core.completer import provisionalcompleter
+
+    with provisionalcompleter():
+        texts = [c.text for c in ip.Completer.completions(line, len(line))]
+    assert texts == expected  # the magic's own words, never %more or Python names
+
+
 # finding 6: help pages and messages in the magic's own words
 
 
@@ -155,6 +174,10 @@ def test_help_pages_show_the_syntax(ip):
     copy_doc = ip.find_cell_magic("air_copy").__doc__
     assert "one path or glob per line" in copy_doc and "--allow-failures" in copy_doc
     vol_doc = ip.find_line_magic("air_volume").__doc__
+    flat = " ".join(vol_doc.split())  # argparse wraps to the terminal's width
+    assert (
+        "pack, mount, unmount" in flat and "`%air_volume mount` makes /Volumes/... paths work in plain Python" in flat
+    )
     for usage in (
         "%air_volume ls PATH [-r] [--pattern GLOB]",
         "%air_volume create catalog.schema.volume [--exist-ok]",

@@ -1,4 +1,5 @@
-"""Tab completion of ``/Volumes/...`` paths after ``%air_volume`` and ``%%air_copy``."""
+"""Tab completion of ``/Volumes/...`` paths after ``%air_volume`` and ``%%air_copy``, and of
+``%air_volume``'s command names."""
 
 from __future__ import annotations
 
@@ -34,8 +35,28 @@ def complete_volume_path(text: str) -> list[str]:
     return out[:_MAX]
 
 
+def complete_command(line: str, symbol: str) -> list[str]:
+    """What fits the word being typed on a magic's line: ``%air_volume`` command names
+    (``mo<Tab>`` -> ``mount``) as its first argument, and the magic's ``--options`` after ``-``."""
+    from . import AirMagics, volume
+
+    words = line.split()
+    magic = words[0].lstrip("%") if words else ""
+    if magic not in ("air_volume", "air_copy") or (magic == "air_copy" and not line.lstrip().startswith("%%")):
+        return []
+    if symbol.startswith("-"):
+        parser = getattr(AirMagics, magic).parser  # the magic's own options, as declared
+        flags = [o for a in parser._actions for o in a.option_strings if o.startswith("--") and o != "--help"]
+        return [f for f in flags if f.startswith(symbol)]
+    second = len(words) == 1 if line[-1:].isspace() else len(words) == 2 and words[1] == symbol
+    if magic == "air_volume" and second and not symbol.startswith("/"):
+        return [c for c in volume.COMMANDS if c.startswith(symbol)]
+    return []
+
+
 def _completer(_shell: Any, event: Any) -> list[str]:
-    return complete_volume_path(event.symbol or "")
+    symbol = event.symbol or ""
+    return complete_command(event.line or "", symbol) or complete_volume_path(symbol)
 
 
 def _matcher(text: str) -> list[str]:
@@ -55,8 +76,17 @@ def _volume_matcher(context: Any) -> dict[str, Any]:
     # older API passes the whole path as the token
     token = context.token or ""
     word = token if token.startswith("/Vol") else _WORD_START.split(context.text_until_cursor)[-1]
-    if not word.startswith("/Vol"):
-        return {"completions": []}
+    if not word.startswith("/Vol"):  # a magic's command name or option: those only, no Python names
+        line = context.text_until_cursor.rsplit("\n", 1)[-1]
+        symbol = "" if line[-1:].isspace() else line.split()[-1] if line.split() else ""
+        names = complete_command(line, symbol)
+        if not names:
+            return {"completions": []}
+        return {
+            "completions": [SimpleCompletion(n, type="magic") for n in names],
+            "matched_fragment": symbol,
+            "suppress": True,
+        }
     matches = complete_volume_path(word)
     return {
         "completions": [SimpleCompletion(m, type="path") for m in matches],

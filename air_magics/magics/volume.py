@@ -64,7 +64,12 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
     return with_arguments(
         func,
         argument("command", nargs="?", help=f"one of {', '.join(COMMANDS)}; none shows where volumes live"),
-        argument("args", nargs="*", help="the command's arguments (a path, a volume name, a URL)"),
+        argument(
+            "args",
+            nargs="*",
+            help="the command's arguments (a path, a volume name, a URL); mount, unmount: an optional "
+            "mount point (default /Volumes): `%%air_volume mount` makes /Volumes/... paths work in plain Python",
+        ),
         argument("-r", "--recursive", action="store_true", help="ls: list every file below PATH"),
         argument(
             "--pattern",
