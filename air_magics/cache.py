@@ -257,12 +257,13 @@ class FileCache:
 
     def _unindexed_fetch(self, key: str, local: Path, src: Location) -> bool:
         """Fetch *key* without knowing its size when the index has no entry for it (the cold
-        case of a names-only listing); False when there is an entry to validate instead."""
-        if self._indexed(key):
+        case of a names-only listing); False when there is an entry to validate instead. Without a
+        local file there is nothing to validate: fetched without asking the index."""
+        if os.path.exists(local) and self._indexed(key):
             return False
         tlock, flock = self._stripe(key)
         with tlock, flock, translate_disk_full(self.root, self.reserve, f"fetching {key}"):
-            if self._indexed(key):  # another process fetched it meanwhile: validate that one
+            if os.path.exists(local) and self._indexed(key):  # another process fetched it meanwhile
                 return False
             make_room(self, 0)  # the reserve (no limit is set here): at most this one file's size over it
             n = copy_one(CopyTask(src, Location(str(local), root=str(self.root / "files"))), retries=self.retries)
@@ -302,27 +303,25 @@ class FileCache:
     def _hit(self, key: str, local: Path, size: int, mtime: float) -> bool:
         """Serve from the cache if valid. Entries this process validated recently are served from
         process-local state (:mod:`air_magics.cache_hits`; LRU time and counters batched); others
-        take one read and one write transaction on the shared index."""
+        take one read and one write transaction on the shared index. The local file is looked at
+        first: a cold miss costs one ``stat`` and never waits for the index's lock, which the
+        fetching threads hold while they record their files."""
+        try:
+            here = os.stat(local).st_size == size
+        except OSError:
+            here = False
+        if not here:
+            self._hits.forget(key)
+            return False
         db, lock = self._conn()
         now = time.time()
         if self._hits.valid(key, size, mtime, now):
-            try:
-                here = os.stat(local).st_size == size
-            except OSError:
-                here = False
-            if here:
-                if self._hits.note(key, size, now):
-                    self.flush_hits()
-                return True
-            self._hits.forget(key)
+            if self._hits.note(key, size, now):
+                self.flush_hits()
+            return True
         with lock:
             row = db.execute("SELECT size, mtime FROM entries WHERE key=?", (key,)).fetchone()
             if row is None or row[0] != size or abs(row[1] - mtime) > _MTIME_TOLERANCE:
-                return False
-            try:
-                if os.stat(local).st_size != size:
-                    return False
-            except FileNotFoundError:
                 return False
             with self._disk_full("recording a hit"), transaction(db):
                 if not db.execute("UPDATE entries SET last_access=? WHERE key=?", (now, key)).rowcount:

@@ -33,12 +33,12 @@ def make_room(cache: FileCache, incoming: int, keep: Residency | None = None) ->
     The index's WAL is bounded here too, and what it may still grow by is counted against the
     reserve (it shares the disk with the cached files)."""
     db, lock = cache._conn()
-    total = total_bytes(cache)
     if cache._wal_check.ready() and wal_headroom(cache.root) == 0:
         with lock:
             checkpoint(db)
     free = shutil.disk_usage(cache.root).free - wal_headroom(cache.root)
-    need = max((total + incoming - cache.limit) if cache.limit is not None else 0, cache.reserve - (free - incoming))
+    over = total_bytes(cache) + incoming - cache.limit if cache.limit is not None else 0
+    need = max(over, cache.reserve - (free - incoming))
     if need <= 0:
         return True
     cutoff = time.time() - cache.pin_seconds

@@ -7,6 +7,10 @@ functions of :mod:`air_magics.data.order`.
 
 Validity guarantee: a yielded path stays in the cache for at least ``cache.pin_seconds`` (30 s by
 default) after it is yielded, so the consumer can open it; open it (or copy it) within that time.
+When the cache's limit is smaller than the data, the files it holds are kept as a stable resident
+subset (this dataset's misses never evict what it read since its previous epoch began) and the rest
+are served from the process's overflow window: such a path stays valid until the process has
+handed out ``cache.overflow_files`` (256) more files, far more than a DataLoader keeps in flight.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,7 +27,7 @@ from typing import Any
 
 from torch.utils.data import IterableDataset
 
-from ..cache import FileCache
+from ..cache import FileCache, Residency
 from ..errors import DatasetError
 from ..shards.reader import open_packed
 from ..transfer import is_transient
@@ -145,6 +150,10 @@ class UCVolumeDataset(IterableDataset):
         self._versions: dict[int, tuple[int, float]] | None = None
         self._plan_file: str | None = None  # set by a DataLoader with persistent workers
         self._stat_thread: threading.Thread | None = None
+        # the resident subset this dataset's misses must not evict (see FileCache.get's keep)
+        self._prefix = os.path.commonpath([f.key for f in self.files])
+        self._last_start = 0.0  # when the previous epoch began (0: keep all of the prefix)
+        self._started: float | None = None  # when the loader began this epoch (persistent workers)
         if any(f.size < 0 for f in self.files):
             self._stat_thread = threading.Thread(target=self._stat_all, name="air-dataset-stat", daemon=True)
             self._stat_thread.start()
@@ -272,6 +281,7 @@ class UCVolumeDataset(IterableDataset):
         with open(self._plan_file) as f:  # type: ignore[arg-type]
             plan = json.load(f)
         self.epoch = int(plan["epoch"])
+        self._started = plan.get("started")
         self._resume = EpochState.from_dict(plan["resume"]) if plan.get("resume") else None
 
     def _plan(self) -> tuple[Grid, int, list[int]]:
@@ -294,13 +304,13 @@ class UCVolumeDataset(IterableDataset):
             raise DatasetError(str(exc)) from None
         return grid, s, items
 
-    def _fetch(self, f: _File, version: tuple[int, float] | None) -> Any:
+    def _fetch(self, f: _File, version: tuple[int, float] | None, keep: Residency | None = None) -> Any:
         size, mtime = version if version is not None else (None, None)
         try:
             local = (
                 f.member.local_path(self.cache)
                 if f.member is not None
-                else self.cache.get(f.key, size=size, mtime=mtime, src=f.src)
+                else self.cache.get(f.key, size=size, mtime=mtime, src=f.src, keep=keep)
             )
         except Exception as exc:
             if self.on_error == "skip" and (is_transient(exc) or isinstance(exc, OSError)):
@@ -311,6 +321,10 @@ class UCVolumeDataset(IterableDataset):
     def __iter__(self) -> Iterator[Any]:
         grid, stream, items = self._plan()
         self._grid, self._stream, self._yielded = grid, stream, 0
+        # what this process read since its previous epoch began stays resident through this one
+        # (with persistent workers the loader's clock, so a worker that started late keeps what the
+        # others fetched early in the previous epoch)
+        keep, self._last_start = Residency(self._prefix, self._last_start), self._started or time.time()
         window: deque[Future] = deque()
         with ThreadPoolExecutor(max_workers=self.prefetch, thread_name_prefix="air-prefetch") as pool:
 
@@ -322,7 +336,7 @@ class UCVolumeDataset(IterableDataset):
                         done: Future = Future()
                         done.set_result(local)
                         return done
-                return pool.submit(self._fetch, f, version)
+                return pool.submit(self._fetch, f, version, keep)
 
             it = iter(items)
             try:
