@@ -15,8 +15,12 @@ each air_magics path over its plain counterpart. Targets: <= 10% time overhead; 
 client memory flat (5M rows needs about the same client memory as 1M). Skipped with a printed reason
 where pyspark, datasets or Java is missing.
 
-    .venv/bin/python benchmarks/bench_tables.py             # 1M and 5M rows, 3 reps
-    .venv/bin/python benchmarks/bench_tables.py --quick     # 200k rows, 1 rep
+A second part (``benchmarks/scenarios/tables_dataset.py``) streams the same tables into batches with
+the table dataset ``UCDataset``, the Hugging Face route and a plain pyarrow scan.
+
+    .venv/bin/python benchmarks/bench_tables.py                   # both parts, 1M and 5M rows, 3 reps
+    .venv/bin/python benchmarks/bench_tables.py --part dataset    # the table dataset part only
+    .venv/bin/python benchmarks/bench_tables.py --quick           # 200k rows, 1 rep
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from benchmarks.harness.runner import (
     rotated,
 )
 from benchmarks.harness.sampling import wait_quiet
+from benchmarks.scenarios.tables_dataset import report_dataset, run_dataset
 
 __all__ = ["METHODS", "main", "tables_unavailable"]
 
@@ -156,6 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", help="comma-separated table sizes (default 1000000,5000000; --quick 200000)")
     ap.add_argument("--reps", type=int, help="interleaved repetitions (default 3; --quick 1)")
     ap.add_argument("--home", default=None, help="AIR_HOME to use (default: a temp dir, removed at the end)")
+    ap.add_argument(
+        "--part",
+        choices=["all", "io", "dataset"],
+        default="all",
+        help="io: reads and exports; dataset: UCDataset vs HF vs pyarrow; all: both (default)",
+    )
     add_common_args(ap, quiet_wait=0.0, quiet_below=0.15, slowfs=False)
     a = ap.parse_args(argv)
     resolve_waits(a)
@@ -176,12 +187,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         VolumeStore().create("bench.t.exports", exist_ok=True)
         make_tables(sizes)  # also starts the embedded server, shared by every child via AIR_HOME
-        results = run(a, sizes, home)
+        results = run(a, sizes, home) if a.part in ("all", "io") else None
+        ds_results = run_dataset(a, sizes, home) if a.part in ("all", "dataset") else None
     finally:
         stop_server()
         if not a.home:
             shutil.rmtree(home, ignore_errors=True)
-    print(report(results, sizes, a.reps))
+    if results is not None:
+        print(report(results, sizes, a.reps))
+    if ds_results is not None:
+        print("\n" + report_dataset(ds_results, sizes, a.reps))
     return 0
 
 

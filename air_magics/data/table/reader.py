@@ -16,6 +16,7 @@ from .plan import Piece, StreamPlan, take_range, total, window_perm
 __all__ = ["count_rows", "iter_batches", "to_columns", "READ_ROWS"]
 
 READ_ROWS = 65536
+BUFFER = 1 << 20  # bytes read per column at a time: memory does not grow with the row group
 
 
 def count_rows(path: str, row_group: int, expr: Any) -> int:
@@ -88,7 +89,7 @@ class _Rows:
         if pf is None:
             if len(self._files) >= 4:
                 self._files.pop(next(iter(self._files)))
-            pf = self._files[part] = pq.ParquetFile(self.local_path(part))
+            pf = self._files[part] = pq.ParquetFile(self.local_path(part), buffer_size=BUFFER, pre_buffer=False)
         return pf
 
     def read(self, piece: Piece) -> list[Any]:
