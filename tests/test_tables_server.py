@@ -98,3 +98,16 @@ def test_bad_settings_are_explained(own_store, monkeypatch):
     monkeypatch.delenv("AIR_SPARK_DRIVER_MEMORY")
     heap = srv_mod.driver_memory_mb()
     assert 1024 <= heap <= 8192 and heap <= psutil.virtual_memory().total // (1 << 20)
+
+
+def test_no_retries_warning_at_exit_after_the_server_stopped(own_store, monkeypatch):
+    """pyspark's exit hook sends a clean-up call; to a stopped server it retried and printed
+    ``[RETRIES_EXCEEDED]`` as the interpreter exited. Sessions we open are closed before it."""
+    monkeypatch.setenv("AIR_SPARK_DRIVER_MEMORY", "1g")
+    code = (
+        "from air_magics import tables\nassert tables.read_sql('SELECT 41 + 1 AS n').n[0] == 42\ntables.stop_server()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=280)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "RETRIES_EXCEEDED" not in out.stderr and out.stderr.strip() == "", out.stderr[-2000:]
+    assert srv_mod.read_record(own_store) is None and _store_processes(own_store) == []
