@@ -147,3 +147,40 @@ def test_two_processes_share_a_full_cache_without_a_wrong_file(vol):
         assert p.exitcode == 0
     assert results == [[], []]
     assert FileCache(root).info().bytes <= 32 * SIZE  # plus at most one in-flight file per process
+
+
+@pytest.mark.parametrize("damage", ["delete the cache folder", "corrupt the index"])
+def test_a_cache_damaged_while_a_loader_runs_never_yields_a_wrong_file(vol, damage):
+    """Mid-epoch, the cache folder is deleted or its index overwritten with garbage. Paths already
+    handed out may be gone (they were deleted with the folder), but no item is ever the wrong
+    bytes, and the next epoch rebuilds the cache transparently (or stops with a clear error)."""
+    import shutil
+
+    cache = FileCache(pin_seconds=0)
+    ds = UCVolumeDataset("/Volumes/main/raw/big/d", cache=cache, prefetch=4)
+    loader = DataLoader(ds, batch_size=None, num_workers=2)
+
+    def epoch(damage_at: int | None) -> tuple[list[bytes], int]:
+        got, gone = [], 0
+        for n, p in enumerate(loader):
+            if n == damage_at:
+                if damage == "delete the cache folder":
+                    shutil.rmtree(cache.root)
+                else:
+                    (cache.root / "index.sqlite").write_bytes(b"not a database" * 100)
+            try:
+                with open(p, "rb") as f:
+                    data = f.read()
+            except FileNotFoundError:
+                gone += 1  # handed out before the folder was deleted
+                continue
+            assert len(data) == SIZE and data == content(int.from_bytes(data[:4], "big"))  # never a wrong file
+            got.append(data)
+        return got, gone
+
+    got, gone = epoch(None)
+    assert (len(got), gone) == (100, 0)
+    got, gone = epoch(50)
+    assert len(got) + gone == 100 and len(set(got)) == len(got)
+    got, gone = epoch(None)  # rebuilt: every file again, right bytes
+    assert (len(got), gone) == (100, 0) and len(set(got)) == 100
