@@ -108,6 +108,41 @@ def test_where_the_link_may_not_be_made_the_status_says_the_one_command(air_home
     assert "keep working through the store" in status.detail
 
 
+@pytest.fixture
+def read_only(tmp_path):
+    """A folder that becomes read-only for everyone, root included (a read-only bind mount of itself)."""
+    import subprocess
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+
+    sealed: list[bool] = []
+
+    def seal() -> None:
+        for cmd in (["mount", "--bind", str(folder), str(folder)], ["mount", "-o", "remount,bind,ro", str(folder)]):
+            if subprocess.run(cmd, capture_output=True).returncode != 0:
+                pytest.skip("cannot make a read-only bind mount here (needs root and mount rights)")
+            sealed.append(True)
+
+    yield folder, seal
+    if sealed:  # a bind mount of a folder onto itself: os.path.ismount cannot see it
+        subprocess.run(["umount", str(folder)], check=True)
+    assert str(folder) not in open("/proc/self/mountinfo").read()
+
+
+def test_link_in_a_read_only_place_changes_nothing_and_says_the_sudo_command(read_only, air_home):
+    folder, seal = read_only
+    made = folder / "Volumes"
+    assert mount(made).mode == "symlink"
+    seal()
+    status = unmount(made)  # e.g. a link made with sudo: this process may not remove it
+    assert (status.changed, status.hint) == (False, f"run `sudo rm {made}` to remove it") and made.is_symlink()
+    status = mount(folder / "Other")
+    root = os.path.realpath(air_home / "volumes")
+    assert (status.mode, status.changed) == ("store", False) and not os.path.lexists(folder / "Other")
+    assert status.hint == f"run `sudo ln -s {root} {folder / 'Other'}` once for /Volumes paths in plain Python"
+
+
 def test_another_homes_link_is_not_a_foreign_mount(point, tmp_path, monkeypatch, air_home):
     VolumeStore().create("main.a.v")
     mount()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import config
@@ -163,7 +163,9 @@ def mount(point: str | os.PathLike[str] | None = None) -> MountStatus:
 
 
 def unmount(point: str | os.PathLike[str] | None = None) -> MountStatus:
-    """Remove the link :func:`mount` made at *point*; anything else there is refused, untouched."""
+    """Remove the link :func:`mount` made at *point*; anything else there is refused, untouched.
+    Where this process may not remove it (a link made with ``sudo``), nothing changes and the
+    returned status's ``hint`` is the ``sudo rm`` that does it."""
     p = _point(point)
     root = config.embedded_volumes_root()
     if not os.path.lexists(p):
@@ -173,5 +175,15 @@ def unmount(point: str | os.PathLike[str] | None = None) -> MountStatus:
         raise VolumeExistsError(
             f"cannot unmount {p}: it is {what}, not a link made by `%air_volume mount`; nothing changed"
         )
-    os.unlink(p)
+    try:
+        os.unlink(p)
+    except OSError as exc:  # a link made with sudo, as the hint says: removed with sudo too
+        if exc.errno not in _DENIED:
+            raise
+        status = mount_status(p)
+        return replace(
+            status,
+            detail=f"this process may not remove the link {p} ({exc.strerror}); nothing changed",
+            hint=f"run `sudo rm {shlex.quote(str(p))}` to remove it",
+        )
     return MountStatus("store", str(p), str(root), f"removed the link {p}; the files stay in {root}", changed=True)
