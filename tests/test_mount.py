@@ -77,7 +77,7 @@ def test_mount_refuses_an_existing_point_and_changes_nothing(point, tmp_path, ki
     before = (point.is_symlink(), point.is_dir(), sorted(os.listdir(point)) if point.is_dir() else None)
     with pytest.raises(VolumeExistsError, match=f"cannot mount: {point} already exists as .*nothing changed") as info:
         mount()
-    assert "\n" not in str(info.value)
+    assert "\n" not in str(info.value) and ("rm " in str(info.value)) == (kind == "link")  # never rm a folder
     assert (point.is_symlink(), point.is_dir(), sorted(os.listdir(point)) if point.is_dir() else None) == before
     assert mount_status().mode == "store" and "left as it is" in mount_status().hint
     with pytest.raises(VolumeExistsError, match=f"cannot unmount {point}: .*not a link made by"):
@@ -153,7 +153,7 @@ def test_another_homes_link_is_not_a_foreign_mount(point, tmp_path, monkeypatch,
     assert store.kind == "embedded" and store.root == tmp_path / "home_b" / "volumes" and store.volumes() == []
     status = mount_status()
     assert status.mode == "store" and "unmount" in status.hint
-    with pytest.raises(VolumeExistsError, match="already exists as a link"):
+    with pytest.raises(VolumeExistsError, match="links to another embedded root .*run `%air_volume unmount` first"):
         mount()
     assert unmount().changed and not os.path.lexists(point)  # still ours: its root carries the marker
     assert mount().mode == "symlink" and os.path.realpath(point) == os.path.realpath(tmp_path / "home_b" / "volumes")
@@ -187,7 +187,10 @@ def test_magic_says_which_mode_is_active(ip, point):
     assert ip.run_line_magic("air_volume", "unmount -o st").changed and not os.path.lexists(point)
     point.mkdir()
     (point / "stuff.txt").write_text("not a volumes mount")
-    with pytest.raises(UsageError, match=r"^cannot mount: .* already exists as a folder; nothing changed") as info:
+    with pytest.raises(
+        UsageError,
+        match=r"^cannot mount: .* already exists as a folder \(.* is not a volumes mount: .*\), which is left as it is; nothing changed",
+    ) as info:
         ip.run_line_magic("air_volume", "mount")
     assert "\n" not in str(info.value)
     with pytest.raises(UsageError, match="takes .POINT."):

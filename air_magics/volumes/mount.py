@@ -88,6 +88,11 @@ def _link_hint(point: Path, root: Path) -> str:
     )
 
 
+def _why(point: Path) -> str:
+    """Why *point* is not a volumes mount, as the store says it."""
+    return config.volumes_mount_status(point)[1]
+
+
 def mount_status(point: str | os.PathLike[str] | None = None) -> MountStatus:
     """Which mode is active for *point* (default: the ``volumes_mount`` setting, ``/Volumes``)."""
     p = _point(point)
@@ -108,7 +113,9 @@ def mount_status(point: str | os.PathLike[str] | None = None) -> MountStatus:
         )
     store_only = "/Volumes paths work in %air_volume, %%air_copy, UCVolumeDataset and volumes:// URLs, not in open()"
     if os.path.lexists(p):
-        return MountStatus("store", str(p), str(root), store_only, f"{p} exists, so it is left as it is")
+        return MountStatus(
+            "store", str(p), str(root), store_only, f"{p} exists, so it is left as it is (plain Python: use {root}/...)"
+        )
     return MountStatus("store", str(p), str(root), store_only, _link_hint(p, root))
 
 
@@ -126,14 +133,17 @@ def mount(point: str | os.PathLike[str] | None = None) -> MountStatus:
         return status
     root = config.embedded_volumes_root()
     if os.path.lexists(p):
-        what = (
-            f"a link to {os.readlink(p)}" if p.is_symlink() else "a folder" if p.is_dir() else "a file or other entry"
-        )
-        extra = f" ({status.detail})" if _ours(p, root) else ""
+        if _ours(p, root):  # our link, to another AIR_HOME's root
+            fix = f"{status.detail}; run `%air_volume unmount` first"
+        elif p.is_symlink():
+            fix = f"a link to {os.readlink(p)}; remove it first if it is stale (`rm {shlex.quote(str(p))}`)"
+        elif p.is_dir():  # on a Mac: the disks. Never suggest removing it.
+            fix = f"a folder ({_why(p)}), which is left as it is"
+        else:
+            fix = "a file; rename or remove it first"
         raise VolumeExistsError(
-            f"cannot mount: {p} already exists as {what}{extra}; nothing changed. Remove or rename it first "
-            f"(`%air_volume unmount` removes only a link it made), or set AIR_VOLUMES_MOUNT to another path; "
-            f"volumes still work through the store and volumes:// URLs"
+            f"cannot mount: {p} already exists as {fix}; nothing changed. Volumes still work through %air_volume, "
+            f"%%air_copy, UCVolumeDataset and volumes:// URLs, and in plain Python under {root}/catalog/schema/volume"
         )
     if not p.parent.is_dir():
         raise VolumeNotFoundError(f"cannot mount at {p}: its folder {p.parent} does not exist; create it first")
