@@ -177,15 +177,18 @@ def test_dataset_over_packed_yields_what_raw_yields(vol, shuffle):
     assert all(str(FileCache().root) in p for p in b)
 
 
-def test_dataset_fetches_each_shard_once_into_the_cache(vol):
+def test_dataset_fetches_each_shard_once_into_its_extracted_folder(vol):
     pack(SRC, DEST, shard_size="64KiB")
     ds = UCVolumeDataset(DEST, shuffle=True)
     list(ds)
-    shards = len(open_packed(vol, DEST).manifest.shards)
-    info = FileCache().info()
-    assert info.misses == shards and info.entries == shards
-    list(UCVolumeDataset(DEST, shuffle=True))  # another dataset, same process or not: extracted already
-    assert FileCache().info().misses == shards
+    m = open_packed(vol, DEST).manifest
+    ex = ds.files[0].member.folder._extractor
+    assert ex.shards_fetched == len(m.shards) > 2 and ex.bytes_read == sum(s.bytes for s in m.shards)
+    assert FileCache().info().entries == 0  # the shard's bytes are stored once: as its members
+    again = UCVolumeDataset(DEST, shuffle=True)  # another dataset, same process or not: extracted already
+    assert len(list(again)) == N
+    ex2 = again.files[0].member.folder._extractor
+    assert ex2.shards_fetched == 0 and ex2.bytes_read == 0
 
 
 def _pack_samples(vol):

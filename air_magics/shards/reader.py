@@ -1,44 +1,46 @@
 """Reading a packed folder: validate its manifest and indexes, serve members as local files.
 
-A shard is fetched whole into the :class:`~air_magics.cache.FileCache` (one entry, keyed by the
-shard's volume path, validated by the size and mtime its manifest recorded: no round trip when
-warm), checked against the manifest's byte count and CRC-32, and extracted once into
-``<cache root>/shards/<catalog>/<schema>/<volume>/<packed folder>/<shard>-<crc32>/``: members are
-served as paths into that folder, so ``open(p, "rb")``, ``Image.open``, ``torch.load`` and
-``np.load`` work on them, and the file name is the original's.
+A shard is fetched from the volume with parallel range reads straight into its extracted folder
+``<cache root>/shards/<catalog>/<schema>/<volume>/<packed folder>/<shard>-<crc32>/``, one file per
+member, each published as soon as its bytes are in (:mod:`.fetch`: the size is checked first, the
+CRC-32 when the last byte arrives, before the last member is served). Members are served as paths
+into that folder, so ``open(p, "rb")``, ``Image.open``, ``torch.load`` and ``np.load`` work on
+them, and the file name is the original's.
 
 Lifetime of a yielded path: the extracted folder is never modified or removed while a packed
-folder is read; it is named after the shard's content (digest of its members + CRC-32), so it
-cannot go stale, and it is reused by later epochs and other processes. It is removed only by
-:func:`prune_extracted` (explicitly, or with the cache directory). Extraction writes a temp folder
-and renames it, so a reader never sees half a shard.
+folder is read (except when its shard fails its checksum: then it is removed and the read fails);
+it is named after the shard's content (digest of its members + CRC-32), so it cannot go stale, and
+it is reused by later epochs and other processes. It is removed only by :func:`prune_extracted`
+(explicitly, or with the cache directory).
+
+Disk: extracted folders live under the cache root but are *not* counted against the
+:class:`~air_magics.cache.FileCache` byte limit, and LRU eviction never removes them: the cache
+accounts single files keyed by volume path and has no entry kind for a folder whose files a
+running epoch hands out; :func:`prune_extracted` frees them. The shard itself is not kept as a
+cache entry (its bytes are stored once, as the members).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import threading
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ShardError, VolumeNotFoundError
-from ..io.confined import open_read
-from ..io.leftovers import sweep_stale, temp_name
 from ..io.retry import retry_call
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
-from .format import MANIFEST_NAME, Manifest, Member, ShardInfo, load_index, load_manifest
+from .fetch import Extractor
+from .format import MANIFEST_NAME, Manifest, Member, load_index, load_manifest
 
 if TYPE_CHECKING:
     from ..cache import FileCache
 
 __all__ = ["PackedFolder", "MemberRef", "open_packed", "is_packed", "prune_extracted"]
 
-_CHUNK = 8 << 20
 _INDEX_THREADS = 16
 
 
@@ -83,8 +85,8 @@ class MemberRef:
 
     def ready(self) -> str | None:
         """The local path if this process has its shard extracted already (no I/O), else None."""
-        d = self.folder._ready.get(self.shard)
-        return None if d is None else os.path.join(d, *self.member.name.split("/"))
+        ex = self.folder._extractor
+        return None if ex is None else ex.ready(self.shard, self.member.name)
 
 
 class PackedFolder:
@@ -115,17 +117,22 @@ class PackedFolder:
                     f"packed folder {path}: member {a.member.name!r} is in two shards; pack the source again"
                 )
         self.members: list[MemberRef] = refs
+        self.shard_members: list[list[Member]] = [sorted(ms, key=lambda m: m.offset) for ms in per_shard]
+        # the shard an unshuffled epoch needs after shard i: that of the member after i's last, by name
+        last = {i: max((m.name for m in ms), default="") for i, ms in enumerate(per_shard)}
+        pos = {(r.shard, r.member.name): k for k, r in enumerate(refs)}
+        self.next_shard: list[int] = []
+        for i in range(len(shards)):
+            k = pos.get((i, last[i]), len(refs)) + 1
+            self.next_shard.append(refs[k].shard if k < len(refs) and refs[k].shard != i else -1)
         self._reset()
 
     def _reset(self) -> None:
-        self._ready: dict[int, str] = {}
-        self._locks: dict[int, threading.Lock] = {}
-        self._guard = threading.Lock()
+        self._extractor: Extractor | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for k in ("_ready", "_locks", "_guard"):
-            state.pop(k)
+        state.pop("_extractor")
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -139,104 +146,19 @@ class PackedFolder:
     def shard_path(self, i: int) -> VolumePath:
         return self.path.joinpath(self.manifest.shards[i].name)
 
+    def extractor(self, cache: FileCache) -> Extractor:
+        """This process's fetcher for the folder, extracting under *cache*'s root."""
+        ex = self._extractor
+        if ex is None or ex.root != cache.root or ex.pid != os.getpid():  # a forked worker starts afresh
+            ex = self._extractor = Extractor(self, cache.root)
+        return ex
+
     def extracted_dir(self, cache: FileCache, i: int) -> Path:
-        s = self.manifest.shards[i]
-        vp = self.path
-        return cache.root.joinpath(
-            "shards", vp.catalog, vp.schema, vp.volume, *vp.parts, f"{s.name[: -len('.tar')]}-{s.crc32:08x}"
-        )
+        return self.extractor(cache).final(i)
 
     def local_path(self, ref: MemberRef, cache: FileCache) -> str:
-        """A local path holding *ref*'s bytes: its shard fetched and extracted on first use."""
-        d = self._ready.get(ref.shard)
-        if d is None:
-            d = self._extract(ref.shard, cache)
-        return os.path.join(d, *ref.member.name.split("/"))
-
-    def _extract(self, i: int, cache: FileCache) -> str:
-        with self._guard:
-            lock = self._locks.setdefault(i, threading.Lock())
-        with lock:  # the prefetch threads wanting one shard extract it once
-            if i in self._ready:
-                return self._ready[i]
-            final = self.extracted_dir(cache, i)
-            if not final.is_dir():
-                self._fetch_and_extract(i, cache, final)
-            self._ready[i] = str(final)
-            return str(final)
-
-    def _fetch_and_extract(self, i: int, cache: FileCache, final: Path) -> None:
-        s: ShardInfo = self.manifest.shards[i]
-        vp = self.shard_path(i)
-        try:
-            local = cache.get(vp, size=s.bytes, mtime=s.mtime)
-        except VolumeNotFoundError:
-            raise ShardError(
-                f"shard {vp} named by the manifest is missing on the volume; pack the source again"
-            ) from None
-        members = [r.member for r in self.members if r.shard == i]
-        members.sort(key=lambda m: m.offset)
-        fd, st = open_read(local, str(cache.root / "files"))
-        try:
-            if st.st_size != s.bytes:
-                raise ShardError(
-                    f"shard {vp} is {st.st_size} bytes but its index says {s.bytes} (truncated or replaced "
-                    f"on the volume); the packed folder is damaged: pack the source again"
-                )
-            crc = 0
-            for off in range(0, s.bytes, _CHUNK):
-                crc = zlib.crc32(os.pread(fd, _CHUNK, off), crc)
-            if crc != s.crc32:
-                raise ShardError(
-                    f"shard {vp} does not match the checksum in its index (changed or damaged on the "
-                    f"volume); the packed folder is damaged: pack the source again"
-                )
-            final.parent.mkdir(parents=True, exist_ok=True)
-            sweep_stale(str(final.parent), remove_dirs=True)
-            tmp = final.parent / temp_name(final.name)
-            shutil.rmtree(tmp, ignore_errors=True)
-            try:
-                _extract_members(fd, members, tmp)
-                try:
-                    os.rename(tmp, final)
-                except OSError:  # another process extracted it first: use that one
-                    if not final.is_dir():
-                        raise
-                    shutil.rmtree(tmp, ignore_errors=True)
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
-        finally:
-            os.close(fd)
-
-
-def _extract_members(fd: int, members: list[Member], into: Path) -> None:
-    """Copy each member's byte range of the open shard into its own file below *into* (a fresh
-    folder of ours; names were checked when the index was read), stamped with its source mtime."""
-    into.mkdir()
-    made = {""}
-    for m in members:
-        parent, _, _ = m.name.rpartition("/")
-        if parent not in made:
-            os.makedirs(os.path.join(into, *parent.split("/")), exist_ok=True)
-            made.add(parent)
-        path = os.path.join(into, *m.name.split("/"))
-        out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        try:
-            left, off = m.size, m.offset
-            while left:
-                n = os.copy_file_range(fd, out, left, off) if hasattr(os, "copy_file_range") else 0
-                if n <= 0:
-                    chunk = os.pread(fd, min(_CHUNK, left), off)
-                    if not chunk:
-                        raise ShardError(f"member {m.name!r} runs past the end of its shard; pack the source again")
-                    os.write(out, chunk)
-                    n = len(chunk)
-                left, off = left - n, off + n
-            ns = int(m.mtime * 1e9)
-            os.utime(out, ns=(ns, ns))
-        finally:
-            os.close(out)
+        """A local path holding *ref*'s bytes, as soon as they are in (its shard fetched on first use)."""
+        return self.extractor(cache).path(ref.shard, ref.member.name)
 
 
 def prune_extracted(cache: FileCache, keep: list[PackedFolder] | tuple[PackedFolder, ...] = ()) -> int:
@@ -245,7 +167,7 @@ def prune_extracted(cache: FileCache, keep: list[PackedFolder] | tuple[PackedFol
     root = cache.root / "shards"
     keepers = {str(f.extracted_dir(cache, i)) for f in keep for i in range(len(f.manifest.shards))}
     removed = 0
-    for dirpath, dirnames, _ in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(root):
         for name in list(dirnames):
             if name.startswith("shard-"):
                 dirnames.remove(name)
@@ -253,4 +175,11 @@ def prune_extracted(cache: FileCache, keep: list[PackedFolder] | tuple[PackedFol
                 if full not in keepers:
                     shutil.rmtree(full, ignore_errors=True)
                     removed += 1
+        for name in filenames:  # the fetch locks of removed folders
+            full = os.path.join(dirpath, name)
+            if name.startswith("shard-") and name.endswith(".lock") and full[: -len(".lock")] not in keepers:
+                try:
+                    os.unlink(full)
+                except OSError:
+                    pass
     return removed

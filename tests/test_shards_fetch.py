@@ -1,0 +1,105 @@
+"""Fetching shards for a dataset: members served before their shard has fully arrived (on a slow
+FUSE volume), the next shard read ahead, and processes sharing one fetch per shard."""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from air_magics.cache import FileCache
+from air_magics.shards import open_packed, pack
+from air_magics.shards.fetch import COMPLETE
+from air_magics.volumes import VolumeStore
+
+SRC, DEST = "/Volumes/main/raw/img/train", "/Volumes/main/raw/img/packed"
+
+
+def _seed(root: Path, n: int, size: int) -> dict[str, str]:
+    out = {}
+    for i in range(n):
+        data = hashlib.sha256(str(i).encode()).digest() * (size // 32)
+        p = root / f"d{i % 3}" / f"{i:04d}.bin"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+        out[f"d{i % 3}/{i:04d}.bin"] = hashlib.sha256(data).hexdigest()
+    return out
+
+
+@pytest.mark.fuse
+def test_first_member_is_served_before_its_shard_has_arrived(slowfs, tmp_path, monkeypatch):
+    backing = tmp_path / "backing"
+    hashes = _seed(backing / "main" / "raw" / "img" / "train", 200, 128 << 10)  # 25 MiB: one shard
+    with slowfs.mounted(backing, tmp_path / "mnt", op_latency_ms=2, read_latency_ms=2, mbps=40):
+        monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
+        store = VolumeStore()
+        pack(SRC, DEST, store=store)
+        folder = open_packed(store, DEST)
+        assert len(folder.manifest.shards) == 1
+        cache = FileCache(root=tmp_path / "cache", store=store)
+        first = folder.members[0]
+        p = first.local_path(cache)
+        final = folder.extracted_dir(cache, 0)
+        assert not (final / COMPLETE).exists()  # served while the rest of the shard is still on its way
+        assert hashlib.sha256(Path(p).read_bytes()).hexdigest() == hashes[first.member.name]
+        got = {
+            r.member.name: hashlib.sha256(Path(r.local_path(cache)).read_bytes()).hexdigest() for r in folder.members
+        }
+        assert got == hashes and (final / COMPLETE).exists()
+
+
+def test_asking_for_a_shard_reads_the_next_one_ahead(tmp_path):
+    s = VolumeStore()
+    s.create("main.raw.img")
+    _seed(Path(s.locate(SRC).path), 30, 4096)
+    pack(SRC, DEST, shard_size="32KiB")
+    folder = open_packed(s, DEST)
+    assert len(folder.manifest.shards) > 3
+    cache = FileCache(root=tmp_path / "cache")
+    order = [r.shard for r in folder.members]
+    first, second = order[0], next(i for i in order if i != order[0])
+    assert folder.next_shard[first] == second
+    folder.members[0].local_path(cache)
+    ex = folder._extractor
+    ex._drivers.shutdown(wait=True)  # let the fetches started so far finish
+    done = {i for i in range(len(folder.manifest.shards)) if (folder.extracted_dir(cache, i) / COMPLETE).exists()}
+    assert done == {first, second}
+
+
+_READ_ALL = textwrap.dedent("""
+    import hashlib, json, sys
+    from air_magics.cache import FileCache
+    from air_magics.shards import open_packed
+    from air_magics.volumes import VolumeStore
+    folder = open_packed(VolumeStore(), sys.argv[1])
+    cache = FileCache(root=sys.argv[2])
+    got = {r.member.name: hashlib.sha256(open(r.local_path(cache), "rb").read()).hexdigest() for r in folder.members}
+    ex = folder._extractor
+    print(json.dumps({"got": got, "fetched": ex.shards_fetched}))
+""")
+
+
+def test_processes_share_one_fetch_per_shard(tmp_path):
+    s = VolumeStore()
+    s.create("main.raw.img")
+    hashes = _seed(Path(s.locate(SRC).path), 60, 20000)
+    r = pack(SRC, DEST, shard_size="128KiB")
+    script = tmp_path / "read_all.py"
+    script.write_text(_READ_ALL)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), DEST, str(tmp_path / "cache")],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=os.environ,
+        )
+        for _ in range(3)
+    ]
+    outs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert all(o["got"] == hashes for o in outs)
+    assert sum(o["fetched"] for o in outs) == r.shards  # each shard fetched by exactly one of them
