@@ -36,6 +36,7 @@ __all__ = ["UCDataset", "TableSchemaError", "FilterError"]
 
 _STATE_KIND = "air_magics.UCDataset"
 _STATE_VERSION = 1
+_CHUNK = 4  # batches per DataLoader worker message at most: a batch is already many rows
 
 
 def _unknown_columns(bad: list[str], have: list[str]) -> DatasetError:
@@ -107,6 +108,7 @@ class UCDataset(IterableDataset):
         self._grid = Grid()
         self._yielded = 0  # batches this stream yielded in the current iteration
         self._plan_file: str | None = None  # set by a DataLoader with persistent workers
+        self._chunk = 0  # set by a DataLoader with batch_size=None: its workers yield lists of batches
 
     def _local(self, part: int) -> str:
         """A local path to read part *part* from: in place, or the cache's copy of a volume file."""
@@ -235,6 +237,9 @@ class UCDataset(IterableDataset):
         s = stream_index(grid, rank, worker)
         plan = self._stream_plan(self._epoch_state(), grid, s)
         self._grid, self._stream, self._yielded = grid, s, 0
+        # in a DataLoader worker with batch_size=None: lists of up to _chunk batches per message
+        chunk = min(self._chunk, _CHUNK) if in_worker is not None else 0
+        ready: list[dict[str, Any]] = []
         for batch in iter_batches(
             plan,
             units=self.units,
@@ -247,7 +252,15 @@ class UCDataset(IterableDataset):
             shuffle=self.shuffle,
         ):
             self._yielded += 1
-            yield batch
+            if not chunk:
+                yield batch
+                continue
+            ready.append(batch)
+            if len(ready) >= chunk:
+                yield ready
+                ready = []
+        if ready:
+            yield ready
 
 
 # air_magics.data.DataLoader drives datasets it recognises as UCVolumeDataset through the same
