@@ -50,21 +50,29 @@ _BLOCK = 1 << 20
 _THREADS = 32
 _IN_FLIGHT = 64  # blocks read ahead of the member writer at most
 _AHEAD = 1  # shards fetched ahead of the one asked for
-_POLL = 0.005
+_POLL = 0.002  # polling for a member another process fetches: from 2 ms, doubling up to 32 ms
+_POLL_MAX = 0.032
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_PID = 0
+_WRITERS = 4  # member files created at once (a create waits on the local file system's journal)
+_SMALL = 4 << 20  # members up to this size, whole in one block, are written by the writer pool
+_PENDING = 64
+
+_POOLS: dict[str, tuple[int, ThreadPoolExecutor]] = {}
 _POOL_LOCK = threading.Lock()
 
 
-def _block_pool() -> ThreadPoolExecutor:
-    """The process's range-read pool (made again after a fork: a forked worker has no threads)."""
-    global _POOL, _POOL_PID
+def _pool(kind: str, threads: int) -> ThreadPoolExecutor:
+    """The process's *kind* pool (made again after a fork: a forked worker has no threads)."""
     with _POOL_LOCK:
-        if _POOL is None or _POOL_PID != os.getpid():
-            _POOL = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="air-shard-read")
-            _POOL_PID = os.getpid()
-        return _POOL
+        pid, pool = _POOLS.get(kind, (0, None))
+        if pool is None or pid != os.getpid():
+            pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"air-shard-{kind}")
+            _POOLS[kind] = (os.getpid(), pool)
+        return pool
+
+
+def _block_pool() -> ThreadPoolExecutor:
+    return _pool("read", _THREADS)
 
 
 class _State:
@@ -108,6 +116,7 @@ class Extractor:
         st, final = self._states[i], self.final(i)
         p = os.path.join(final, *name.split("/"))
         self._read_ahead(i)
+        nap = _POLL
         while True:
             with st.cond:
                 if st.error is not None:
@@ -126,7 +135,8 @@ class Extractor:
                 continue
             if os.path.exists(p):  # another process fetches this shard and has published the member
                 return p
-            time.sleep(_POLL)
+            time.sleep(nap)
+            nap = min(nap * 2, _POLL_MAX)
 
     def _read_ahead(self, i: int) -> None:
         for _ in range(_AHEAD):
@@ -226,15 +236,16 @@ class Extractor:
                     crc = zlib.crc32(data, crc)
                     writer.feed(data)
                     self.bytes_read += n
-            finally:
+                if crc != s.crc32:
+                    raise ShardError(
+                        f"shard {vp} does not match the checksum in its index (changed or damaged on the "
+                        f"volume); the packed folder is damaged: pack the source again"
+                    )
+            except BaseException:
                 for _, _, fut in window:
                     fut.cancel()
-            if crc != s.crc32:
                 writer.abort()
-                raise ShardError(
-                    f"shard {vp} does not match the checksum in its index (changed or damaged on the "
-                    f"volume); the packed folder is damaged: pack the source again"
-                )
+                raise
             writer.finish()
             fd = os.open(final / COMPLETE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.close(fd)
@@ -292,7 +303,31 @@ class _MemberWriter:
         self.tmp = ""
         self.held: tuple[str, str, Member] | None = None
         self.made: set[str] = set()
+        self.pending: deque[Future] = deque()
         self._open_empty()
+
+    def _write_whole(self, m: Member, data: memoryview) -> None:
+        """On the writer pool: one member whose bytes are all in *data*."""
+        path = self._path_made(m)
+        tmp = os.path.join(os.path.dirname(path), temp_name(os.path.basename(path)))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        try:
+            written = 0
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            ns = int(m.mtime * 1e9)
+            os.utime(fd, ns=(ns, ns))
+        finally:
+            os.close(fd)
+        os.rename(tmp, path)
+        self.published(m.name)
+
+    def _path_made(self, m: Member) -> str:
+        return os.path.join(self.into, *m.name.split("/"))
+
+    def _drain(self, keep: int) -> None:
+        while len(self.pending) > keep or (self.pending and self.pending[0].done()):
+            self.pending.popleft().result()
 
     def _path(self, m: Member) -> str:
         parent, _, _ = m.name.rpartition("/")
@@ -338,6 +373,18 @@ class _MemberWriter:
                 view, self.pos = view[skip:], self.pos + skip
                 self._open_empty()
                 continue
+            if (
+                self.fd < 0
+                and self.pos == m.offset
+                and m.size <= min(len(view), _SMALL)
+                and self.j + 1 < len(self.members)  # the last member is held for the checksum
+            ):
+                self._path(m)  # its folder, made here, in order
+                self.pending.append(_pool("write", _WRITERS).submit(self._write_whole, m, view[: m.size]))
+                self._drain(_PENDING)
+                view, self.pos, self.j = view[m.size :], self.pos + m.size, self.j + 1
+                self._open_empty()
+                continue
             if self.fd < 0:
                 self._begin(m)
             take = min(len(view), m.offset + m.size - self.pos)
@@ -350,6 +397,7 @@ class _MemberWriter:
         self.pos += len(view)
 
     def finish(self) -> None:
+        self._drain(0)
         if self.j != len(self.members) or self.fd >= 0:  # pragma: no cover - the index was checked
             raise ShardError(f"shard data ended inside member {self.members[self.j].name!r}; pack the source again")
         if self.held is not None:
@@ -359,6 +407,13 @@ class _MemberWriter:
             self.held = None
 
     def abort(self) -> None:
+        for fut in self.pending:
+            fut.cancel()
+        while self.pending:
+            try:
+                self.pending.popleft().result()
+            except BaseException:
+                pass
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
