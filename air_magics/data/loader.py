@@ -5,9 +5,10 @@
   warm; the epoch and resume point reach them through a small plan file written before every
   iteration), ``prefetch_factor`` sized to the dataset's prefetch depth, any start method (fork,
   spawn, forkserver).
-* With ``batch_size=None`` items still travel from the workers in chunks (``CHUNK`` items per
-  message, one IPC round trip each) and are handed out one by one; the delivered count is kept
-  per item, so ``state_dict()`` stays exact.
+* With ``batch_size=None`` items still travel from the workers in chunks (up to ``CHUNK`` items
+  per message, one IPC round trip each: a worker sends what is ready as soon as its next file is
+  not, so the first item never waits for a full chunk) and are handed out one by one; the
+  delivered count is kept per item, so ``state_dict()`` stays exact.
 * ``state_dict()`` reflects batches *delivered* to the training loop, not those prefetched: each
   batch carries, from the worker that made it, how many items its stream had produced, and the
   loader records that count only when it hands the batch over. ``load_state_dict()`` works on the
@@ -139,8 +140,9 @@ class DataLoader(tud.DataLoader):
                     "instead of sampler/batch_sampler/shuffle"
                 )
             base = collate_fn or (default_collate if batch_size is not None else default_convert)
-            if batch_size is None and workers > 0:  # one message per CHUNK items, not per item
-                base, batch_size, self._chunked = _ChunkCollate(base), CHUNK, True
+            if batch_size is None and workers > 0:  # one message per chunk of up to CHUNK items, not per item
+                base, self._chunked = _ChunkCollate(base), True
+                dataset._chunk = CHUNK  # the workers' copies yield lists of ready items (see UCVolumeDataset)
             collate_fn = _TaggingCollate(base, dataset)
             if persistent_workers and workers > 0:
                 fd, self._plan_file = tempfile.mkstemp(prefix=f"air-loader-plan-{os.getpid()}-", suffix=".json")

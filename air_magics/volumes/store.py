@@ -171,13 +171,14 @@ class VolumeStore:
         if url is not None:
             return VolumeInfo(vp.volume_id, "fsspec", url)
         d = self._volume_dir(vp)
-        if d.is_dir() and not is_within(os.path.realpath(d), real_root(str(self.root))):
+        found = d.is_dir()  # one stat: a round trip on a mounted volume
+        if found and not is_within(os.path.realpath(d), real_root(str(self.root))):
             raise VolumePathError(
                 f"volume {vp.volume_id!r} is a link leading outside the volumes root {str(self.root)!r}; "
                 f"refusing it: replace the link with a folder, or register the storage with "
                 f"`%air_volume register {vp.volume_id} file:///PATH`"
             )
-        if not d.is_dir():
+        if not found:
             raise VolumeNotFoundError(
                 f"volume {vp.volume_id!r} does not exist (looked in {d}); create it with "
                 f"`%air_volume create {vp.volume_id}` or register storage with `%air_volume register {vp.volume_id} URL`"
