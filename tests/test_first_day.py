@@ -370,6 +370,8 @@ def test_local_source_errors_are_one_line(tmp_path):
     assert isinstance(info.value, AirError) and "\n" not in str(info.value)
     with pytest.raises(FileNotFoundError, match=r"local path '.*/missing' does not exist"):
         UCVolumeDataset(tmp_path / "missing")  # a Path is always meant as a local path
+    with pytest.raises(ValueError, match=r"'train' is neither a volume path .*applies to the magics only"):
+        UCVolumeDataset("train")  # after `%air_volume use`, a user tries the magics' relative form
     with pytest.raises(ValueError, match="not an absolute file URL"):
         UCVolumeDataset("file://relative/path")
     with pytest.raises(ValueError, match="no files in"):

@@ -39,8 +39,8 @@ def local_source(path: Any) -> str | None:
     """The absolute local path *path* names, or ``None`` when it is a volume path.
 
     Local: a ``file://`` URL, an ``os.PathLike``, or a string that is not a volume path
-    (``/Volumes/...``, ``catalog.schema.volume/...``) and exists. A missing absolute path is a
-    ``VolumePathError`` naming both forms; anything else is left to :meth:`VolumePath.parse`."""
+    (``/Volumes/...``, ``catalog.schema.volume/...``) and exists. Any other string is a
+    ``VolumePathError`` naming both forms (a relative path has no default volume outside the magics)."""
     if isinstance(path, VolumePath):
         return None
     text = os.fspath(path) if isinstance(path, os.PathLike) else str(path)
@@ -60,7 +60,10 @@ def local_source(path: Any) -> str | None:
             f"{text!r} is outside /Volumes and is not an existing local folder or file: pass "
             f"/Volumes/<catalog>/<schema>/<volume>/... or an existing local path (or a file:// URL)"
         )
-    return None
+    raise VolumePathError(  # 'train' after `%air_volume use`: that default is the magics' only
+        f"{text!r} is neither a volume path nor an existing local folder: pass the full "
+        f"/Volumes/<catalog>/<schema>/<volume>/{text} (the default volume of `%air_volume use` applies to the magics only)"
+    )
 
 
 def local_files(path: str, *, recursive: bool = True, pattern: str | None = None) -> list[tuple[str, Location, Entry]]:
