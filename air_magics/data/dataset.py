@@ -286,6 +286,11 @@ class UCVolumeDataset(IterableDataset):
             plan = json.load(f)
         self.epoch = int(plan["epoch"])
         self._started = plan.get("started")
+        if self._versions is None and plan.get("versions"):  # what the main process's stat thread found
+            with open(plan["versions"]) as f:
+                found = json.load(f)
+            if len(found) == len(self.files):
+                self._versions = {i: (v[0], v[1]) for i, v in enumerate(found) if v is not None}
         self._resume = EpochState.from_dict(plan["resume"]) if plan.get("resume") else None
 
     def _plan(self) -> tuple[Grid, int, list[int], bool]:

@@ -148,6 +148,7 @@ class DataLoader(tud.DataLoader):
                 fd, self._plan_file = tempfile.mkstemp(prefix=f"air-loader-plan-{os.getpid()}-", suffix=".json")
                 os.close(fd)
                 weakref.finalize(self, _remove, self._plan_file)
+                weakref.finalize(self, _remove, self._plan_file + ".versions")
                 dataset._plan_file = self._plan_file
         if workers == 0:
             prefetch_factor, persistent_workers = None, False
@@ -267,8 +268,13 @@ class DataLoader(tud.DataLoader):
         if self._plan_file is None:
             return
         resume = ds._resume.to_dict() if ds._resume is not None and ds._resume.epoch == ds.epoch else None
-        # "started": one clock for every worker's resident subset (see UCVolumeDataset.__iter__)
-        write_json_atomic(self._plan_file, {"epoch": ds.epoch, "resume": resume, "started": time.time()})
+        plan = {"epoch": ds.epoch, "resume": resume, "started": time.time()}  # "started": see UCVolumeDataset.__iter__
+        versions, vfile = ds._versions, self._plan_file + ".versions"
+        if versions is not None:  # the listing's sizes and mtimes, once found: workers validate hits without a stat
+            if not os.path.exists(vfile):
+                write_json_atomic(vfile, [versions.get(i) for i in range(len(ds.files))])
+            plan["versions"] = vfile
+        write_json_atomic(self._plan_file, plan)
 
     def _emit(self, state: str) -> None:
         if channel.listening(self.listeners):
