@@ -109,6 +109,7 @@ class UCDataset(IterableDataset):
         self._yielded = 0  # batches this stream yielded in the current iteration
         self._plan_file: str | None = None  # set by a DataLoader with persistent workers
         self._chunk = 0  # set by a DataLoader with batch_size=None: its workers yield lists of batches
+        self._versions = None  # the loader hands UCVolumeDataset's file versions to workers; a table has none
 
     def _local(self, part: int) -> str:
         """A local path to read part *part* from: in place, or the cache's copy of a volume file."""
