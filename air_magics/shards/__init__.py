@@ -8,6 +8,7 @@ yields the same items as over the original folder.
 from __future__ import annotations
 
 from .format import MANIFEST_NAME, Manifest, Member, ShardInfo
+from .order import windowed_order
 from .progress import PackEvent, PackProgress, PackReport
 from .reader import MemberRef, PackedFolder, is_packed, open_packed, prune_extracted
 from .writer import ENGINES, pack, plan_pack
@@ -18,6 +19,7 @@ __all__ = [
     "PackReport",
     "PackProgress",
     "PackEvent",
+    "windowed_order",
     "ENGINES",
     "open_packed",
     "is_packed",
