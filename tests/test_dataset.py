@@ -283,12 +283,13 @@ def test_chunked_delivery_keeps_state_exact_per_item(vol):
     dl = DataLoader(
         UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=4), batch_size=None, num_workers=2
     )
-    assert dl._chunked and dl.batch_size is None and dl.dataset._chunk == CHUNK
+    assert dl._chunked and dl.batch_size is None
     first = []
     for i, p in enumerate(dl):  # stop in the middle of a chunk
         first.append(key(p))
         if i == 6:
             break
+    assert dl.dataset._chunk == CHUNK  # what the workers took with them
     state = dl.state_dict()
     assert sum(c for c in state["dataset"]["segments"][-1]["delivered"] if c > 0) == 7
     dl2 = DataLoader(
@@ -308,3 +309,30 @@ def test_persistent_workers_resume_mid_epoch(vol):
     assert sorted(a + b) == sorted(f"item {i}" for i in range(N))
     c = run(dl)  # and the next epoch is whole again
     assert sorted(c) == sorted(f"item {i}" for i in range(N))
+
+
+class _Decoded(tud.IterableDataset):
+    """A user's wrapper: reads each yielded path (as an image-decoding wrapper would)."""
+
+    def __init__(self, files):
+        self.files = files
+
+    def __iter__(self):
+        for p in self.files:
+            yield key(p), os.getpid()
+
+
+def test_a_wrapper_around_the_dataset_gets_persistent_workers_that_follow_set_epoch(vol):
+    inner = UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=9)
+    dl = DataLoader(_Decoded(inner), batch_size=8, num_workers=2)
+    assert dl.persistent_workers
+    epochs, pids = [], []
+    for e in range(3):
+        inner.set_epoch(e)  # in the main process only: reaches the persistent workers through the plan
+        got = [(k, pid) for names, ps in dl for k, pid in zip(names, ps.tolist(), strict=True)]
+        epochs.append([k for k, _ in got])
+        pids.append({pid for _, pid in got})
+    for order in epochs:
+        assert sorted(order) == sorted(f"item {i}" for i in range(N))
+    assert epochs[0] != epochs[1] != epochs[2]  # reshuffled every epoch, not the first epoch's order again
+    assert len(pids[0]) == 2 and pids[0] == pids[1] == pids[2]  # the same worker processes throughout

@@ -5,6 +5,9 @@
   warm; the epoch and resume point reach them through a small plan file written before every
   iteration), ``prefetch_factor`` sized to the dataset's prefetch depth, any start method (fork,
   spawn, forkserver).
+* A user's wrapper dataset that holds a ``UCVolumeDataset`` as an attribute (say, an
+  ``IterableDataset`` that decodes each yielded path with PIL) gets persistent workers too, and the
+  inner dataset's ``set_epoch`` reaches them the same way; its ``state_dict`` is the wrapper's business.
 * With ``batch_size=None`` items still travel from the workers in chunks (up to ``CHUNK`` items
   per message, one IPC round trip each: a worker sends what is ready as soon as its next file is
   not, so the first item never waits for a full chunk) and are handed out one by one; the
@@ -58,6 +61,12 @@ class _ChunkCollate:
 
     def __call__(self, items: Any) -> _Chunk:
         return _Chunk(self.fn(x) for x in items)
+
+
+def _wrapped(dataset: Any) -> UCVolumeDataset | None:
+    """The ``UCVolumeDataset`` a user's wrapper dataset holds as an attribute, if exactly one."""
+    found = [v for v in getattr(dataset, "__dict__", {}).values() if isinstance(v, UCVolumeDataset)]
+    return found[0] if len(found) == 1 else None
 
 
 def _remove(path: str) -> None:
@@ -128,11 +137,14 @@ class DataLoader(tud.DataLoader):
         **kwargs: Any,
     ) -> None:
         self._air = isinstance(dataset, UCVolumeDataset)
+        # a user's wrapper (e.g. an IterableDataset that decodes each path) around a UCVolumeDataset:
+        # its workers persist too, and the inner dataset follows set_epoch through the plan file
+        self._inner: UCVolumeDataset | None = dataset if self._air else _wrapped(dataset)
         workers = DEFAULT_WORKERS if num_workers is None else num_workers
         self._chunked = False
         self._plan_file: str | None = None
         if persistent_workers is None:  # the default where it helps: workers stay, and stay warm
-            persistent_workers = self._air and workers > 0
+            persistent_workers = self._inner is not None and workers > 0
         if self._air:
             if kwargs.get("sampler") is not None or kwargs.get("batch_sampler") is not None or kwargs.get("shuffle"):
                 raise DatasetError(
@@ -142,14 +154,12 @@ class DataLoader(tud.DataLoader):
             base = collate_fn or (default_collate if batch_size is not None else default_convert)
             if batch_size is None and workers > 0:  # one message per chunk of up to CHUNK items, not per item
                 base, self._chunked = _ChunkCollate(base), True
-                dataset._chunk = CHUNK  # the workers' copies yield lists of ready items (see UCVolumeDataset)
             collate_fn = _TaggingCollate(base, dataset)
-            if persistent_workers and workers > 0:
-                fd, self._plan_file = tempfile.mkstemp(prefix=f"air-loader-plan-{os.getpid()}-", suffix=".json")
-                os.close(fd)
-                weakref.finalize(self, _remove, self._plan_file)
-                weakref.finalize(self, _remove, self._plan_file + ".versions")
-                dataset._plan_file = self._plan_file
+        if self._inner is not None and persistent_workers and workers > 0:
+            fd, self._plan_file = tempfile.mkstemp(prefix=f"air-loader-plan-{os.getpid()}-", suffix=".json")
+            os.close(fd)
+            weakref.finalize(self, _remove, self._plan_file)
+            weakref.finalize(self, _remove, self._plan_file + ".versions")
         if workers == 0:
             prefetch_factor, persistent_workers = None, False
         elif prefetch_factor is None and self._air:
@@ -218,7 +228,12 @@ class DataLoader(tud.DataLoader):
 
     # -- iteration ----------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Any]:
+        if self._inner is not None:  # what this loader's workers take with them (set before they start)
+            self._inner._plan_file = self._plan_file
+            self._inner._chunk = CHUNK if self._chunked else 0  # workers' copies yield lists of ready items
         if not self._air:
+            if self._inner is not None:
+                self._write_plan(self._inner)  # the epoch the user set on the wrapped dataset
             yield from super().__iter__()
             return
         ds: UCVolumeDataset = self.dataset

@@ -13,9 +13,7 @@ import subprocess
 __all__ = ["DEFAULT_REF_PYTHON", "INSTALL_HINT", "reference_unavailable"]
 
 DEFAULT_REF_PYTHON = "/tmp/refvenv/bin/python"
-INSTALL_HINT = (
-    "python3 -m venv /tmp/refvenv && /tmp/refvenv/bin/pip install torch==2.13.0 'databricks-sdk-air[data]' psutil"
-)
+INSTALL_HINT = "python3 -m venv /tmp/refvenv && /tmp/refvenv/bin/pip install torch==2.13.0 'databricks-sdk-air[data]' psutil pillow numpy"
 
 
 def reference_unavailable(python: str) -> str | None:

@@ -16,6 +16,8 @@ fixed per-request latency, these loaders (``--configs``):
   +step         (suffix, e.g. ``ref:default+step``) a simulated training step: the consumer sleeps 5 ms per
                 32 items; the report gives the share of each epoch spent waiting for data
   +half         (suffix, air only) air_magics' cache limited to half the data: the report gives epoch 2's hit rate
+  +pil          (suffix) the image-training pattern: a wrapper ``IterableDataset`` opens each yielded path with
+                PIL and the loader batches by 32 (the files are PNG images padded to the file size)
 
 Each measured configuration runs in its own subprocess (``benchmarks.scenarios.loader_child``; the
 reference from its own venv, ``--ref-python``, or skipped with a printed reason when that venv is not
@@ -98,12 +100,33 @@ TOP = "flat"  # one flat folder: /Volumes/main/bench/vol/flat/f00000.bin ...
 DEFAULT_CONFIGS = "ref:default,ref:8,torch:8,copy,air:default,air:4x32,air:2x32,air:1x32,ref:default+step,air:default+step,air:default+half"
 
 
+def _pngs(rng: random.Random, size: int, count: int = 16) -> list[bytes]:
+    """A few noise PNGs (same pixel size, so batches stack) that fit in *size* bytes; [] without PIL."""
+    try:
+        import io
+
+        from PIL import Image
+    except ImportError:
+        return []
+    side = int((size * 0.8 / 3) ** 0.5)  # noise does not compress: about 3 bytes a pixel
+    out = []
+    for _ in range(count):
+        buf = io.BytesIO()
+        Image.frombytes("RGB", (side, side), rng.randbytes(side * side * 3)).save(buf, "PNG", compress_level=0)
+        out.append(buf.getvalue())
+    return out if all(len(p) <= size for p in out) else []
+
+
 def make_dataset(backing: Path, files: int, size: int, seed: int = 0) -> None:
+    """*files* files of exactly *size* bytes: noise PNGs padded with random bytes after their end
+    (PIL reads to the IEND chunk), so byte loaders and decoding loaders read the same folder."""
     top = backing.joinpath(*VOLUME, TOP)
     top.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
+    pngs = _pngs(rng, size)
     for i in range(files):
-        (top / f"f{i:05d}.bin").write_bytes(rng.randbytes(size))
+        head = pngs[i % len(pngs)] if pngs else b""
+        (top / f"f{i:05d}.bin").write_bytes(head + rng.randbytes(size - len(head)))
 
 
 class Bench:
@@ -124,6 +147,7 @@ class Bench:
             "naive_path": f"{self.link}/{rel}",
             "result_file": str(run_dir / "result.json"),
             "step_ms": cfg.step_ms,
+            "pil": cfg.pil,
         }
 
     def measure(self, latency: float, rep: int, cfg: Config) -> Result:

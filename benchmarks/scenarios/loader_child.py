@@ -43,16 +43,46 @@ class NaiveFiles:
             return f.read()
 
 
+def _decode(path: str):
+    """The image-decoding pattern: open the yielded path with PIL, as an HWC uint8 tensor."""
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    with Image.open(path) as im:
+        arr = np.asarray(im.convert("RGB"))
+    return torch.from_numpy(arr.copy()), os.path.getsize(path), os.path.basename(path)
+
+
+def _images(ds):
+    """A user's wrapper ``IterableDataset`` that decodes every path the library's dataset yields."""
+    import torch.utils.data as tud
+
+    class Images(tud.IterableDataset):
+        def __init__(self, inner) -> None:
+            self.inner = inner
+
+        def __iter__(self):
+            for p in self.inner:
+                yield _decode(p)
+
+    return Images(ds)
+
+
 def _build(spec: dict, info: dict):
-    """The loader of *spec*'s kind (ref | air | torch), built as a user would."""
+    """The loader of *spec*'s kind (ref | air | torch), built as a user would. ``pil``: wrapped in a
+    decoding ``IterableDataset`` and batched by 32 (the pattern of an image-training script)."""
     kind, workers, prefetch, pf = spec["kind"], spec.get("workers"), spec.get("prefetch"), spec.get("prefetch_factor")
     kw = {} if workers is None else {"num_workers": workers}
+    pil = spec.get("pil")
+    batch = {"batch_size": 32} if pil else {"batch_size": None}
     if kind == "ref":
         from databricks.air.data import DataLoader, UCVolumeDataset
 
         if workers == 0:
             kw["prefetch_factor"] = None
-        return DataLoader(UCVolumeDataset(spec["ref_path"]), batch_size=None, **kw), None
+        ds = UCVolumeDataset(spec["ref_path"])
+        return DataLoader(_images(ds) if pil else ds, **batch, **kw), None
     if kind == "air":
         from air_magics.data import DataLoader, UCVolumeDataset
 
@@ -60,7 +90,7 @@ def _build(spec: dict, info: dict):
         if pf is not None:
             kw["prefetch_factor"] = pf
         info["prefetch"] = ds.prefetch
-        return DataLoader(ds, batch_size=None, **kw), ds
+        return DataLoader(_images(ds) if pil else ds, **batch, **kw), ds
     import torch.utils.data as tud
 
     with os.scandir(spec["naive_path"]) as it:
@@ -74,7 +104,7 @@ STEP_ITEMS = 32  # a simulated step consumes this many items
 def _epoch(loader, step_ms: float = 0.0) -> tuple[float, float, dict]:
     t0 = time.monotonic()
     first, n, nbytes, names, kinds = None, 0, 0, set(), set()
-    wait, it = 0.0, iter(loader)
+    wait, it, steps = 0.0, iter(loader), 0
     while True:
         w0 = time.monotonic()
         try:
@@ -84,7 +114,11 @@ def _epoch(loader, step_ms: float = 0.0) -> tuple[float, float, dict]:
         wait += time.monotonic() - w0
         if first is None:
             first = time.monotonic() - t0
-        if isinstance(item, (bytes, bytearray, memoryview)):
+        if isinstance(item, (list, tuple)) and len(item) == 3:  # a decoded batch: (images, sizes, names)
+            k = len(item[2])
+            b, n = int(item[1].sum()), n + k - 1
+            names.update(item[2])
+        elif isinstance(item, (bytes, bytearray, memoryview)):
             b = len(item)
         else:  # a local path (str); read it now: the reference only guarantees it until the next item
             with open(item, "rb") as f:
@@ -93,7 +127,8 @@ def _epoch(loader, step_ms: float = 0.0) -> tuple[float, float, dict]:
         kinds.add(type(item).__name__)
         n += 1
         nbytes += b
-        if step_ms and n % STEP_ITEMS == 0:
+        if step_ms and n // STEP_ITEMS > steps:
+            steps = n // STEP_ITEMS
             time.sleep(step_ms / 1000)
     t1 = time.monotonic()
     return (
@@ -143,6 +178,9 @@ def child_main(spec: dict) -> int:
         from air_magics.data import DataLoader, UCVolumeDataset  # noqa: F401
     elif kind == "torch":
         import torch.utils.data  # noqa: F401
+    if spec.get("pil"):
+        import numpy  # noqa: F401
+        import PIL.Image  # noqa: F401
     marks["imported"] = time.monotonic()
     cpu0 = _cpu_now()
     if kind == "copy":

@@ -29,6 +29,7 @@ class Config:
     prefetch_factor: int | None = None  # air only: DataLoader(prefetch_factor=...); None = default
     step_ms: float = 0.0  # "+step": a simulated training step of 5 ms per 32 items
     limit_frac: float = 0.0  # "+half": air's cache limited to half the data
+    pil: bool = False  # "+pil": a wrapper IterableDataset decodes each path with PIL, batch_size=32
 
     @property
     def label(self) -> str:
@@ -36,6 +37,7 @@ class Config:
             self._base_label()
             + (", simulated 5 ms step per 32 items" if self.step_ms else "")
             + (", cache limit = half the data" if self.limit_frac else "")
+            + (", PIL-decoding wrapper, batch_size=32" if self.pil else "")
         )
 
     def _base_label(self) -> str:
@@ -69,8 +71,10 @@ def parse_configs(text: str) -> list[Config]:
             out.append(Config("copy", "copy", None, None))
             continue
         base, *mods = tok.split("+")
-        if set(mods) - {"step", "half"}:
-            raise SystemExit(f"--configs: unknown modifier in {tok!r}: use +step (simulated step) or +half (air only)")
+        if set(mods) - {"step", "half", "pil"}:
+            raise SystemExit(
+                f"--configs: unknown modifier in {tok!r}: use +step (simulated step), +half (air only) or +pil"
+            )
         kind, _, arg = base.partition(":")
         if kind not in ("ref", "torch", "air"):
             raise SystemExit(
@@ -99,6 +103,7 @@ def parse_configs(text: str) -> list[Config]:
                 pf,
                 STEP_MS if "step" in mods else 0.0,
                 0.5 if "half" in mods else 0.0,
+                "pil" in mods,
             )
         )
     return out
