@@ -151,7 +151,7 @@ def _command(magics: Any, args: Any) -> Any:
         from ..volumes.mount import mount, unmount
 
         status = (mount if cmd == "mount" else unmount)(args.args[0] if args.args else None)
-        print(f"/Volumes in plain Python: {status}")
+        print(f"mode: {status}")
         return status
     st = store()
     if cmd == "ls":

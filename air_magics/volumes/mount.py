@@ -88,6 +88,10 @@ def _link_hint(point: Path, root: Path) -> str:
     )
 
 
+def _linked(point: Path, root: Path) -> str:
+    return f"{point} -> {root}; open, os.listdir, shutil, PIL and torch.save/load take {point}/... paths"
+
+
 def _why(point: Path) -> str:
     """Why *point* is not a volumes mount, as the store says it."""
     return config.volumes_mount_status(point)[1]
@@ -103,7 +107,7 @@ def mount_status(point: str | os.PathLike[str] | None = None) -> MountStatus:
     if _ours(p, root):
         target = os.path.realpath(p)
         if target == os.path.realpath(root):
-            return MountStatus("symlink", str(p), str(root), f"{p} -> {root}, open('{p}/...') works in plain Python")
+            return MountStatus("symlink", str(p), str(root), _linked(p, root))
         return MountStatus(
             "store",
             str(p),
@@ -167,9 +171,7 @@ def mount(point: str | os.PathLike[str] | None = None) -> MountStatus:
             f"through the store and volumes:// URLs",
             f"run `{cmd}` once for /Volumes paths in plain Python",
         )
-    return MountStatus(
-        "symlink", str(p), str(root), f"{p} -> {root}, open('{p}/...') works in plain Python", None, True
-    )
+    return MountStatus("symlink", str(p), str(root), _linked(p, root), None, True)
 
 
 def unmount(point: str | os.PathLike[str] | None = None) -> MountStatus:
