@@ -163,17 +163,38 @@ def _rel(paths):
 
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_dataset_over_packed_yields_what_raw_yields(vol, shuffle):
+    """Unshuffled: the raw folder's order exactly. Shuffled: the same items, in a shard-aware order
+    (shards shuffled per epoch, members within blocks of WINDOW shards; data/order.epoch_order)."""
+    from air_magics.shards.order import WINDOW
+
     pack(SRC, DEST, shard_size="64KiB")
     raw = UCVolumeDataset(SRC, shuffle=shuffle, seed=3)
     packed = UCVolumeDataset(DEST, shuffle=shuffle, seed=3)
     assert len(packed) == len(raw) == N
     a, b = list(raw), list(packed)
-    assert _rel(a) == _rel(b)
-    assert [Path(p).read_bytes() for p in a] == [Path(p).read_bytes() for p in b]
-    assert [Path(p).name for p in a] == [Path(p).name for p in b]
+    same = _rel(a) == _rel(b)
+    assert same if not shuffle else sorted(_rel(a)) == sorted(_rel(b))
+    by_rel = {r: Path(p).read_bytes() for r, p in zip(_rel(a), a, strict=True)}
+    assert all(by_rel[r] == Path(p).read_bytes() for r, p in zip(_rel(b), b, strict=True))
     packed.set_epoch(1)
     raw.set_epoch(1)
-    assert _rel(list(raw)) == _rel(list(packed))
+    b1 = list(packed)
+    assert sorted(_rel(list(raw))) == sorted(_rel(b1))
+    if shuffle:
+        assert _rel(b1) != _rel(b)  # reshuffled per epoch
+        shard_of = {f.key[len(DEST) + 1 :]: f.member.shard for f in packed.files}
+        shards = [shard_of[r] for r in _rel(b1)]
+        sizes = {k: shards.count(k) for k in set(shards)}
+        assert len(sizes) > WINDOW  # enough shards for the window to matter
+        # members move only within their block of WINDOW shards: the first block's items come from
+        # exactly WINDOW shards, which no later item comes from
+        first = set()
+        for k in shards:
+            if k not in first and len(first) == WINDOW:
+                break
+            first.add(k)
+        block = sum(sizes[k] for k in first)
+        assert set(shards[:block]) == first and not first & set(shards[block:])
     assert all(str(FileCache().root) in p for p in b)
 
 
@@ -243,6 +264,7 @@ def test_state_resumes_on_a_changed_grid(vol):
     again = UCVolumeDataset(DEST, shuffle=True, seed=7)
     again.load_state_dict(state)  # same files, same fingerprint: accepted
     st, grid = EpochState.from_dict(state), Grid(2, 3)
+    st.groups = again._groups  # the shard-aware order the dataset derives from its files (not saved)
     rest = [again.files[i].key.split("/packed/", 1)[1] for s in range(grid.streams) for i in stream_items(st, grid, s)]
     got = _rel(first) + rest
     assert sorted(got) == sorted(m.member.name for m in open_packed(vol, DEST).members) and len(set(got)) == N

@@ -95,13 +95,23 @@ def list_files(
     return [out[k] for k in sorted(out)]
 
 
+def _shard_groups(files: list[_File]) -> list[int] | None:
+    """Each file's shard (numbered across packed folders) when every file is a packed member, else None."""
+    if not files or any(f.member is None or not hasattr(f.member, "shard") for f in files):
+        return None
+    ids: dict[tuple[str, int], int] = {}
+    return [ids.setdefault((str(f.member.folder.path), f.member.shard), len(ids)) for f in files]
+
+
 class UCVolumeDataset(IterableDataset):
     """Files of one or more volume paths, yielded as local cached paths (or ``transform(path)``).
 
     ``path``: a folder (as in the reference), a file, a glob (``/Volumes/c/s/v/train/**/*.jpg``) or
     a list of them; a local folder (a plain path or ``file://`` URL) is read in place, uncached.
     ``pattern`` filters by name or relative path; ``recursive=False`` takes a
-    folder's direct files only. ``shuffle`` with ``seed`` reshuffles per epoch (``set_epoch``).
+    folder's direct files only. ``shuffle`` with ``seed`` reshuffles per epoch (``set_epoch``); over
+    a packed folder the shuffle is shard-aware: shards in a new order each epoch, members shuffled
+    within blocks of 4 shards (a member never leaves its block), so streams read a few shards at a time.
     ``transform(local_path)`` runs in the prefetch threads. ``on_error``: ``"raise"`` (default)
     stops at a file that keeps failing; ``"skip"`` leaves it out and lists it in ``skipped``.
     """
@@ -152,6 +162,7 @@ class UCVolumeDataset(IterableDataset):
         self._versions: dict[int, tuple[int, float]] | None = None
         self._plan_file: str | None = None  # set by a DataLoader with persistent workers
         self._chunk = 0  # set by a DataLoader with batch_size=None: its workers yield lists of items
+        self._groups = _shard_groups(self.files)  # packed members: shuffled a few shards at a time
         self._stat_thread: threading.Thread | None = None
         # the resident subset this dataset's misses must not evict (see FileCache.get's keep)
         # (files are sorted: what the first and last share, every key between shares)
@@ -224,8 +235,10 @@ class UCVolumeDataset(IterableDataset):
     def _epoch_state(self) -> EpochState:
         base = self._resume
         if base is not None and base.epoch == self.epoch:
-            return EpochState(base.seed, base.epoch, base.n, base.shuffle, base.fingerprint, list(base.segments))
-        return EpochState(self.seed, self.epoch, len(self.files), self.shuffle, self.fingerprint)
+            return EpochState(
+                base.seed, base.epoch, base.n, base.shuffle, base.fingerprint, list(base.segments), self._groups
+            )
+        return EpochState(self.seed, self.epoch, len(self.files), self.shuffle, self.fingerprint, groups=self._groups)
 
     def state_dict(
         self, delivered: dict[int, int] | None = None, grid: Grid | None = None, epoch_done: bool = False
@@ -305,9 +318,9 @@ class UCVolumeDataset(IterableDataset):
             items = (
                 stream_items(st, grid, s)
                 if st.segments
-                else epoch_order(len(self.files), seed=self.seed, epoch=self.epoch, shuffle=self.shuffle)[
-                    s :: grid.streams
-                ]
+                else epoch_order(
+                    len(self.files), seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, groups=self._groups
+                )[s :: grid.streams]
             )
         except OrderStateError as exc:
             raise DatasetError(str(exc)) from None

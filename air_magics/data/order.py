@@ -62,8 +62,21 @@ def stream_index(grid: Grid, rank: int, worker: int) -> int:
     return rank * grid.num_workers + worker
 
 
-def epoch_order(n: int, *, seed: int = 0, epoch: int = 0, shuffle: bool = False) -> list[int]:
-    """Indices ``0..n-1`` in this epoch's order: identity, or a shuffle seeded by (seed, epoch)."""
+def epoch_order(
+    n: int, *, seed: int = 0, epoch: int = 0, shuffle: bool = False, groups: Sequence[int] | None = None
+) -> list[int]:
+    """Indices ``0..n-1`` in this epoch's order: identity, or a shuffle seeded by (seed, epoch).
+
+    ``groups`` (item -> group, e.g. the shard each member of a packed folder lives in): the shuffle
+    is shard-aware (:func:`air_magics.shards.order.windowed_order`: groups shuffled, items shuffled
+    within blocks of a few groups), so streams read a few shards at a time instead of all at once.
+    """
+    if shuffle and groups is not None:
+        from ..shards.order import windowed_order
+
+        if len(groups) != n:
+            raise OrderStateError(f"{len(groups)} group ids for {n} items: give one per item")
+        return windowed_order(groups, seed=seed, epoch=epoch)
     order = list(range(n))
     if shuffle:
         random.Random(f"air-order:{seed}:{epoch}").shuffle(order)
@@ -85,6 +98,7 @@ class EpochState:
     shuffle: bool
     fingerprint: str = ""
     segments: list[tuple[Grid, list[int]]] = field(default_factory=list)
+    groups: Sequence[int] | None = field(default=None, repr=False, compare=False)  # see epoch_order; not saved
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -123,7 +137,7 @@ class EpochState:
 
 def remaining_order(state: EpochState, upto: int | None = None) -> list[int]:
     """Epoch order minus everything the first *upto* (default all) segments delivered, order kept."""
-    left = epoch_order(state.n, seed=state.seed, epoch=state.epoch, shuffle=state.shuffle)
+    left = epoch_order(state.n, seed=state.seed, epoch=state.epoch, shuffle=state.shuffle, groups=state.groups)
     for grid, counts in state.segments[:upto]:
         if any(c < 0 for c in counts):
             raise OrderStateError(
@@ -163,7 +177,9 @@ def with_progress(state: EpochState, grid: Grid, counts: dict[int, int]) -> Epoc
     else:
         for s, c in counts.items():
             full[s] = c
-    return EpochState(state.seed, state.epoch, state.n, state.shuffle, state.fingerprint, segments + [(grid, full)])
+    return EpochState(
+        state.seed, state.epoch, state.n, state.shuffle, state.fingerprint, segments + [(grid, full)], state.groups
+    )
 
 
 def stream_items(state: EpochState, grid: Grid, stream: int) -> list[int]:
