@@ -2,6 +2,7 @@
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
@@ -217,6 +218,8 @@ def test_dataset_getitem_returns_the_cached_local_path(vol):
     assert os.path.isfile(first) and open(first, "rb").read() == b"j" * 100  # train/c0/0000.jpg
     assert open(last, "rb").read() == b"j" * (100 + 29)  # train/c2/0029.jpg, the last in path order
     assert list(ds)[0] == first  # the same cached file the stream yields
+    as_path = UCVolumeDataset(Path("/Volumes/main/raw/img/train"))  # a Path to a volume: a volume path, cached
+    assert as_path[0] == first and len(as_path) == 30
     sized = UCVolumeDataset("/Volumes/main/raw/img/train", transform=os.path.getsize)
     assert sized[1] == 103  # train/c0/0003.jpg
     with pytest.raises(IndexError, match="out of range: it has 30 files"):

@@ -73,7 +73,7 @@ def list_files(
             for key, loc, e in local_files(local, recursive=recursive, pattern=pattern):
                 out[key] = _File(key, loc, e.size, e.mtime, InPlace(key))
             continue
-        vp = VolumePath.parse(p)
+        vp = VolumePath.parse(os.fspath(p) if isinstance(p, os.PathLike) else p)
         fixed, pat = split_glob(vp.parts)
         base = VolumePath(vp.catalog, vp.schema, vp.volume, fixed)
         packed = open_packed(store, base)  # a packed folder lists its members, named as in the source

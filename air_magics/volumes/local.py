@@ -49,7 +49,7 @@ def local_source(path: Any) -> str | None:
         if url.netloc not in ("", "localhost") or not url.path.startswith("/") or not text.startswith("file://"):
             raise VolumePathError(f"{text!r} is not an absolute file URL; write file:///absolute/path or a plain path")
         return os.path.abspath(unquote(url.path))
-    if is_volume_text(text) and not isinstance(path, os.PathLike):
+    if is_volume_text(text):  # Path("/Volumes/...") too: a volume path, read through the store
         return None
     text = os.path.expanduser(text)
     fixed = split_glob(tuple(text.split(os.sep)))[0]  # a glob's literal prefix must exist
