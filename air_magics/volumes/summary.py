@@ -84,7 +84,7 @@ class ListingSummary:
     def _head(self) -> str:
         what = f"{len(self.files):,} file{'' if len(self.files) == 1 else 's'}"
         if self.folders:
-            what += f", {len(self.folders):,} folders"
+            what += f", {len(self.folders):,} folder{'' if len(self.folders) == 1 else 's'}"
         mode = " (recursive)" if self.recursive else ""
         pat = f" matching {self.pattern!r}" if self.pattern else ""
         return f"{self.path}{mode}{pat}: {what}, {fmt_bytes(self.total_bytes)}"
