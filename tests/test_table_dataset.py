@@ -288,6 +288,11 @@ def test_embedded_table_by_name(spark_store):
     assert sorted(ids_of(ds)) == list(range(1, 2000, 2))
     loader = DataLoader(ds, batch_size=None, num_workers=2)
     assert sorted(ids_of(loader)) == list(range(1, 2000, 2))
+    from air_magics.volumes import VolumeStore
+
+    VolumeStore().create("main.t2test.snap", exist_ok=True)  # the remote-server route: export, then read
+    snap = UCDataset.from_export("main.t2test.features", "/Volumes/main/t2test/snap/features", filter="label = 0")
+    assert snap.table.parts[0].volume and sorted(ids_of(snap)) == list(range(0, 2000, 2))
     state = UCDataset("main.t2test.features", batch_size=300).state_dict()
     tables.write_table(df.assign(label=df.label.astype(str)), "main.t2test.features", mode="overwrite")
     with pytest.raises(TableSchemaError, match="label: string"):

@@ -111,6 +111,18 @@ class UCDataset(IterableDataset):
         self._chunk = 0  # set by a DataLoader with batch_size=None: its workers yield lists of batches
         self._versions = None  # the loader hands UCVolumeDataset's file versions to workers; a table has none
 
+    @classmethod
+    def from_export(
+        cls, table: str, dest: str, *, remote: str | None = None, mode: str = "overwrite", **kwargs: Any
+    ) -> UCDataset:
+        """A snapshot of *table* (on a remote ``sc://`` server, or the embedded store) exported to the
+        volume folder *dest* with :func:`air_magics.tables.export_table`, then read from there
+        through the cache. Only this (main) process talks to Spark; workers read the files."""
+        from ..tables import export_table
+
+        result = export_table(table, dest, mode=mode, remote=remote)
+        return cls(result.dest, **kwargs)
+
     def _local(self, part: int) -> str:
         """A local path to read part *part* from: in place, or the cache's copy of a volume file."""
         p = self.table.parts[part]
