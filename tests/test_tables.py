@@ -323,6 +323,11 @@ def test_tables_survive_a_server_restart_and_a_crash(nums, tmp_path):
     # the next call starts a new server on the same store: the tables are still there
     assert len(tables.read_table("main.test.nums")) == 2000
     assert srv_mod._running().pid != running.pid
+    # our session to the dead server is retired: pyspark asks its first session's conf in F.col,
+    # which failed a client export (UNAVAILABLE) after the restart
+    VolumeStore().create("main.test.exports", exist_ok=True)
+    r = tables.export_table("main.test.nums", "/Volumes/main/test/exports/restarted", via="client", mode="overwrite")
+    assert r.rows == 2000
 
 
 def test_java_missing_is_explained(monkeypatch, tmp_path):

@@ -20,6 +20,7 @@ from .spark_errors import first_line, one_line, quiet_pyspark_logs
 __all__ = ["Session", "get_session", "guarded", "quiet_retries"]
 
 _SESSIONS: dict[str, Any] = {}
+_EMBEDDED: set[str] = set()  # URLs of embedded servers we connected to (one is current)
 _LOCK = threading.Lock()
 T = TypeVar("T")
 
@@ -93,7 +94,27 @@ def get_session(remote: str | None = None, *, user_ns: dict[str, Any] | None = N
     except ImportError:
         raise TablesError("pyspark is not installed: pip install 'air_magics[tables]'") from None
     srv = ensure_server()
+    _retire_old_embedded(srv.url)
     return Session(_connect(srv.url), True, srv.url, store_dir())
+
+
+def _retire_old_embedded(url: str) -> None:
+    """The embedded server restarted on another port: stop our session to the old one. pyspark keeps
+    its first session as the process's active one and consults it (``F.col`` asks its conf), so a
+    dead one left there fails later calls on the new server with ``UNAVAILABLE``."""
+    with _LOCK:
+        old = [u for u in _EMBEDDED if u != url]
+        _EMBEDDED.add(url)
+        stale = [_SESSIONS.pop(u, None) for u in old]
+        _EMBEDDED.difference_update(old)
+    for spark in stale:
+        if spark is None:
+            continue
+        try:
+            spark.release_session_on_close = False  # its server is gone: no release call to retry
+            spark.stop()  # closes the client and clears pyspark's default/active session if it was that one
+        except Exception:
+            pass
 
 
 def _is_session(obj: Any) -> bool:
@@ -136,7 +157,7 @@ def guarded(session: Session, what: str, fn: Callable[[], T]) -> T:
             raise TablesError(f"{what}: {said}") from None
         if "UNAVAILABLE" in full or "RETRIES_EXCEEDED" in full or "Connection refused" in full:
             raise TablesError(
-                f"{what}: cannot reach the Spark Connect server at {where}; start it, "
-                f"fix the URL, or unset SPARK_REMOTE to use the embedded server"
+                f"{what}: cannot reach the Spark Connect server at {where} ({first_line(exc)[:200]}); "
+                f"start it, fix the URL, or unset SPARK_REMOTE to use the embedded server"
             ) from None
         raise TablesError(f"{what}: {type(exc).__name__}: {first_line(exc)[:500]}") from None

@@ -102,6 +102,9 @@ def _search(pattern: str, text: str) -> str:
 
 
 def first_line(exc: BaseException) -> str:
-    """Spark's own message, first line, without the SQLSTATE tail."""
+    """Spark's own message, first line, without the SQLSTATE tail (a gRPC error: its ``details``)."""
     full = str(exc).strip()
+    details = _search(r'details = "([^"\n]*)"', full)
+    if details:
+        return details
     return _strip(full.splitlines()[0]) if full else type(exc).__name__
