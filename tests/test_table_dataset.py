@@ -11,9 +11,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as hst
 
 from air_magics.data import DataLoader, UCDataset
-from air_magics.data.order import EpochState, Grid
+from air_magics.data.order import EpochState, Grid, with_progress
 from air_magics.data.table.plan import Piece, remaining_after, split, stream_left, stream_plan, total
 from air_magics.data.table_dataset import FilterError, TableSchemaError
 from air_magics.errors import AirError, DatasetError
@@ -91,6 +93,31 @@ def test_resume_on_other_grids_delivers_every_row_once(shuffle):
         st = EpochState(st.seed, st.epoch, st.n, st.shuffle, "", st.segments + [(grid, counts)])
     assert sorted(seen) == [(u, r) for u, n in enumerate(unit_rows) for r in range(n)]
     assert remaining_after(st, unit_rows, window) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    unit_rows=hst.lists(hst.integers(0, 40), min_size=1, max_size=6),
+    window=hst.integers(1, 17),
+    shuffle=hst.booleans(),
+    runs=hst.lists(hst.tuples(hst.integers(1, 3), hst.integers(1, 3), hst.integers(0, 2**16)), max_size=4),
+)
+def test_any_chain_of_partial_runs_delivers_every_row_once(unit_rows, window, shuffle, runs):
+    st = EpochState(seed=7, epoch=0, n=sum(unit_rows), shuffle=shuffle)
+    seen = []
+    for world, workers, salt in runs:
+        grid, counts = Grid(world, workers), []
+        for s in range(grid.streams):
+            plan = stream_plan(st, unit_rows, window, grid, s)
+            take = random.Random(salt + s).randint(0, plan.rows)
+            seen += _run_stream(plan, window, shuffle, take)
+            counts.append(take)
+        # a run on the grid of the last segment adds to it, as the loader's state does
+        st = with_progress(st, grid, dict(enumerate(counts)))
+    for s in range(3):  # finish on a 1 x 3 grid
+        plan = stream_plan(st, unit_rows, window, Grid(1, 3), s)
+        seen += _run_stream(plan, window, shuffle, plan.rows)
+    assert sorted(seen) == [(u, r) for u, n in enumerate(unit_rows) for r in range(n)]
 
 
 def test_stream_left_refuses_foreign_counts():
