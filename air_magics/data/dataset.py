@@ -19,9 +19,8 @@ import hashlib
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +36,7 @@ from ..volumes.store import Location, VolumeStore
 from ..volumes.walk import Entry, filter_glob, glob_regex, split_glob
 from . import _dist
 from .order import EpochState, Grid, OrderStateError, epoch_order, stream_index, stream_items, with_progress
+from .prefetch import Prefetcher
 
 __all__ = ["UCVolumeDataset", "SkippedFile"]
 
@@ -350,46 +350,33 @@ class UCVolumeDataset(IterableDataset):
         # (with persistent workers the loader's clock, so a worker that started late keeps what the
         # others fetched early in the previous epoch)
         keep, self._last_start = Residency(self._prefix, self._last_start), self._started or time.time()
-        window: deque[Future] = deque()
-        with ThreadPoolExecutor(max_workers=self.prefetch, thread_name_prefix="air-prefetch") as pool:
 
-            def start(i: int) -> Future:
-                f, version = self.files[i], self._version(i)
-                if self.transform is None and version is not None:  # a warm file needs no thread
-                    local = self.cache.try_hit(f.key, *version) if f.member is None else f.member.ready()
-                    if local is not None:
-                        done: Future = Future()
-                        done.set_result(local)
-                        return done
-                return pool.submit(self._fetch, f, version, keep)
+        def ready(i: int) -> Any | None:  # a warm file needs no thread
+            f, version = self.files[i], self._version(i)
+            if self.transform is not None or version is None:
+                return None
+            return self.cache.try_hit(f.key, *version) if f.member is None else f.member.ready()
 
-            it = iter(items)
+        def fetch(i: int) -> Any:
+            return self._fetch(self.files[i], self._version(i), keep)
+
+        with Prefetcher(items, fetch, self.prefetch, ready=ready) as fetched:
             try:
-                for i in it:
-                    window.append(start(i))
-                    if len(window) >= self.prefetch:
-                        break
-                ready: list[Any] = []
-                while window:
-                    value = window.popleft().result()
-                    nxt = next(it, None)
-                    if nxt is not None:
-                        window.append(start(nxt))
+                ready_items: list[Any] = []
+                for value in fetched:
                     self._yielded += 1
                     if isinstance(value, SkippedFile):
                         self.skipped.append(value)
                     elif not chunk:
                         yield value
                     else:
-                        ready.append(value)
-                    if ready and (len(ready) >= chunk or not window or not window[0].done()):
-                        yield ready
-                        ready = []
-                if ready:
-                    yield ready
+                        ready_items.append(value)
+                    if ready_items and (len(ready_items) >= chunk or not fetched.next_ready()):
+                        yield ready_items
+                        ready_items = []
+                if ready_items:
+                    yield ready_items
             finally:
-                for fut in window:
-                    fut.cancel()
                 try:
                     self.cache.publish_status()
                 except Exception:  # e.g. a generator closed during interpreter shutdown
