@@ -104,3 +104,22 @@ def test_one_line_messages_name_the_fix():
     assert bad == "SQL syntax error: Syntax error at or near 'SELEC' (fix the query)"
     assert one_line(_Err("DIVIDE_BY_ZERO", {})) is None  # Spark's own first line is shown
     assert all("\n" not in m for m in (missing, col, bad))
+
+
+def test_without_sqlglot_the_query_goes_as_written_and_the_error_says_what_to_install(monkeypatch):
+    import importlib.util
+
+    from air_magics.tables import sql
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "sqlglot" else real(name, *a))
+    assert not sql.have_sqlglot()
+    assert rewrite_sql("SELECT * FROM main.ds.sales").sql == "SELECT * FROM main.ds.sales"
+    msg = one_line(
+        _Err(
+            "REQUIRES_SINGLE_PART_NAMESPACE",
+            {"sessionCatalog": "spark_catalog", "namespace": "`main`.`ds`"},
+            "[REQUIRES_SINGLE_PART_NAMESPACE] spark_catalog requires a single-part namespace. SQLSTATE: 42K05",
+        )
+    )
+    assert "pip install 'air_magics[tables]'" in msg and "\n" not in msg

@@ -16,7 +16,7 @@ import logging
 import re
 from collections.abc import Iterator
 
-from .sql import user_spelling
+from .sql import have_sqlglot, user_spelling
 
 __all__ = ["quiet_pyspark_logs", "one_line", "first_line", "LIST_TABLES_HINT"]
 
@@ -90,6 +90,8 @@ def one_line(exc: BaseException) -> str | None:
         return f"no column {col!r}{there} (fix --columns/--where or the query)"
     if cond.startswith("UNRESOLVED_ROUTINE"):
         return f"no function {p.get('routineName', '?').replace('`', '')!r} (check the spelling in the query)"
+    if cond.startswith("REQUIRES_SINGLE_PART_NAMESPACE") and not have_sqlglot():
+        return f"{first_line(exc)}: catalog.schema.table in SQL needs sqlglot (pip install 'air_magics[tables]')"
     if cond.startswith("PARSE_SYNTAX_ERROR"):
         first = next((ln for ln in full.splitlines() if ln.strip()), "syntax error")
         return f"SQL syntax error: {_strip(first.replace('[PARSE_SYNTAX_ERROR] ', ''))} (fix the query)"

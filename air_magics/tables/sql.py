@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from .names import SEP, TableName, split_database
 
-__all__ = ["Rewrite", "rewrite_sql", "user_spelling"]
+__all__ = ["Rewrite", "rewrite_sql", "user_spelling", "have_sqlglot"]
 
 _SPARK_OWN = ("spark_catalog", "global_temp")
 
@@ -34,7 +34,16 @@ class Rewrite:
     changed: bool = False
 
 
+def have_sqlglot() -> bool:
+    """Whether the rewrite can run (``pip install 'air_magics[tables]'`` brings sqlglot)."""
+    import importlib.util
+
+    return importlib.util.find_spec("sqlglot") is not None
+
+
 def _parse(query: str) -> list | None:
+    if not have_sqlglot():  # the query goes as written; the error then says what to install
+        return None
     import sqlglot
     from sqlglot.errors import ErrorLevel, SqlglotError
 
@@ -76,12 +85,12 @@ def rewrite_sql(query: str, *, temp_views: Callable[[], set[str]] | None = None)
 
     *temp_views* (called at most once, only if the query has one-part names) returns the session's
     temporary view names, which Spark resolves before tables and so are left alone."""
-    from sqlglot import exp
-    from sqlglot.errors import ErrorLevel, SqlglotError
-
     statements = _parse(query)
     if not statements or any(s is None for s in statements):
         return Rewrite(query)
+    from sqlglot import exp
+    from sqlglot.errors import ErrorLevel, SqlglotError
+
     views: set[str] | None = None
     names: list[str] = []
     changed = False
