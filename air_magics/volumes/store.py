@@ -75,6 +75,8 @@ class Location:
         if not rel:
             return self
         if self.fs is None:
+            if os.sep == "/":  # a listing joins thousands of names: plain concatenation
+                return Location(f"{self.path.rstrip('/')}/{rel}", root=self.root)
             return Location(os.path.join(self.path, *rel.split("/")), root=self.root)
         return Location(f"{self.path.rstrip('/')}/{rel}", self.fs)
 
