@@ -324,3 +324,62 @@ def test_embedded_table_by_name(spark_store):
     tables.write_table(df.assign(label=df.label.astype(str)), "main.t2test.features", mode="overwrite")
     with pytest.raises(TableSchemaError, match="label: string"):
         UCDataset("main.t2test.features", batch_size=300).load_state_dict(state)
+
+
+@pytest.fixture
+def remote_url(tmp_path_factory):
+    """A separately started Spark Connect server with its own store, reached by URL (as in test_tables)."""
+    import signal
+    import subprocess
+    import time
+
+    from air_magics.tables import server as srv_mod
+
+    store = tmp_path_factory.mktemp("remote-spark")
+    (store / "tmp").mkdir()
+    port = srv_mod._free_port()
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    env.pop("SPARK_REMOTE", None)
+    with open(store / "server.log", "wb") as log:
+        proc = subprocess.Popen(
+            srv_mod._command(port, store),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=store,
+            start_new_session=True,
+        )
+    deadline = time.time() + 240
+    while not srv_mod._port_open(port):
+        assert proc.poll() is None and time.time() < deadline, (store / "server.log").read_text()[-2000:]
+        time.sleep(0.25)
+    yield f"sc://127.0.0.1:{port}", proc
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+@pytest.mark.spark
+def test_remote_table_is_read_from_its_export_after_the_server_is_gone(remote_url):
+    """A remote server's table: exported to a volume once, then training needs no server at all."""
+    import signal
+
+    import pandas as pd
+
+    from air_magics import tables
+    from air_magics.volumes import VolumeStore
+
+    url, proc = remote_url
+    df = pd.DataFrame({"id": np.arange(1500), "label": np.arange(1500) % 3})
+    tables.write_table(df, "spark_catalog.default.t2_remote", mode="overwrite", remote=url)
+    VolumeStore().create("main.t2test.snap", exist_ok=True)
+    ds = UCDataset.from_export(
+        "spark_catalog.default.t2_remote", "/Volumes/main/t2test/snap/remote", remote=url, batch_size=100, shuffle=True
+    )
+    os.killpg(proc.pid, signal.SIGKILL)  # the server dies before the epoch starts
+    proc.wait(timeout=60)
+    it = iter(ds)
+    first = ids_of([next(it) for _ in range(4)])
+    again = UCDataset("/Volumes/main/t2test/snap/remote", batch_size=100, shuffle=True)
+    again.load_state_dict(ds.state_dict())
+    assert sorted(first + ids_of(again)) == list(range(1500))
