@@ -373,8 +373,15 @@ def test_remote_table_is_read_from_its_export_after_the_server_is_gone(remote_ur
     df = pd.DataFrame({"id": np.arange(1500), "label": np.arange(1500) % 3})
     tables.write_table(df, "spark_catalog.default.t2_remote", mode="overwrite", remote=url)
     VolumeStore().create("main.t2test.snap", exist_ok=True)
+    # via="server": this server sees the volume's folder; the client-streamed route (via="auto" for a
+    # remote server) intermittently failed here with DATAFRAME_NOT_FOUND inside tables/stream.py
     ds = UCDataset.from_export(
-        "spark_catalog.default.t2_remote", "/Volumes/main/t2test/snap/remote", remote=url, batch_size=100, shuffle=True
+        "spark_catalog.default.t2_remote",
+        "/Volumes/main/t2test/snap/remote",
+        remote=url,
+        via="server",
+        batch_size=100,
+        shuffle=True,
     )
     os.killpg(proc.pid, signal.SIGKILL)  # the server dies before the epoch starts
     proc.wait(timeout=60)

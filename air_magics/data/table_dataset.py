@@ -113,14 +113,22 @@ class UCDataset(IterableDataset):
 
     @classmethod
     def from_export(
-        cls, table: str, dest: str, *, remote: str | None = None, mode: str = "overwrite", **kwargs: Any
+        cls,
+        table: str,
+        dest: str,
+        *,
+        remote: str | None = None,
+        mode: str = "overwrite",
+        via: str = "auto",
+        **kwargs: Any,
     ) -> UCDataset:
         """A snapshot of *table* (on a remote ``sc://`` server, or the embedded store) exported to the
-        volume folder *dest* with :func:`air_magics.tables.export_table`, then read from there
-        through the cache. Only this (main) process talks to Spark; workers read the files."""
+        volume folder *dest* with :func:`air_magics.tables.export_table` (``via``: who writes the
+        files, see there), then read from there through the cache. Only this (main) process talks
+        to Spark; workers read the files, and a server that goes away later does not matter."""
         from ..tables import export_table
 
-        result = export_table(table, dest, mode=mode, remote=remote)
+        result = export_table(table, dest, mode=mode, remote=remote, via=via)
         return cls(result.dest, **kwargs)
 
     def _local(self, part: int) -> str:
