@@ -23,6 +23,7 @@ __all__ = [
     "DatasetError",
     "TableNameError",
     "TablesError",
+    "TableTooLargeError",
     "ExportTargetError",
     "CheckpointError",
     "CheckpointCorruptError",
@@ -93,6 +94,10 @@ class TableNameError(AirError, ValueError):
 
 class TablesError(AirError, RuntimeError):
     """A Spark session cannot be had, a query failed, or an export cannot be written."""
+
+
+class TableTooLargeError(TablesError, MemoryError):
+    """A table estimated above the in-memory read limit (``--max-bytes``); export it or read less."""
 
 
 class CheckpointError(AirError, RuntimeError):

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from air_magics import tables
-from air_magics.errors import ExportTargetError, TableNameError, TablesError, VolumePathError
+from air_magics.errors import ExportTargetError, TableNameError, TablesError, TableTooLargeError, VolumePathError
 from air_magics.status import list_status
 from air_magics.tables import server as srv_mod
 from air_magics.volumes import VolumeStore
@@ -448,9 +448,9 @@ def test_export_progress_text_ends_and_does_not_repeat(nums, capfd, monkeypatch)
     dest = "/Volumes/main/test/exports/progress"
     ip.run_line_magic("air_table", f"main.test.nums --export {dest} --mode overwrite --via client")
     segs = [s for s in _segments(capfd.readouterr().err) if s.startswith(f"export to {dest}")]
-    assert segs and segs[-1] == f"export to {dest}: done"
+    assert segs and segs[-1].endswith(" · done"), segs  # the final counts with the verdict
     assert all(a != b for a, b in zip(segs, segs[1:], strict=False)), segs  # no line twice in a row
-    last = segs[-2]
+    last = segs[-1]
     assert "2,000 rows" in last, segs
     if "tasks" in last:  # Spark reported tasks: the last count has them all done
         done, total = last.split("tasks ")[1].split(" ")[0].split("/")
@@ -471,8 +471,9 @@ def test_size_guard_refuses_large_reads_and_passes_small_ones(nums, monkeypatch)
 
     assert size_guard.max_bytes_limit() == size_guard.default_max_bytes() == psutil.virtual_memory().total // 8
     assert size_guard.plan_bytes(get_session().spark.table("spark_catalog.main__test.nums")) > 0
-    with pytest.raises(TablesError, match="over the") as err:
+    with pytest.raises(TableTooLargeError, match="over the") as err:
         tables.read_table("main.test.nums", max_bytes=2000)
+    assert isinstance(err.value, TablesError) and isinstance(err.value, MemoryError)
     assert "2,000 rows" in str(err.value) and "--export" in str(err.value) and "--limit" in str(err.value)
     with pytest.raises(TablesError, match="over the"):
         tables.read_sql("SELECT * FROM main.test.nums", max_bytes="2KB", to="arrow")

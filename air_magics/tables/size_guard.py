@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import SettingError, TablesError
+from ..errors import SettingError, TablesError, TableTooLargeError
 from ..io.units import fmt_bytes, parse_size
 
 __all__ = ["SizeEstimate", "check_size", "default_max_bytes", "max_bytes_limit", "plan_bytes", "measured_bytes"]
@@ -92,14 +92,14 @@ def measured_bytes(df: Any) -> SizeEstimate:
 
 
 def check_size(df: Any, limit: int, what: str) -> SizeEstimate:
-    """Raise ``TablesError`` when *df* is estimated above *limit* bytes; the estimate otherwise."""
+    """Raise ``TableTooLargeError`` when *df* is estimated above *limit* bytes; the estimate otherwise."""
     first = plan_bytes(df)
     if first is not None and first <= limit // 4:
         return SizeEstimate(first, "plan")
     est = measured_bytes(df)
     if est.bytes > limit:
         rows = f" ({est.rows:,} rows)" if est.rows is not None else ""
-        raise TablesError(
+        raise TableTooLargeError(
             f"{what}: about {fmt_bytes(est.bytes)}{rows} is over the {fmt_bytes(limit)} limit for reading into "
             f"memory; export it with --export /Volumes/... (tables.export_table) or read less with --limit N "
             f"or --where (the limit: --max-bytes, max_bytes=, setting table_max_bytes)"

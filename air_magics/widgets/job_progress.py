@@ -58,13 +58,16 @@ class _WidgetView:
 class _TextView:
     def __init__(self, title: str) -> None:
         self.title = title
+        self.last = ""
 
     def __call__(self, doc: ExportEvent | dict[str, Any]) -> None:
-        doc = _doc(doc)
-        print(f"\r{self.title}: {describe_job(doc)}", end="", file=sys.stderr, flush=True)
+        self.last = describe_job(_doc(doc))
+        print(f"\r{self.title}: {self.last}", end="", file=sys.stderr, flush=True)
 
     def close(self, result: Any) -> None:
-        print(f"\r{self.title}: {'done' if result is not None else 'failed'}", file=sys.stderr, flush=True)
+        end = "done" if result is not None else "failed"
+        # the final counts with the verdict, on the same line the progress used
+        print(f"\r{self.title}: {self.last + ' · ' if self.last else ''}{end}", file=sys.stderr, flush=True)
 
 
 def export_progress_view(title: str, *, widget: bool | None = None) -> _WidgetView | _TextView:
