@@ -124,3 +124,14 @@ def test_a_failing_spark_task_publishes_nothing(vol, monkeypatch):
 def test_unknown_engine_is_one_clear_error(vol):
     with pytest.raises(PackError, match=r"engine='dask': use one of 'local', 'spark'"):
         pack(SRC, SPARK, engine="dask")
+
+
+def test_magic_packs_with_the_spark_engine(vol, ip, capsys):
+    ip.run_line_magic("config", "AirMagics.widgets = False")
+    try:
+        r = ip.run_line_magic("air_volume", f"pack {SRC} {SPARK} --shard-size 32KiB --engine spark -o rep")
+    finally:
+        ip.run_line_magic("config", "AirMagics.widgets = True")
+    out = capsys.readouterr().out
+    assert r.files == N and r.shards_written == r.shards > 3 and str(r) in out
+    assert len(list(UCVolumeDataset(SPARK))) == N
