@@ -200,7 +200,7 @@ def pack(
     on_progress: Callable[[PackProgress], None] | None = None,
     *,
     store: VolumeStore | None = None,
-    workers: int = 32,
+    workers: int = 64,
     retries: int = 4,
     listeners: Iterable[Listener] = (),
 ) -> PackReport:
