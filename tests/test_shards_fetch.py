@@ -103,3 +103,25 @@ def test_processes_share_one_fetch_per_shard(tmp_path):
     assert all(p.returncode == 0 for p in procs)
     assert all(o["got"] == hashes for o in outs)
     assert sum(o["fetched"] for o in outs) == r.shards  # each shard fetched by exactly one of them
+
+
+def test_prune_extracted_frees_folders_and_their_locks(tmp_path):
+    from air_magics.shards import prune_extracted
+
+    s = VolumeStore()
+    s.create("main.raw.img")
+    hashes = _seed(Path(s.locate(SRC).path), 30, 4096)
+    pack(SRC, DEST, shard_size="32KiB")
+    cache = FileCache(root=tmp_path / "cache")
+    folder = open_packed(s, DEST)
+    for r in folder.members:
+        r.local_path(cache)
+    shards = len(folder.manifest.shards)
+    root = tmp_path / "cache" / "shards"
+    assert prune_extracted(cache, keep=[folder]) == 0
+    assert len([p for p in root.rglob("shard-*") if p.is_dir()]) == shards
+    assert prune_extracted(cache) == shards
+    assert not list(root.rglob("shard-*"))  # folders and their .lock files
+    again = open_packed(s, DEST)  # a new reader fetches again
+    got = {r.member.name: hashlib.sha256(Path(r.local_path(cache)).read_bytes()).hexdigest() for r in again.members}
+    assert got == hashes and again._extractor.shards_fetched == shards
