@@ -16,6 +16,7 @@ handed out ``cache.overflow_files`` (256) more files, far more than a DataLoader
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 import time
@@ -23,8 +24,6 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
-
-from torch.utils.data import IterableDataset
 
 from ..cache import FileCache, Residency
 from ..errors import DatasetError
@@ -35,8 +34,9 @@ from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
 from ..volumes.walk import Entry, filter_glob, glob_regex, split_glob
 from . import _dist
-from .order import EpochState, Grid, OrderStateError, epoch_order, stream_index, stream_items, with_progress
+from .order import EpochState, Grid, OrderStateError, epoch_order, stream_index, stream_items
 from .prefetch import Prefetcher
+from .stream import EpochStream
 
 __all__ = ["UCVolumeDataset", "SkippedFile"]
 
@@ -103,7 +103,7 @@ def _shard_groups(files: list[_File]) -> list[int] | None:
     return [ids.setdefault((str(f.member.folder.path), f.member.shard), len(ids)) for f in files]
 
 
-class UCVolumeDataset(IterableDataset):
+class UCVolumeDataset(EpochStream):
     """Files of one or more volume paths, yielded as local cached paths (or ``transform(path)``).
 
     ``path``: a folder (as in the reference), a file, a glob (``/Volumes/c/s/v/train/**/*.jpg``) or
@@ -152,23 +152,15 @@ class UCVolumeDataset(IterableDataset):
         self.paths = [str(p) for p in paths]
         self.shuffle, self.seed, self.transform = shuffle, seed, transform
         self.prefetch, self.on_error = prefetch, on_error
-        self.epoch = 0
+        self._init_stream()
         self.fingerprint = hashlib.sha1("\n".join(f.key for f in self.files).encode()).hexdigest()[:16]
         self.skipped: list[SkippedFile] = []
-        self._resume: EpochState | None = None
-        self._stream = 0
-        self._grid = Grid()
-        self._yielded = 0
-        self._versions: dict[int, tuple[int, float]] | None = None
-        self._plan_file: str | None = None  # set by a DataLoader with persistent workers
-        self._chunk = 0  # set by a DataLoader with batch_size=None: its workers yield lists of items
         self._groups = _shard_groups(self.files)  # packed members: shuffled a few shards at a time
         self._stat_thread: threading.Thread | None = None
         # the resident subset this dataset's misses must not evict (see FileCache.get's keep)
         # (files are sorted: what the first and last share, every key between shares)
         self._prefix = os.path.commonpath([self.files[0].key, self.files[-1].key])
         self._last_start = 0.0  # when the previous epoch began (0: keep all of the prefix)
-        self._started: float | None = None  # when the loader began this epoch (persistent workers)
         if any(f.size < 0 for f in self.files):
             self._stat_thread = threading.Thread(target=self._stat_all, name="air-dataset-stat", daemon=True)
             self._stat_thread.start()
@@ -227,11 +219,6 @@ class UCVolumeDataset(IterableDataset):
         return f"UCVolumeDataset({self.paths!r}, files={len(self.files)}, shuffle={self.shuffle}, epoch={self.epoch})"
 
     # -- epochs and state ---------------------------------------------------------------------------
-    def set_epoch(self, epoch: int) -> None:
-        """Start *epoch* (changes the shuffle) from its beginning."""
-        self.epoch = int(epoch)
-        self._resume = None
-
     def _epoch_state(self) -> EpochState:
         base = self._resume
         if base is not None and base.epoch == self.epoch:
@@ -256,16 +243,6 @@ class UCVolumeDataset(IterableDataset):
             st.segments[-1] = (grid, counts)
         return {"version": _STATE_VERSION, "paths": self.paths, **st.to_dict()}
 
-    def _progress(self, grid: Grid, delivered: dict[int, int]) -> EpochState:
-        try:
-            return with_progress(self._epoch_state(), grid, delivered)
-        except OrderStateError as exc:
-            raise DatasetError(str(exc)) from None
-
-    def _continue_from(self, grid: Grid, delivered: dict[int, int]) -> None:
-        """Local (no collective) bookkeeping when a loader is re-iterated mid-epoch."""
-        self._resume = self._progress(grid, delivered)
-
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume from :meth:`state_dict`, on the same or a different grid."""
         if not isinstance(state, dict) or state.get("version") != _STATE_VERSION:
@@ -283,28 +260,16 @@ class UCVolumeDataset(IterableDataset):
                 f"({len(self.files)} files, fingerprint {self.fingerprint}, paths {self.paths}); build the dataset "
                 f"with the same paths and pattern, or start fresh"
             )
-        if st.shuffle != self.shuffle or st.seed != self.seed:
-            raise DatasetError(
-                f"state has shuffle={st.shuffle}, seed={st.seed}; this dataset has shuffle={self.shuffle}, seed={self.seed}"
-            )
+        self._check_order(st)
         self.epoch, self._resume = st.epoch, st
 
     # -- iteration ----------------------------------------------------------------------------------
-    def _follow_plan(self) -> None:
-        """In a persistent worker: take the epoch and resume point the loader wrote for this
-        iteration (the worker's copy of the dataset never sees ``set_epoch`` in the main process)."""
-        import json
-
-        with open(self._plan_file) as f:  # type: ignore[arg-type]
-            plan = json.load(f)
-        self.epoch = int(plan["epoch"])
-        self._started = plan.get("started")
+    def _plan_loaded(self, plan: dict[str, Any]) -> None:
         if self._versions is None and plan.get("versions"):  # what the main process's stat thread found
             with open(plan["versions"]) as f:
                 found = json.load(f)
             if len(found) == len(self.files):
                 self._versions = {i: (v[0], v[1]) for i, v in enumerate(found) if v is not None}
-        self._resume = EpochState.from_dict(plan["resume"]) if plan.get("resume") else None
 
     def _plan(self) -> tuple[Grid, int, list[int], bool]:
         rank, world = _dist.rank_and_world()

@@ -40,8 +40,8 @@ from ..events import Listener, LoaderEvent, channel
 from ..io.atomic import write_json_atomic
 from ..snapshots import LoaderTimes
 from . import _dist
-from .dataset import UCVolumeDataset
 from .order import Grid
+from .stream import EpochStream
 
 __all__ = ["DataLoader", "LoaderTiming"]
 
@@ -63,9 +63,9 @@ class _ChunkCollate:
         return _Chunk(self.fn(x) for x in items)
 
 
-def _wrapped(dataset: Any) -> UCVolumeDataset | None:
-    """The ``UCVolumeDataset`` a user's wrapper dataset holds as an attribute, if exactly one."""
-    found = [v for v in getattr(dataset, "__dict__", {}).values() if isinstance(v, UCVolumeDataset)]
+def _wrapped(dataset: Any) -> EpochStream | None:
+    """The ``UCVolumeDataset``/``UCDataset`` a user's wrapper dataset holds as an attribute, if exactly one."""
+    found = [v for v in getattr(dataset, "__dict__", {}).values() if isinstance(v, EpochStream)]
     return found[0] if len(found) == 1 else None
 
 
@@ -136,10 +136,10 @@ class DataLoader(tud.DataLoader):
         listeners: Sequence[Listener] = (),
         **kwargs: Any,
     ) -> None:
-        self._air = isinstance(dataset, UCVolumeDataset)
+        self._air = isinstance(dataset, EpochStream)  # UCVolumeDataset, UCDataset (see data/stream.py)
         # a user's wrapper (e.g. an IterableDataset that decodes each path) around a UCVolumeDataset:
         # its workers persist too, and the inner dataset follows set_epoch through the plan file
-        self._inner: UCVolumeDataset | None = dataset if self._air else _wrapped(dataset)
+        self._inner: EpochStream | None = dataset if self._air else _wrapped(dataset)
         workers = DEFAULT_WORKERS if num_workers is None else num_workers
         self._chunked = False
         self._plan_file: str | None = None
@@ -196,8 +196,10 @@ class DataLoader(tud.DataLoader):
     def state_dict(self) -> dict[str, Any]:
         """Progress by batches delivered. With ``torch.distributed`` initialised, call it on every rank."""
         if not self._air:
-            raise DatasetError("state_dict() needs a UCVolumeDataset (or a dataset implementing Checkpointable)")
-        ds: UCVolumeDataset = self.dataset
+            raise DatasetError(
+                "state_dict() needs a UCVolumeDataset or UCDataset (or a dataset implementing Checkpointable)"
+            )
+        ds: EpochStream = self.dataset
         grid = self._grid or self._current_grid()
         return {
             "dataset": ds.state_dict(delivered=self._own_delivered(grid), grid=grid, epoch_done=self._epoch_done),
@@ -212,7 +214,7 @@ class DataLoader(tud.DataLoader):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if not self._air:
-            raise DatasetError("load_state_dict() needs a UCVolumeDataset")
+            raise DatasetError("load_state_dict() needs a UCVolumeDataset or UCDataset")
         if not isinstance(state, dict) or "dataset" not in state:
             raise DatasetError(
                 f"not a DataLoader state (keys {sorted(state) if isinstance(state, dict) else type(state).__name__}); "
@@ -236,7 +238,7 @@ class DataLoader(tud.DataLoader):
                 self._write_plan(self._inner)  # the epoch the user set on the wrapped dataset
             yield from super().__iter__()
             return
-        ds: UCVolumeDataset = self.dataset
+        ds: EpochStream = self.dataset
         if self._epoch_done:  # the previous epoch ran to the end: move on
             ds.set_epoch(ds.epoch + 1)
             self._delivered, self._epoch_done = {}, False
@@ -277,7 +279,7 @@ class DataLoader(tud.DataLoader):
             t_last = time.perf_counter()
             yield batch
 
-    def _write_plan(self, ds: UCVolumeDataset) -> None:
+    def _write_plan(self, ds: EpochStream) -> None:
         """Where persistent workers start this iteration: the epoch and, mid-epoch, the resume
         point (written before torch tells the workers to start, so they read this one)."""
         if self._plan_file is None:
@@ -287,7 +289,7 @@ class DataLoader(tud.DataLoader):
         versions, vfile = ds._versions, self._plan_file + ".versions"
         if versions is not None:  # the listing's sizes and mtimes, once found: workers validate hits without a stat
             if not os.path.exists(vfile):
-                write_json_atomic(vfile, [versions.get(i) for i in range(len(ds.files))])
+                write_json_atomic(vfile, [versions.get(i) for i in range(len(ds))])
             plan["versions"] = vfile
         write_json_atomic(self._plan_file, plan)
 

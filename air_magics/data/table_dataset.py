@@ -14,19 +14,16 @@ grid (rows delivered, not prefetched). The splitting and resume rules are the pu
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Iterator, Sequence
 from typing import Any
-
-from torch.utils.data import IterableDataset
 
 from ..cache import FileCache
 from ..errors import DatasetError
 from ..volumes.store import VolumeStore
 from . import _dist
-from .dataset import UCVolumeDataset
 from .order import EpochState, Grid, OrderStateError, stream_index, with_progress
+from .stream import EpochStream
 from .table.filter import FilterError, filter_columns, parse_filter
 from .table.plan import StreamPlan, stream_plan
 from .table.reader import count_rows, iter_batches
@@ -47,7 +44,7 @@ def _unknown_columns(bad: list[str], have: list[str]) -> DatasetError:
     return DatasetError(f"columns {bad} are not in the table{hints}; it has {have}")
 
 
-class UCDataset(IterableDataset):
+class UCDataset(EpochStream):
     """Batches of a table's rows as dicts: numeric and boolean columns as tensors, others as lists.
 
     ``source``: a table of the embedded store (``main.demo.features``), a volume folder of Parquet
@@ -102,14 +99,7 @@ class UCDataset(IterableDataset):
         self.num_rows = sum(self.unit_rows)
         self.fingerprint = hashlib.sha1(f"{self.table.fingerprint}\0{self.filter_text}".encode()).hexdigest()[:16]
         self.prefetch = 64  # batches a DataLoader worker keeps queued (DataLoader sizes prefetch_factor by it)
-        self.epoch = 0
-        self._resume: EpochState | None = None
-        self._stream = 0
-        self._grid = Grid()
-        self._yielded = 0  # batches this stream yielded in the current iteration
-        self._plan_file: str | None = None  # set by a DataLoader with persistent workers
-        self._chunk = 0  # set by a DataLoader with batch_size=None: its workers yield lists of batches
-        self._versions = None  # the loader hands UCVolumeDataset's file versions to workers; a table has none
+        self._init_stream()  # _yielded counts batches; the state converts them to rows (_progress)
 
     @classmethod
     def from_export(
@@ -149,11 +139,6 @@ class UCDataset(IterableDataset):
         )
 
     # -- epochs and state ---------------------------------------------------------------------------
-    def set_epoch(self, epoch: int) -> None:
-        """Start *epoch* (changes the shuffle) from its beginning."""
-        self.epoch = int(epoch)
-        self._resume = None
-
     def _epoch_state(self) -> EpochState:
         base = self._resume
         if base is not None and base.epoch == self.epoch:
@@ -174,10 +159,6 @@ class UCDataset(IterableDataset):
             return with_progress(st, grid, rows)
         except OrderStateError as exc:
             raise DatasetError(str(exc)) from None
-
-    def _continue_from(self, grid: Grid, delivered: dict[int, int]) -> None:
-        """Local (no collective) bookkeeping when a loader is re-iterated mid-epoch."""
-        self._resume = self._progress(grid, delivered)
 
     def state_dict(
         self, delivered: dict[int, int] | None = None, grid: Grid | None = None, epoch_done: bool = False
@@ -229,20 +210,10 @@ class UCDataset(IterableDataset):
                 f"the data of {self.source} changed since the state was saved ({st.n} rows then, {self.num_rows} now; "
                 f"files rewritten); start the epoch fresh (set_epoch) instead"
             )
-        if st.shuffle != self.shuffle or st.seed != self.seed:
-            raise DatasetError(
-                f"state has shuffle={st.shuffle}, seed={st.seed}; this dataset has shuffle={self.shuffle}, seed={self.seed}"
-            )
+        self._check_order(st)
         self.epoch, self._resume = st.epoch, st
 
     # -- iteration ----------------------------------------------------------------------------------
-    def _follow_plan(self) -> None:
-        """In a persistent DataLoader worker: the epoch and resume point written for this iteration."""
-        with open(self._plan_file) as f:  # type: ignore[arg-type]
-            plan = json.load(f)
-        self.epoch = int(plan["epoch"])
-        self._resume = EpochState.from_dict(plan["resume"]) if plan.get("resume") else None
-
     def batches_per_stream(self, grid: Grid | None = None) -> list[int]:
         """Batches each stream of *grid* (default: this process's) yields from the current position."""
         grid = grid or Grid(*_dist.rank_and_world()[1:], 1)
@@ -282,9 +253,3 @@ class UCDataset(IterableDataset):
                 ready = []
         if ready:
             yield ready
-
-
-# air_magics.data.DataLoader drives datasets it recognises as UCVolumeDataset through the same
-# protocol (plan file, (stream, yielded) tags, state_dict(delivered, grid, epoch_done),
-# _continue_from); UCDataset implements that protocol, so it is registered as a virtual subclass.
-UCVolumeDataset.register(UCDataset)
