@@ -373,13 +373,13 @@ def test_remote_table_is_read_from_its_export_after_the_server_is_gone(remote_ur
     df = pd.DataFrame({"id": np.arange(1500), "label": np.arange(1500) % 3})
     tables.write_table(df, "spark_catalog.default.t2_remote", mode="overwrite", remote=url)
     VolumeStore().create("main.t2test.snap", exist_ok=True)
-    # via="server": this server sees the volume's folder; the client-streamed route (via="auto" for a
-    # remote server) intermittently failed here with DATAFRAME_NOT_FOUND inside tables/stream.py
-    ds = UCDataset.from_export(
+    from air_magics.tables.session import get_session
+
+    get_session()  # the embedded session is the active one: the remote checkpoint must not bind to it
+    ds = UCDataset.from_export(  # via="auto": rows streamed through this client (tables/stream.py)
         "spark_catalog.default.t2_remote",
         "/Volumes/main/t2test/snap/remote",
         remote=url,
-        via="server",
         batch_size=100,
         shuffle=True,
     )

@@ -75,14 +75,30 @@ def row_ranges(partition_rows: dict[int, int], rows_per_chunk: int) -> list[tupl
     return out
 
 
+def _local_checkpoint(df: Any, level: Any) -> Any:
+    """``df.localCheckpoint`` bound to *df*'s own session. pyspark 4.3 binds the checkpointed
+    DataFrame to ``SparkSession.active()``: with the embedded session active, every query on a
+    remote session's checkpoint then failed with DATAFRAME_NOT_FOUND. The thread's active session
+    is *df*'s for the call, and restored after."""
+    try:
+        from pyspark.sql.connect.session import SparkSession
+    except ImportError:  # classic pyspark: no Spark Connect, nothing to rebind
+        return df.localCheckpoint(eager=True, storageLevel=level)
+    holder = SparkSession._active_session
+    before = getattr(holder, "session", None)
+    holder.session = df.sparkSession
+    try:
+        return df.localCheckpoint(eager=True, storageLevel=level)
+    finally:
+        holder.session = before
+
+
 def _chunks(df: Any, budget: int) -> Iterator[Any]:
     """DataFrames that together hold *df*'s rows once, each about *budget* Arrow bytes."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    ck = df.withColumn(_ROW, F.monotonically_increasing_id()).localCheckpoint(
-        eager=True, storageLevel=StorageLevel.DISK_ONLY
-    )
+    ck = _local_checkpoint(df.withColumn(_ROW, F.monotonically_increasing_id()), StorageLevel.DISK_ONLY)
     try:
         counts = ck.groupBy(F.shiftright(F.col(_ROW), _PART_BITS).alias("p")).count().collect()
         parts = {int(r["p"]): int(r["count"]) for r in counts}
