@@ -62,6 +62,7 @@ CACHE_FIELDS = {
     "bytes_hit",
     "bytes_fetched",
     "evictions",
+    "overflows",
     "hit_rate",
     "updated",
     "snapshot_time",

@@ -152,6 +152,7 @@ _CACHE_NUMBERS = (
     "bytes_hit",
     "bytes_fetched",
     "evictions",
+    "overflows",
     "hit_rate",
     "updated",
 )
