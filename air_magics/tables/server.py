@@ -229,6 +229,9 @@ def _start(store: Path, idle: float, heap_mb: int) -> EmbeddedServer:
     )
     env.pop("SPARK_REMOTE", None)
     env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    # Spark's Python workers (UDFs, e.g. the shards' Spark engine) run this interpreter, with this
+    # venv's packages, not whatever python3 is first on PATH; unless the user chose one
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
     # the supervisor imports this package from where this process did (a source checkout works too)
     here = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
