@@ -6,6 +6,7 @@ import multiprocessing as mp
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,25 @@ def test_a_cache_damaged_while_a_loader_runs_never_yields_a_wrong_file(vol, dama
     assert len(got) + gone == 100 and len(set(got)) == len(got)
     got, gone = epoch(None)  # rebuilt: every file again, right bytes
     assert (len(got), gone) == (100, 0) and len(set(got)) == 100
+
+
+def test_a_loader_at_default_depth_never_outruns_the_overflow_window():
+    """Everything a DataLoader hands out ahead of the loop (worker queues, chunks, prefetch) must
+    stay within the overflow window, or an overflow path is deleted before the loop opens it."""
+    s = VolumeStore()
+    s.create("main.raw.many")
+    n = 900
+    for i in range(n):
+        with s.open(f"/Volumes/main/raw/many/f{i:04d}.bin", "wb") as f:
+            f.write(i.to_bytes(4, "big") * 256)
+    cache = FileCache(limit=n // 2 * 1024, pin_seconds=3600)  # half fits: the rest overflows
+    ds = UCVolumeDataset("/Volumes/main/raw/many", cache=cache)  # default prefetch
+    loader = DataLoader(ds, batch_size=None)  # default workers, chunking and prefetch_factor
+    for _ in range(2):
+        got = []
+        for p in loader:
+            time.sleep(0.003)  # a loop slower than its workers: their queues fill up
+            with open(p, "rb") as f:
+                got.append(int.from_bytes(f.read(4), "big"))
+        assert sorted(got) == list(range(n))
+    assert cache.info().overflows > 0

@@ -164,8 +164,11 @@ class DataLoader(tud.DataLoader):
             prefetch_factor, persistent_workers = None, False
         elif prefetch_factor is None and self._air:
             # torch's default (2 batches per worker) starves the loop on warm epochs; queue about as
-            # many items as each worker's prefetch threads keep in flight
-            prefetch_factor = max(2, dataset.prefetch // (batch_size or 1))
+            # many items as each worker's prefetch threads keep in flight. Chunked messages carry up
+            # to CHUNK items each: counted as such, so what is handed out ahead of the loop stays
+            # within the cache's overflow window (a path there lives for 256 more hand-outs)
+            per_message = CHUNK if self._chunked else (batch_size or 1)
+            prefetch_factor = max(2, dataset.prefetch // per_message)
         super().__init__(
             dataset,
             batch_size=batch_size,
