@@ -111,7 +111,6 @@ def _epoch(loader, step_ms: float = 0.0) -> tuple[float, float, dict]:
             item = next(it)
         except StopIteration:
             break
-        wait += time.monotonic() - w0
         if first is None:
             first = time.monotonic() - t0
         if isinstance(item, (list, tuple)) and len(item) == 3:  # a decoded batch: (images, sizes, names)
@@ -124,6 +123,9 @@ def _epoch(loader, step_ms: float = 0.0) -> tuple[float, float, dict]:
             with open(item, "rb") as f:
                 b = len(f.read())
             names.add(os.path.basename(str(item)))
+        # data wait: from asking for the item until its bytes are in memory (a loader that yields
+        # paths on the volume itself, like the reference, reads the volume here, not in next())
+        wait += time.monotonic() - w0
         kinds.add(type(item).__name__)
         n += 1
         nbytes += b
