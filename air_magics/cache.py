@@ -127,7 +127,7 @@ class FileCache:
         self._stripes: dict[int, tuple[threading.Lock, Any]] = {}
         self._status = Throttle(0.5)
         self._wal_check = Throttle(5.0)
-        self._hits = HitLog(self.pin_seconds)
+        self._hits = HitLog(self.pin_seconds, flush=self.flush_hits)
         self._overflow = OverflowWindow(self.root, self.overflow_files)
 
     def __getstate__(self) -> dict[str, Any]:

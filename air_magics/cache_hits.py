@@ -10,13 +10,17 @@ Why it stays safe: an entry is served locally only while the access time *record
 is younger than half the pin window. Eviction and ``clear()`` (in any process) spare entries used
 within the pin window, so an entry this process hands out from local state cannot be deleted by
 anyone before the batched access time reaches the index. Older entries take the shared path (one
-transaction), which renews that guarantee.
+transaction), which renews that guarantee. Pending access times are written within ``interval``
+seconds even when no further hit comes (a timer thread started by the first pending hit): a loop
+that stops reading must not leave its last hand-outs unpinned in the index.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from collections.abc import Callable
 
 __all__ = ["HitLog"]
 
@@ -26,8 +30,10 @@ _MTIME_TOLERANCE = 1e-3
 class HitLog:
     """What this process knows about entries it validated, and the hits it has not yet written."""
 
-    def __init__(self, pin_seconds: float, interval: float = 0.25) -> None:
+    def __init__(self, pin_seconds: float, interval: float = 0.25, flush: Callable[[], None] | None = None) -> None:
         self._lock = threading.Lock()
+        self._flush = flush  # writes what take() returns; called by the timer
+        self._timer_pid: int | None = None  # the process whose timer is pending (none after a fork)
         self._known: dict[str, tuple[int, float, float]] = {}  # key -> (size, mtime, access time in the index)
         self._access: dict[str, float] = {}
         self._hits = self._bytes = 0
@@ -59,7 +65,22 @@ class HitLog:
             self._access[key] = now
             self._hits += 1
             self._bytes += size
+            start = self._flush is not None and self._timer_pid != os.getpid()
+            if start:
+                self._timer_pid = os.getpid()
+        if start:
+            t = threading.Timer(self._interval, self._timed_flush)
+            t.daemon = True
+            t.start()
         return time.monotonic() >= self._due
+
+    def _timed_flush(self) -> None:
+        with self._lock:
+            self._timer_pid = None
+        try:
+            self._flush()  # type: ignore[misc]
+        except Exception:  # the cache folder gone, the interpreter shutting down: the next hit retries
+            pass
 
     def take(self) -> tuple[dict[str, float], int, int]:
         """Swap out what is pending: ``(key -> access time, hits, bytes)``; the caller writes it."""

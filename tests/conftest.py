@@ -84,3 +84,34 @@ def ip(_shell):
     """The shell with no default volume set."""
     _shell.run_line_magic("config", "AirMagics.default_volume = ''")
     return _shell
+
+
+def start_remote_spark(store: Path, timeout: float = 240.0):
+    """Start a separate Spark Connect server with its own *store*; ``(sc:// URL, Popen)`` once it listens.
+
+    The remote-server tests (tables, the table dataset) reach it by URL, as a notebook reaches a
+    cluster; its process group is the caller's to stop (``os.killpg(proc.pid, ...)``).
+    """
+    import subprocess
+    import time
+
+    from air_magics.tables import server as srv_mod
+
+    (store / "tmp").mkdir(exist_ok=True)
+    port = srv_mod._free_port()
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    env.pop("SPARK_REMOTE", None)
+    with open(store / "server.log", "wb") as log:
+        proc = subprocess.Popen(
+            srv_mod._command(port, store),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=store,
+            start_new_session=True,
+        )
+    deadline = time.time() + timeout
+    while not srv_mod._port_open(port):
+        assert proc.poll() is None and time.time() < deadline, (store / "server.log").read_text()[-2000:]
+        time.sleep(0.25)
+    return f"sc://127.0.0.1:{port}", proc

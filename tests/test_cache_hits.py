@@ -109,10 +109,28 @@ def test_batched_access_times_are_written(warm):
     cache.get(key, size=st.st_size, mtime=st.st_mtime)  # validated on the shared index, known locally now
     before = index_access(cache, key)
     cache._hits._due = float("inf")
+    cache._hits._interval = 3600  # and no timed flush during this test
     cache.get(key, size=st.st_size, mtime=st.st_mtime)  # served locally: nothing written yet
     assert index_access(cache, key) == before
     cache._hits._due = 0  # the next local hit finds its flush due
     cache.get(key, size=st.st_size, mtime=st.st_mtime)
+    assert index_access(cache, key) > before
+
+
+def test_a_last_local_hit_reaches_the_index_without_another_hit(warm):
+    """A loop that stops reading: its last hand-outs are written by the timer within the interval,
+    so they stay pinned in the index (another process's clear keeps them)."""
+    import time
+
+    s, cache, files = warm
+    key, st = files[5]
+    cache.get(key, size=st.st_size, mtime=st.st_mtime)  # known locally now
+    before = index_access(cache, key)
+    time.sleep(0.05)
+    cache.get(key, size=st.st_size, mtime=st.st_mtime)  # served locally, no further hit follows
+    deadline = time.monotonic() + 10
+    while index_access(cache, key) == before and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert index_access(cache, key) > before
 
 

@@ -264,11 +264,17 @@ def test_running_copy_cache_and_checkpoint_appear(lab, page, slowfs, tmp_path):
             page.locator("#air-magics-sidebar").screenshot(path=str(OUT / "sidebar-panel.png"))
             assert still_running, "the copy finished before the screenshot: make it slower"
         finally:
-            if proc.poll() is None:
+            interrupted = proc.poll() is None
+            if interrupted:
                 proc.send_signal(signal.SIGINT)  # the copy stops handing out files and reports "interrupted"
             _, err = proc.communicate(timeout=120)
-        job.locator('.air-badge:has-text("interrupted")').wait_for(timeout=30_000)
-        assert b"KeyboardInterrupt" in err
+        # on a busy machine the copy may end on its own between the screenshot and the signal
+        final = job.locator('.air-badge:has-text("interrupted"), .air-badge:has-text("done")')
+        final.wait_for(timeout=30_000)
+        if final.inner_text().strip() == "interrupted":
+            assert b"KeyboardInterrupt" in err
+        else:  # it finished: every file copied, and the view says so
+            assert "600 / 600 files" in job.locator(".air-job-detail").inner_text()
 
 
 def test_clear_cache_button_asks_then_clears(lab, page):

@@ -330,30 +330,11 @@ def test_embedded_table_by_name(spark_store):
 def remote_url(tmp_path_factory):
     """A separately started Spark Connect server with its own store, reached by URL (as in test_tables)."""
     import signal
-    import subprocess
-    import time
 
-    from air_magics.tables import server as srv_mod
+    from conftest import start_remote_spark
 
-    store = tmp_path_factory.mktemp("remote-spark")
-    (store / "tmp").mkdir()
-    port = srv_mod._free_port()
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
-    env.pop("SPARK_REMOTE", None)
-    with open(store / "server.log", "wb") as log:
-        proc = subprocess.Popen(
-            srv_mod._command(port, store),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=store,
-            start_new_session=True,
-        )
-    deadline = time.time() + 240
-    while not srv_mod._port_open(port):
-        assert proc.poll() is None and time.time() < deadline, (store / "server.log").read_text()[-2000:]
-        time.sleep(0.25)
-    yield f"sc://127.0.0.1:{port}", proc
+    url, proc = start_remote_spark(tmp_path_factory.mktemp("remote-spark"))
+    yield url, proc
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)

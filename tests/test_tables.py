@@ -10,6 +10,7 @@ import time
 import pandas as pd
 import psutil
 import pytest
+from conftest import start_remote_spark
 
 from air_magics import tables
 from air_magics.errors import ExportTargetError, TableNameError, TablesError, TableTooLargeError, VolumePathError
@@ -29,25 +30,8 @@ def spark_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def remote_url(tmp_path_factory):
     """A second, separately started Spark Connect server with its own store, reached by URL."""
-    store = tmp_path_factory.mktemp("remote-spark")
-    (store / "tmp").mkdir()
-    port = srv_mod._free_port()
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
-    env.pop("SPARK_REMOTE", None)
-    with open(store / "server.log", "wb") as log:
-        proc = subprocess.Popen(
-            srv_mod._command(port, store),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=store,
-            start_new_session=True,
-        )
-    deadline = time.time() + 180
-    while not srv_mod._port_open(port):
-        assert proc.poll() is None and time.time() < deadline, (store / "server.log").read_text()[-2000:]
-        time.sleep(0.25)
-    yield f"sc://127.0.0.1:{port}"
+    url, proc = start_remote_spark(tmp_path_factory.mktemp("remote-spark"))
+    yield url
     os.killpg(proc.pid, signal.SIGTERM)
     proc.wait(timeout=60)
 
