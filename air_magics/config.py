@@ -96,7 +96,9 @@ def volumes_mount_status(mount: Path | None = None) -> tuple[Path | None, str]:
     real = os.path.realpath(mount)
     if real == os.path.realpath(embedded_volumes_root()):
         return None, f"{mount} leads to the embedded root {embedded_volumes_root()}"
-    if os.path.isfile(os.path.join(real, EMBEDDED_MARKER)):
+    # only a link can be another AIR_HOME's mount; a real mount is never asked for the marker (on a
+    # stuck remote mount that lookup would hang every caller on the same name)
+    if os.path.islink(mount) and os.path.isfile(os.path.join(real, EMBEDDED_MARKER)):
         return None, f"{mount} leads to {real}, the embedded root of another AIR_HOME (linked by %air_volume mount)"
     fstype = _mount_fstype(real)
     if fstype and fstype.split(".")[0].startswith(_NETWORK_FS):
