@@ -34,13 +34,12 @@ import shutil
 import sqlite3
 import threading
 import time
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import config
-from .cache_evict import drop, make_room
+from .cache_evict import drop, make_room, stripe_of
 from .cache_hits import HitLog
 from .cache_index import checkpoint, open_index, transaction, translate_disk_full
 from .cache_overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency
@@ -56,7 +55,6 @@ from .volumes.store import Location, VolumeStore
 
 __all__ = ["FileCache", "CacheInfo", "ClearReport", "Residency"]
 
-_STRIPES = 256
 _OPEN_LOCK = threading.Lock()
 _MTIME_TOLERANCE = 1e-3
 _CLEAR_WAIT = 2.0  # seconds clear() waits for a stripe busy with a fetch; its entries are kept after that
@@ -156,7 +154,7 @@ class FileCache:
         return open_index(self.root, self.reserve)
 
     def _stripe(self, key: str) -> tuple[threading.Lock, Any]:
-        return self._stripe_at(_stripe_of(key))
+        return self._stripe_at(stripe_of(key))
 
     def _stripe_at(self, i: int) -> tuple[threading.Lock, Any]:
         if i not in self._stripes:
@@ -165,10 +163,6 @@ class FileCache:
                     (self.root / "locks").mkdir(parents=True, exist_ok=True)
                     self._stripes[i] = (threading.Lock(), ProcessFileLock(self.root / "locks" / f"{i:03d}.lock"))
         return self._stripes[i]
-
-    @staticmethod
-    def _stripe_index(key: str) -> int:
-        return _stripe_of(key)
 
     def _try_stripe(self, i: int, wait: float) -> tuple[threading.Lock, Any] | None:
         """Stripe *i*'s locks if they can be had within *wait* seconds (0: only if free now), else None."""
@@ -431,7 +425,3 @@ class FileCache:
     def _emit(self, state: str) -> None:
         if channel.listening():
             channel.emit(CacheEvent(state=state, stats=self.info()))
-
-
-def _stripe_of(key: str) -> int:
-    return zlib.crc32(key.encode()) % _STRIPES

@@ -12,6 +12,7 @@ import logging
 import os
 import shutil
 import time
+import zlib
 from typing import TYPE_CHECKING
 
 from .cache_index import checkpoint, transaction, wal_headroom
@@ -21,7 +22,9 @@ from .io.confined import is_within
 if TYPE_CHECKING:
     from .cache import FileCache
 
-__all__ = ["make_room", "drop", "total_bytes"]
+__all__ = ["make_room", "drop", "total_bytes", "stripe_of"]
+
+STRIPES = 256  # a key's stripe lock: fetches of one path and its removal never interleave
 
 _log = logging.getLogger("air_magics")
 
@@ -82,7 +85,7 @@ def drop(
     (``None``: no pin) is kept, and so is every entry of a stripe not free within *wait* s."""
     by_stripe: dict[int, list[str]] = {}
     for key in keys:
-        by_stripe.setdefault(cache._stripe_index(key), []).append(key)
+        by_stripe.setdefault(stripe_of(key), []).append(key)
     db, lock = cache._conn()
     files, real_dirs = str(cache.root / "files"), {"": os.path.realpath(cache.root / "files")}
     cut = float("inf") if cutoff is None else cutoff
@@ -136,3 +139,8 @@ def unlink_owned(cache: FileCache, key: str, local: str, files: str, real_dirs: 
     except FileNotFoundError:
         pass  # removed behind the cache's back: nothing left to free
     return True
+
+
+def stripe_of(key: str) -> int:
+    """The stripe (lock) of *key*; eviction groups its removals by it."""
+    return zlib.crc32(key.encode()) % STRIPES

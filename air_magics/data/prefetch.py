@@ -110,8 +110,3 @@ class Prefetcher:
             value = head.result()
             self._top_up()
             yield value
-
-    def more(self) -> bool:
-        """True while results are waiting or still to come."""
-        with self._lock:
-            return bool(self._window)
