@@ -234,13 +234,7 @@ class UCVolumeDataset(EpochStream):
         the :class:`~air_magics.data.DataLoader` passes what it *delivered* from its workers. With
         ``torch.distributed`` initialised it is a collective: every rank's progress is gathered, so
         the state can resume on any grid."""
-        if epoch_done:
-            st = EpochState(self.seed, self.epoch + 1, len(self.files), self.shuffle, self.fingerprint)
-        else:
-            grid = grid or self._grid
-            st = self._progress(grid, delivered if delivered is not None else {self._stream: self._yielded})
-            counts = _dist.gather_counts(grid.streams, {s: c for s, c in enumerate(st.segments[-1][1]) if c >= 0})
-            st.segments[-1] = (grid, counts)
+        st = self._state_now(delivered, grid, epoch_done)
         return {"version": _STATE_VERSION, "paths": self.paths, **st.to_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -250,10 +244,7 @@ class UCVolumeDataset(EpochStream):
                 f"not a UCVolumeDataset state (version {state.get('version') if isinstance(state, dict) else state!r}); "
                 f"pass what state_dict() returned"
             )
-        try:
-            st = EpochState.from_dict(state)
-        except OrderStateError as exc:
-            raise DatasetError(str(exc)) from None
+        st = self._parse_state(state)
         if st.fingerprint != self.fingerprint or st.n != len(self.files):
             raise DatasetError(
                 f"state was saved for other files ({st.n} files, fingerprint {st.fingerprint}) than this dataset's "

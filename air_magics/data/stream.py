@@ -35,6 +35,7 @@ class EpochStream(IterableDataset):
 
     seed: int
     shuffle: bool
+    fingerprint: str
     prefetch: int = 1
 
     def _init_stream(self) -> None:
@@ -66,6 +67,26 @@ class EpochStream(IterableDataset):
     def _continue_from(self, grid: Grid, delivered: dict[int, int]) -> None:
         """Local (no collective) bookkeeping when a loader is re-iterated mid-epoch."""
         self._resume = self._progress(grid, delivered)
+
+    def _state_now(self, delivered: dict[int, int] | None, grid: Grid | None, epoch_done: bool) -> EpochState:
+        """What ``state_dict`` saves: the next epoch's start, or this epoch's progress (what this
+        process yielded, or the loader's *delivered*), gathered over ranks when distributed."""
+        from . import _dist
+
+        if epoch_done:
+            return EpochState(self.seed, self.epoch + 1, len(self), self.shuffle, self.fingerprint)
+        grid = grid or self._grid
+        st = self._progress(grid, delivered if delivered is not None else {self._stream: self._yielded})
+        counts = _dist.gather_counts(grid.streams, {s: c for s, c in enumerate(st.segments[-1][1]) if c >= 0})
+        st.segments[-1] = (grid, counts)
+        return st
+
+    @staticmethod
+    def _parse_state(state: dict[str, Any]) -> EpochState:
+        try:
+            return EpochState.from_dict(state)
+        except OrderStateError as exc:
+            raise DatasetError(str(exc)) from None
 
     def _check_order(self, st: EpochState) -> None:
         """Refuse a state saved with another shuffle or seed (its order is another one)."""

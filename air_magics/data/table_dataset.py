@@ -166,13 +166,7 @@ class UCDataset(EpochStream):
         """Progress of the current epoch in rows delivered per stream. Iterated directly, this counts
         the batches this process yielded; the DataLoader passes the batches it *delivered*. With
         ``torch.distributed`` initialised it is a collective (every rank's progress is gathered)."""
-        if epoch_done:
-            st = EpochState(self.seed, self.epoch + 1, self.num_rows, self.shuffle, self.fingerprint)
-        else:
-            grid = grid or self._grid
-            st = self._progress(grid, delivered if delivered is not None else {self._stream: self._yielded})
-            counts = _dist.gather_counts(grid.streams, {s: c for s, c in enumerate(st.segments[-1][1]) if c >= 0})
-            st.segments[-1] = (grid, counts)
+        st = self._state_now(delivered, grid, epoch_done)
         return {
             "kind": _STATE_KIND,
             "version": _STATE_VERSION,
@@ -201,10 +195,7 @@ class UCDataset(EpochStream):
                 f"state was saved with filter={state.get('filter')!r}, window={state.get('window')}; this dataset has "
                 f"filter={self.filter_text!r}, window={self.window}: build it the same way to resume"
             )
-        try:
-            st = EpochState.from_dict(state)
-        except OrderStateError as exc:
-            raise DatasetError(str(exc)) from None
+        st = self._parse_state(state)
         if st.fingerprint != self.fingerprint or st.n != self.num_rows:
             raise DatasetError(
                 f"the data of {self.source} changed since the state was saved ({st.n} rows then, {self.num_rows} now; "
