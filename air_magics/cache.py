@@ -202,9 +202,30 @@ class FileCache:
         which this miss must not evict. A miss that finds no room within the limit is served from
         the process's overflow window instead of growing the cache (see :mod:`.cache_overflow`).
         """
-        local = self._get(path, size, mtime, src, keep)
+        try:
+            local = self._get(path, size, mtime, src, keep)
+        except FileNotFoundError as exc:
+            raise self._vanished(path, src, exc) from None
         self._overflow.handed_out()
         return local
+
+    def _vanished(self, path: str | VolumePath, src: Location | None, exc: FileNotFoundError) -> FileNotFoundError:
+        """The error for a fetch that found no file: named (:class:`VolumeNotFoundError`) when the
+        source is gone, e.g. removed after a dataset listed it; the original when it is still there
+        (then the cache's own side failed)."""
+        if isinstance(exc, VolumeNotFoundError):
+            return exc
+        try:
+            source_stat(src or self.store.locate(path))
+        except FileNotFoundError:
+            vp = VolumePath.parse(path)
+            return VolumeNotFoundError(
+                f"{str(vp)!r} does not exist (removed from the volume after it was listed?); check the path with "
+                f"`%air_volume ls {vp.parent}`, or pass on_error='skip' to a dataset to leave such files out"
+            )
+        except Exception:  # the source cannot be asked: report what the fetch saw
+            return exc
+        return exc
 
     def _get(
         self,

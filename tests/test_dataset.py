@@ -250,8 +250,13 @@ def test_a_changed_source_is_seen_by_a_new_names_only_dataset(vol, tmp_path):
     assert "item 0, version 2" in [key(p) for p in fresh]
 
 
-def test_a_missing_file_with_unknown_size_is_named(vol, tmp_path):
+@pytest.mark.parametrize("stat_first", [False, True], ids=["unlinked-before-stat", "stat-then-unlinked"])
+def test_a_missing_file_with_unknown_size_is_named(vol, tmp_path, stat_first):
+    """A file removed after the listing is named whether or not the background stat saw it first
+    (the loaded-machine order, stat first, used to surface a raw FileNotFoundError)."""
     ds = UCVolumeDataset("/Volumes/main/raw/img/train/c1", cache=FileCache(tmp_path / "c"))
+    if stat_first:
+        ds._stat_thread.join()
     os.unlink(vol.locate("/Volumes/main/raw/img/train/c1/001.bin").path)
     with pytest.raises(VolumeNotFoundError, match="001.bin"):
         list(ds)
