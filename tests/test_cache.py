@@ -303,3 +303,19 @@ def test_faults_on_a_fuse_volume(slowfs, tmp_path, monkeypatch):
         skipping = UCVolumeDataset("/Volumes/main/raw/img", on_error="skip", cache=FileCache(retries=1))
         assert len(list(skipping)) == 39
         assert [s.path for s in skipping.skipped] == ["/Volumes/main/raw/img/f07.bin"]
+
+
+def test_a_file_with_a_244_character_name_is_cached_and_streamed(vol):
+    """Its temp name used to pass the 255-byte NAME_MAX: the cache and a dataset over it failed."""
+    name = "n" * 240 + ".bin"
+    vol.create("main.raw.long")
+    with vol.open(f"/Volumes/main/raw/long/{name}", "wb") as f:
+        f.write(b"y" * 3000)
+    with vol.open("/Volumes/main/raw/long/short.bin", "wb") as f:
+        f.write(b"z" * 10)
+    c = FileCache(pin_seconds=0)
+    p = c.get(f"/Volumes/main/raw/long/{name}")
+    assert os.path.basename(p) == name and open(p, "rb").read() == b"y" * 3000
+    c.clear(force=True)
+    got = sorted(open(p, "rb").read() for p in UCVolumeDataset("/Volumes/main/raw/long", cache=c, store=vol))
+    assert got == [b"y" * 3000, b"z" * 10]

@@ -8,8 +8,9 @@ import textwrap
 
 import pytest
 
-from air_magics.io import pid_alive
+from air_magics.io import is_leftover, owner_pid, pid_alive, sweep_stale, temp_name
 from air_magics.io.atomic import write_atomic, write_json_atomic
+from air_magics.io.leftovers import NAME_MAX
 from air_magics.io.locks import ProcessFileLock
 from air_magics.io.retry import backoff_delay, is_transient, retry_call
 from air_magics.io.units import fmt_bytes, parse_size
@@ -103,3 +104,26 @@ def test_sizes_and_liveness():
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     assert pid_alive(os.getpid()) and not pid_alive(proc.pid)
+
+
+@pytest.mark.parametrize("name", ["a" * 244 + ".jpg", "é" * 127 + "x", "b" * 255])
+def test_a_temp_name_fits_whatever_the_final_names_length(tmp_path, name):
+    """``.<name>.air-tmp-<pid>-<tid>`` of a legal long name used to pass NAME_MAX (ENAMETOOLONG)."""
+    temp = temp_name(name)
+    assert len(os.fsencode(temp)) <= NAME_MAX and is_leftover(temp) and owner_pid(temp) == os.getpid()
+    assert temp_name(name) == temp and temp_name(name[:-1] + "z") != temp  # stable, and distinct per name
+    write_atomic(tmp_path / name, b"data")  # through the temp name
+    assert os.listdir(tmp_path) == [name] and (tmp_path / name).read_bytes() == b"data"
+
+
+def test_a_dead_writers_long_temp_name_is_swept(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", f"from air_magics.io import temp_name; print(temp_name({'c' * 250!r}))"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    leftover = proc.communicate()[0].strip()
+    (tmp_path / leftover).write_bytes(b"partial")
+    (tmp_path / temp_name("d" * 250)).write_bytes(b"mine, in flight")  # a live writer's: kept
+    assert sweep_stale(str(tmp_path)) == [leftover]
+    assert [n for n in os.listdir(tmp_path)] == [temp_name("d" * 250)]

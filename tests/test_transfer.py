@@ -131,3 +131,17 @@ def test_named_copy_publishes_a_job_document(vol, tmp_path):
     r = air_magics.copy(["/Volumes/main/raw/img/data"], str(tmp_path / "j"), store=vol[0], job="abc")
     doc = read_status("job-copy-abc")
     assert doc["kind"] == "copy" and doc["state"] == "done" and doc["files_done"] == r.copied == 120
+
+
+def test_a_file_with_a_244_character_name_is_copied(tmp_path):
+    """A legal long name used to fail: its temp name passed the 255-byte NAME_MAX."""
+    store = VolumeStore()
+    store.create("main.raw.long")
+    name = "n" * 240 + ".bin"
+    with store.open(f"/Volumes/main/raw/long/d/{name}", "wb") as f:
+        f.write(b"x" * 5000)
+    r = air_magics.copy(["/Volumes/main/raw/long/d"], str(tmp_path / "out"), store=store)
+    assert r.ok and r.copied == 1, r.summary()
+    assert os.listdir(tmp_path / "out" / "d") == [name] and (tmp_path / "out" / "d" / name).read_bytes() == b"x" * 5000
+    r = air_magics.copy(["/Volumes/main/raw/long/d"], "/Volumes/main/raw/long/back", store=store)  # volume to volume
+    assert r.ok and r.copied == 1, r.summary()

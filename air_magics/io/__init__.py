@@ -19,7 +19,7 @@ from .confined import (
     real_root,
     write_all,
 )
-from .leftovers import PENDING_EXPORT_PREFIX, TEMP_MARK, is_leftover, owner_pid, sweep_stale, temp_name
+from .leftovers import NAME_MAX, PENDING_EXPORT_PREFIX, TEMP_MARK, is_leftover, owner_pid, sweep_stale, temp_name
 from .process import pid_alive
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "publish_at",
     "real_root",
     "write_all",
+    "NAME_MAX",
     "PENDING_EXPORT_PREFIX",
     "TEMP_MARK",
     "is_leftover",

@@ -8,6 +8,7 @@ carries its owner's pid so liveness can be checked.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import threading
@@ -16,6 +17,7 @@ from .process import pid_alive
 
 __all__ = [
     "TEMP_MARK",
+    "NAME_MAX",
     "PENDING_EXPORT_PREFIX",
     "TRASH_EXPORT_PREFIX",
     "temp_name",
@@ -25,6 +27,7 @@ __all__ = [
 ]
 
 TEMP_MARK = ".air-tmp-"
+NAME_MAX = 255  # bytes in one file name on Linux filesystems (ext4, xfs, tmpfs, most FUSE mounts)
 PENDING_EXPORT_PREFIX = ".pending-export-"  # an export being written: .pending-export-<pid>-<12 hex>
 TRASH_EXPORT_PREFIX = ".trash-export-"  # the folder an export replaces, until it is deleted
 _TEMP_RX = re.compile(r"\A\..*" + re.escape(TEMP_MARK) + r"(\d+)-\d+\Z", re.S)
@@ -32,8 +35,20 @@ _EXPORT_RX = re.compile(r"\A\.(?:pending|trash)-export-(\d+)-[0-9a-f]{12}\Z")
 
 
 def temp_name(name: str) -> str:
-    """Temp name for *name* in the same folder: unique per (process, thread), stable across retries."""
-    return f".{name}{TEMP_MARK}{os.getpid()}-{threading.get_ident()}"
+    """Temp name for *name* in the same folder: unique per (process, thread), stable across retries.
+
+    ``.<name>.air-tmp-<pid>-<thread>`` while that fits in ``NAME_MAX`` bytes; for a longer *name*
+    (any legal name is up to 255 bytes) its front is kept, cut to fit, followed by ``~`` and a short
+    hash of the whole name, so two long names never share a temp name and the sweeper still knows it.
+    """
+    suffix = f"{TEMP_MARK}{os.getpid()}-{threading.get_ident()}"
+    whole = f".{name}{suffix}"
+    if len(os.fsencode(whole)) <= NAME_MAX:
+        return whole
+    digest = "~" + hashlib.blake2b(os.fsencode(name), digest_size=6).hexdigest()
+    room = NAME_MAX - 1 - len(os.fsencode(digest + suffix))
+    front = os.fsencode(name)[:room].decode("utf-8", "ignore")  # never half a character
+    return f".{front}{digest}{suffix}"
 
 
 def is_leftover(name: str) -> bool:
