@@ -3,7 +3,11 @@
 The same queries run against the real embedded server in tests/test_tables.py."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hst
 
+from air_magics.errors import AirError, TableNameError
+from air_magics.tables.names import TableName
 from air_magics.tables.spark_errors import one_line
 from air_magics.tables.sql import rewrite_sql, user_spelling
 
@@ -36,16 +40,86 @@ def test_only_table_references_move():
     q = "WITH recent AS (SELECT * FROM main.ds.sales) SELECT 'main.ds.sales' AS label, r.* FROM recent r, range(3)"
     r = rewrite_sql(q)
     assert r.tables == ("main.ds.sales",)
-    assert "'main.ds.sales' AS label" in r.sql  # a string literal is never touched
-    assert "FROM recent AS r" in r.sql and "RANGE(3)" in r.sql  # CTE name and table function stay
+    assert r.sql == q.replace("FROM main.ds.sales", f"FROM {E}.`sales`")  # literal, CTE name, range(3) stay
     sub = rewrite_sql("SELECT s.x FROM (SELECT 1 AS x) AS s")
     assert not sub.changed and sub.sql == "SELECT s.x FROM (SELECT 1 AS x) AS s"
+
+
+def test_everything_but_table_names_goes_byte_for_byte():
+    """sqlglot regenerating the query turned 'O''Brien' into CONCAT('O', 'Brien'): another value."""
+    q = (
+        "SELECT /*+ REPARTITION(4) */ name, 'it''s' AS s, \"a\\\"b\" AS d, nvl(x, 0) AS x -- main.ds.people\n"
+        "FROM main.ds.people  p   WHERE name = 'O''Brien' /* ds.people */ AND p.x <=> NULL;\n"
+        "select * from `main` . `ds`.`people`"
+    )
+    r = rewrite_sql(q)
+    want = q.replace("main.ds.people  p", f"{E}.`people`  p").replace("`main` . `ds`.`people`", f"{E}.`people`")
+    assert r.changed and r.sql == want and r.tables == ("main.ds.people", "main.ds.people")
+
+
+_PART = hst.from_regex(r"tb[a-z0-9]{0,5}(_[a-z0-9]{1,3})?", fullmatch=True)
+_TEXT = hst.text(hst.characters(blacklist_categories=("Cs", "Cc")) | hst.sampled_from("'\"\\\n-/*;`.?"), max_size=12)
+
+
+def _literal(text: str, quote: str) -> str:
+    return quote + text.replace("\\", "\\\\").replace(quote, "\\" + quote).replace("\n", "\\n") + quote
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    parts=hst.lists(_PART, min_size=1, max_size=3),
+    backticks=hst.lists(hst.booleans(), min_size=3, max_size=3),
+    texts=hst.lists(_TEXT, min_size=4, max_size=4),
+    quotes=hst.lists(hst.sampled_from("'\""), min_size=2, max_size=2),
+    upper=hst.booleans(),
+)
+def test_rewrite_changes_the_table_reference_only(parts, backticks, texts, quotes, upper):
+    ref = ".".join(f"`{p}`" if q else p for p, q in zip(parts, backticks, strict=False))
+    ref = ref.upper() if upper else ref
+    head = f"SELECT {_literal(texts[0], quotes[0])} AS c1, /* {texts[1].replace('*/', '')} */ c2 FROM "
+    tail = f" AS x WHERE c = {_literal(texts[2], quotes[1])} -- {texts[3].replace(chr(10), ' ')}"
+    r = rewrite_sql(head + ref + tail)
+    tn = TableName.from_parts([p.upper() if upper else p for p in parts])
+    assert r.sql == head + tn.embedded_sql() + tail and r.tables == (str(tn),)
+
+
+@pytest.mark.parametrize(
+    "query,want",
+    [
+        # a CTE is not visible in its own definition: the inner t is the real table
+        ("WITH t AS (SELECT * FROM t) SELECT * FROM t", "WITH t AS (SELECT * FROM {d}.`t`) SELECT * FROM t"),
+        # ... nor in the CTEs before it: inside a, b is the real table b
+        (
+            "WITH a AS (SELECT * FROM b), b AS (SELECT * FROM a) SELECT * FROM a JOIN b",
+            "WITH a AS (SELECT * FROM {d}.`b`), b AS (SELECT * FROM a) SELECT * FROM a JOIN b",
+        ),
+        ("WITH x AS (SELECT 1) SELECT * FROM (WITH y AS (SELECT * FROM x) SELECT * FROM y)", None),
+        (
+            "SELECT * FROM (WITH y AS (SELECT 1) SELECT * FROM y) JOIN y",
+            "SELECT * FROM (WITH y AS (SELECT 1) SELECT * FROM y) JOIN {d}.`y`",
+        ),
+        ("WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r", None),
+        ("WITH T AS (SELECT 1) SELECT * FROM t", None),
+    ],
+)
+def test_cte_names_follow_spark_scopes(query, want):
+    r = rewrite_sql(query)
+    assert r.sql == (want or query).format(d="`spark_catalog`.`main__default`")
+
+
+@pytest.mark.parametrize("query", ["SELECT * FROM ds.`t.x`", "SELECT * FROM main.`ds.t`.x", "SELECT 1 FROM `a.b`"])
+def test_a_quoted_part_with_a_dot_is_refused(query):
+    """ds.`t.x` was joined and split again: main... no, catalog ds, schema t, table x, another table."""
+    with pytest.raises(TableNameError, match=r"holds a dot, so it is one part") as e:
+        rewrite_sql(query)
+    assert isinstance(e.value, (AirError, ValueError)) and "\n" not in str(e.value)
 
 
 @pytest.mark.parametrize(
     "query",
     [
-        "SELECT * FROM spark_catalog.main__ds.sales",  # the store's own spelling still works
+        "SELECT * FROM parquet.`/tmp/x.parquet`",  # a file (Spark's SQL on files), not a table
+        "SELECT * FROM spark_catalog.main__ds.sales",  # the store's own spelling still works  # the store's own spelling still works
         "SELECT * FROM global_temp.v",
         "SELECT * FROM parquet.`/tmp/x`",
         "SELECT * FROM `ünï`.`a;b`.`c``d`",  # not a name the store holds: Spark says so

@@ -13,6 +13,7 @@ a catalog named ``main``. So on the embedded store ``catalog.schema.table`` live
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import TableNameError
@@ -26,7 +27,7 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
 
 
 def _quote(part: str) -> str:
-    return f"`{part}`"
+    return "`" + part.replace("`", "``") + "`"
 
 
 @dataclass(frozen=True)
@@ -37,13 +38,21 @@ class TableName:
 
     @classmethod
     def parse(cls, text: str) -> TableName:
+        """``[catalog.][schema.]table`` as text (the defaults fill missing parts)."""
         if not isinstance(text, str) or not text.strip():
             raise TableNameError(f"table name {text!r} is empty: write catalog.schema.table")
-        parts = text.strip().split(".")
-        if len(parts) > 3 or not all(_IDENT.match(p) for p in parts) or any(SEP in p for p in parts[:2]):
+        return cls.from_parts(text.strip().split("."), text)
+
+    @classmethod
+    def from_parts(cls, parts: Sequence[str], text: str | None = None) -> TableName:
+        """A name from its 1-3 parts as a parser split them (a quoted ```t.x``` is one part, never two:
+        joining and splitting again would name another table). *text* is what the error quotes."""
+        parts = list(parts)
+        if not 1 <= len(parts) <= 3 or not all(_IDENT.match(p) for p in parts) or any(SEP in p for p in parts[:2]):
+            shown = text if text is not None else ".".join(p if _IDENT.match(p) else _quote(p) for p in parts)
             raise TableNameError(
-                f"invalid table name {text!r}: use [catalog.][schema.]table made of letters, digits and '_' "
-                f"(no quotes, backticks, spaces or '{SEP}' in catalog/schema)"
+                f"invalid table name {shown!r}: use [catalog.][schema.]table made of letters, digits and '_' "
+                f"(no quotes, backticks, dots inside a part, spaces or '{SEP}' in catalog/schema)"
             )
         while len(parts) < 3:
             parts.insert(0, DEFAULT_SCHEMA if len(parts) == 1 else DEFAULT_CATALOG)

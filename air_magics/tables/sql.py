@@ -1,15 +1,23 @@
-"""``catalog.schema.table`` in SQL on the embedded store, by rewriting the parsed query.
+"""``catalog.schema.table`` in SQL on the embedded store, by splicing table names into the query.
 
 The embedded store keeps ``catalog.schema.table`` as ``spark_catalog.<catalog>__<schema>.<table>``
 (see :mod:`air_magics.tables.names`), a spelling nobody should have to know. So a query for the
-embedded server is parsed with sqlglot (Spark dialect) and every table reference (``exp.Table``
-nodes; not CTE names, not subquery aliases, not table functions such as ``range(10)``) is mapped
-with :class:`TableName`'s defaults (``t`` is ``main.default.t``, ``ds.t`` is ``main.ds.t``), then
-the query is generated again. Never string replacement: a name inside a string literal or a
-comment is never touched. Left as written: ``spark_catalog.*`` and ``global_temp.*`` names (already
-Spark's own), temporary views named by one part, names the store cannot hold (quotes, unicode,
-``__`` in catalog/schema), and any query sqlglot cannot parse or generate (Spark then reports its
-own one-line error). A remote session gets the query unchanged (the caller decides).
+embedded server is parsed with sqlglot (Spark dialect) to *find* its table references (``exp.Table``
+nodes; not CTE names in their scope, not subquery aliases, not table functions such as
+``range(10)``), each is mapped with :class:`TableName`'s defaults (``t`` is ``main.default.t``,
+``ds.t`` is ``main.ds.t``), and the store's spelling is spliced into the original text at the
+reference's token positions. Everything else goes to Spark byte for byte: sqlglot never regenerates
+the query (it would rewrite ``'it''s'`` as ``CONCAT('it', 's')``, comments, hints, functions), and a
+name inside a string literal or a comment is never touched.
+
+Scopes follow Spark: a CTE is visible in the query body and in the CTEs defined *after* it (in its
+own definition only under ``WITH RECURSIVE``), so in ``WITH t AS (SELECT * FROM t)`` the inner ``t``
+is the real table. Left as written: ``spark_catalog.*`` and ``global_temp.*`` names (already Spark's
+own), temporary views named by one part, files (``parquet.`/path```), names the store cannot hold
+(unicode, quotes, ``__`` in catalog/schema: Spark then reports its own error), and any query
+sqlglot cannot parse. Refused (``TableNameError``): a quoted part holding a dot (``ds.`t.x```), which
+is one part, so it can never be the table ``ds.t.x`` it looks like. A remote session gets the query
+unchanged (the caller decides).
 """
 
 from __future__ import annotations
@@ -17,12 +25,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+from ..errors import TableNameError
 from .names import SEP, TableName, split_database
 
 __all__ = ["Rewrite", "rewrite_sql", "user_spelling", "have_sqlglot"]
 
 _SPARK_OWN = ("spark_catalog", "global_temp")
+# ``<format>.`<path>``` reads files (Spark's SQL on files): never a table of the store
+_FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "binaryfile", "xml", "delta", "image"})
 
 
 @dataclass(frozen=True)
@@ -58,47 +70,93 @@ def _parse(query: str) -> list | None:
         logger.setLevel(level)
 
 
-def _cte_names(node: object) -> set[str]:
-    """CTE names visible at *node*: those of every enclosing ``WITH``."""
+def _with_of(node: Any) -> Any:
+    return node.args.get("with_") or node.args.get("with")
+
+
+def _cte_names(node: Any) -> set[str]:
+    """CTE names visible at *node*, by Spark's scoping: every CTE of an enclosing query body, and
+    inside a CTE's definition only the CTEs before it (and itself under ``WITH RECURSIVE``)."""
+    from sqlglot import exp
+
     names: set[str] = set()
-    parent = getattr(node, "parent", None)
+    child, parent = node, node.parent
     while parent is not None:
-        with_ = parent.args.get("with") or parent.args.get("with_")
-        if with_ is not None:
-            names.update(cte.alias_or_name.lower() for cte in with_.expressions)
-        parent = parent.parent
+        if isinstance(parent, exp.CTE) and isinstance(parent.parent, exp.With):
+            with_ = parent.parent
+            ctes = list(with_.expressions)
+            upto = ctes.index(parent) + (1 if with_.args.get("recursive") else 0)
+            names.update(c.alias_or_name.lower() for c in ctes[:upto])
+            child = with_.parent  # the query owning this WITH: its body's scope does not hold *node*
+            if child is None:
+                break
+            parent = child.parent
+            continue
+        with_ = _with_of(parent)
+        if with_ is not None and child is not with_:
+            names.update(c.alias_or_name.lower() for c in with_.expressions)
+        child, parent = parent, parent.parent
     return names
 
 
-def _mapped(parts: list[str]) -> TableName | None:
-    """The store's name for a reference of 1-3 parts, or ``None`` to leave it as written."""
-    if len(parts) == 3 and parts[0].lower() in _SPARK_OWN or len(parts) == 2 and parts[0].lower() in _SPARK_OWN:
+def _spelled(query: str, ident: Any) -> tuple[int, int] | None:
+    """Where identifier *ident* is written in *query* (start, stop), checked against its text."""
+    start, end = ident.meta.get("start"), ident.meta.get("end")
+    if not isinstance(start, int) or not isinstance(end, int):
         return None
+    text = query[start : end + 1]
+    name = ident.this
+    want = "`" + name.replace("`", "``") + "`" if ident.quoted else name
+    return (start, end + 1) if text == want else None
+
+
+def _mapped(parts: list[str], shown: str) -> TableName | None:
+    """The store's name for a reference of 1-3 parts, ``None`` to leave it as written."""
+    if len(parts) in (2, 3) and parts[0].lower() in _SPARK_OWN:
+        return None
+    if len(parts) == 2 and parts[0].lower() in _FILE_FORMATS and not parts[1].isidentifier():
+        return None
+    dotted = [p for p in parts if "." in p]
+    if dotted:
+        raise TableNameError(
+            f"table {shown} in the query: the quoted part {dotted[0]!r} holds a dot, so it is one part, not "
+            f"{' and '.join(repr(x) for x in dotted[0].split('.'))}; table names here are plain "
+            f"(letters, digits, '_'): write catalog.schema.table without backticks"
+        )
     try:
-        return TableName.parse(".".join(parts))
+        return TableName.from_parts(parts)
     except ValueError:  # quotes, unicode, '__', ...: not a name the store holds; Spark will say so
         return None
 
 
+def _source(query: str, parts: list[Any]) -> str:
+    return query[parts[0].meta.get("start", 0) : parts[-1].meta.get("end", len(query)) + 1] or ".".join(
+        p.this for p in parts
+    )
+
+
 def rewrite_sql(query: str, *, temp_views: Callable[[], set[str]] | None = None) -> Rewrite:
-    """*query* with ``catalog.schema.table`` references spelled for the embedded store.
+    """*query* with ``catalog.schema.table`` references spelled for the embedded store, and every
+    other character as written.
 
     *temp_views* (called at most once, only if the query has one-part names) returns the session's
-    temporary view names, which Spark resolves before tables and so are left alone."""
+    temporary view names, which Spark resolves before tables and so are left alone. Raises
+    :class:`~air_magics.errors.TableNameError` for a quoted name part that holds a dot."""
     statements = _parse(query)
     if not statements or any(s is None for s in statements):
         return Rewrite(query)
     from sqlglot import exp
-    from sqlglot.errors import ErrorLevel, SqlglotError
 
     views: set[str] | None = None
-    names: list[str] = []
-    changed = False
+    edits: list[tuple[int, int, str, str]] = []
     for stmt in statements:
-        for table in list(stmt.find_all(exp.Table)):
+        for table in stmt.find_all(exp.Table):
             if not isinstance(table.this, exp.Identifier):
                 continue  # range(10), a table function
-            parts = [p for p in (table.catalog, table.db, table.name) if p]
+            idents = [table.args.get(k) for k in ("catalog", "db", "this") if table.args.get(k) is not None]
+            if not all(isinstance(i, exp.Identifier) for i in idents):
+                continue
+            parts = [i.this for i in idents]
             if len(parts) == 1:
                 if parts[0].lower() in _cte_names(table):
                     continue
@@ -106,21 +164,25 @@ def rewrite_sql(query: str, *, temp_views: Callable[[], set[str]] | None = None)
                     views = {v.lower() for v in temp_views()} if temp_views else set()
                 if parts[0].lower() in views:
                     continue
-            tn = _mapped(parts)
+            tn = _mapped(parts, _source(query, idents))
             if tn is None:
                 continue
-            names.append(str(tn))
-            table.set("catalog", exp.to_identifier("spark_catalog", quoted=True))
-            table.set("db", exp.to_identifier(tn.database, quoted=True))
-            table.set("this", exp.to_identifier(tn.table, quoted=True))
-            changed = True
-    if not changed:
-        return Rewrite(query, tuple(names))
-    try:
-        sql = ";\n".join(s.sql(dialect="spark", unsupported_level=ErrorLevel.RAISE) for s in statements)
-    except (SqlglotError, ValueError):
+            spans = [_spelled(query, i) for i in idents]
+            if any(s is None for s in spans):
+                return Rewrite(query)  # not placed in the text for sure: send it as written
+            edits.append((spans[0][0], spans[-1][1], tn.embedded_sql(), str(tn)))  # type: ignore[index]
+    if not edits:
         return Rewrite(query)
-    return Rewrite(sql, tuple(names), True)
+    edits.sort()
+    names = tuple(e[3] for e in edits)
+    out, pos = [], 0
+    for start, stop, text, _ in edits:
+        if start < pos:
+            return Rewrite(query)  # overlapping references: never guess
+        out += [query[pos:start], text]
+        pos = stop
+    out.append(query[pos:])
+    return Rewrite("".join(out), names, True)
 
 
 def user_spelling(spark_name: str) -> str:
