@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from traitlets import Bool, Unicode
 
 from .. import settings
@@ -70,11 +70,11 @@ class AirMagics(Magics, settings.AirConfig):
         """Tables through Spark Connect: preview, read to pandas/NumPy/Arrow, export to a volume."""
         return _table.run(self, expand_names(line, self.shell.user_ns))
 
-    @cell_magic
+    @line_cell_magic
     @no_var_expand
     @_copy.arguments
     @usage_errors
-    def air_copy(self, line: str, cell: str) -> Any:
+    def air_copy(self, line: str, cell: str | None = None) -> Any:
         """Copy many files from volumes (or local disk) to local disk (or a volume) in parallel.
 
         The cell body lists the sources, one path or glob per line (``#`` starts a comment line)::
@@ -83,6 +83,11 @@ class AirMagics(Magics, settings.AirConfig):
             /Volumes/main/raw/images/train
             /Volumes/main/raw/images/val/**/*.jpg
             /home/me/extra.csv
+
+        A source held in a notebook variable goes on the magic line with ``--from`` (the line
+        expands ``{name}``/``$name``; the body never does), as a cell or a one-line magic::
+
+            %air_copy --from {local_dir}/train --to /Volumes/main/me/scratch/backup
 
         A line is a /Volumes/... path or glob, a local absolute path, or a path relative to the
         default volume. The body is taken literally. A folder lands under its own name in DEST; a

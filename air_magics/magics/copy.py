@@ -1,10 +1,12 @@
-"""``%%air_copy --to DEST [--workers N] [--overwrite] [--dry-run] [--allow-failures] [-o VAR]``, one source per line.
+"""``%%air_copy --to DEST [--from SRC ...] [--workers N] [--overwrite] [--dry-run] [--allow-failures] [-o VAR]``.
 
 ``--to`` is the destination (its one meaning in every magic); ``--workers`` defaults to the
 ``workers`` setting (``%config AirMagics.workers``, ``$AIR_COPY_WORKERS``, 64). Sources are
 ``/Volumes/...`` paths or globs, local absolute paths, or paths relative to the default volume.
-The body is taken literally (``x{7*6}.txt`` is that file; nothing in it is evaluated or
-expanded); the magic line expands ``{name}``/``$name`` of notebook variables only. The relative
+The body, one source per line, is taken literally (``x{7*6}.txt`` is that file; nothing in it is
+evaluated or expanded); the magic line expands ``{name}``/``$name`` of notebook variables only, so a
+source held in a variable goes on the line: ``%%air_copy --from {local_dir}/train --to /Volumes/...``
+(``--from`` may repeat, and the body may then be empty). The relative
 layout below each source's anchor is kept (see :mod:`air_magics.transfer.plan`). Returns the
 :class:`~air_magics.transfer.CopyReport` (``-o VAR`` stores it in VAR too).
 
@@ -22,50 +24,75 @@ from collections.abc import Callable
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import argument
+from IPython.core.magic_arguments import argument, magic_arguments
 
+from ..errors import AirError
 from ..transfer import copy_files, parse_sources, plan_copy
 from ..widgets import copy_progress_view
-from ._common import check_output, output_argument, parse_line, store_output, with_arguments
+from ._common import check_output, output_argument, parse_line, store_output
 from ._state import default_volume, store
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+_ARGUMENTS = (
+    argument("--to", dest="dest", metavar="DEST", help="destination folder: local path or /Volumes/..."),
+    argument(
+        "--from",
+        dest="sources",
+        action="append",
+        default=[],
+        metavar="SRC",
+        help="a source on the magic line (repeatable), where {name}/$name of notebook variables are expanded; "
+        "the body's lines are taken literally",
+    ),
+    argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="parallel copies (default: the workers setting, %%config AirMagics.workers, else 64)",
+    ),
+    argument("--overwrite", action="store_true", help="copy even files that are already there unchanged"),
+    argument("--dry-run", action="store_true", help="only report what would be copied or skipped"),
+    argument(
+        "--allow-failures",
+        action="store_true",
+        help="return the report even when files failed (default: show it, then raise an error)",
+    ),
+    output_argument(),
+    argument("-q", "--quiet", action="store_true", help="no progress display"),
+    argument("--job", metavar="NAME", help="name shown for this copy in the sidebar's jobs (default: random)"),
+)
 
 
 def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
-    return with_arguments(
-        func,
-        argument("--to", dest="dest", metavar="DEST", help="destination folder: local path or /Volumes/..."),
-        argument(
-            "--workers",
-            type=int,
-            metavar="N",
-            help="parallel copies (default: the workers setting, %%config AirMagics.workers, else 64)",
-        ),
-        argument("--overwrite", action="store_true", help="copy even files that are already there unchanged"),
-        argument("--dry-run", action="store_true", help="only report what would be copied or skipped"),
-        argument(
-            "--allow-failures",
-            action="store_true",
-            help="return the report even when files failed (default: show it, then raise an error)",
-        ),
-        output_argument(),
-        argument("-q", "--quiet", action="store_true", help="no progress display"),
-        argument("--job", metavar="NAME", help="name shown for this copy in the sidebar's jobs (default: random)"),
-    )
+    """The magic's options; ``name`` makes its help and usage read ``%%air_copy`` (a cell magic)."""
+    for deco in reversed((magic_arguments(name="%air_copy"), *_ARGUMENTS)):
+        func = deco(func)
+    return func
 
 
 def run(magics: Any, line: str, cell: str) -> Any:
     args = parse_line(magics.air_copy, line)
     if not args.dest:
         raise UsageError("%%air_copy needs --to DEST (a local folder or a /Volumes/... folder)")
-    sources = parse_sources(cell or "")
+    body = parse_sources(cell or "")
+    sources = [*args.sources, *body]
     if not sources:
-        raise UsageError("%%air_copy cell is empty: put one /Volumes/... path or glob per line below the magic line")
+        raise UsageError(
+            "%%air_copy cell is empty: put one /Volumes/... path or glob per line below the magic line, "
+            "or --from SRC on the line"
+        )
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
     check_output(args.output)
     if args.job is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.job):
         raise UsageError(f"--job {args.job!r}: use letters, digits, '_', '-' or '.' (at most 64)")
-    plan = plan_copy(sources, args.dest, store=store(), default_volume=default_volume(magics))
+    try:
+        plan = plan_copy(sources, args.dest, store=store(), default_volume=default_volume(magics))
+    except AirError as exc:
+        hint = _literal_placeholder_hint(body, magics.shell.user_ns)
+        raise UsageError(f"{exc}{hint}") from None
     view = (
         None
         if args.quiet
@@ -99,3 +126,16 @@ def run(magics: Any, line: str, cell: str) -> Any:
             "(copied files are skipped), or pass --allow-failures to carry on"
         )
     return report
+
+
+def _literal_placeholder_hint(body: list[str], user_ns: dict[str, Any]) -> str:
+    """When a body line names a notebook variable (``{local_dir}/x``), say why it was not expanded
+    and what to write instead: the usual cause of a "does not exist" for such a line."""
+    for line in body:
+        m = _PLACEHOLDER.search(line)
+        if m and (m.group(1) or m.group(2)) in user_ns:
+            return (
+                f". Note: the cell body is taken literally, so {m.group(0)!r} in {line!r} was not expanded; "
+                f"put that source on the magic line instead: %%air_copy --from {line} --to ..."
+            )
+    return ""
