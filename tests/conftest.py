@@ -1,16 +1,19 @@
-"""Shared fixtures: an isolated AIR_HOME per test and real slowfs FUSE volumes."""
+"""Shared fixtures: an isolated AIR_HOME per test and real FUSE volumes (benchmarks/harness/fusevol.py)."""
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
-import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
-SLOWFS_PATH = Path(__file__).resolve().parents[2] / "shared" / "tools" / "slowfs.py"
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # plain `pytest` puts only tests/ on the path; the volume tool lives in benchmarks/
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.harness import fusevol  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -23,29 +26,19 @@ def air_home(tmp_path, monkeypatch):
     return home
 
 
-def _load_slowfs():
-    spec = importlib.util.spec_from_file_location("slowfs", SLOWFS_PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def fuse_unavailable() -> str | None:
-    if not os.path.exists("/dev/fuse"):
-        return "/dev/fuse is missing: FUSE volume tests need it (container: --device /dev/fuse --cap-add SYS_ADMIN)"
-    if not SLOWFS_PATH.exists():
-        return f"slowfs tool not found at {SLOWFS_PATH}"
-    if not shutil.which("fusermount3"):
-        return "fusermount3 missing: apt-get install fuse3 libfuse3-dev pkg-config"
-    return None
+    """Why FUSE volume tests cannot run here (no /dev/fuse, no fusermount3), or None."""
+    return fusevol.unavailable()
 
 
 @pytest.fixture(scope="session")
 def slowfs():
+    """The project's FUSE volume tool (``fusevol``: ``slowfs.mounted(backing, mnt, op_latency_ms=5, ...)``);
+    skips where FUSE is unavailable."""
     reason = fuse_unavailable()
     if reason:
         pytest.skip(reason)
-    return _load_slowfs()
+    return fusevol
 
 
 def sha(path: str | os.PathLike[str]) -> str:
