@@ -90,9 +90,8 @@ def run_notebook(path: str | os.PathLike[str], *, cwd: str | os.PathLike[str], t
     try:
         client.execute()
     except CellExecutionError as exc:
-        first = next((ln for ln in str(exc).splitlines() if "Error" in ln), str(exc).splitlines()[-1])
         index = max(status) if status else -1
-        run.errors.append(f"{path.name} cell {index}: {first.strip()}")
+        run.errors.append(f"{path.name} cell {index}: {exc.ename}: {exc.evalue}")
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or i not in status:
             continue

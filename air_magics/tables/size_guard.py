@@ -11,7 +11,7 @@ the worst way to learn that a table is large. So a read is sized first:
    its row count (one Spark job, nothing transferred) times the Arrow width of a sample row
    (1,000 rows fetched).
 
-Above the limit the read is refused with one line that names the estimate and suggests ``--export``
+Above the limit the read is refused with one line that names the estimate and suggests ``--to``
 (files on a volume, read in pieces) or ``--limit``. The limit is ``max_bytes=`` / ``--max-bytes``,
 else the ``table_max_bytes`` setting, else 1/8 of this machine's memory.
 """
@@ -101,7 +101,7 @@ def check_size(df: Any, limit: int, what: str) -> SizeEstimate:
         rows = f" ({est.rows:,} rows)" if est.rows is not None else ""
         raise TableTooLargeError(
             f"{what}: about {fmt_bytes(est.bytes)}{rows} is over the {fmt_bytes(limit)} limit for reading into "
-            f"memory; export it with --export /Volumes/... (tables.export_table) or read less with --limit N "
+            f"memory; export it with --to /Volumes/... (tables.export_table) or read less with --limit N "
             f"or --where (the limit: --max-bytes, max_bytes=, setting table_max_bytes)"
         )
     return est
