@@ -4,7 +4,7 @@ the raw folder, air_magics over the raw folder and air_magics over the packed fo
 
 Each epoch pair runs in its own interpreter (``benchmarks.scenarios.loader_child``, as in
 ``bench_loader.py``: the consumer opens and reads every yielded path) on a fresh mount of
-``../shared/tools/slowfs.py`` (an empty page cache), with an empty cache. The reference runs in
+``benchmarks/harness/fusevol.py`` (an empty page cache), with an empty cache. The reference runs in
 its own venv (``--ref-python``) and reads through a ``/Volumes-air-bench-pack-<pid>`` symlink to
 the mount; without that venv its row is skipped and says so. Never creates ``/Volumes``.
 
@@ -27,7 +27,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness.mounts import REPO, load_slowfs, slowfs_unavailable, volumes_link  # noqa: E402
+from benchmarks.harness import fusevol  # noqa: E402
+from benchmarks.harness.mounts import REPO, fuse_unavailable, volumes_link  # noqa: E402
 from benchmarks.harness.reference import reference_unavailable  # noqa: E402
 from benchmarks.harness.runner import child_env  # noqa: E402
 
@@ -42,11 +43,11 @@ def _seed(root: Path, files: int, size: int) -> None:
         (root / f"f{i:06d}.bin").write_bytes(rng.randbytes(size))
 
 
-def _mount(slowfs, backing: Path, mnt: Path, lat: float):
-    return slowfs.mounted(backing, mnt, op_latency_ms=lat, read_latency_ms=lat, write_latency_ms=lat)
+def _mount(backing: Path, mnt: Path, lat: float):
+    return fusevol.mounted(backing, mnt, op_latency_ms=lat, read_latency_ms=lat, write_latency_ms=lat)
 
 
-def _loader(a, slowfs, work: Path, link: Path, kind: str, rel: str, name: str) -> dict:
+def _loader(a, work: Path, link: Path, kind: str, rel: str, name: str) -> dict:
     """Cold and warm epoch of *kind*'s DataLoader (defaults) over *rel*, in a child on a fresh mount."""
     run = work / "runs" / name
     shutil.rmtree(run, ignore_errors=True)
@@ -64,7 +65,7 @@ def _loader(a, slowfs, work: Path, link: Path, kind: str, rel: str, name: str) -
     env = child_env(run, AIR_VOLUMES_MOUNT=str(link))
     python = a.ref_python if kind == "ref" else sys.executable
     os.sync()
-    with _mount(slowfs, work / "backing", work / "mnt", a.latency_ms):
+    with _mount(work / "backing", work / "mnt", a.latency_ms):
         p = subprocess.run(
             [python, "-m", "benchmarks.scenarios.loader_child", json.dumps(spec)],
             env=env,
@@ -92,10 +93,9 @@ def main() -> int:
     ap.add_argument("--no-tar", action="store_true", help="skip `tar -cf` on the mount (1,000 files take ~60 s)")
     ap.add_argument("--ref-python", default="/tmp/refvenv/bin/python")
     a = ap.parse_args()
-    if why := slowfs_unavailable():
+    if why := fuse_unavailable():
         print(f"bench_pack skipped: {why}")
         return 0
-    slowfs = load_slowfs()
     ref_note = reference_unavailable(a.ref_python)
     work = Path(tempfile.mkdtemp(prefix="bench-pack-"))
     os.environ["AIR_HOME"] = str(work / "home")
@@ -110,7 +110,7 @@ def main() -> int:
             os.environ["AIR_VOLUMES_MOUNT"] = str(link)
             from air_magics.shards import pack
 
-            with _mount(slowfs, work / "backing", work / "mnt", lat):
+            with _mount(work / "backing", work / "mnt", lat):
                 data = work / "mnt" / "main" / "bench" / "data"
                 if not a.no_tar:
                     t = time.perf_counter()
@@ -130,12 +130,14 @@ def main() -> int:
             if not ref_note:
                 runs.insert(0, ("ref", RAW, "reference DataLoader, raw folder"))
             for kind, rel, label in runs:
-                loaders.append((label, _loader(a, slowfs, work, link, kind, rel, f"{kind}-{rel.rsplit('/', 1)[-1]}")))
+                loaders.append((label, _loader(a, work, link, kind, rel, f"{kind}-{rel.rsplit('/', 1)[-1]}")))
     finally:
         os.environ.pop("AIR_VOLUMES_MOUNT", None)
         shutil.rmtree(work, ignore_errors=True)
     commit = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True, text=True)
-    print(f"{a.files:,} files x {a.size_kib} KiB, slowfs at {lat:g} ms per request, air_magics {commit.stdout.strip()}")
+    print(
+        f"{a.files:,} files x {a.size_kib} KiB, fusevol at {lat:g} ms per request, air_magics {commit.stdout.strip()}"
+    )
     if ref_note:
         print(f"reference rows skipped: {ref_note}")
     print("\n| measure | value |\n|---|---|")

@@ -4,7 +4,9 @@
   retries of measurements disturbed by the rest of the machine; the common command-line flags.
 - ``sampling``: CPU seconds and PSS of a process tree, how busy the machine is, quiet-machine waits,
   other benchmark scripts running.
-- ``mounts``: slowfs (``../shared/tools/slowfs.py``, loaded by path) mounts and their request stats;
+- ``fusevol``: the FUSE volume with per-request latency, a bandwidth cap and transient faults that the
+  tests use too (C engine on libfuse3, Python engine on mfusepy);
+- ``mounts``: one fusevol mount per measurement and its request stats;
   the ``/Volumes...`` symlink the reference library reads through.
 - ``reference``: the reference library's venv, or the reason its rows are skipped.
 - ``report``: markdown tables, number cells, ratios and MET / NOT MET target lines.

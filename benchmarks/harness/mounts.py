@@ -1,68 +1,47 @@
-"""slowfs volumes for the benchmarks: load the tool by path, mount, read its request counts.
+"""FUSE volumes for the benchmarks (``fusevol``, the tool the tests use too): mount, read request counts.
 
-slowfs (``../shared/tools/slowfs.py``) is not a package; it is loaded from its file so the benchmarks
-use exactly the tool the tests use. Every measurement gets its own mount, so no method profits from
-kernel caches filled by the one before it.
+Every measurement gets its own mount, so no method profits from kernel caches filled by the one
+before it. The benchmarks use fusevol's C engine: its server costs a third of the Python engine's
+CPU per request, and the harness counts that CPU.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+
+from . import fusevol
 
 __all__ = [
     "REPO",
-    "SLOWFS_DEFAULT",
     "Mount",
-    "load_slowfs",
+    "VolumeError",
+    "fuse_unavailable",
     "read_stats",
     "requests",
     "slow_volume",
-    "slowfs_unavailable",
     "unmount_leftover",
     "volumes_link",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
-SLOWFS_DEFAULT = REPO.parent / "shared" / "tools" / "slowfs.py"
-_loaded: dict[Path, ModuleType] = {}
+#: what a failed mount raises
+VolumeError = fusevol.FuseVolError
 
 
-def slowfs_unavailable(path: Path | str = SLOWFS_DEFAULT) -> str | None:
-    """Why a slowfs volume cannot be mounted here, or None."""
-    if not Path(path).is_file():
-        return f"slowfs tool not found at {path} (pass --slowfs PATH)"
-    if not os.path.exists("/dev/fuse"):
-        return "/dev/fuse is missing (container: --device /dev/fuse --cap-add SYS_ADMIN)"
-    if not shutil.which("fusermount3"):
-        return "fusermount3 missing: apt-get install fuse3 libfuse3-dev pkg-config gcc"
-    return None
-
-
-def load_slowfs(path: Path | str = SLOWFS_DEFAULT) -> ModuleType:
-    """The slowfs module, loaded by path once per process."""
-    path = Path(path).resolve()
-    if path not in _loaded:
-        spec = importlib.util.spec_from_file_location("slowfs", path)
-        if spec is None or spec.loader is None:
-            raise SystemExit(f"cannot load slowfs from {path}")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        _loaded[path] = mod
-    return _loaded[path]
+def fuse_unavailable() -> str | None:
+    """Why a benchmark volume (fusevol, C engine) cannot be mounted here, or None."""
+    return fusevol.unavailable("c")
 
 
 def read_stats(path: Path | str) -> dict:
-    """slowfs's ``--stats`` document (ops per request kind, bytes, peak in flight); empty parts if unreadable."""
+    """fusevol's ``stats`` document (ops per request kind, bytes, peak in flight); empty parts if unreadable."""
     try:
         s = json.loads(Path(path).read_text())
     except (OSError, ValueError):
@@ -82,14 +61,14 @@ def requests(ops: dict) -> int:
 
 @dataclass(frozen=True)
 class Mount:
-    """A live slowfs mount: where it is, its server's PID (to count its CPU) and its stats file."""
+    """A live volume: where it is, its server's PID (to count its CPU) and its stats file."""
 
     path: Path
     server_pid: int
     stats_file: Path
 
     def stats(self, settle: float = 0.0) -> dict:
-        """The stats so far; *settle* > 0.25 s waits for slowfs's next rewrite of the file."""
+        """The stats so far; *settle* > 0.25 s waits for the server's next rewrite of the file."""
         if settle:
             time.sleep(settle)
         return read_stats(self.stats_file)
@@ -97,7 +76,6 @@ class Mount:
 
 @contextlib.contextmanager
 def slow_volume(
-    slowfs: ModuleType,
     backing: Path,
     mnt: Path,
     stats: Path,
@@ -109,7 +87,7 @@ def slow_volume(
 ) -> Iterator[Mount]:
     """Mount *backing* at *mnt* with the C engine and a fixed latency per request; always unmounted.
 
-    *read_ms* / *write_ms* default to slowfs's own rule (read = 2 ms, write = read) when None.
+    *read_ms* / *write_ms* default to fusevol's own rule (read = 2 ms, write = read) when None.
     """
     opts: dict = dict(op_latency_ms=latency_ms, engine="c", attr_timeout=cache_timeout, entry_timeout=cache_timeout)
     if read_ms is not None:
@@ -117,15 +95,13 @@ def slow_volume(
     if write_ms is not None:
         opts["write_latency_ms"] = write_ms
     stats.unlink(missing_ok=True)
-    with slowfs.mounted(backing, mnt, stats=stats, **opts) as server_pid:
+    with fusevol.mounted(backing, mnt, stats=stats, **opts) as server_pid:
         yield Mount(Path(mnt), server_pid, Path(stats))
 
 
-def unmount_leftover(slowfs: ModuleType, mnt: Path) -> bool:
+def unmount_leftover(mnt: Path) -> bool:
     """Unmount *mnt* lazily if something is still mounted there; True when nothing is (safe to delete)."""
-    if slowfs._fstype(mnt):
-        slowfs.unmount(str(mnt), lazy=True)
-    return not slowfs._fstype(mnt)
+    return fusevol.unmount(mnt, lazy=True)
 
 
 @contextlib.contextmanager

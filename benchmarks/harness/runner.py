@@ -3,7 +3,7 @@
 - Repetitions are interleaved: each rep runs every method once, in an order rotated by one per rep,
   so slow drifts of a shared machine spread over all methods; reports use medians.
 - A measured child process runs in its own session with its own environment; the harness counts its
-  CPU (``wait4``), the slowfs server's, and what the rest of the machine used meanwhile. A measurement
+  CPU (``wait4``), the volume server's, and what the rest of the machine used meanwhile. A measurement
   that the rest of the machine disturbed is repeated (``--retries``), the last attempt kept.
 - Every scenario takes the same waiting flags; ``--quick`` caps the waits, ``--no-wait`` drops them
   (the test suite's smoke runs).
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from .mounts import REPO, SLOWFS_DEFAULT
+from .mounts import REPO
 from .report import log
 from .sampling import TreeSampler, machine_busy_seconds, proc_cpu, self_cpu
 
@@ -76,7 +76,6 @@ def add_common_args(
     bench_wait: float | None = None,
     max_foreign: float | None = None,
     retries: int | None = None,
-    slowfs: bool = True,
 ) -> None:
     """The flags every scenario shares; those given as None are not offered by that scenario."""
     p.add_argument("--quick", action="store_true", help="small smoke run (see the scenario's description)")
@@ -122,10 +121,6 @@ def add_common_args(
         action="store_true",
         help="never wait for a quiet machine or other benchmarks and never repeat (smoke runs in the test suite)",
     )
-    if slowfs:
-        p.add_argument(
-            "--slowfs", default=str(SLOWFS_DEFAULT), help="path of slowfs.py (default ../shared/tools/slowfs.py)"
-        )
     p.set_defaults(_full_waits={"quiet_wait": quiet_wait, "bench_wait": bench_wait, "retries": retries})
 
 
@@ -164,7 +159,7 @@ class ChildRun:
     wall_s: float
     child_cpu_s: float = float("nan")  # the child's whole tree, whole life (wait4 rusage)
     peak_rss_mib: float = float("nan")  # ru_maxrss of the largest process in the tree
-    server_cpu_s: float = float("nan")  # the slowfs server meanwhile
+    server_cpu_s: float = float("nan")  # the FUSE volume's server meanwhile
     foreign_cores: float = float("nan")  # CPU used meanwhile by anything else, in cores
     samples: list = field(default_factory=list)  # TreeSampler's (time, PSS, processes)
     others_seen: list = field(default_factory=list)  # other benchmark scripts alive meanwhile
@@ -202,7 +197,7 @@ def run_child(
 ) -> ChildRun:
     """Run *argv* to its end (killed after *timeout* s) in its own session; what it cost and what else ran.
 
-    Foreign cores = (machine busy seconds - the child tree - the slowfs server - this harness) / wall.
+    Foreign cores = (machine busy seconds - the child tree - the volume server - this harness) / wall.
     """
     with open(log_path, "wb") as logf:
         t0, busy0 = time.monotonic(), machine_busy_seconds()

@@ -1,6 +1,6 @@
 """Benchmark: torch.distributed.checkpoint save / load / async_save on a slow FUSE volume.
 
-Compares, on a slowfs volume (../shared/tools/slowfs.py, C engine) with a fixed per-request latency,
+Compares, on a fusevol volume (benchmarks/harness/fusevol.py, C engine) with a fixed per-request latency,
 these ways to write and read a DCP checkpoint (``--methods``):
 
   plain   torch's own ``dcp.FileSystemWriter(MNT/main/bench/vol/ckpt/...)`` / ``FileSystemReader``
@@ -18,7 +18,7 @@ The state is a transformer-like dict of float32 tensors with hidden size 768 (se
 layers + 39.4k rows (376 tensors). Throughputs divide the exact tensor bytes, in MB of 10^6 bytes.
 
 Each measurement (one method, one size, one rep) runs in its own subprocess
-(``benchmarks.scenarios.checkpoint_child``) with a fresh backing directory and slowfs mount, a fresh
+(``benchmarks.scenarios.checkpoint_child``) with a fresh backing directory and fusevol mount, a fresh
 ``AIR_HOME`` (air_magics's load cache is cold) and ``TMPDIR`` (the reference's staging and read cache).
 It times save, load (air: also warm) and ``async_save`` (blocked part and total); every load and every
 checkpoint on the backing disk is checked bit for bit. The reference writes real ``/Volumes/...``
@@ -35,7 +35,7 @@ a measurement during which other processes used more than ``--max-foreign`` core
 
 Progress goes to stderr, the markdown report to stdout; ``--json FILE`` saves every measurement. The exit
 status is 1 if any measurement failed or any load was not bit-exact. Needs root (or fuse access),
-/dev/fuse, fuse3, and gcc + pkg-config + libfuse3-dev for slowfs's C engine.
+/dev/fuse, fuse3, and gcc + pkg-config + libfuse3-dev for fusevol's C engine.
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from benchmarks.harness.mounts import (
-    load_slowfs,
+    VolumeError,
+    fuse_unavailable,
     slow_volume,
-    slowfs_unavailable,
     volumes_link,
 )
 from benchmarks.harness.reference import (
@@ -83,8 +83,8 @@ OTHER_BENCHES = ("loader", "copy", "tables")
 
 
 class Bench:
-    def __init__(self, a: argparse.Namespace, slowfs, work: Path) -> None:
-        self.a, self.slowfs, self.work = a, slowfs, work
+    def __init__(self, a: argparse.Namespace, work: Path) -> None:
+        self.a, self.work = a, work
         self.results: list[Result] = []
 
     def measure(self, size: float, rep: int, method: str) -> Result:
@@ -101,7 +101,7 @@ class Bench:
             "seed": 0,
             "base": base,
             "backing_ckpt": str(backing / rel),
-            "stats": str(run_dir / "slowfs-stats.json"),
+            "stats": str(run_dir / "fusevol-stats.json"),
             "result_file": str(run_dir / "result.json"),
             "torch_threads": os.cpu_count() or 2,
         }
@@ -135,7 +135,6 @@ class Bench:
         )
         try:
             with slow_volume(
-                self.slowfs,
                 backing,
                 mnt,
                 Path(spec["stats"]),
@@ -154,8 +153,8 @@ class Bench:
                         server_pid=mount.server_pid,
                         watch=OTHER_BENCHES,
                     )
-        except self.slowfs.SlowFSError as exc:
-            res.error = f"slowfs: {exc}"
+        except VolumeError as exc:
+            res.error = f"fusevol: {exc}"
             return res
         res.error, res.wall_s, res.server_cpu_s = run.error, run.wall_s, run.server_cpu_s
         res.child_cpu_s, res.peak_rss_mib, res.foreign_cores = run.child_cpu_s, run.peak_rss_mib, run.foreign_cores
@@ -208,11 +207,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--sizes-mb", help="comma-separated state sizes in MB (default 200,1000; --quick 50)")
     p.add_argument("--reps", type=int, help="interleaved repetitions (default 3; --quick 1)")
     p.add_argument("--methods", default=",".join(METHODS), help=f"subset of {','.join(METHODS)} (default all)")
-    p.add_argument("--latency-ms", type=float, default=2.0, help="slowfs op (metadata) latency in ms (default 2)")
+    p.add_argument("--latency-ms", type=float, default=2.0, help="fusevol op (metadata) latency in ms (default 2)")
     p.add_argument(
-        "--rw-latency-ms", type=float, default=2.0, help="slowfs read and write latency per request (default 2)"
+        "--rw-latency-ms", type=float, default=2.0, help="fusevol read and write latency per request (default 2)"
     )
-    p.add_argument("--cache-timeout", type=float, default=1.0, help="slowfs attr/entry timeout in s (default 1)")
+    p.add_argument("--cache-timeout", type=float, default=1.0, help="fusevol attr/entry timeout in s (default 1)")
     p.add_argument(
         "--ref-python",
         default=DEFAULT_REF_PYTHON,
@@ -246,7 +245,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     sizes, methods = a.sizes, a.method_list
-    if reason := slowfs_unavailable(a.slowfs):
+    if reason := fuse_unavailable():
         print(skipped("bench_checkpoint", reason))
         return 0
     ref_note = ""
@@ -259,11 +258,10 @@ def main(argv: list[str] | None = None) -> int:
             methods = [m for m in methods if m != "ref"]
             ref_note = skipped("reference rows (ref)", why)
             log(ref_note)
-    slowfs = load_slowfs(a.slowfs)
     work = Path(a.workdir) if a.workdir else Path(tempfile.mkdtemp(prefix="air-bench-ckpt-"))
     work.mkdir(parents=True, exist_ok=True)
     raise_on_sigterm()
-    bench = Bench(a, slowfs, work)
+    bench = Bench(a, work)
     try:
         t0 = time.perf_counter()
         log(
@@ -280,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                 json.dumps({"args": vars(a), "results": [asdict(r) for r in bench.results]}, indent=1, default=str)
             )
     print(
-        f"## bench_checkpoint: DCP save / load / async_save on slowfs (C engine), op latency {a.latency_ms:g} ms, "
+        f"## bench_checkpoint: DCP save / load / async_save on fusevol (C engine), op latency {a.latency_ms:g} ms, "
         f"read/write latency {a.rw_latency_ms:g} ms per request, attr/entry timeout {a.cache_timeout:g} s; fresh mount, "
         f"fresh AIR_HOME and TMPDIR per measurement; {os.cpu_count()} CPUs"
     )

@@ -105,7 +105,7 @@ def bit_exact(a, b) -> str:
 
 
 def _stats(path: str) -> dict:
-    time.sleep(0.35)  # slowfs rewrites its stats file every 0.25 s while it changes
+    time.sleep(0.35)  # fusevol rewrites its stats file every 0.25 s while it changes
     return read_stats(path)
 
 

@@ -230,7 +230,7 @@ def report(results: list[Result], sizes: list[float], methods: list[str], a: arg
         L.append(_main_table(rows, order))
         L.append(
             "\nDetail (median seconds, min-max over reps; CPU = user + system seconds of the measured process "
-            "in that step, slowfs server not included; FUSE = requests the step sent to slowfs):\n"
+            "in that step, fusevol server not included; FUSE = requests the step sent to fusevol):\n"
         )
         L.append(_detail_table(rows, order))
         if "air" in rows:

@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files", type=int, help="files per operation (default 3000; --quick 1000)")
     ap.add_argument("--size-kib", type=int, default=150, help="file size in KiB (default 150)")
     ap.add_argument("--reps", type=int, help="interleaved repetitions (default 5; --quick 3)")
-    add_common_args(ap, quiet_wait=0.0, quiet_below=0.15, slowfs=False)
+    add_common_args(ap, quiet_wait=0.0, quiet_below=0.15)
     a = ap.parse_args(argv)
     resolve_waits(a)
     a.files = a.files or (1000 if a.quick else 3000)

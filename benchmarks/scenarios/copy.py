@@ -1,6 +1,6 @@
 """Benchmark: copying many small files out of a slow FUSE volume.
 
-Compares, on a slowfs volume (../shared/tools/slowfs.py, C engine) with a fixed per-request latency:
+Compares, on a fusevol volume (benchmarks/harness/fusevol.py, C engine) with a fixed per-request latency:
 
   cp        serial ``cp -r SRC DEST``
   recipe    the runtime's recipe ``cd SRC && find . -type f -print0 | xargs -0 -P 256 -I {} cp --parents "{}" DEST``
@@ -44,10 +44,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from benchmarks.harness.mounts import (
-    load_slowfs,
+    fuse_unavailable,
     requests,
     slow_volume,
-    slowfs_unavailable,
     unmount_leftover,
 )
 from benchmarks.harness.report import log, skipped
@@ -223,8 +222,8 @@ class Result:
 
 
 class Bench:
-    def __init__(self, args: argparse.Namespace, slowfs, work: Path, expected: dict[str, str]) -> None:
-        self.a, self.slowfs, self.work, self.expected = args, slowfs, work, expected
+    def __init__(self, args: argparse.Namespace, work: Path, expected: dict[str, str]) -> None:
+        self.a, self.work, self.expected = args, work, expected
         self.backing, self.mnt = work / "backing", work / "mnt"
         self.src = self.mnt.joinpath(*VOLUME, TOP)
         self.results: list[Result] = []
@@ -240,7 +239,6 @@ class Bench:
         stats = self.work / f"stats-{method}.json"
         read = latency if self.a.read_latency_ms is None else self.a.read_latency_ms
         with slow_volume(
-            self.slowfs,
             self.backing,
             self.mnt,
             stats,
@@ -320,7 +318,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--cache-timeout",
         type=float,
         default=1.0,
-        help="slowfs --attr-timeout/--entry-timeout in s (default 1, the slowfs default)",
+        help="fusevol attr_timeout/entry_timeout in s (default 1, the fusevol default)",
     )
     p.add_argument(
         "--workers",
@@ -364,10 +362,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
-    if reason := slowfs_unavailable(a.slowfs):
+    if reason := fuse_unavailable():
         print(skipped("bench_copy", reason))
         return 0
-    slowfs = load_slowfs(a.slowfs)
     work = Path(a.workdir) if a.workdir else Path(tempfile.mkdtemp(prefix="air-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     os.environ["AIR_HOME"] = str(work / "air_home")  # keep the volume registry out of ~/.air
@@ -378,14 +375,14 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(backing, ignore_errors=True)
         log(f"writing {a.files} files x {a.size_kib} KiB into {a.folders} folders under {backing} ...")
         expected = make_dataset(backing, a.files, a.folders, a.size_kib * 1024)
-        bench = Bench(a, slowfs, work, expected)
+        bench = Bench(a, work, expected)
         t0 = time.perf_counter()
         bench.run()
         log(f"done in {time.perf_counter() - t0:.0f} s")
         rl = "= op latency" if a.read_latency_ms is None else f"{a.read_latency_ms:g} ms"
         print(
             f"## bench_copy: {a.files} files x {a.size_kib} KiB, {a.folders} folders two levels deep, "
-            f"slowfs C engine, read/write latency {rl}, attr/entry timeout {a.cache_timeout:g} s, "
+            f"fusevol C engine, read/write latency {rl}, attr/entry timeout {a.cache_timeout:g} s, "
             f"fresh mount per measurement, {a.reps} interleaved reps, medians"
         )
         print(
@@ -400,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         air_lost = sum(r.lost for r in bench.results if r.method.startswith("air-") or r.method == "rerun")
         return 1 if air_lost else 0
     finally:
-        if unmount_leftover(slowfs, work / "mnt") and not a.keep:  # never delete through a live mount
+        if unmount_leftover(work / "mnt") and not a.keep:  # never delete through a live mount
             shutil.rmtree(work, ignore_errors=True)
 
 

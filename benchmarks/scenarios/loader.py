@@ -1,6 +1,6 @@
 """Benchmark: a training DataLoader streaming many small files from a slow FUSE volume.
 
-Compares, on a slowfs volume (../shared/tools/slowfs.py, C engine; one flat folder of N files) with a
+Compares, on a fusevol volume (benchmarks/harness/fusevol.py, C engine; one flat folder of N files) with a
 fixed per-request latency, these loaders (``--configs``):
 
   ref:default   the reference ``databricks.air.data``: ``DataLoader(UCVolumeDataset(path), batch_size=None)``
@@ -61,10 +61,9 @@ from pathlib import Path
 
 from benchmarks.harness.mounts import (
     REPO,
-    load_slowfs,
+    fuse_unavailable,
     requests,
     slow_volume,
-    slowfs_unavailable,
     volumes_link,
 )
 from benchmarks.harness.reference import (
@@ -130,8 +129,8 @@ def make_dataset(backing: Path, files: int, size: int, seed: int = 0) -> None:
 
 
 class Bench:
-    def __init__(self, a: argparse.Namespace, slowfs, work: Path, link: Path) -> None:
-        self.a, self.slowfs, self.work, self.link = a, slowfs, work, link
+    def __init__(self, a: argparse.Namespace, work: Path, link: Path) -> None:
+        self.a, self.work, self.link = a, work, link
         self.backing, self.mnt = work / "backing", work / "mnt"
         self.results: list[Result] = []
 
@@ -174,10 +173,9 @@ class Bench:
         busy = wait_quiet(a.quiet_below, a.quiet_wait)
         res = Result(latency, rep, cfg.name, ok=False, busy_before=busy, attempt=attempt)
         with slow_volume(
-            self.slowfs,
             self.backing,
             self.mnt,
-            run_dir / "slowfs-stats.json",
+            run_dir / "fusevol-stats.json",
             latency_ms=latency,
             read_ms=latency,
             cache_timeout=a.cache_timeout,
@@ -297,7 +295,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "with /Volumes (default /Volumes-air-bench-<pid>; removed at the end)",
     )
     p.add_argument("--sample-ms", type=float, default=50.0, help="PSS sampling interval in ms (default 50)")
-    p.add_argument("--cache-timeout", type=float, default=1.0, help="slowfs attr/entry timeout in s (default 1)")
+    p.add_argument("--cache-timeout", type=float, default=1.0, help="fusevol attr/entry timeout in s (default 1)")
     p.add_argument(
         "--child-timeout", type=float, default=900.0, help="seconds before a measurement is killed (default 900)"
     )
@@ -324,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.report:
         return report_from_json(a.report)
     configs = parse_configs(a.configs)
-    if reason := slowfs_unavailable(a.slowfs):
+    if reason := fuse_unavailable():
         print(skipped("bench_loader", reason))
         return 0
     ref_note = ""
@@ -338,7 +336,6 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--volumes-link {link}: the reference accepts only paths that start with /Volumes")
 
     a.commit = git_describe(REPO)
-    slowfs = load_slowfs(a.slowfs)
     work = Path(a.workdir) if a.workdir else Path(tempfile.mkdtemp(prefix="air-bench-loader-"))
     work.mkdir(parents=True, exist_ok=True)
     (work / "mnt").mkdir(exist_ok=True)
@@ -348,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work / "backing", ignore_errors=True)
         make_dataset(work / "backing", a.files, a.size_kib * 1024)
         os.sync()
-        bench = Bench(a, slowfs, work, link)
+        bench = Bench(a, work, link)
         t0 = time.perf_counter()
         with volumes_link(link, work / "mnt"):
             bench.run(configs)

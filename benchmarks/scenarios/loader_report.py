@@ -310,8 +310,8 @@ def report(results: list[Result], configs: list[Config], a: argparse.Namespace) 
         "included); peak PSS = the largest sum of PSS over the measured process and all its children, over its "
         "whole life (import, setup, both epochs), in parentheses during the cold epoch; procs = most processes "
         "in that tree; CPU s = user + system seconds of the tree for setup and both epochs; FUSE req/file = "
-        "slowfs requests (release excluded) per file over setup and both epochs; other CPU = median cores "
-        "busy outside the measured tree, the slowfs server and the harness while it ran (other users of the "
+        "fusevol requests (release excluded) per file over setup and both epochs; other CPU = median cores "
+        "busy outside the measured tree, the fusevol server and the harness while it ran (other users of the "
         "machine, and kernel threads such as writeback of the cache files); a measurement above "
         "--max-foreign is repeated up to --retries times and the last attempt kept."
     )
@@ -320,7 +320,7 @@ def report(results: list[Result], configs: list[Config], a: argparse.Namespace) 
 
 def header(a: argparse.Namespace) -> str:
     return (
-        f"## bench_loader: {a.files} files x {a.size_kib} KiB in one folder, slowfs C engine (op latency = read "
+        f"## bench_loader: {a.files} files x {a.size_kib} KiB in one folder, fusevol C engine (op latency = read "
         f"latency), attr/entry timeout {a.cache_timeout:g} s, fresh mount and empty cache per measurement, "
         f"{a.reps} interleaved rep(s), medians; {os.cpu_count()} CPUs; air_magics at {getattr(a, 'commit', 'unknown')}"
     )

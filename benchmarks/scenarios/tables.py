@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         default="all",
         help="io: reads and exports; dataset: UCDataset vs HF vs pyarrow; all: both (default)",
     )
-    add_common_args(ap, quiet_wait=0.0, quiet_below=0.15, slowfs=False)
+    add_common_args(ap, quiet_wait=0.0, quiet_below=0.15)
     a = ap.parse_args(argv)
     resolve_waits(a)
     sizes = [int(x) for x in (a.rows or ("200000" if a.quick else "1000000,5000000")).split(",")]
