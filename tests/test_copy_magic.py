@@ -1,5 +1,7 @@
 """``%%air_copy``: sources held in notebook variables go on the magic line (``--from``); the body stays literal."""
 
+import re
+
 import pytest
 from IPython.core.error import UsageError
 
@@ -54,3 +56,13 @@ def test_the_line_form_needs_a_source(ip, vol, tmp_path):
 def test_help_names_the_cell_magic(ip):
     doc = ip.find_cell_magic("air_copy").__doc__
     assert "%%air_copy [--to DEST] [--from SRC]" in doc and "%air_copy [" not in doc.replace("%%air_copy", "")
+
+
+def test_rates_are_shown_in_the_units_of_sizes(ip, vol, tmp_path):
+    """``6.0 MiB ... 8.7 MB/s`` mixed binary and decimal units; a rate now reads like the size beside it."""
+    report = ip.run_cell_magic("air_copy", f"--to {tmp_path / 'r'} -q", "/Volumes/main/raw/img/train")
+    assert re.search(r"\d (B|KiB|MiB|GiB)/s\)", report.summary()) and "MB/s" not in report.summary()
+    from air_magics.widgets.checkpoint_view import _save_rows
+
+    rows = _save_rows({"saves": [{"step": 1, "state": "committed", "bytes": 3 << 20, "seconds": 1.0, "mb_per_s": 3.1}]})
+    assert "3.0 MiB/s" in rows[0][2]

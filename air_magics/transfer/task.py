@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..io.units import fmt_bytes
+from ..io.units import fmt_bytes, fmt_rate
 from ..snapshots import CopyProgress  # the value copy events carry; it lives below the events
 from ..volumes.store import Location
 
@@ -71,7 +71,7 @@ class CopyReport:
             f"in {self.seconds:.2f} s"
         )
         if not self.dry_run and self.copied:
-            s += f" ({self.files_per_second:,.0f} files/s, {self.mb_per_second:,.1f} MB/s)"
+            s += f" ({self.files_per_second:,.0f} files/s, {fmt_rate(self.bytes_copied / max(self.seconds, 1e-9))})"
         if self.skipped:
             s += f"; {self.skipped} unchanged skipped"
         if self.failed:

@@ -7,7 +7,7 @@ import time
 from html import escape
 from typing import Any
 
-from ..io.units import fmt_bytes
+from ..io.units import fmt_bytes, fmt_rate
 
 __all__ = ["CheckpointView", "checkpoint_view", "checkpoints_html", "checkpoints_text"]
 
@@ -37,7 +37,7 @@ def _save_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
         if s.get("seconds"):
             detail.append(f"{s['seconds']:.2f} s")
         if s.get("mb_per_s"):
-            detail.append(f"{s['mb_per_s']:.0f} MB/s")
+            detail.append(fmt_rate(s["mb_per_s"] * 1e6))
         if s.get("blocked_s") is not None:
             detail.append(f"loop blocked {s['blocked_s']:.2f} s")
         if s.get("error"):
