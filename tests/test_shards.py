@@ -83,9 +83,10 @@ def test_index_offsets_point_at_member_bytes(vol):
         ix = json.loads((d / s["index"]).read_text())
         raw = (d / s["name"]).read_bytes()
         assert len(raw) == s["bytes"] == ix["bytes"] and zlib.crc32(raw) == s["crc32"]
-        for name, offset, size, src_size, mtime in ix["members"]:
+        for name, offset, size, src_size, mtime, crc in ix["members"]:
             src = d.parent / "train" / name
             assert raw[offset : offset + size] == src.read_bytes() and size == src_size
+            assert crc == zlib.crc32(src.read_bytes())
             assert mtime == pytest.approx(src.stat().st_mtime, abs=1e-6)
 
 

@@ -3,22 +3,26 @@
 One :class:`Extractor` per :class:`~air_magics.shards.reader.PackedFolder` and process. A shard is
 read from the volume as ``_BLOCK``-sized ranges on a shared pool of ``_THREADS`` threads (a remote
 mount answers many reads at once; one stream would pay a round trip per 128 KiB), processed in
-offset order: each member's bytes go straight into its own file in the shard's extracted folder
-(temp name + rename), so a member is served as soon as its bytes are in, long before the shard is.
+offset order: each member's bytes go straight into its own file (staged beside the shard's
+extracted folder, verified, renamed into it), so a member is served as soon as its bytes are in,
+long before the shard is.
 When a shard is first asked for, the shard that follows it in name order (the next one an
 unshuffled epoch needs) is fetched too, ``_AHEAD`` deep.
 
 Integrity: the shard's size is checked before anything is served (a truncated shard serves
-nothing); its CRC-32 is checked when its last byte arrives, and its last member is published only
-after that check, so every full pass over a shard meets the verdict. On a mismatch the extracted
-folder is removed and every later request for the shard raises :class:`ShardError`; members of it
-served before the check came from the damaged shard (the check is per shard, the index has no
-per-member checksum).
+nothing); every member is verified before it is published (:mod:`.members`: its tar header against
+its index entry, its data against its CRC-32), so no byte that does not match the index is ever
+served, and a damaged member is refused by name. The shard's CRC-32 is checked when its last byte
+arrives, and its last member is published only after that check, so every full pass over a shard
+meets the verdict. On a failure every later request for a member of the shard that was not
+published raises the :class:`ShardError`; members already published stay (they were verified, and
+paths already handed out must keep working).
 
 Processes (DataLoader workers) share the extracted folders: the fetch of a shard holds a
 ``flock`` on ``<folder>.lock``; another process that wants the shard meanwhile waits for its member
-files to appear (a member file exists only complete), and takes the fetch over if the holder dies.
-A finished folder holds ``.air-complete``.
+files to appear (a member file exists only complete and verified), and takes the fetch over if the
+holder dies. A finished folder is marked by ``<folder>.complete``. The folder itself holds nothing
+but members: the lock, the marker and the staging folder ``<folder>.tmp`` sit beside it.
 """
 
 from __future__ import annotations
@@ -35,17 +39,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ShardError, VolumeNotFoundError
 from ..io.confined import open_read
-from ..io.leftovers import temp_name
 from ..io.locks import ProcessFileLock
 from ..io.retry import retry_call
-from .format import Member
+from .members import MemberWriter
 
 if TYPE_CHECKING:
     from .reader import PackedFolder
 
-__all__ = ["Extractor", "COMPLETE"]
+__all__ = ["Extractor", "SIDECARS"]
 
-COMPLETE = ".air-complete"
+SIDECARS = (".lock", ".complete", ".tmp")  # beside an extracted folder: fetch lock, done marker, staging
 _BLOCK = 1 << 20
 _THREADS = 32
 _IN_FLIGHT = 64  # blocks read ahead of the member writer at most
@@ -53,26 +56,19 @@ _AHEAD = 1  # shards fetched ahead of the one asked for
 _POLL = 0.002  # polling for a member another process fetches: from 2 ms, doubling up to 32 ms
 _POLL_MAX = 0.032
 
-_WRITERS = 4  # member files created at once (a create waits on the local file system's journal)
-_SMALL = 4 << 20  # members up to this size, whole in one block, are written by the writer pool
-_PENDING = 64
-
-_POOLS: dict[str, tuple[int, ThreadPoolExecutor]] = {}
+_POOL: tuple[int, ThreadPoolExecutor | None] = (0, None)
 _POOL_LOCK = threading.Lock()
 
 
-def _pool(kind: str, threads: int) -> ThreadPoolExecutor:
-    """The process's *kind* pool (made again after a fork: a forked worker has no threads)."""
-    with _POOL_LOCK:
-        pid, pool = _POOLS.get(kind, (0, None))
-        if pool is None or pid != os.getpid():
-            pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"air-shard-{kind}")
-            _POOLS[kind] = (os.getpid(), pool)
-        return pool
-
-
 def _block_pool() -> ThreadPoolExecutor:
-    return _pool("read", _THREADS)
+    """The process's pool for range reads (made again after a fork: a forked worker has no threads)."""
+    global _POOL
+    with _POOL_LOCK:
+        pid, pool = _POOL
+        if pool is None or pid != os.getpid():
+            pool = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="air-shard-read")
+            _POOL = (os.getpid(), pool)
+        return pool
 
 
 class _State:
@@ -104,6 +100,10 @@ class Extractor:
             "shards", vp.catalog, vp.schema, vp.volume, *vp.parts, f"{s.name[: -len('.tar')]}-{s.crc32:08x}"
         )
 
+    def complete(self, i: int) -> bool:
+        """True when shard *i*'s extracted folder is complete (any process finished its fetch)."""
+        return os.path.exists(f"{self.final(i)}.complete")
+
     def ready(self, i: int, name: str) -> str | None:
         """The member's path if this process knows it is there (no I/O), else None."""
         st = self._states[i]
@@ -119,15 +119,15 @@ class Extractor:
         nap = _POLL
         while True:
             with st.cond:
+                if st.done or name in st.published:  # verified: served even after a later member failed
+                    return p
                 if st.error is not None:
                     raise st.error
-                if st.done or name in st.published:
-                    return p
                 ev = st.events.setdefault(name, threading.Event()) if st.running else None
             if ev is not None:  # woken for this member only, not for each of the shard's others
                 ev.wait(0.2)
                 continue
-            if (final / COMPLETE).exists():
+            if self.complete(i):
                 with st.cond:
                     st.done = True
                 return p
@@ -146,7 +146,7 @@ class Extractor:
             st = self._states[i]
             if st.done or st.running or st.error is not None:
                 continue
-            if (self.final(i) / COMPLETE).exists():
+            if self.complete(i):
                 st.done = True
                 continue
             self._start(i)
@@ -165,7 +165,7 @@ class Extractor:
             except TimeoutError:
                 lock.close()
                 return False
-            if (final / COMPLETE).exists():
+            if self.complete(i):
                 lock.release()
                 lock.close()
                 st.done = True
@@ -180,9 +180,7 @@ class Extractor:
             self._fetch_into(i, final, st)
             with st.cond:
                 st.done = True
-        except BaseException as exc:
-            if isinstance(exc, ShardError):
-                shutil.rmtree(final, ignore_errors=True)
+        except BaseException as exc:  # the folder stays: what it holds was verified, and may be in use
             with st.cond:
                 st.error = exc
         finally:
@@ -199,8 +197,11 @@ class Extractor:
         s = self.folder.manifest.shards[i]
         vp = self.folder.shard_path(i)
         read, close = self._opener(i)
+        staging = Path(f"{final}.tmp")
         try:
             final.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(staging, ignore_errors=True)  # a dead fetcher's (this process holds the lock)
+            staging.mkdir()
 
             def published(name: str) -> None:
                 with st.cond:
@@ -209,7 +210,7 @@ class Extractor:
                 if ev is not None:
                     ev.set()
 
-            writer = _MemberWriter(final, self.folder.shard_members[i], published)
+            writer = MemberWriter(final, staging, self.folder.shard_members[i], str(vp), published)
             pool = _block_pool()
             offsets = iter(range(0, s.bytes, _BLOCK))
             window: deque[tuple[int, int, Future]] = deque()
@@ -247,11 +248,11 @@ class Extractor:
                 writer.abort()
                 raise
             writer.finish()
-            fd = os.open(final / COMPLETE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            os.close(fd)
+            os.close(os.open(f"{final}.complete", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
             self.shards_fetched += 1
         finally:
             close()
+            shutil.rmtree(staging, ignore_errors=True)
 
     def _opener(self, i: int) -> tuple[Any, Any]:
         """``(read(offset, n) -> bytes, close())`` over shard *i* on its volume, its size checked."""
@@ -289,137 +290,3 @@ class Extractor:
             return b"".join(parts) if len(parts) != 1 else parts[0]
 
         return pread, (lambda: os.close(fd))
-
-
-class _MemberWriter:
-    """Turns the shard's bytes, fed in order, into member files (temp + rename each); the last
-    member is held back until :meth:`finish` (after the shard's checksum)."""
-
-    def __init__(self, into: Path, members: list[Member], published: Any) -> None:
-        self.into, self.members, self.published = into, members, published
-        self.pos = 0
-        self.j = 0
-        self.fd = -1
-        self.tmp = ""
-        self.held: tuple[str, str, Member] | None = None
-        self.made: set[str] = set()
-        self.pending: deque[Future] = deque()
-        self._open_empty()
-
-    def _write_whole(self, m: Member, data: memoryview) -> None:
-        """On the writer pool: one member whose bytes are all in *data*."""
-        path = self._path_made(m)
-        tmp = os.path.join(os.path.dirname(path), temp_name(os.path.basename(path)))
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        try:
-            written = 0
-            while written < len(data):
-                written += os.write(fd, data[written:])
-            ns = int(m.mtime * 1e9)
-            os.utime(fd, ns=(ns, ns))
-        finally:
-            os.close(fd)
-        os.rename(tmp, path)
-        self.published(m.name)
-
-    def _path_made(self, m: Member) -> str:
-        return os.path.join(self.into, *m.name.split("/"))
-
-    def _drain(self, keep: int) -> None:
-        while len(self.pending) > keep or (self.pending and self.pending[0].done()):
-            self.pending.popleft().result()
-
-    def _path(self, m: Member) -> str:
-        parent, _, _ = m.name.rpartition("/")
-        if parent not in self.made:
-            os.makedirs(os.path.join(self.into, *parent.split("/")), exist_ok=True)
-            self.made.add(parent)
-        return os.path.join(self.into, *m.name.split("/"))
-
-    def _begin(self, m: Member) -> None:
-        path = self._path(m)
-        self.tmp = os.path.join(os.path.dirname(path), temp_name(os.path.basename(path)))
-        self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
-
-    def _end(self, m: Member) -> None:
-        ns = int(m.mtime * 1e9)
-        os.utime(self.fd, ns=(ns, ns))
-        os.close(self.fd)
-        self.fd = -1
-        path = self._path(m)
-        self.j += 1
-        if self.j == len(self.members):
-            self.held = (self.tmp, path, m)
-        else:
-            os.rename(self.tmp, path)
-            self.published(m.name)
-        self._open_empty()
-
-    def _open_empty(self) -> None:
-        """Members of size 0 complete as soon as their offset is reached."""
-        while self.j < len(self.members) and self.fd < 0:
-            m = self.members[self.j]
-            if m.size or m.offset > self.pos:
-                return
-            self._begin(m)
-            self._end(m)
-
-    def feed(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view and self.j < len(self.members):
-            m = self.members[self.j]
-            if self.pos < m.offset:
-                skip = min(len(view), m.offset - self.pos)
-                view, self.pos = view[skip:], self.pos + skip
-                self._open_empty()
-                continue
-            if (
-                self.fd < 0
-                and self.pos == m.offset
-                and m.size <= min(len(view), _SMALL)
-                and self.j + 1 < len(self.members)  # the last member is held for the checksum
-            ):
-                self._path(m)  # its folder, made here, in order
-                self.pending.append(_pool("write", _WRITERS).submit(self._write_whole, m, view[: m.size]))
-                self._drain(_PENDING)
-                view, self.pos, self.j = view[m.size :], self.pos + m.size, self.j + 1
-                self._open_empty()
-                continue
-            if self.fd < 0:
-                self._begin(m)
-            take = min(len(view), m.offset + m.size - self.pos)
-            written = 0
-            while written < take:
-                written += os.write(self.fd, view[written:take])
-            view, self.pos = view[take:], self.pos + take
-            if self.pos == m.offset + m.size:
-                self._end(m)
-        self.pos += len(view)
-
-    def finish(self) -> None:
-        self._drain(0)
-        if self.j != len(self.members) or self.fd >= 0:  # pragma: no cover - the index was checked
-            raise ShardError(f"shard data ended inside member {self.members[self.j].name!r}; pack the source again")
-        if self.held is not None:
-            tmp, path, m = self.held
-            os.rename(tmp, path)
-            self.published(m.name)
-            self.held = None
-
-    def abort(self) -> None:
-        for fut in self.pending:
-            fut.cancel()
-        while self.pending:
-            try:
-                self.pending.popleft().result()
-            except BaseException:
-                pass
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-        for tmp in (self.tmp, self.held[0] if self.held else ""):
-            if tmp:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass

@@ -9,17 +9,27 @@ A packed folder holds::
 
     air-shards.json            the manifest (replaced last, atomically: it *is* the commit)
     shard-<id>.tar             members, each header + data padded to 512 bytes, two zero blocks
-    shard-<id>.idx.json        that shard's index: name, offset (of the data), size, source size, mtime
+    shard-<id>.idx.json        that shard's index: name, offset (of the data), size, source size, mtime,
+                               CRC-32 of the member's data
 
 ``<id>`` is a digest of the shard's member list (name, size, mtime): a shard name never names two
 different contents, so a killed run's completed shards are reused and a new generation never
 overwrites a shard the published manifest refers to. The manifest records each shard's byte
 count and CRC-32 and each index's CRC-32, so it is the one root of trust a reader validates from.
+
+Before a member's bytes are handed out they are checked by :func:`verify_member` (or its streaming
+form, :func:`check_header` + :class:`MemberCheck`): the tar header in front of the data must name
+the member with the index's size and end exactly where the index says the data starts, and the
+data must match the member's CRC-32. A crafted index (names swapped, an offset into another
+member) or a damaged or swapped shard is refused by member name; bytes that do not match the
+index are never served. Version 2 added the per-member CRC-32: a version-1 folder is refused with
+"pack the source again" (pack rewrites it).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import tarfile
 import zlib
@@ -50,11 +60,16 @@ __all__ = [
     "dump_manifest",
     "load_manifest",
     "member_bytes",
+    "header_start",
+    "check_header",
+    "MemberCheck",
+    "verify_member",
+    "legacy_manifest",
 ]
 
 MANIFEST_NAME = "air-shards.json"
 FORMAT = "air-shards"
-VERSION = 1
+VERSION = 2  # 2: per-member CRC-32 in the index
 BLOCK = 512
 END_OF_ARCHIVE = b"\0" * (2 * BLOCK)
 
@@ -63,13 +78,14 @@ END_OF_ARCHIVE = b"\0" * (2 * BLOCK)
 class Member:
     """One packed file: ``offset`` is where its data starts in the shard; ``size`` the bytes stored
     there, ``src_size``/``mtime`` the source's when it was packed (equal sizes: tar stores files as
-    they are)."""
+    they are); ``crc32`` that of its data, checked before the bytes are handed out."""
 
     name: str
     offset: int
     size: int
     src_size: int
     mtime: float
+    crc32: int
 
 
 @dataclass(frozen=True)
@@ -125,13 +141,18 @@ def check_member_name(name: Any, where: str) -> str:
         or not name
         or name.startswith("/")
         or "\0" in name
-        or any(seg in ("", ".", "..") for seg in name.split("/"))
+        or any(seg in ("", ".", "..") or (len(seg) > 63 and _too_long(seg)) for seg in name.split("/"))
     ):
         raise ShardError(
             f"{where}: member name {name!r} is not a relative path inside the folder; "
             f"the packed folder is damaged: pack the source again"
         )
     return name
+
+
+def _too_long(seg: str) -> bool:
+    """A path component longer than a file name can be (255 bytes) could never be extracted."""
+    return len(seg.encode("utf-8", "surrogateescape")) > 255
 
 
 def member_header(name: str, size: int, mtime: float) -> bytes:
@@ -175,6 +196,28 @@ class Index:
     members: tuple[Member, ...]
 
 
+_COLUMNS = ("name", "offset", "size", "src_size", "mtime", "crc32")
+# what json.loads can raise on a damaged or crafted document (RecursionError: deeply nested brackets)
+_BAD_JSON = (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError)
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8", "surrogateescape"))
+    except RecursionError:
+        raise ValueError("nested too deeply to be one of ours") from None
+
+
+def _version(doc: dict[str, Any], what: str, where: str) -> None:
+    v = doc.get("version")
+    if v != VERSION:
+        older = isinstance(v, int) and 0 < v < VERSION
+        raise ShardError(
+            f"{what} {where} is in format version {v!r}; this air_magics reads version {VERSION}: "
+            + ("pack the source again to rewrite it" if older else "upgrade air_magics or pack the source again")
+        )
+
+
 def dump_index(ix: Index) -> bytes:
     doc = {
         "format": FORMAT,
@@ -183,8 +226,8 @@ def dump_index(ix: Index) -> bytes:
         "bytes": ix.bytes,
         "crc32": ix.crc32,
         "mtime": ix.mtime,
-        "columns": ["name", "offset", "size", "src_size", "mtime"],
-        "members": [[m.name, m.offset, m.size, m.src_size, m.mtime] for m in ix.members],
+        "columns": list(_COLUMNS),
+        "members": [[m.name, m.offset, m.size, m.src_size, m.mtime, m.crc32] for m in ix.members],
     }
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogateescape")
 
@@ -192,12 +235,20 @@ def dump_index(ix: Index) -> bytes:
 def parse_index(raw: bytes, where: str, shard: str) -> Index:
     """Parse an index and check its layout: names, offsets in order on block boundaries, total bytes."""
     try:
-        doc = json.loads(raw.decode("utf-8", "surrogateescape"))
+        doc = _json(raw)
         if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("shard") != shard:
             raise ValueError(f"it is not the index of {shard}")
-        members = tuple(Member(str(n), int(o), int(s), int(ss), float(t)) for n, o, s, ss, t in doc["members"])
+    except _BAD_JSON as exc:
+        raise ShardError(f"index {where} is corrupt ({exc}); pack the source again to rewrite it") from None
+    _version(doc, "index", where)
+    try:
+        if tuple(doc["columns"]) != _COLUMNS:
+            raise ValueError(f"columns {doc['columns']!r}")
+        members = tuple(
+            Member(str(n), int(o), int(s), int(ss), float(t), int(c)) for n, o, s, ss, t, c in doc["members"]
+        )
         ix = Index(shard, int(doc["bytes"]), int(doc["crc32"]), float(doc["mtime"]), members)
-    except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError) as exc:
+    except _BAD_JSON as exc:
         raise ShardError(f"index {where} is corrupt ({exc}); pack the source again to rewrite it") from None
     end = 0
     for m in members:
@@ -239,11 +290,13 @@ def dump_manifest(m: Manifest) -> dict[str, Any]:
 def load_manifest(raw: bytes, where: str) -> Manifest:
     """Parse and check a manifest (format, version, shard entries, totals)."""
     try:
-        doc = json.loads(raw.decode("utf-8", "surrogateescape"))
+        doc = _json(raw)
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ValueError("not an air-shards manifest")
-        if doc.get("version") != VERSION:
-            raise ValueError(f"format version {doc.get('version')!r}; this air_magics reads version {VERSION}")
+    except _BAD_JSON as exc:
+        raise ShardError(f"manifest {where} is corrupt ({exc}); pack the source again to rewrite it") from None
+    _version(doc, "packed folder", where)
+    try:
         shards = tuple(
             ShardInfo(
                 str(s["name"]),
@@ -267,7 +320,7 @@ def load_manifest(raw: bytes, where: str) -> Manifest:
             shards,
             float(doc.get("created", 0.0)),
         )
-    except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError) as exc:
+    except _BAD_JSON as exc:
         raise ShardError(f"manifest {where} is corrupt ({exc}); pack the source again to rewrite it") from None
     for s in shards:
         for n in (s.name, s.index):
@@ -281,3 +334,83 @@ def load_manifest(raw: bytes, where: str) -> Manifest:
             f"pack the source again"
         )
     return m
+
+
+def legacy_manifest(raw: bytes) -> tuple[int, set[str]] | None:
+    """``(generation, shard and index names)`` of a manifest an older air_magics wrote (an older
+    format version), so pack can rewrite that folder in place; None for anything else."""
+    try:
+        doc = _json(raw)
+        v = doc.get("version")
+        if doc.get("format") != FORMAT or not isinstance(v, int) or not 0 < v < VERSION:
+            return None
+        names = {str(s[k]) for s in doc["shards"] for k in ("name", "index")}
+        gen = int(doc["generation"])
+    except _BAD_JSON:
+        return None
+    return gen, {n for n in names if "/" not in n and n.startswith("shard-")}
+
+
+# -- verifying a member before its bytes are handed out ---------------------------------------------
+def header_start(members: Sequence[Member], j: int) -> int:
+    """Where member *j*'s tar header starts: the padded end of member ``j - 1`` (*members* in
+    offset order, as :func:`parse_index` checked them), 0 for the first."""
+    if j == 0:
+        return 0
+    p = members[j - 1]
+    return p.offset + p.size + (-p.size % BLOCK)
+
+
+def check_header(where: str, m: Member, header: bytes) -> None:
+    """Check the shard's bytes from :func:`header_start` to ``m.offset``: they must be exactly the
+    tar header (ustar, or pax + ustar) of a regular file named ``m.name`` of ``m.size`` bytes, so
+    an index that points a name at another member's bytes (names swapped, an offset into the next
+    member) is refused; a plain ``tar -x`` of the shard would give what the index promises."""
+    try:
+        tf = tarfile.open(fileobj=io.BytesIO(header), mode="r:", encoding="utf-8", errors="surrogateescape")
+        ti = tf.firstmember
+    except (tarfile.TarError, ValueError, UnicodeError, EOFError, OverflowError) as exc:
+        ti, problem = None, f"not a tar header ({exc})"
+    else:
+        problem = "" if ti is not None else "no tar header"
+    if ti is not None and (ti.name != m.name or ti.size != m.size or not ti.isreg() or ti.offset_data != len(header)):
+        problem = f"its tar header says {ti.name!r}, {ti.size} bytes, data at +{ti.offset_data}"
+    if problem:
+        raise ShardError(
+            f"shard {where}: member {m.name!r} ({m.size} bytes at offset {m.offset}) does not match the shard: "
+            f"{problem}; the shard or its index is damaged or was altered: pack the source again"
+        )
+
+
+class MemberCheck:
+    """:func:`verify_member` for data that arrives in pieces: ``update`` each, then ``verify``."""
+
+    __slots__ = ("where", "member", "crc")
+
+    def __init__(self, where: str, member: Member) -> None:
+        self.where, self.member, self.crc = where, member, 0
+
+    def update(self, data: bytes | memoryview) -> None:
+        self.crc = zlib.crc32(data, self.crc)
+
+    def verify(self) -> None:
+        m = self.member
+        if self.crc != m.crc32:
+            raise ShardError(
+                f"shard {self.where}: member {m.name!r} does not match the checksum in its index (damaged or "
+                f"changed on the volume); refusing to serve it: pack the source again"
+            )
+
+
+def verify_member(where: str, m: Member, header: bytes, data: bytes | memoryview) -> None:
+    """The check before member *m*'s bytes are handed out: *header* (the shard's bytes from
+    :func:`header_start` to ``m.offset``) is its tar header and *data* matches its checksum.
+    Raises :class:`ShardError` naming the shard (*where*) and the member."""
+    check_header(where, m, header)
+    if len(data) != m.size:
+        raise ShardError(
+            f"shard {where}: member {m.name!r} is {len(data)} bytes but its index says {m.size}; pack the source again"
+        )
+    c = MemberCheck(where, m)
+    c.update(data)
+    c.verify()

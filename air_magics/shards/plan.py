@@ -56,7 +56,9 @@ class ShardPlan:
 @dataclass
 class PackPlan:
     """The outcome of planning: shards kept from the published manifest, new ones to write, and
-    the listing's fingerprint. ``unchanged``: the manifest already describes this source."""
+    the listing's fingerprint. ``unchanged``: the manifest already describes this source.
+    ``superseded``: the shard and index names the published manifest names (removable once the new
+    one is published); ``base_generation``: that of a folder in an older format, rewritten whole."""
 
     files: list[SourceFile]
     fingerprint: str
@@ -64,6 +66,8 @@ class PackPlan:
     new: list[ShardPlan] = field(default_factory=list)
     dropped: list[ShardInfo] = field(default_factory=list)
     previous: Manifest | None = None
+    superseded: set[str] = field(default_factory=set)
+    base_generation: int = 0
 
     @property
     def unchanged(self) -> bool:
@@ -73,6 +77,11 @@ class PackPlan:
             and not self.dropped
             and self.previous.fingerprint == self.fingerprint
         )
+
+    @property
+    def generation(self) -> int:
+        """The generation the new manifest gets."""
+        return (self.previous.generation if self.previous is not None else self.base_generation) + 1
 
     @property
     def bytes(self) -> int:
@@ -126,6 +135,8 @@ def make_plan(
     when its file or index is missing or damaged on the destination (it is then rewritten)."""
     files = sorted(files, key=lambda f: f.rel)
     plan = PackPlan(list(files), fingerprint(files), previous=previous)
+    if previous is not None:
+        plan.superseded = {n for s in previous.shards for n in (s.name, s.index)}
     by_name = {f.rel: f for f in files}
     covered: set[str] = set()
     for shard in previous.shards if previous is not None else ():

@@ -2,13 +2,15 @@
 
 A shard is fetched from the volume with parallel range reads straight into its extracted folder
 ``<cache root>/shards/<catalog>/<schema>/<volume>/<packed folder>/<shard>-<crc32>/``, one file per
-member, each published as soon as its bytes are in (:mod:`.fetch`: the size is checked first, the
-CRC-32 when the last byte arrives, before the last member is served). Members are served as paths
+member, each published as soon as its bytes are in and verified (:mod:`.fetch`: the size is checked
+first; each member's tar header and CRC-32 before it is published; the shard's CRC-32 when the last
+byte arrives, before the last member is served). Members are served as paths
 into that folder, so ``open(p, "rb")``, ``Image.open``, ``torch.load`` and ``np.load`` work on
 them, and the file name is the original's.
 
 Lifetime of a yielded path: the extracted folder is never modified or removed while a packed
-folder is read (except when its shard fails its checksum: then it is removed and the read fails);
+folder is read (a shard that fails a check keeps the verified members it published; the read of
+the others fails);
 it is named after the shard's content (digest of its members + CRC-32), so it cannot go stale, and
 it is reused by later epochs and other processes. It is removed only by :func:`prune_extracted`
 (explicitly, or with the cache directory).
@@ -33,7 +35,7 @@ from ..errors import ShardError, VolumeNotFoundError
 from ..io.retry import retry_call
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
-from .fetch import Extractor
+from .fetch import SIDECARS, Extractor
 from .format import MANIFEST_NAME, Manifest, Member, load_index, load_manifest
 
 if TYPE_CHECKING:
@@ -70,6 +72,25 @@ def open_packed(store: VolumeStore, path: str | VolumePath) -> PackedFolder | No
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError, VolumeNotFoundError):
         return None
     return PackedFolder(store, vp, load_manifest(raw, f"{vp}/{MANIFEST_NAME}"))
+
+
+def _check_no_file_is_a_folder(path: VolumePath, refs: list[MemberRef]) -> None:
+    """A member named like another member's folder (``a`` and ``a/b``) cannot be extracted (and no
+    real folder holds both): refuse the packed folder by name."""
+    folders: set[str] = set()
+    for r in refs:
+        p = r.member.name
+        while True:
+            p, sep, _ = p.rpartition("/")
+            if not sep or p in folders:
+                break
+            folders.add(p)
+    clash = next((r.member.name for r in refs if r.member.name in folders), None)
+    if clash is not None:
+        raise ShardError(
+            f"packed folder {path}: member {clash!r} is both a file and the folder of other members; "
+            f"the index is damaged or crafted: pack the source again"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,6 +137,7 @@ class PackedFolder:
                 raise ShardError(
                     f"packed folder {path}: member {a.member.name!r} is in two shards; pack the source again"
                 )
+        _check_no_file_is_a_folder(path, refs)
         self.members: list[MemberRef] = refs
         self.shard_members: list[list[Member]] = [sorted(ms, key=lambda m: m.offset) for ms in per_shard]
         # the shard an unshuffled epoch needs after shard i: that of the member after i's last, by name
@@ -166,20 +188,27 @@ def prune_extracted(cache: FileCache, keep: list[PackedFolder] | tuple[PackedFol
     how many. Unsafe while a dataset over a removed shard still runs (its yielded paths go away)."""
     root = cache.root / "shards"
     keepers = {str(f.extracted_dir(cache, i)) for f in keep for i in range(len(f.manifest.shards))}
+
+    def base(full: str) -> str:  # the extracted folder a sidecar (lock, marker, staging) belongs to
+        for suffix in SIDECARS:
+            if full.endswith(suffix):
+                return full[: -len(suffix)]
+        return full
+
     removed = 0
     for dirpath, dirnames, filenames in os.walk(root):
-        for name in list(dirnames):
-            if name.startswith("shard-"):
-                dirnames.remove(name)
-                full = os.path.join(dirpath, name)
-                if full not in keepers:
-                    shutil.rmtree(full, ignore_errors=True)
-                    removed += 1
-        for name in filenames:  # the fetch locks of removed folders
+        for name in filenames:  # markers first: a folder without its marker is fetched again
             full = os.path.join(dirpath, name)
-            if name.startswith("shard-") and name.endswith(".lock") and full[: -len(".lock")] not in keepers:
+            if name.startswith("shard-") and base(full) != full and base(full) not in keepers:
                 try:
                     os.unlink(full)
                 except OSError:
                     pass
+        for name in list(dirnames):
+            if name.startswith("shard-"):
+                dirnames.remove(name)
+                full = os.path.join(dirpath, name)
+                if base(full) not in keepers:
+                    shutil.rmtree(full, ignore_errors=True)
+                    removed += base(full) == full
     return removed

@@ -158,7 +158,7 @@ def write_shard(dfd: int, sp: ShardPlan, feed: Feed, progress: Callable[[int], N
         for f in sp.files:
             data = feed.next(f)
             put(out, member_header(f.rel, f.size, f.mtime))
-            members.append(Member(f.rel, pos, f.size, f.size, f.mtime))
+            start, mcrc = pos, 0
             if isinstance(data, tuple):
                 sfd, size = data
                 try:
@@ -169,10 +169,13 @@ def write_shard(dfd: int, sp: ShardPlan, feed: Feed, progress: Callable[[int], N
                                 f"{f.rel} shrank while it was packed; nothing was published: run pack again"
                             )
                         put(out, chunk)
+                        mcrc = zlib.crc32(chunk, mcrc)
                 finally:
                     os.close(sfd)
             else:
                 put(out, data)
+                mcrc = zlib.crc32(data)
+            members.append(Member(f.rel, start, f.size, f.size, f.mtime, mcrc))
             put(out, padding(f.size))
             progress(f.size)
         put(out, END_OF_ARCHIVE)

@@ -2,41 +2,48 @@
 
 Commit protocol (the manifest is the commit; readers trust nothing it does not name):
 
-1. Take the destination's pack lock (one packer per destination on this machine) and sweep the
-   temp files dead packers left there (``io.leftovers``: their names carry the owner's pid).
+1. Take the destination's pack lock: ``flock`` on ``<dest>/.air-pack.lock``, a file on the volume
+   itself, so two packers of one folder exclude each other wherever the volume's locks reach
+   (another process, another ``AIR_HOME``, another machine on a volume with shared locks). Sweep
+   the temp files dead packers left there (``io.leftovers``: their names carry the owner's pid).
 2. List the source once; read the published manifest and its indexes; plan (:mod:`.plan`).
    An unchanged source ends here: nothing is written.
 3. Write each new shard as ``.shard-<id>.tar.air-tmp-<pid>-<thread>`` beside its final name,
    ``fsync``, rename into place; then its index the same way. Source files are read on a thread
    pool (a remote mount serves many reads at once) and checked against the listing's size and
    mtime: a file that changed fails the run naming it, before anything is published.
-   A shard whose file and index already exist complete (a killed run's) is reused as is.
+   A shard whose file and index already exist complete (a killed run's) is reused as is (its
+   index touched, so it counts as fresh for step 5 of a concurrent packer).
 4. ``fsync`` the folder, then replace the manifest (``write_json_atomic``, ``fsync``): the new
    generation is published in one rename.
-5. Only then remove shards and indexes the new manifest does not name.
+5. Only then remove shards the new manifest does not name, and never one another packer may still
+   publish: a shard is removed only if neither this manifest nor the one now on the volume names
+   it, and either the manifest this run replaced named it or it (file and index) is older than
+   ``GRACE`` seconds. So even where the volume's locks do not reach (a mount that keeps ``flock``
+   per machine), a packer that publishes between another's shards and its manifest leaves those
+   shards in place.
 
 A kill before 4 leaves the previous manifest and every shard it names untouched (new shards have
-names no published manifest uses); a kill after 4 leaves at most unnamed shards, removed by the
-next run. Every write is confined to the destination's volume (``io.confined``).
+names no published manifest uses); a kill after 4 leaves at most unnamed shards, removed by a later
+run. Every write is confined to the destination's volume (``io.confined``). A folder an older
+air_magics packed (an older format version) is rewritten whole by the next pack.
 """
 
 from __future__ import annotations
 
 import errno
-import hashlib
+import fcntl
 import os
 import time
 import zlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from .. import config
 from ..errors import PackError, ShardError
 from ..events import Listener, channel
 from ..io.atomic import write_json_atomic
 from ..io.confined import open_dir, open_read
 from ..io.leftovers import is_leftover, sweep_stale
-from ..io.locks import ProcessFileLock
 from ..io.retry import retry_call
 from ..io.units import parse_size
 from ..volumes.path import VolumePath
@@ -49,6 +56,7 @@ from .format import (
     Member,
     ShardInfo,
     dump_index,
+    legacy_manifest,
     load_index,
     load_manifest,
     parse_index,
@@ -60,6 +68,9 @@ from .shardfile import Feed, write_shard
 __all__ = ["pack", "PackReport", "PackProgress", "plan_pack", "ENGINES"]
 
 ENGINES = ("local", "spark")
+LOCK_NAME = ".air-pack.lock"
+GRACE = 3600.0  # seconds an unnamed shard is left for the packer that may still publish it
+_NOLOCKS = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL)
 
 
 def _nested(a: VolumePath, b: VolumePath) -> bool:
@@ -99,24 +110,43 @@ def _read_local(dloc: Location, name: str) -> bytes:
     return retry_call(once)
 
 
-def _previous(dest: VolumePath, dloc: Location) -> tuple[Manifest | None, dict[str, list[Member] | None]]:
-    """The published manifest and each of its shards' members (None: file or index damaged)."""
+def _is_shard_file(name: str) -> bool:
+    return name.startswith("shard-") and name.endswith((".tar", ".idx.json"))
+
+
+def _check_destination(dest: VolumePath, dloc: Location) -> bool:
+    """Refuse a destination that is a file, or a folder holding anything but a packed folder's
+    files; True when it holds a manifest. Cheap (one listing): done before anything is written."""
     try:
         names = [n for n in os.listdir(dloc.path) if not is_leftover(n)]
     except FileNotFoundError:
-        return None, {}
+        return False
     except NotADirectoryError:
         raise PackError(f"destination {dest} is a file; pass a folder (new, or one written by pack)") from None
-    if MANIFEST_NAME not in names:
-        strays = [n for n in names if not (n.startswith("shard-") and n.endswith((".tar", ".idx.json")))]
-        if strays:
-            raise PackError(
-                f"destination {dest} is not empty and not a packed folder (it holds {strays[0]!r}"
-                f"{f' and {len(strays) - 1} more' if len(strays) > 1 else ''}); pick a new folder"
-            )
-        return None, {}  # only shards of a first run that was killed: reused below where complete
+    if MANIFEST_NAME in names:
+        return True
+    strays = [n for n in names if not _is_shard_file(n) and n != LOCK_NAME]
+    if strays:
+        raise PackError(
+            f"destination {dest} is not empty and not a packed folder (it holds {strays[0]!r}"
+            f"{f' and {len(strays) - 1} more' if len(strays) > 1 else ''}); pick a new folder"
+        )
+    return False  # at most shards of a first run that was killed: reused below where complete
+
+
+def _previous(
+    dest: VolumePath, dloc: Location
+) -> tuple[Manifest | None, dict[str, list[Member] | None], tuple[int, set[str]] | None]:
+    """The published manifest, each of its shards' members (None: file or index damaged), and, for
+    a manifest an older air_magics wrote (the folder is rewritten whole), its generation and names."""
+    if not _check_destination(dest, dloc):
+        return None, {}, None
+    raw = _read_local(dloc, MANIFEST_NAME)
+    legacy = legacy_manifest(raw)
+    if legacy is not None:
+        return None, {}, legacy
     try:
-        manifest = load_manifest(_read_local(dloc, MANIFEST_NAME), f"{dest}/{MANIFEST_NAME}")
+        manifest = load_manifest(raw, f"{dest}/{MANIFEST_NAME}")
     except ShardError as exc:
         raise ShardError(f"{exc}; or, if {dest} holds nothing else of yours, delete it and pack again") from None
     members: dict[str, list[Member] | None] = {}
@@ -127,7 +157,7 @@ def _previous(dest: VolumePath, dloc: Location) -> tuple[Manifest | None, dict[s
             members[s.name] = load_index(_read_local(dloc, s.index), f"{dest}/{s.index}", s)
         except (OSError, ShardError):
             members[s.name] = None  # rewritten by this run
-    return manifest, members
+    return manifest, members, None
 
 
 def _complete(dloc: Location, sp: ShardPlan) -> Index | None:
@@ -142,23 +172,17 @@ def _complete(dloc: Location, sp: ShardPlan) -> Index | None:
     return ix if [(m.name, m.src_size, m.mtime) for m in ix.members] == want else None
 
 
-def plan_pack(
-    src: str | VolumePath,
-    dest: str | VolumePath,
-    *,
-    shard_size: int | str = "1GiB",
-    pattern: str | None = None,
-    store: VolumeStore | None = None,
-) -> tuple[PackPlan, Location, Location]:
-    """Check the request and plan it (step 2 of the protocol); nothing is written."""
-    store = store or VolumeStore()
+def _check_request(
+    svp: VolumePath, dvp: VolumePath, shard_size: int | str, store: VolumeStore
+) -> tuple[int, Location, Location]:
+    """The refusals that need no lock and write nothing: shard size, nested paths, a volume that is
+    not local or mounted; returns ``(shard size, source, destination)``."""
     try:
         size = parse_size(shard_size, "shard size")
     except ValueError as exc:
         raise PackError(str(exc)) from None
     if not size or size < 4096:
         raise PackError(f"shard size {shard_size!r} is too small: give e.g. '1GiB' (at least 4 KiB)")
-    svp, dvp = VolumePath.parse(src), VolumePath.parse(dest)
     if _nested(dvp, svp):
         raise PackError(
             f"destination {dvp} is inside the source {svp}: its shards would be packed into themselves; "
@@ -173,21 +197,55 @@ def plan_pack(
             f"{dloc if not dloc.is_local else sloc}: mount it (for engine='spark' at the same path on the "
             f"notebook and on the executors) and register it with that path"
         )
-    previous, members = _previous(dvp, dloc)
-    files = _list_source(store, svp, pattern)
-    return make_plan(files, size, previous, members), sloc, dloc
+    return size, sloc, dloc
 
 
-def _lock(dloc: Location, dest: VolumePath) -> ProcessFileLock:
-    folder = config.air_home() / "run"
-    folder.mkdir(parents=True, exist_ok=True)
-    lock = ProcessFileLock(folder / f"pack-{hashlib.sha1(os.path.realpath(dloc.path).encode()).hexdigest()[:16]}.lock")
+def _plan(dvp: VolumePath, dloc: Location, files: list[SourceFile], size: int) -> PackPlan:
+    previous, members, legacy = _previous(dvp, dloc)
+    plan = make_plan(files, size, previous, members)
+    if legacy is not None:
+        plan.base_generation, plan.superseded = legacy
+    return plan
+
+
+def plan_pack(
+    src: str | VolumePath,
+    dest: str | VolumePath,
+    *,
+    shard_size: int | str = "1GiB",
+    pattern: str | None = None,
+    store: VolumeStore | None = None,
+) -> tuple[PackPlan, Location, Location]:
+    """Check the request and plan it (step 2 of the protocol); nothing is written."""
+    store = store or VolumeStore()
+    svp, dvp = VolumePath.parse(src), VolumePath.parse(dest)
+    size, sloc, dloc = _check_request(svp, dvp, shard_size, store)
+    _check_destination(dvp, dloc)
+    return _plan(dvp, dloc, _list_source(store, svp, pattern), size), sloc, dloc
+
+
+def _lock(dfd: int, dest: VolumePath) -> int | None:
+    """Step 1: the pack lock, a file in the destination on the volume itself; its descriptor (None
+    where the volume keeps no locks: then step 5's rule alone protects a concurrent packer)."""
     try:
-        lock.acquire(timeout=0)
-    except TimeoutError:
-        lock.close()
-        raise PackError(f"another pack is writing {dest} right now; wait for it to finish") from None
-    return lock
+        fd = os.open(LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
+    except OSError as exc:
+        raise PackError(
+            f"cannot open the pack lock {dest}/{LOCK_NAME} ({exc.strerror}); remove whatever has that name"
+        ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise PackError(
+            f"another pack is writing {dest} right now (it holds {dest}/{LOCK_NAME}); wait for it to finish"
+        ) from None
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in _NOLOCKS:
+            return None
+        raise
+    return fd
 
 
 def pack(
@@ -281,41 +339,43 @@ def _pack(
     if dry_run:
         plan, _, _ = plan_pack(svp, dvp, shard_size=shard_size, pattern=pattern, store=store)
         return _finish(report, plan, t0, written=plan.new)
-    dloc0 = store.locate(dvp)
-    lock = _lock(dloc0, dvp) if dloc0.is_local else None
+    size, sloc, dloc = _check_request(svp, dvp, shard_size, store)
+    _check_destination(dvp, dloc)  # refused before the lock file is made in it
+    files = _list_source(store, svp, pattern)  # the source needs no lock: listed before the folder is made
+    dfd = open_dir(dloc.path, dloc.root, create=True)
     try:
-        plan, sloc, dloc = plan_pack(svp, dvp, shard_size=shard_size, pattern=pattern, store=store)
+        lock = _lock(dfd, dvp)
+    except BaseException:
+        os.close(dfd)
+        raise
+    try:
+        plan = _plan(dvp, dloc, files, size)  # the published manifest, read under the lock
         if plan.unchanged:
             report.unchanged = True
             return _finish(report, plan, t0, written=[])
-        dfd = open_dir(dloc.path, dloc.root, create=True)
-        try:
-            sweep_stale(dfd)
-            infos, written, reused = _write_all(dfd, dloc, plan, sloc, workers, retries, on_progress, t0, engine)
-            os.fsync(dfd)
-            prev = plan.previous
-            manifest = Manifest(
-                (prev.generation + 1) if prev else 1,
-                str(svp),
-                parse_size(shard_size) or 0,
-                plan.fingerprint,
-                len(plan.files),
-                plan.bytes,
-                tuple(plan.kept) + tuple(infos),
-                time.time(),
-            )
-            write_json_atomic(
-                os.path.join(dloc.path, MANIFEST_NAME), manifest.to_dict(), root=dloc.root, fsync=True, indent=1
-            )
-            report.shards_removed = _remove_unnamed(dfd, manifest)
-        finally:
-            os.close(dfd)
+        sweep_stale(dfd)
+        infos, written, reused = _write_all(dfd, dloc, plan, sloc, workers, retries, on_progress, t0, engine)
+        os.fsync(dfd)
+        manifest = Manifest(
+            plan.generation,
+            str(svp),
+            parse_size(shard_size) or 0,
+            plan.fingerprint,
+            len(plan.files),
+            plan.bytes,
+            tuple(plan.kept) + tuple(infos),
+            time.time(),
+        )
+        write_json_atomic(
+            os.path.join(dloc.path, MANIFEST_NAME), manifest.to_dict(), root=dloc.root, fsync=True, indent=1
+        )
+        report.shards_removed = _remove_unnamed(dfd, dloc, manifest, plan.superseded)
         report.shards_reused = len(reused)
         return _finish(report, plan, t0, written=written, generation=manifest.generation)
     finally:
         if lock is not None:
-            lock.release()
-            lock.close()
+            os.close(lock)  # releases the flock
+        os.close(dfd)
 
 
 def _write_all(
@@ -339,6 +399,10 @@ def _write_all(
         if ix is not None:
             index[sp.name] = ix
             reused.append(sp)
+            try:  # fresh again: a concurrent packer's step 5 leaves it for this run's manifest
+                os.utime(sp.index, dir_fd=dfd)
+            except OSError:
+                pass
         else:
             todo.append(sp)
     total_files, total_bytes = sum(len(sp.files) for sp in todo), sum(sp.data_bytes for sp in todo)
@@ -399,12 +463,27 @@ def _write_all(
     return infos, written, reused
 
 
-def _remove_unnamed(dfd: int, manifest: Manifest) -> int:
-    """Step 5: remove shard files and indexes the published manifest does not name."""
+def _remove_unnamed(dfd: int, dloc: Location, manifest: Manifest, superseded: set[str]) -> int:
+    """Step 5: remove the shards (file and index) that no manifest names and that this run
+    superseded or that are older than ``GRACE`` (see the module docstring); returns how many."""
     named = {n for s in manifest.shards for n in (s.name, s.index)}
-    removed = 0
+    try:  # the manifest on the volume now: another packer's, where the volume's locks do not reach
+        now_raw = _read_local(dloc, MANIFEST_NAME)
+        current = load_manifest(now_raw, MANIFEST_NAME)
+    except (OSError, ShardError):
+        return 0  # cannot tell what it names: remove nothing
+    named |= {n for s in current.shards for n in (s.name, s.index)}
+    by_shard: dict[str, list[str]] = {}
     for name in os.listdir(dfd):
-        if name.startswith("shard-") and name.endswith((".tar", ".idx.json")) and name not in named:
+        if _is_shard_file(name) and name not in named:
+            sid = name[len("shard-") :].split(".", 1)[0]
+            by_shard.setdefault(sid, []).append(name)
+    removed = 0
+    old = time.time() - GRACE
+    for names in by_shard.values():
+        if not all(n in superseded or _mtime(dfd, n) < old for n in names):
+            continue
+        for name in names:
             try:
                 os.unlink(name, dir_fd=dfd)
                 removed += name.endswith(".tar")
@@ -412,6 +491,13 @@ def _remove_unnamed(dfd: int, manifest: Manifest) -> int:
                 if exc.errno != errno.ENOENT:
                     raise
     return removed
+
+
+def _mtime(dfd: int, name: str) -> float:
+    try:
+        return os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mtime
+    except FileNotFoundError:
+        return 0.0
 
 
 def _finish(

@@ -1,0 +1,201 @@
+"""Turning a shard's bytes, fed in order, into verified member files (used by :mod:`.fetch`).
+
+Every member is checked before it is published: the tar header in front of its data against its
+index entry (:func:`.format.check_header`), its data against its CRC-32 (:class:`.format.MemberCheck`);
+a member that fails is never renamed into place and the fetch stops with a :class:`ShardError`
+naming it. The last member is held back until :meth:`MemberWriter.finish` (after the shard's
+checksum), so a full pass over a shard always meets the shard's verdict.
+
+Names: the folder a shard is extracted into holds its members and nothing else. Member bytes are
+written in a staging folder beside it (``<folder>.tmp/<member number>``: short names, so a member
+with a 255-byte name still has a temp name that fits, and no internal name ever shares the members'
+namespace), then renamed to the member's own name.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from ..errors import ShardError
+from .format import BLOCK, Member, MemberCheck, check_header
+
+__all__ = ["MemberWriter", "writer_pool"]
+
+_WRITERS = 4  # member files created at once (a create waits on the local file system's journal)
+_SMALL = 4 << 20  # members up to this size, whole in one block, are written by the writer pool
+_PENDING = 64
+_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+_POOL: tuple[int, ThreadPoolExecutor | None] = (0, None)
+_POOL_LOCK = threading.Lock()
+
+
+def writer_pool() -> ThreadPoolExecutor:
+    """The process's pool for member files (made again after a fork: a forked worker has no threads)."""
+    global _POOL
+    with _POOL_LOCK:
+        pid, pool = _POOL
+        if pool is None or pid != os.getpid():
+            pool = ThreadPoolExecutor(max_workers=_WRITERS, thread_name_prefix="air-shard-write")
+            _POOL = (os.getpid(), pool)
+        return pool
+
+
+def _write_file(path: str, data: memoryview | bytes, mtime: float) -> None:
+    fd = os.open(path, _FLAGS, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        ns = int(mtime * 1e9)
+        os.utime(fd, ns=(ns, ns))
+    finally:
+        os.close(fd)
+
+
+class MemberWriter:
+    """Member files of one shard in *into*, staged in *staging* (see the module docstring).
+    *where* names the shard in errors; *published(name)* is called once a member is in place."""
+
+    def __init__(
+        self, into: Path, staging: Path, members: list[Member], where: str, published: Callable[[str], None]
+    ) -> None:
+        self.into, self.staging, self.members = str(into), str(staging), members
+        self.where, self.published = where, published
+        self.pos = 0  # shard offset of the next byte fed
+        self.j = 0  # the member being read
+        self.hstart = 0  # where member j's header starts
+        self.header = bytearray()
+        self.fd = -1  # member j's staged file, when it is streamed
+        self.check: MemberCheck | None = None
+        self.held: tuple[str, str, Member] | None = None
+        self.staged: set[str] = set()
+        self.made: set[str] = {""}
+        self.pending: deque[Future] = deque()
+
+    def _tmp(self, j: int) -> str:
+        tmp = os.path.join(self.staging, str(j))
+        self.staged.add(tmp)
+        return tmp
+
+    def _path(self, m: Member) -> str:
+        """The member's final path, its folder made (in member order, on the feeding thread)."""
+        parent, _, _ = m.name.rpartition("/")
+        if parent not in self.made:
+            os.makedirs(os.path.join(self.into, *parent.split("/")), exist_ok=True)
+            self.made.add(parent)
+        return os.path.join(self.into, *m.name.split("/"))
+
+    def _publish(self, tmp: str, path: str, m: Member) -> None:
+        os.rename(tmp, path)
+        self.staged.discard(tmp)
+        self.published(m.name)
+
+    def _whole(self, tmp: str, path: str, m: Member, data: memoryview) -> None:
+        """On the writer pool: a verified member whose bytes are all in *data*."""
+        _write_file(tmp, data, m.mtime)
+        self._publish(tmp, path, m)
+
+    def _drain(self, keep: int) -> None:
+        while len(self.pending) > keep or (self.pending and self.pending[0].done()):
+            self.pending.popleft().result()
+
+    def _next(self, m: Member) -> None:
+        self.j += 1
+        self.hstart = m.offset + m.size + (-m.size % BLOCK)
+        self.check = None
+
+    def feed(self, data: bytes) -> None:
+        """The shard's next bytes (in order, from offset 0)."""
+        view = memoryview(data)
+        members, last = self.members, len(self.members) - 1
+        while view and self.j <= last:
+            m = members[self.j]
+            if self.pos < self.hstart:  # the previous member's padding
+                skip = min(len(view), self.hstart - self.pos)
+                view, self.pos = view[skip:], self.pos + skip
+                continue
+            if self.pos < m.offset:  # the member's tar header
+                take = min(len(view), m.offset - self.pos)
+                self.header += view[:take]
+                view, self.pos = view[take:], self.pos + take
+                if self.pos == m.offset:
+                    check_header(self.where, m, bytes(self.header))
+                    self.header.clear()
+                    self.check = MemberCheck(self.where, m)
+                continue
+            check = self.check
+            assert check is not None  # set when the header was checked: parse_index keeps one in front
+            if self.fd < 0 and self.pos == m.offset and m.size <= min(len(view), _SMALL) and self.j < last:
+                body = view[: m.size]
+                check.update(body)
+                check.verify()  # before anything of it is written
+                tmp, path = self._tmp(self.j), self._path(m)
+                self.pending.append(writer_pool().submit(self._whole, tmp, path, m, body))
+                self._drain(_PENDING)
+                view, self.pos = view[m.size :], self.pos + m.size
+                self._next(m)
+                continue
+            if self.fd < 0:
+                self.fd = os.open(self._tmp(self.j), _FLAGS, 0o644)
+            take = min(len(view), m.offset + m.size - self.pos)
+            body = view[:take]
+            check.update(body)
+            written = 0
+            while written < take:
+                written += os.write(self.fd, body[written:])
+            view, self.pos = view[take:], self.pos + take
+            if self.pos == m.offset + m.size:
+                self._end(m)
+        self.pos += len(view)
+
+    def _end(self, m: Member) -> None:
+        assert self.check is not None
+        self.check.verify()
+        ns = int(m.mtime * 1e9)
+        os.utime(self.fd, ns=(ns, ns))
+        os.close(self.fd)
+        self.fd = -1
+        tmp, path = os.path.join(self.staging, str(self.j)), self._path(m)
+        if self.j == len(self.members) - 1:
+            self.held = (tmp, path, m)  # published by finish(), after the shard's checksum
+        else:
+            self._publish(tmp, path, m)
+        self._next(m)
+
+    def finish(self) -> None:
+        """After the shard's checksum: wait for the member files, publish the last member."""
+        self._drain(0)
+        if self.j != len(self.members) or self.fd >= 0:  # pragma: no cover - the index was checked
+            raise ShardError(
+                f"shard {self.where}: its data ended inside member {self.members[self.j].name!r}; pack the source again"
+            )
+        if self.held is not None:
+            tmp, path, m = self.held
+            self.held = None
+            self._publish(tmp, path, m)
+
+    def abort(self) -> None:
+        """Stop: no further member is published; staged files are removed."""
+        for fut in self.pending:
+            fut.cancel()
+        while self.pending:
+            try:
+                self.pending.popleft().result()
+            except BaseException:
+                pass
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        self.held = None
+        for tmp in list(self.staged):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        self.staged.clear()
