@@ -167,6 +167,131 @@ def test_bad_columns_and_filters_are_refused(tmp_path):
         UCDataset("main.nosuch.table")
 
 
+def _nulls_and_nans(d):
+    """id 0..5 with NULL ids, NULL and NaN floats: the rows where SQL's three-valued logic and Spark's
+    NaN rules differ from plain Python/IEEE comparisons."""
+    os.makedirs(d, exist_ok=True)
+    nan = float("nan")
+    pq.write_table(
+        pa.table(
+            {
+                "k": pa.array(range(6), pa.int64()),
+                "id": pa.array([1, 2, None, 3, None, 4], pa.int64()),
+                "x": pa.array([1.0, nan, None, 5.0, nan, 2.0]),
+                "y": pa.array([nan, nan, 1.0, None, 2.0, 2.0]),
+                "s": pa.array(["a", None, "it's", "b", "c", None]),
+            }
+        ),
+        os.path.join(d, "part-0.parquet"),
+    )
+    return str(d)
+
+
+# Spark's WHERE (three-valued logic: only TRUE keeps a row; NaN = NaN, NaN above every number)
+SPARK_WHERE = {
+    "id IN (1, NULL)": [0],
+    "NOT (id IN (1, 2))": [3, 5],
+    "id NOT IN (1, NULL)": [],
+    "NOT (id IN (NULL))": [],
+    "id IN (1.5, 2)": [1],
+    "s IN ('a', NULL)": [0],
+    "NOT (s IN ('a'))": [2, 3, 4],
+    "id = NULL": [],
+    "NOT (id = NULL)": [],
+    "id != NULL OR k = 5": [5],
+    "id BETWEEN 2 AND NULL": [],
+    "NOT (id BETWEEN 2 AND 3)": [0, 5],
+    "x > 2": [1, 3, 4],
+    "x < 2": [0],
+    "NOT (x <= 3)": [1, 3, 4],
+    "x != 1": [1, 3, 4, 5],
+    "x = y": [1, 5],
+    "x >= y": [1, 4, 5],
+    "x < y": [0],
+    "x BETWEEN 0 AND 10": [0, 3, 5],
+    "x IN (1, 5)": [0, 3],
+    "NOT (x IN (1, 5))": [1, 4, 5],
+    "x IS NULL OR id IS NULL": [2, 4],
+    "s = 'it\\'s'": [2],
+}
+
+
+@pytest.mark.parametrize("flt", list(SPARK_WHERE))
+def test_filters_keep_the_rows_spark_keeps(tmp_path, flt):
+    """pyarrow's is_in matches NULL to NULL and compares NaN as IEEE does: Spark's WHERE does neither."""
+    ds = UCDataset(_nulls_and_nans(tmp_path / "t"), filter=flt)
+    assert sorted(int(k) for b in ds for k in b["k"]) == SPARK_WHERE[flt] and len(ds) == len(SPARK_WHERE[flt])
+
+
+@pytest.mark.parametrize(
+    "flt,says",
+    [
+        (" OR ".join(f"id = {i}" for i in range(3000)), None),  # long, flat: fine (a balanced tree)
+        (" AND ".join(f"NOT (id = {i})" for i in range(3000)), None),
+        ("(" * 3000 + "id = 1" + ")" * 3000, "nested more than"),
+        ("NOT " * 3000 + "flag", "nested more than"),
+        ("id = " + "- " * 3000 + "1", "nested more than"),
+        ("id = 99999999999999999999999", "outside the 64-bit integer range"),
+        ("id IN (1, 99999999999999999999999)", "outside the 64-bit integer range"),
+        ("x > 1e400", "outside the double range"),
+        ("id = 1 /* not closed", "unclosed quote, backtick or comment"),
+        ("s = 'not closed", "unclosed quote, backtick or comment"),
+        ("`id = 1", "unclosed quote, backtick or comment"),
+        ("id >", r"does not parse near 'id >' \(column 4\)"),
+        ("id = = 1", "does not parse near 'id = ='"),
+        ("s = 'it''s'", "adjacent strings"),
+    ],
+)
+def test_hostile_filters_are_refused_in_one_line(tmp_path, flt, says):
+    d = write_folder(tmp_path / "t", files=1, rows=4000, row_group=4000)
+    if says is None:
+        assert len(UCDataset(d, filter=flt)) in (3000, 1000)
+        return
+    with pytest.raises(FilterError, match=says) as e:
+        UCDataset(d, filter=flt)
+    msg = str(e.value)
+    assert msg.startswith("filter ") and "\n" not in msg and len(msg) < 400
+    for internal in ("sqlglot", "expressions", "<class", "Required keyword", "\x1b", "Error tokenizing"):
+        assert internal not in msg
+
+
+def _spark_overwrite(d, **cols):
+    """What Spark's overwrite does to a table folder: old part files gone, new ones (new names) in."""
+    for f in os.listdir(d):
+        os.remove(os.path.join(d, f))
+    pq.write_table(pa.table(cols), os.path.join(d, "part-00000-new.snappy.parquet"))
+
+
+def test_a_table_overwritten_between_epochs_is_refused_in_one_line(tmp_path):
+    d = write_folder(tmp_path / "t", files=2, rows=500, row_group=200)
+    ds = UCDataset(d, columns=["id", "x"], batch_size=100)
+    assert len(ids_of(ds)) == 1000
+    _spark_overwrite(d, id=np.arange(10), x=np.arange(10).astype(str))  # x: double -> string
+    ds.set_epoch(1)
+    with pytest.raises(TableSchemaError, match=r"schema of .* changed since this UCDataset was made.*x: string") as e:
+        list(ds)
+    assert "\n" not in str(e.value) and "build a new UCDataset" in str(e.value)
+    assert len(UCDataset(d)) == 10  # a new dataset reads the new table
+
+    same = write_folder(tmp_path / "u", files=2, rows=500, row_group=200)
+    ds = UCDataset(same, batch_size=100)
+    list(ds)
+    write_folder(tmp_path / "u", files=1, rows=300, row_group=100)  # same schema, part-00000 rewritten in place
+    os.remove(os.path.join(same, "part-00001.parquet"))
+    with pytest.raises(DatasetError, match=r"data of .* changed since this UCDataset was made"):
+        list(ds)
+
+
+def test_a_table_overwritten_mid_epoch_is_refused_in_one_line(tmp_path):
+    d = write_folder(tmp_path / "t", files=2, rows=500, row_group=100)
+    it = iter(UCDataset(d, batch_size=50, window=100))  # windows read as the epoch goes
+    next(it)
+    _spark_overwrite(d, id=np.arange(10))
+    with pytest.raises(TableSchemaError, match="schema of .* changed") as e:
+        list(it)
+    assert e.value.__cause__ is None and e.value.__suppress_context__  # not pyarrow's FileNotFoundError
+
+
 @pytest.mark.parametrize("world", [1, 2, 3])
 def test_ranks_split_evenly(tmp_path, monkeypatch, world):
     d = write_folder(tmp_path / "t", files=1, rows=1000, row_group=1000)  # one row group for every rank

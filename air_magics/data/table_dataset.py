@@ -27,7 +27,7 @@ from .stream import EpochStream
 from .table.filter import FilterError, filter_columns, parse_filter
 from .table.plan import StreamPlan, stream_plan
 from .table.reader import count_rows, iter_batches
-from .table.source import TableSchemaError, resolve
+from .table.source import TableSchemaError, check_current, resolve
 
 __all__ = ["UCDataset", "TableSchemaError", "FilterError"]
 
@@ -218,29 +218,39 @@ class UCDataset(EpochStream):
             self._follow_plan()
         grid = Grid(world, workers)
         s = stream_index(grid, rank, worker)
+        check_current(self.table, self.store)  # overwritten since? refuse in one line, not deep in pyarrow
         plan = self._stream_plan(self._epoch_state(), grid, s)
         self._grid, self._stream, self._yielded = grid, s, 0
         # in a DataLoader worker with batch_size=None: lists of up to _chunk batches per message
         chunk = min(self._chunk, _CHUNK) if in_worker is not None else 0
         ready: list[dict[str, Any]] = []
-        for batch in iter_batches(
-            plan,
-            units=self.units,
-            local_path=self._local,
-            read_cols=self._read_cols,
-            out_schema=self.out_schema,
-            expr=self._expr,
-            batch_size=self.batch_size,
-            window=self.window,
-            shuffle=self.shuffle,
-        ):
-            self._yielded += 1
-            if not chunk:
-                yield batch
-                continue
-            ready.append(batch)
-            if len(ready) >= chunk:
-                yield ready
-                ready = []
+        try:
+            for batch in iter_batches(
+                plan,
+                units=self.units,
+                local_path=self._local,
+                read_cols=self._read_cols,
+                out_schema=self.out_schema,
+                expr=self._expr,
+                batch_size=self.batch_size,
+                window=self.window,
+                shuffle=self.shuffle,
+            ):
+                self._yielded += 1
+                if not chunk:
+                    yield batch
+                    continue
+                ready.append(batch)
+                if len(ready) >= chunk:
+                    yield ready
+                    ready = []
+        except (OSError, KeyError, IndexError, ValueError, RuntimeError) as exc:  # pyarrow's errors are these too
+            if isinstance(exc, DatasetError):
+                raise
+            try:
+                check_current(self.table, self.store)
+            except DatasetError as refusal:  # rewritten mid-epoch: that refusal, not pyarrow's error
+                raise refusal from None
+            raise
         if ready:
             yield ready

@@ -17,7 +17,7 @@ from ...errors import DatasetError, TableNameError, VolumePathError
 from ...volumes.path import VolumePath
 from ...volumes.store import VolumeStore
 
-__all__ = ["Part", "Table", "resolve", "warehouse_folder", "is_data_file", "TableSchemaError"]
+__all__ = ["Part", "Table", "resolve", "check_current", "warehouse_folder", "is_data_file", "TableSchemaError"]
 
 
 class TableSchemaError(DatasetError):
@@ -67,7 +67,10 @@ def _local_parts(folder: str) -> list[tuple[str, int, float]]:
         for f in files:
             if is_data_file(f):
                 p = os.path.join(dirpath, f)
-                st = os.stat(p)
+                try:
+                    st = os.stat(p)
+                except FileNotFoundError:  # removed since the walk listed it (a rewrite under way)
+                    continue
                 out.append((p, st.st_size, st.st_mtime))
     return sorted(out)
 
@@ -98,8 +101,8 @@ def _footer(part_key: str, volume: bool, store: VolumeStore) -> Any:
     return pq.ParquetFile(part_key).metadata
 
 
-def resolve(source: str, store: VolumeStore) -> Table:
-    """The Parquet files of *source* with their row groups and the common schema."""
+def _listing(source: str, store: VolumeStore) -> tuple[list[tuple[str, int, float]], str, bool]:
+    """The data files of *source* (key, size, mtime), its base folder, and whether it is on a volume."""
     if not isinstance(source, str) or not source.strip():
         raise DatasetError(f"UCDataset source {source!r}: give a table name (main.demo.features) or a folder")
     source = source.strip()
@@ -131,11 +134,20 @@ def resolve(source: str, store: VolumeStore) -> Table:
         files = _local_parts(base)
     if not files:
         raise DatasetError(f"no Parquet data files in {source} ({base})")
+    return files, base, volume
+
+
+def resolve(source: str, store: VolumeStore) -> Table:
+    """The Parquet files of *source* with their row groups and the common schema."""
+    files, base, volume = _listing(source, store)
+    source = source.strip()
     _check_unpartitioned(source, [k for k, _, _ in files], base)
     parts, schema = [], None
     for key, size, mtime in files:
         try:
             meta = _footer(key, volume, store)
+        except FileNotFoundError:
+            raise DatasetError(f"{key} vanished while {source} was read (rewritten?); try again") from None
         except Exception as exc:  # pyarrow.ArrowInvalid: not Parquet
             raise DatasetError(f"{key} is not a Parquet file ({exc}); remove it from {source}") from None
         s = meta.schema.to_arrow_schema().remove_metadata()
@@ -151,3 +163,31 @@ def resolve(source: str, store: VolumeStore) -> Table:
     for p in parts:
         h.update(f"{p.key[len(base) :]}\0{p.size}\0{p.mtime}\0{p.row_groups}\n".encode())
     return Table(source, tuple(parts), schema, h.hexdigest()[:16])
+
+
+def check_current(table: Table, store: VolumeStore) -> None:
+    """Refuse to read *table* if its files changed since it was resolved (one listing, no footers
+    unless something changed): a table overwritten between epochs would otherwise fail deep in
+    pyarrow (a vanished file, a missing column) or, rewritten in place, yield other rows than planned.
+    Raises :class:`TableSchemaError` when the schema changed, :class:`DatasetError` otherwise."""
+    fix = "build a new UCDataset to read the new data (and start the epoch fresh)"
+    try:
+        files, _, _ = _listing(table.source, store)
+    except DatasetError as exc:
+        raise DatasetError(f"{table.source} changed since this UCDataset was made ({exc}); {fix}") from None
+    if files == [(p.key, p.size, p.mtime) for p in table.parts]:
+        return
+    try:
+        now = resolve(table.source, store)
+    except DatasetError as exc:
+        raise DatasetError(f"{table.source} changed since this UCDataset was made ({exc}); {fix}") from None
+    old, new = table.schema_text(), now.schema_text()
+    if old != new:
+        gone, added = [c for c in old if c not in new], [c for c in new if c not in old]
+        raise TableSchemaError(
+            f"the schema of {table.source} changed since this UCDataset was made (was {gone}, now {added}); {fix}"
+        )
+    raise DatasetError(
+        f"the data of {table.source} changed since this UCDataset was made ({len(table.parts)} files then, "
+        f"{len(now.parts)} now; files rewritten); {fix}"
+    )
