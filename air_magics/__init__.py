@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .errors import AirError
 from .events import channel as _channel
+from .hf_datasets import install as _install_datasets_support
 from .listeners import status_documents as _status_documents
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,6 +24,9 @@ __all__ = ["__version__", "AirError", "load_ipython_extension", "unload_ipython_
 # The sidebar and the notebook views read status documents written by every process (scripts and
 # DataLoader workers too), so the listener that writes them is attached wherever air_magics is imported.
 _channel.attach(_status_documents)
+# datasets.load_dataset(..., data_dir="volumes://...") works in any process that imported air_magics:
+# datasets reads data_dir as a local path otherwise (air_magics.hf_datasets says why); costs no import.
+_install_datasets_support()
 
 
 def copy(sources: Any, dest: str, **kwargs: Any) -> Any:

@@ -19,102 +19,33 @@ list catalogs, schemas and volumes; they cannot be written.
 
 from __future__ import annotations
 
+import contextlib
 import errno
-import io
-import itertools
+import logging
 import os
 import shutil
 import stat as _stat
 import threading
+from collections.abc import Iterator
+from glob import has_magic
 from typing import Any
 
 from fsspec.spec import AbstractFileSystem
 
 from .. import config
-from ..errors import VolumeNotFoundError, VolumePathError
+from ..errors import VolumeExistsError, VolumeNotFoundError, VolumePathError
+from ..hf_datasets import install as _install_datasets_support
+from ..io.atomic import write_atomic
 from ..io.confined import open_dir, open_file
-from ..io.leftovers import temp_name
+from .fsspec_writer import AtomicWriter
 from .path import PREFIX, VolumePath
 from .store import Location, VolumeStore, fs_mtime
 
 __all__ = ["VolumesFileSystem", "PROTOCOL"]
 
+_install_datasets_support()  # load_dataset(data_dir="volumes://...") (air_magics.hf_datasets says why)
+
 PROTOCOL = "volumes"
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_COUNTER = itertools.count()
-
-
-class _AtomicWriter(io.FileIO):
-    """A file written under a temp name in its folder and renamed to its name on ``close()``.
-
-    Leaving a ``with`` block by an exception (or :meth:`discard`) removes the temp file and leaves
-    the target untouched. ``exclusive`` publishes with ``link`` so an existing target is never
-    replaced (mode ``x``)."""
-
-    def __init__(self, dir_fd: int, name: str, path: str, *, exclusive: bool = False) -> None:
-        """Takes ownership of *dir_fd* (a verified folder descriptor): it is closed on every path."""
-        self._dir_fd, self._name, self._path, self._exclusive = dir_fd, name, path, exclusive
-        self._done = True  # nothing to publish or clean until the temp file exists
-        try:
-            self._temp = temp_name(f"{name}~{next(_COUNTER)}")
-            fd = os.open(self._temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=dir_fd)
-        except BaseException:
-            os.close(dir_fd)
-            raise
-        try:
-            super().__init__(fd, "wb", closefd=True)
-        except BaseException:
-            os.close(fd)
-            self._cleanup()
-            raise
-        self._done = False
-        self.name = path  # type: ignore[misc]  # what users see, not the descriptor number
-
-    def _cleanup(self) -> None:
-        try:
-            os.unlink(self._temp, dir_fd=self._dir_fd)
-        except OSError:
-            pass
-        os.close(self._dir_fd)
-
-    def discard(self) -> None:
-        """Close without publishing: the temp file is removed, the target untouched."""
-        if self._done:
-            return
-        self._done = True
-        super().close()
-        self._cleanup()
-
-    def close(self) -> None:
-        if self._done:
-            return
-        self._done = True
-        try:
-            super().close()
-            if self._exclusive:
-                try:
-                    os.link(self._temp, self._name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
-                except FileExistsError:
-                    raise FileExistsError(
-                        errno.EEXIST, f"{self._path!r} already exists; open it with mode 'wb' to replace it"
-                    ) from None
-            else:
-                os.replace(self._temp, self._name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
-        finally:
-            self._cleanup()
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is not None:
-            self.discard()
-        else:
-            self.close()
-
-    def __del__(self) -> None:  # never publish a file that was dropped half-written
-        try:
-            self.discard()
-        except Exception:
-            pass
 
 
 class VolumesFileSystem(AbstractFileSystem):
@@ -189,6 +120,43 @@ class VolumesFileSystem(AbstractFileSystem):
     def _name(vp: VolumePath) -> str:
         return str(vp)[len(PREFIX) + 1 :]
 
+    # -- errors: every "not found" names the volumes:// URL and the fix ------------------------
+    def _missing(self, vp: VolumePath) -> VolumeNotFoundError:
+        """The error for a *vp* that is not there: a missing volume (with the volumes that exist and
+        how to make it), or a missing path inside an existing volume (with where to look)."""
+        url = f"{PROTOCOL}://{self._name(vp)}"
+        try:
+            self.store.volume_info(vp)
+        except VolumeNotFoundError:
+            vid = vp.volume_id
+            known = [v.volume_id for v in self.store.volumes()]
+            have = (
+                f"volumes here: {', '.join(known[:8])}{', ...' if len(known) > 8 else ''}"
+                if known
+                else "no volume exists yet"
+            )
+            return VolumeNotFoundError(
+                f"{url}: volume {vid!r} does not exist ({have}); create it with `%air_volume create {vid}` "
+                f"or register storage with `%air_volume register {vid} URL`"
+            )
+        except Exception:  # the volume's own error (a link out of the root...) is not the story here
+            pass
+        parent = f"{PROTOCOL}://{self._name(vp.parent)}"
+        return VolumeNotFoundError(
+            f"{url} does not exist; list its folder with fs.ls({parent!r}) or `%air_volume ls {vp.parent}`"
+        )
+
+    @contextlib.contextmanager
+    def _reporting(self, path: str) -> Iterator[None]:
+        """Turn a bare ``FileNotFoundError`` (the OS's, the store's, a delegated filesystem's) about
+        *path* into :meth:`_missing`'s; an error that already names its URL passes unchanged."""
+        try:
+            yield
+        except FileNotFoundError as exc:
+            if isinstance(exc, VolumeNotFoundError) and str(exc).startswith(f"{PROTOCOL}://"):
+                raise
+            raise self._missing(self._vp(path)) from None
+
     # -- above the volume level: catalogs, schemas, volumes ------------------------------------
     def _virtual(self, path: str) -> list[str] | None:
         """Child names of a path above the volume level, or None when *path* names a volume or deeper."""
@@ -218,7 +186,9 @@ class VolumesFileSystem(AbstractFileSystem):
             return out if detail else [o["name"] for o in out]
         vp = self._vp(path)
         out = []
-        for e in self.store.entries(vp, recursive=False, with_dirs=True):
+        with self._reporting(path):
+            entries = self.store.entries(vp, recursive=False, with_dirs=True)
+        for e in entries:
             name = self._name(vp.joinpath(e.rel)) if e.rel else self._name(vp)
             kind = "directory" if e.is_dir else "file"
             out.append({"name": name, "size": 0 if e.is_dir else e.size, "type": kind, "mtime": e.mtime})
@@ -229,22 +199,18 @@ class VolumesFileSystem(AbstractFileSystem):
         if p.count("/") < 2 or not p:
             self._virtual(p)  # raises when nothing lives there
             return {"name": p, "size": 0, "type": "directory"}
-        vp, loc = self._locate(p)
         try:
-            if loc.is_local:
-                st = os.stat(loc.path)
-                is_dir = _stat.S_ISDIR(st.st_mode)
-                return {
-                    "name": self._name(vp),
-                    "size": 0 if is_dir else st.st_size,
-                    "type": "directory" if is_dir else "file",
-                    "mtime": st.st_mtime,
-                }
-            info = loc.fs.info(loc.path)
-        except FileNotFoundError:
-            raise VolumeNotFoundError(
-                f"{PROTOCOL}://{p} ({vp}) does not exist; list its folder with fs.ls({PROTOCOL + '://' + self._name(vp.parent)!r})"
-            ) from None
+            with self._reporting(p):
+                vp, loc = self._locate(p)
+                if loc.is_local:
+                    st = os.stat(loc.path)
+                    is_dir = _stat.S_ISDIR(st.st_mode)
+                    kind, size = ("directory", 0) if is_dir else ("file", st.st_size)
+                    return {"name": self._name(vp), "size": size, "type": kind, "mtime": st.st_mtime}
+                info = loc.fs.info(loc.path)
+        except VolumeNotFoundError as exc:
+            _warn_missing_volume(exc)
+            raise
         out = dict(info)
         out.update(name=self._name(vp), size=int(info.get("size") or 0), mtime=fs_mtime(info))
         return out
@@ -271,33 +237,39 @@ class VolumesFileSystem(AbstractFileSystem):
         cache_options: Any = None,
         **kwargs: Any,
     ) -> Any:
-        vp, loc = self._locate(path)
-        if not vp.parts:
-            raise IsADirectoryError(errno.EISDIR, f"{vp} is a volume (a folder), not a file; name a file inside it")
-        if not loc.is_local:
-            return loc.fs.open(loc.path, mode, block_size=block_size, cache_options=cache_options, **kwargs)
-        if "+" in mode:
-            raise ValueError(
-                f"mode {mode!r} is not supported on {PROTOCOL}://: read ('rb') or write whole files ('wb')"
-            )
-        if "w" in mode or "x" in mode:
-            folder, name = os.path.split(loc.path)
-            dir_fd = open_dir(folder, loc.root, create=True)  # verified inside the volume, made if missing
-            return _AtomicWriter(dir_fd, name, str(vp), exclusive="x" in mode)  # owns dir_fd from here
-        # reads, and appends (in place: an append cannot be a rename), through the confined open
-        return open_file(loc.path, loc.root, "ab" if "a" in mode else "rb")
+        with self._reporting(path):
+            vp, loc = self._locate(path)
+            url = f"{PROTOCOL}://{self._name(vp)}"
+            if not vp.parts:
+                raise IsADirectoryError(
+                    errno.EISDIR, f"{url} is a volume (a folder), not a file; name a file inside it"
+                )
+            if not loc.is_local:
+                return loc.fs.open(loc.path, mode, block_size=block_size, cache_options=cache_options, **kwargs)
+            if "+" in mode:
+                raise ValueError(f"mode {mode!r} is not supported on {url}: read ('rb') or write whole files ('wb')")
+            if "w" in mode or "x" in mode:
+                folder, name = os.path.split(loc.path)
+                dir_fd = open_dir(folder, loc.root, create=True)  # verified inside the volume, made if missing
+                return AtomicWriter(dir_fd, name, url, exclusive="x" in mode)  # owns dir_fd from here
+            # reads, and appends (in place: an append cannot be a rename), through the confined open
+            return open_file(loc.path, loc.root, "ab" if "a" in mode else "rb")
 
     # -- folders and removal --------------------------------------------------------------------
     def makedirs(self, path: str, exist_ok: bool = False) -> None:
-        vp, loc = self._locate(path)
+        with self._reporting(path):
+            vp, loc = self._locate(path)
         if not exist_ok and self.exists(path):
-            raise FileExistsError(errno.EEXIST, f"{vp} already exists; pass exist_ok=True to accept it")
+            raise VolumeExistsError(f"{PROTOCOL}://{self._name(vp)} already exists; pass exist_ok=True to accept it")
         self.store.makedirs(vp)
 
     def mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
-        vp, loc = self._locate(path)
+        with self._reporting(path):
+            vp, loc = self._locate(path)
         if not create_parents and not self.exists(self._name(vp.parent)):
-            raise VolumeNotFoundError(f"{vp.parent} does not exist; pass create_parents=True to make it")
+            raise VolumeNotFoundError(
+                f"{PROTOCOL}://{self._name(vp.parent)} does not exist; pass create_parents=True to make it"
+            )
         self.store.makedirs(vp)
 
     def rm_file(self, path: str) -> None:
@@ -307,80 +279,147 @@ class VolumesFileSystem(AbstractFileSystem):
         self._rm_one(path, recursive=False)
 
     def rmdir(self, path: str) -> None:
-        vp, loc = self._locate(path)
-        if not vp.parts:
-            raise VolumePathError(f"{vp} is a volume root; fsspec does not remove volumes")
-        if not loc.is_local:
-            loc.fs.rmdir(loc.path)
-            return
-        dfd = open_dir(os.path.dirname(loc.path), loc.root)
-        try:
-            os.rmdir(vp.name, dir_fd=dfd)
-        finally:
-            os.close(dfd)
+        with self._reporting(path):
+            vp, loc = self._locate(path)
+            if not vp.parts:
+                raise VolumePathError(f"{vp} is a volume root; fsspec does not remove volumes")
+            if not loc.is_local:
+                loc.fs.rmdir(loc.path)
+                return
+            dfd = open_dir(os.path.dirname(loc.path), loc.root)
+            try:
+                os.rmdir(vp.name, dir_fd=dfd)
+            finally:
+                os.close(dfd)
 
     def rm(self, path: Any, recursive: bool = False, maxdepth: int | None = None) -> None:
         for p in path if isinstance(path, (list, tuple)) else [path]:
             self._rm_one(p, recursive=recursive)
 
     def _rm_one(self, path: str, *, recursive: bool) -> None:
-        vp, loc = self._locate(path)
-        if not vp.parts:
-            raise VolumePathError(
-                f"{vp} is a volume root; fsspec does not remove volumes (remove the files inside it instead)"
-            )
-        if not loc.is_local:
-            loc.fs.rm(loc.path, recursive=recursive)
-            return
-        dfd = open_dir(os.path.dirname(loc.path), loc.root)  # the parent, verified inside the volume
-        try:
+        with self._reporting(path):
+            vp, loc = self._locate(path)
+            if not vp.parts:
+                raise VolumePathError(
+                    f"{vp} is a volume root; fsspec does not remove volumes (remove the files inside it instead)"
+                )
+            if not loc.is_local:
+                loc.fs.rm(loc.path, recursive=recursive)
+                return
+            dfd = open_dir(os.path.dirname(loc.path), loc.root)  # the parent, verified inside the volume
             try:
                 st = os.stat(vp.name, dir_fd=dfd, follow_symlinks=False)
-            except FileNotFoundError:
-                raise VolumeNotFoundError(f"{vp} does not exist; nothing to remove") from None
-            if not _stat.S_ISDIR(st.st_mode):
-                os.unlink(vp.name, dir_fd=dfd)  # a link is removed, never followed
-            elif not recursive:
-                raise IsADirectoryError(errno.EISDIR, f"{vp} is a folder; pass recursive=True to remove it")
-            else:  # fd-based rmtree: links inside are removed, never followed
-                shutil.rmtree(vp.name, dir_fd=dfd)
-        finally:
-            os.close(dfd)
+                if not _stat.S_ISDIR(st.st_mode):
+                    os.unlink(vp.name, dir_fd=dfd)  # a link is removed, never followed
+                elif not recursive:
+                    raise IsADirectoryError(
+                        errno.EISDIR, f"{PROTOCOL}://{self._name(vp)} is a folder; pass recursive=True to remove it"
+                    )
+                else:  # fd-based rmtree: links inside are removed, never followed
+                    shutil.rmtree(vp.name, dir_fd=dfd)
+            finally:
+                os.close(dfd)
 
     # -- bytes ----------------------------------------------------------------------------------
     def cat_file(self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any) -> bytes:
-        vp, loc = self._locate(path)
-        if not loc.is_local:
-            return loc.fs.cat_file(loc.path, start=start, end=end, **kwargs)
+        with self._reporting(path):
+            vp, loc = self._locate(path)
+            if not loc.is_local:
+                return loc.fs.cat_file(loc.path, start=start, end=end, **kwargs)
         return super().cat_file(path, start=start, end=end, **kwargs)
 
     def pipe_file(self, path: str, value: bytes, mode: str = "overwrite", **kwargs: Any) -> None:
-        with self.open(path, "xb" if mode == "create" else "wb") as f:
-            f.write(value)
+        """Write *value* whole: locally through :func:`air_magics.io.atomic.write_atomic` (temp name,
+        rename, confined to the volume); ``mode="create"`` refuses an existing file."""
+        with self._reporting(path):
+            vp, loc = self._locate(path)
+        if not loc.is_local or mode == "create" or not vp.parts:
+            with self.open(path, "xb" if mode == "create" else "wb") as f:
+                f.write(value)
+            return
+        write_atomic(loc.path, value, root=loc.root)
 
     def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
-        with self.open(path1, "rb") as src, self.open(path2, "wb") as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
+        """Copy one file, or make the folder *path2* when *path1* is a folder (what ``copy`` with
+        ``recursive=True`` asks of each folder it meets)."""
+        with self._reporting(path1):
+            vp1, loc1 = self._locate(path1)
+            vp2, loc2 = self._locate(path2)
+            if not loc1.is_local and not loc2.is_local and loc1.fs is loc2.fs:
+                loc1.fs.cp_file(loc1.path, loc2.path, **kwargs)
+                return
+            if self.info(path1)["type"] == "directory":
+                self.makedirs(path2, exist_ok=True)
+                return
+            with self.open(path1, "rb") as src, self.open(path2, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
 
-    def mv(self, path1: str, path2: str, recursive: bool = False, maxdepth: int | None = None, **kwargs: Any) -> None:
-        """Rename within one local volume (``os.replace`` between verified folders); else copy and remove."""
-        vp1, loc1 = self._locate(path1)
-        vp2, loc2 = self._locate(path2)
-        if loc1.is_local and loc2.is_local and vp1.root == vp2.root and vp1.parts and vp2.parts:
-            src = open_dir(os.path.dirname(loc1.path), loc1.root)
-            try:
-                dst = open_dir(os.path.dirname(loc2.path), loc2.root, create=True)
-                try:
-                    os.replace(vp1.name, vp2.name, src_dir_fd=src, dst_dir_fd=dst)
-                finally:
-                    os.close(dst)
-            finally:
-                os.close(src)
+    def mv(self, path1: Any, path2: Any, recursive: bool = False, maxdepth: int | None = None, **kwargs: Any) -> None:
+        """Rename within one local volume (``os.replace`` between verified folders); else copy and
+        remove. As everywhere in fsspec, a *path2* that is an existing folder receives *path1* inside
+        it; a folder moves with everything below it."""
+        if isinstance(path1, (list, tuple)) or isinstance(path2, (list, tuple)) or has_magic(str(path1)):
+            super().mv(path1, path2, recursive=recursive, maxdepth=maxdepth, **kwargs)
             return
-        if not loc1.is_local and not loc2.is_local and loc1.fs is loc2.fs:
-            loc1.fs.mv(loc1.path, loc2.path, recursive=recursive, maxdepth=maxdepth)
-            return
-        super().mv(path1, path2, recursive=recursive, maxdepth=maxdepth, **kwargs)
+        with self._reporting(path1):
+            vp1, loc1 = self._locate(path1)
+            vp2, loc2 = self._locate(path2)
+            if vp1 == vp2:
+                return
+            local = loc1.is_local and loc2.is_local and vp1.root == vp2.root and vp1.parts and vp2.parts
+            if local and _rename_local(loc1, loc2):
+                return
+            if not loc1.is_local and not loc2.is_local and loc1.fs is loc2.fs:
+                loc1.fs.mv(loc1.path, loc2.path, recursive=recursive or loc1.fs.isdir(loc1.path), maxdepth=maxdepth)
+                return
+            folder = self.info(path1)["type"] == "directory"  # raises the named error when missing
+        super().mv(path1, path2, recursive=recursive or folder, maxdepth=maxdepth, **kwargs)
 
     def rename(self, path1: str, path2: str, **kwargs: Any) -> None:
         self.mv(path1, path2, **kwargs)
+
+
+def _rename_local(loc1: Location, loc2: Location) -> bool:
+    """``os.replace`` *loc1* to *loc2* inside one volume, both folders verified (no link followed).
+    An existing folder at *loc2* receives *loc1* under its own name. False when a rename cannot do
+    it (a folder already at the final name: the caller merges by copying)."""
+    name1 = os.path.basename(loc1.path)
+    src = open_dir(os.path.dirname(loc1.path), loc1.root)
+    try:
+        src_is_dir = _stat.S_ISDIR(os.stat(name1, dir_fd=src, follow_symlinks=False).st_mode)
+        dst = open_dir(os.path.dirname(loc2.path), loc2.root, create=True)
+        name2 = os.path.basename(loc2.path)
+        try:
+            st2 = _lstat_at(name2, dst)
+            if st2 is not None and _stat.S_ISDIR(st2.st_mode):  # move into the existing folder
+                inner = open_dir(loc2.path, loc2.root)
+                os.close(dst)
+                dst, name2 = inner, name1
+                st2 = _lstat_at(name2, dst)
+            if st2 is not None and (src_is_dir or _stat.S_ISDIR(st2.st_mode)):
+                return False
+            os.replace(name1, name2, src_dir_fd=src, dst_dir_fd=dst)
+            return True
+        finally:
+            os.close(dst)
+    finally:
+        os.close(src)
+
+
+def _lstat_at(name: str, dir_fd: int) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+_warned: set[str] = set()
+
+
+def _warn_missing_volume(exc: VolumeNotFoundError) -> None:
+    """Log a missing volume once per process: pyarrow (``pd.read_parquet``, ``pyarrow.dataset``)
+    turns ``info``'s error into a bare ``FileNotFoundError(path)``, so the fix would be lost."""
+    msg = str(exc)
+    if ": volume " in msg and msg not in _warned:
+        _warned.add(msg)
+        logging.getLogger("air_magics").warning("%s", msg)
