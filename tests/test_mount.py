@@ -90,7 +90,7 @@ def test_a_real_volumes_mount_is_left_alone(point):
     status = mount()
     assert (status.mode, status.changed, status.plain_python) == ("mount", False, True)
     assert point.is_dir() and not point.is_symlink()
-    with pytest.raises(VolumeExistsError, match="a folder, not a link made by"):
+    with pytest.raises(VolumeExistsError, match="not a link made by .* but a folder"):
         unmount()
 
 
@@ -152,12 +152,45 @@ def test_another_homes_link_is_not_a_foreign_mount(point, tmp_path, monkeypatch,
     store = VolumeStore()
     assert store.kind == "embedded" and store.root == tmp_path / "home_b" / "volumes" and store.volumes() == []
     status = mount_status()
-    assert status.mode == "store" and "unmount" in status.hint
-    with pytest.raises(VolumeExistsError, match="links to another embedded root .*run `%air_volume unmount` first"):
+    assert status.mode == "store" and "another AIR_HOME; unmount it there" in status.hint
+    with pytest.raises(
+        VolumeExistsError, match="linked by `%air_volume mount` with another AIR_HOME; unmount it there"
+    ):
         mount()
-    assert unmount().changed and not os.path.lexists(point)  # still ours: its root carries the marker
-    assert mount().mode == "symlink" and os.path.realpath(point) == os.path.realpath(tmp_path / "home_b" / "volumes")
-    unmount()
+
+
+def test_unmount_removes_only_a_link_this_home_made_and_names_its_folder(point, tmp_path, monkeypatch, air_home):
+    """Issue 18, item 6: from another AIR_HOME, unmount removed home A's link and said the files
+    stayed in home B's folder. Only the AIR_HOME that made a link removes it; messages name the
+    folder the link leads to."""
+    root_a = os.path.realpath(air_home / "volumes")
+    mount()
+    monkeypatch.setenv("AIR_HOME", str(tmp_path / "home_b"))
+    with pytest.raises(VolumeExistsError) as info:
+        unmount()
+    msg = str(info.value)
+    assert msg.startswith(f"cannot unmount {point}: it is not a link made by `%air_volume mount` with this AIR_HOME")
+    assert f"a link to {root_a}, an embedded root linked by `%air_volume mount` with another AIR_HOME" in msg
+    assert f"(its files stay in {root_a})" in msg and "home_b/volumes" not in msg and "\n" not in msg
+    assert point.is_symlink() and os.path.realpath(point) == root_a  # untouched
+
+    # a link to this home's own root that its mount did not make (by hand, `ln -s`) is not removed either
+    os.unlink(point)
+    root_b = tmp_path / "home_b" / "volumes"
+    root_b.mkdir(parents=True)
+    point.symlink_to(root_b)
+    assert mount_status().mode == "symlink"  # plain Python works through it
+    with pytest.raises(
+        VolumeExistsError, match=r"not made by its `%air_volume mount` \(`ln -s`\?\); remove it with `rm "
+    ):
+        unmount()
+    os.unlink(point)
+
+    assert mount().changed  # made here now: removed here, naming the folder it led to
+    gone = unmount()
+    assert gone.changed and gone.detail == f"removed the link {point}; the files stay in {os.path.realpath(root_b)}"
+    monkeypatch.setenv("AIR_HOME", str(air_home))
+    assert unmount().detail == f"nothing to unmount: {point} does not exist"
 
 
 def test_registered_fsspec_volumes_are_reached_through_volumes_urls_not_raw_paths(point):

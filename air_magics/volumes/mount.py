@@ -12,6 +12,11 @@ seen twice. Three modes, reported by :func:`mount_status`:
 - ``store``: neither; ``/Volumes/...`` works in the magics, ``UCVolumeDataset`` and ``volumes://`` URLs
   only. :attr:`MountStatus.hint` is the one command that links it.
 
+Ownership: each link :func:`mount` makes is recorded in ``$AIR_HOME/mounts.json``, and
+:func:`unmount` removes no other (not another ``AIR_HOME``'s, not one made by hand). Both take a
+lock per point in ``$AIR_HOME/run``, and ``unmount`` never deletes what replaced the link it
+checked (see :func:`_remove_link`).
+
 Volumes registered to an fsspec URL (``s3://``...) are not files under the embedded root: plain
 Python cannot reach them through ``/Volumes`` in any mode; use ``volumes://catalog/schema/volume/...``.
 """
@@ -19,19 +24,29 @@ Python cannot reach them through ``/Volumes`` in any mode; use ``volumes://catal
 from __future__ import annotations
 
 import errno
+import hashlib
+import json
 import os
 import shlex
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import config
 from ..errors import VolumeExistsError, VolumeNotFoundError
+from ..io.atomic import write_json_atomic
+from ..io.leftovers import temp_name
+from ..io.locks import ProcessFileLock
 from ..settings import get
 
 __all__ = ["MountStatus", "mount", "unmount", "mount_status", "MARKER"]
 
 MARKER = config.EMBEDDED_MARKER  # in an embedded root linked by mount(): its links are ours, not foreign mounts
 _DENIED = (errno.EACCES, errno.EPERM, errno.EROFS)
+_RECORDS = "mounts.json"  # in AIR_HOME: {point: link target} for each link this AIR_HOME's mount() made
+_TRIES = 20  # a point that changes this often under us is reported, not chased for ever
 
 
 @dataclass(frozen=True)
@@ -69,12 +84,71 @@ def _point(point: str | os.PathLike[str] | None) -> Path:
     return Path(point) if point is not None else get("volumes_mount")
 
 
-def _ours(point: Path, root: Path) -> bool:
-    """Whether *point* is a symlink to this root, or to an embedded root that ``mount`` marked."""
-    if not point.is_symlink():
-        return False
-    real = os.path.realpath(point)
-    return real == os.path.realpath(root) or os.path.isfile(os.path.join(real, MARKER))
+@dataclass(frozen=True)
+class _Seen:
+    """One look at the point: what it is (``missing``, ``link``, ``dir``, ``file``), a link's
+    target, and its identity (device, inode) to recognise the very same entry later."""
+
+    kind: str
+    target: str | None = None
+    ident: tuple[int, int] | None = None
+
+
+def _look(p: Path) -> _Seen:
+    """What is at *p* now, from one ``lstat`` (+ ``readlink``); a link swapped meanwhile is looked at again."""
+    for _ in range(_TRIES):
+        try:
+            st = os.lstat(p)
+            if not stat.S_ISLNK(st.st_mode):
+                return _Seen("dir" if stat.S_ISDIR(st.st_mode) else "file", None, (st.st_dev, st.st_ino))
+            return _Seen("link", os.readlink(p), (st.st_dev, st.st_ino))
+        except FileNotFoundError:
+            return _Seen("missing")
+        except OSError as exc:
+            if exc.errno != errno.EINVAL:  # EINVAL: readlink of what replaced the link; look again
+                raise
+    raise VolumeExistsError(f"{p} changes faster than it can be looked at; try again when it is left alone")
+
+
+def _key(p: Path) -> str:
+    """The point as recorded: its folder resolved (``/Volumes`` and a link to ``/`` are one point)."""
+    return os.path.join(os.path.realpath(p.parent), p.name)
+
+
+def _records() -> dict[str, str]:
+    try:
+        data = json.loads((config.air_home() / _RECORDS).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def _record(p: Path, target: str | None) -> None:
+    """Note (or, with None, forget) that this AIR_HOME made the link *p* -> *target*; under the lock."""
+    data = _records()
+    if target is None and data.pop(_key(p), None) is None:
+        return
+    if target is not None:
+        data[_key(p)] = target
+    write_json_atomic(config.air_home() / _RECORDS, data, indent=2, sort_keys=True)
+
+
+def _made_here(p: Path, seen: _Seen) -> bool:
+    """Whether *seen* is the link this AIR_HOME's :func:`mount` made at *p* (ownership is recorded)."""
+    return seen.kind == "link" and seen.target is not None and _records().get(_key(p)) == seen.target
+
+
+@contextmanager
+def _locked(p: Path) -> Iterator[None]:
+    """One mount/unmount of *p* at a time among this AIR_HOME's processes and threads."""
+    folder = config.air_home() / "run"
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = ProcessFileLock(folder / f"mount-{hashlib.sha1(_key(p).encode()).hexdigest()[:16]}.lock")
+    try:
+        with lock:
+            yield
+    finally:
+        lock.close()
 
 
 def _link_hint(point: Path, root: Path) -> str:
@@ -97,30 +171,64 @@ def _why(point: Path) -> str:
     return config.volumes_mount_status(point)[1]
 
 
+def _resolved(p: Path, seen: _Seen) -> str:
+    """The folder a link at *p* leads to (a relative target read from the link's folder)."""
+    return os.path.realpath(os.path.join(p.parent, seen.target or ""))
+
+
+def _marked(real: str) -> bool:
+    """Whether *real* is an embedded root ``mount`` marked (this AIR_HOME's or another's)."""
+    return os.path.isfile(os.path.join(real, MARKER))
+
+
+def _what(p: Path, seen: _Seen, root: Path) -> str:
+    """What is at *p*, and the way out, in a refusal's words."""
+    q = shlex.quote(str(p))
+    if seen.kind == "link":
+        real = _resolved(p, seen)
+        if real == os.path.realpath(root):
+            return f"a link to this AIR_HOME's root {real} not made by its `%air_volume mount` (`ln -s`?); remove it with `rm {q}`"
+        if _marked(real):
+            whose = (
+                "an earlier `%air_volume mount` here, before the volumes root moved; run `%air_volume unmount`"
+                if _made_here(p, seen)
+                else f"`%air_volume mount` with another AIR_HOME; unmount it there, or remove the link with `rm {q}` "
+                f"(its files stay in {real})"
+            )
+            return f"a link to {real}, an embedded root linked by {whose}"
+        return f"a link to {seen.target}; remove it first if it is stale (`rm {q}`)"
+    if seen.kind == "dir":  # on a Mac: the disks. Never suggest removing it.
+        return f"a folder ({_why(p)}), which is left as it is"
+    return "a file; rename or remove it first"
+
+
 def mount_status(point: str | os.PathLike[str] | None = None) -> MountStatus:
     """Which mode is active for *point* (default: the ``volumes_mount`` setting, ``/Volumes``)."""
     p = _point(point)
     root = config.embedded_volumes_root()
-    real_mount, why = config.volumes_mount_status(p)
+    for _ in range(_TRIES):
+        try:
+            real_mount, why = config.volumes_mount_status(p)
+            break
+        except FileNotFoundError:  # a link removed while realpath read it (Python < 3.12): look again
+            continue
+    else:
+        raise VolumeExistsError(f"{p} changes faster than it can be looked at; try again when it is left alone")
     if real_mount is not None:
         return MountStatus("mount", str(p), str(p), why)
-    if _ours(p, root):
-        target = os.path.realpath(p)
-        if target == os.path.realpath(root):
-            return MountStatus("symlink", str(p), str(root), _linked(p, root))
-        return MountStatus(
-            "store",
-            str(p),
-            str(root),
-            f"{p} links to another embedded root {target} (an earlier `%air_volume mount` with another AIR_HOME)",
-            "run `%air_volume unmount` then `%air_volume mount` to link it here",
-        )
+    seen = _look(p)
     store_only = "/Volumes paths work in %air_volume, %%air_copy, UCVolumeDataset and volumes:// URLs, not in open()"
-    if os.path.lexists(p):
-        return MountStatus(
-            "store", str(p), str(root), store_only, f"{p} exists, so it is left as it is (plain Python: use {root}/...)"
-        )
-    return MountStatus("store", str(p), str(root), store_only, _link_hint(p, root))
+    if seen.kind == "missing":
+        return MountStatus("store", str(p), str(root), store_only, _link_hint(p, root))
+    if seen.kind == "link":
+        real = _resolved(p, seen)
+        if real == os.path.realpath(root):
+            return MountStatus("symlink", str(p), str(root), _linked(p, root))
+        if _marked(real):
+            return MountStatus("store", str(p), str(root), f"{p} links to {real}", _what(p, seen, root))
+    return MountStatus(
+        "store", str(p), str(root), store_only, f"{p} exists, so it is left as it is (plain Python: use {root}/...)"
+    )
 
 
 def mount(point: str | os.PathLike[str] | None = None) -> MountStatus:
@@ -130,39 +238,48 @@ def mount(point: str | os.PathLike[str] | None = None) -> MountStatus:
     A real volumes mount, or the link already there, is left as it is (idempotent). A point that
     exists as anything else is refused (``VolumeExistsError``, nothing changed). Where this process
     may not create the link (not root), nothing changes and the returned status's ``hint`` is the
-    one ``sudo`` command that does it; volumes keep working through the store."""
+    one ``sudo`` command that does it; volumes keep working through the store. The link is recorded
+    in ``$AIR_HOME`` as made here: :func:`unmount` removes no other. Mounts and unmounts of one
+    point by this AIR_HOME's processes take turns (a lock file in ``$AIR_HOME/run``)."""
     p = _point(point)
+    with _locked(p):
+        for _ in range(_TRIES):
+            status = _mount_once(p)
+            if status is not None:
+                return status
+    raise VolumeExistsError(f"cannot mount: {p} keeps changing under this process; try again when it is left alone")
+
+
+def _mount_once(p: Path) -> MountStatus | None:
+    """Link *p* once; ``None`` when it changed meanwhile (the caller looks again)."""
     status = mount_status(p)
     if status.mode in ("mount", "symlink"):
         return status
     root = config.embedded_volumes_root()
-    if os.path.lexists(p):
-        if _ours(p, root):  # our link, to another AIR_HOME's root
-            fix = f"{status.detail}; run `%air_volume unmount` first"
-        elif p.is_symlink():
-            fix = f"a link to {os.readlink(p)}; remove it first if it is stale (`rm {shlex.quote(str(p))}`)"
-        elif p.is_dir():  # on a Mac: the disks. Never suggest removing it.
-            fix = f"a folder ({_why(p)}), which is left as it is"
-        else:
-            fix = "a file; rename or remove it first"
+    seen = _look(p)
+    if seen.kind == "link" and _resolved(p, seen) == os.path.realpath(root):
+        return None  # linked here meanwhile
+    if seen.kind != "missing":
         raise VolumeExistsError(
-            f"cannot mount: {p} already exists as {fix}; nothing changed. Volumes still work through %air_volume, "
-            f"%%air_copy, UCVolumeDataset and volumes:// URLs, and in plain Python under {root}/catalog/schema/volume"
+            f"cannot mount: {p} already exists as {_what(p, seen, root)}; nothing changed. Volumes still work "
+            f"through %air_volume, %%air_copy, UCVolumeDataset and volumes:// URLs, and in plain Python under "
+            f"{root}/catalog/schema/volume"
         )
     if not p.parent.is_dir():
         raise VolumeNotFoundError(f"cannot mount at {p}: its folder {p.parent} does not exist; create it first")
     root.mkdir(parents=True, exist_ok=True)
     marker = root / MARKER
+    target = os.path.realpath(root)
     try:
         if not marker.exists():
             marker.write_text("made by air_magics.volumes.mount(); links to this folder are the embedded root\n")
-        os.symlink(os.path.realpath(root), p, target_is_directory=True)
-    except FileExistsError:  # created meanwhile: ours (another process mounted) or refused as above
-        return mount(p)
+        os.symlink(target, p, target_is_directory=True)
+    except FileExistsError:  # created meanwhile: look again
+        return None
     except OSError as exc:
         if exc.errno not in _DENIED:
             raise
-        cmd = f"sudo ln -s {shlex.quote(str(os.path.realpath(root)))} {shlex.quote(str(p))}"
+        cmd = f"sudo ln -s {shlex.quote(target)} {shlex.quote(str(p))}"
         return MountStatus(
             "store",
             str(p),
@@ -171,31 +288,78 @@ def mount(point: str | os.PathLike[str] | None = None) -> MountStatus:
             f"through the store and volumes:// URLs",
             f"run `{cmd}` once for /Volumes paths in plain Python",
         )
+    _record(p, target)
     return MountStatus("symlink", str(p), str(root), _linked(p, root), None, True)
 
 
 def unmount(point: str | os.PathLike[str] | None = None) -> MountStatus:
-    """Remove the link :func:`mount` made at *point*; anything else there is refused, untouched.
-    Where this process may not remove it (a link made with ``sudo``), nothing changes and the
-    returned status's ``hint`` is the ``sudo rm`` that does it."""
+    """Remove the link :func:`mount` of this AIR_HOME made at *point*; anything else there (another
+    AIR_HOME's link, a link made by hand, a file, a folder) is refused, untouched.
+
+    Race-free: the link is first renamed to a private name beside it and deleted only if that is
+    still the very link checked (a file someone moved onto the point meanwhile is put back). Where
+    this process may not remove it, nothing changes and the returned status's ``hint`` is the
+    ``sudo rm`` that does it."""
     p = _point(point)
     root = config.embedded_volumes_root()
-    if not os.path.lexists(p):
-        return MountStatus("store", str(p), str(root), f"nothing to unmount: {p} does not exist")
-    if not _ours(p, root):
-        what = f"a link to {os.readlink(p)}" if p.is_symlink() else "a folder" if p.is_dir() else "a file"
-        raise VolumeExistsError(
-            f"cannot unmount {p}: it is {what}, not a link made by `%air_volume mount`; nothing changed"
-        )
+    with _locked(p):
+        seen = _look(p)
+        if seen.kind == "missing":
+            return MountStatus("store", str(p), str(root), f"nothing to unmount: {p} does not exist")
+        if not _made_here(p, seen):
+            raise VolumeExistsError(
+                f"cannot unmount {p}: it is not a link made by `%air_volume mount` with this AIR_HOME "
+                f"({config.air_home()}) but {_what(p, seen, root)}; nothing changed"
+            )
+        folder = _resolved(p, seen)
+        try:
+            gone = _remove_link(p, seen)
+        except OSError as exc:  # e.g. a read-only folder: removed with sudo, as the hint says
+            if exc.errno not in _DENIED:
+                raise
+            status = mount_status(p)
+            return replace(
+                status,
+                detail=f"this process may not remove the link {p} ({exc.strerror}); nothing changed",
+                hint=f"run `sudo rm {shlex.quote(str(p))}` to remove it",
+            )
+        _record(p, None)
+    if not gone:
+        return MountStatus("store", str(p), str(root), f"nothing to unmount: {p} was removed meanwhile")
+    return MountStatus("store", str(p), str(root), f"removed the link {p}; the files stay in {folder}", changed=True)
+
+
+def _remove_link(p: Path, seen: _Seen) -> bool:
+    """Delete the link *seen* at *p*, never anything that replaced it; False if it was gone already.
+
+    A name check then ``unlink(p)`` would delete whatever was renamed onto *p* in between. So the
+    entry is renamed aside (atomic, same folder), checked there (same link: device, inode, target)
+    and only then deleted; anything else is put back where it was."""
+    aside = p.parent / temp_name(p.name)
     try:
-        os.unlink(p)
-    except OSError as exc:  # a link made with sudo, as the hint says: removed with sudo too
-        if exc.errno not in _DENIED:
-            raise
-        status = mount_status(p)
-        return replace(
-            status,
-            detail=f"this process may not remove the link {p} ({exc.strerror}); nothing changed",
-            hint=f"run `sudo rm {shlex.quote(str(p))}` to remove it",
-        )
-    return MountStatus("store", str(p), str(root), f"removed the link {p}; the files stay in {root}", changed=True)
+        os.rename(p, aside)
+    except FileNotFoundError:
+        return False
+    now = _look(aside)
+    if now.kind == "link" and now.ident == seen.ident and now.target == seen.target:
+        os.unlink(aside)
+        return True
+    try:  # put it back without replacing what may have arrived at p since
+        os.link(aside, p, follow_symlinks=False)
+        os.unlink(aside)
+    except FileExistsError:
+        raise VolumeExistsError(
+            f"cannot unmount {p}: it was replaced twice while unmounting; the first replacement is now {aside}: "
+            f"move it back if it is yours"
+        ) from None
+    except OSError:  # a folder cannot be hard-linked: move it back while nothing is there
+        if os.path.lexists(p):
+            raise VolumeExistsError(
+                f"cannot unmount {p}: it was replaced twice while unmounting; the first replacement is now "
+                f"{aside}: move it back if it is yours"
+            ) from None
+        os.rename(aside, p)
+    raise VolumeExistsError(
+        f"cannot unmount {p}: it was replaced by {'a folder' if now.kind == 'dir' else 'a ' + now.kind} while "
+        f"unmounting, which is left as it is; nothing removed"
+    )
