@@ -27,6 +27,7 @@ __all__ = [
     "copy_workers",
     "spark_driver_memory_mb",
     "spark_idle_timeout",
+    "spark_no_client_timeout",
     "export_chunk_bytes",
     "MOUNT_DEFAULT",
     "EMBEDDED_MARKER",
@@ -187,6 +188,11 @@ def spark_driver_memory_mb() -> int | None:
 def spark_idle_timeout() -> float:
     """``spark_idle_timeout``: seconds unused after which the embedded server stops (default 1800)."""
     return get("spark_idle_timeout")
+
+
+def spark_no_client_timeout() -> float:
+    """``spark_no_client_timeout``: seconds the embedded server outlives the last process that used it (default 300)."""
+    return get("spark_no_client_timeout")
 
 
 def export_chunk_bytes() -> int | None:

@@ -1,7 +1,7 @@
 """One event channel: how the core says what it is doing, to whoever listens.
 
-The copy engine, the cache, the DataLoader, the checkpoint writer and manager, and table exports
-report every step as a typed, frozen :class:`Event` (modelled on fsspec's ``Callback``: one
+The copy engine, the cache, the DataLoader, the checkpoint writer and manager, table exports and
+the embedded Spark server's start report every step as a typed, frozen :class:`Event` (modelled on fsspec's ``Callback``: one
 protocol every transfer uses). They never write status files, draw widgets or log metrics
 themselves; *listeners* do, and are interchangeable:
 
@@ -39,6 +39,7 @@ __all__ = [
     "LoaderEvent",
     "CheckpointEvent",
     "ExportEvent",
+    "ServerEvent",
     "Listener",
     "EventChannel",
     "Attachment",
@@ -49,7 +50,7 @@ __all__ = [
     "TERMINAL",
 ]
 
-SOURCES = ("copy", "cache", "loader", "checkpoint", "export")
+SOURCES = ("copy", "cache", "loader", "checkpoint", "export", "server")
 TERMINAL = frozenset({"done", "failed", "interrupted", "committed"})
 """States after which a job (a copy, an export, a save, an epoch) sends nothing more."""
 
@@ -193,6 +194,35 @@ class ExportEvent(Event):
         if self.terminal:
             doc["finished"] = self.time
         return doc
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerEvent(Event):
+    """The embedded Spark Connect server is starting (``running``, about once a second, with the
+    seconds waited so far), ready (``done``) or could not start (``failed``); ``job`` is its store.
+
+    A start takes seconds to a minute and the first table call waits for it: front ends show
+    ``message`` (what is happening and how long it usually takes) with ``elapsed``."""
+
+    source: ClassVar[str] = "server"
+    message: str
+    elapsed: float = 0.0
+    started: float = 0.0
+    url: str | None = None
+    log: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "server",
+            "store": self.job,
+            "state": self.state,
+            "pid": self.pid,
+            "started": self.started,
+            "elapsed": round(self.elapsed, 1),
+            "message": self.message,
+            "url": self.url,
+            "log": self.log,
+        }
 
 
 @runtime_checkable

@@ -178,6 +178,14 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: 1800.0,
     ),
     Setting(
+        "spark_no_client_timeout",
+        "AIR_SPARK_NO_CLIENT_TIMEOUT",
+        "300",
+        "seconds the embedded Spark server stays up once no process that used it is alive (read when it starts)",
+        _seconds,
+        lambda c: 300.0,
+    ),
+    Setting(
         "export_chunk_bytes",
         "AIR_EXPORT_CHUNK_BYTES",
         "from the driver heap",
@@ -227,6 +235,7 @@ class AirConfig(Configurable):
     spark_dir = _trait("spark_dir", "path")
     spark_driver_memory = _trait("spark_driver_memory", "text")
     spark_idle_timeout = _trait("spark_idle_timeout", "float")
+    spark_no_client_timeout = _trait("spark_no_client_timeout", "float")
     export_chunk_bytes = _trait("export_chunk_bytes", "size")
     table_max_bytes = _trait("table_max_bytes", "size")
 

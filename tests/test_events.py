@@ -382,7 +382,7 @@ def test_events_are_frozen_values():
     e = _copy_event()
     with pytest.raises(AttributeError):
         e.state = "done"  # type: ignore[misc]
-    assert e.source == "copy" and set(events.SOURCES) == {"copy", "cache", "loader", "checkpoint", "export"}
+    assert e.source == "copy" and set(events.SOURCES) == {"copy", "cache", "loader", "checkpoint", "export", "server"}
 
 
 def test_an_older_cache_snapshot_never_replaces_a_newer_one(vol, tmp_path):

@@ -16,6 +16,7 @@ from air_magics import tables
 from air_magics.errors import ExportTargetError, TableNameError, TablesError, TableTooLargeError, VolumePathError
 from air_magics.status import list_status
 from air_magics.tables import server as srv_mod
+from air_magics.tables.export import hf_cache_dir
 from air_magics.volumes import VolumeStore
 
 pytestmark = pytest.mark.spark
@@ -150,6 +151,8 @@ def test_export_then_load_with_datasets(nums, via):
     assert r.rows == 2000 and r.via == via and len(r.files) >= 3 and all(f.startswith(dest) for f in r.files)
     ds = r.load_dataset()
     assert ds.num_rows == 2000 and sorted(ds["id"]) == list(range(2000))
+    hf_cache = hf_cache_dir()  # datasets' Arrow cache stays under AIR_HOME (None: the user set HF_HOME)
+    assert hf_cache is None or all(f["filename"].startswith(str(hf_cache)) for f in ds.cache_files)
     folder = VolumeStore().locate(dest).path  # Parquet files only: every reader takes the folder as it is
     assert sorted(os.listdir(folder)) == sorted(n for n in os.listdir(folder) if n.endswith(".parquet"))
     import datasets

@@ -16,6 +16,7 @@ from air_magics import tables
 from air_magics.errors import TableNameError
 from air_magics.tables import activity
 from air_magics.tables import server as srv_mod
+from air_magics.tables.starting import last_start_seconds
 from air_magics.volumes import VolumeStore
 
 pytestmark = pytest.mark.spark
@@ -111,3 +112,79 @@ def test_no_retries_warning_at_exit_after_the_server_stopped(own_store, monkeypa
     assert out.returncode == 0, out.stderr[-2000:]
     assert "RETRIES_EXCEEDED" not in out.stderr and out.stderr.strip() == "", out.stderr[-2000:]
     assert srv_mod.read_record(own_store) is None and _store_processes(own_store) == []
+
+
+_START_AND_LISTEN = """
+import json
+from air_magics import tables
+from air_magics.events import ServerEvent, channel
+from air_magics.tables.server import read_record, store_dir
+seen = []
+channel.attach(lambda e: seen.append([e.state, e.message, e.elapsed]) if isinstance(e, ServerEvent) else None)
+tables.read_sql('SELECT 1')
+print(json.dumps({"events": seen, "record": read_record(store_dir())}))
+"""
+
+
+def test_server_stops_soon_after_its_last_client_exits(own_store, monkeypatch):
+    """A closed notebook (its kernel gone) no longer leaves the JVM up for the idle timeout (30 min):
+    it stops AIR_SPARK_NO_CLIENT_TIMEOUT seconds after the last process that used it has exited."""
+    monkeypatch.setenv("AIR_SPARK_NO_CLIENT_TIMEOUT", "3")
+    monkeypatch.setenv("AIR_SPARK_IDLE_TIMEOUT", "1800")
+    monkeypatch.setenv("AIR_SPARK_DRIVER_MEMORY", "1g")
+    own_store.mkdir(parents=True)
+    stay_code = (
+        "import sys, time; from pathlib import Path; from air_magics.tables import activity; "
+        "activity.touch(Path(sys.argv[1])); print('ok', flush=True); time.sleep(600)"
+    )
+    # a client that stays (a notebook left open): it used the server and lives on, idle
+    stay = subprocess.Popen([sys.executable, "-c", stay_code, str(own_store)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert stay.stdout.readline().strip() == "ok"
+        run = subprocess.run(
+            [sys.executable, "-c", _START_AND_LISTEN], capture_output=True, text=True, timeout=280, check=True
+        )
+        out = json.loads(run.stdout.strip().splitlines()[-1])
+        assert run.stderr.strip() == ""  # a script prints nothing by itself: the events are for listeners
+        states = [e[0] for e in out["events"]]
+        assert states[0] == "running" and set(states[:-1]) == {"running"} and states[-1] == "done", states
+        assert out["events"][0][1].startswith("Starting the embedded Spark Connect server (a first start takes")
+        rec = out["record"]
+        assert f"at sc://127.0.0.1:{rec['port']} in" in out["events"][-1][1]
+        assert "3 s after the last process using it exits" in out["events"][-1][1]
+        assert [e[2] for e in out["events"]] == sorted(e[2] for e in out["events"])  # seconds waited, rising
+        assert rec["no_client_timeout"] == 3 and last_start_seconds(own_store) > 0
+        jvm, sup = psutil.Process(rec["pid"]), psutil.Process(rec["supervisor"])
+        # its starter has exited, but a client is alive: it stays up well past the no-client timeout
+        for _ in range(3):
+            time.sleep(3)
+            assert jvm.is_running() and srv_mod.read_record(own_store)["pid"] == rec["pid"]
+    finally:
+        stay.kill()
+        stay.wait()
+    deadline = time.monotonic() + 120
+    while (jvm.is_running() or sup.is_running()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not jvm.is_running() and not sup.is_running()
+    assert srv_mod.read_record(own_store) is None and _store_processes(own_store) == []
+    assert "after the last client process exited" in (own_store / "server.log").read_text()
+
+
+def test_notebook_says_the_server_is_starting_and_stop_stops_it(own_store, ip, monkeypatch, capsys):
+    monkeypatch.setenv("AIR_SPARK_DRIVER_MEMORY", "1g")
+    assert ip.run_line_magic("air_table", '--sql "SELECT 41 + 1 AS n"').n[0] == 42
+    err = capsys.readouterr().err
+    assert "Starting the embedded Spark Connect server (a first start takes 15-60 s on a small machine" in err
+    rec = srv_mod.read_record(own_store)
+    assert f"Started the embedded Spark Connect server at sc://127.0.0.1:{rec['port']} in " in err
+    assert "5 min after the last process using it exits" in err and "%air_table --stop" in err
+    assert ip.run_line_magic("air_table", '--sql "SELECT 1 AS n"').n[0] == 1
+    assert "embedded Spark Connect server" not in capsys.readouterr().err  # a running server is just used
+    jvm, sup = psutil.Process(rec["pid"]), psutil.Process(rec["supervisor"])
+    ip.run_line_magic("air_table", "--stop")
+    assert f"Stopped the embedded Spark Connect server of {own_store}" in capsys.readouterr().out
+    assert not jvm.is_running() and srv_mod.read_record(own_store) is None
+    deadline = time.monotonic() + 30  # the supervisor notices within a second
+    while sup.is_running() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _store_processes(own_store) == []

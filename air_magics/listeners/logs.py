@@ -14,6 +14,7 @@ _LOGGERS = {
     "loader": "air_magics.data.loader",
     "checkpoint": "air_magics.data.manager",
     "export": "air_magics.tables.export",
+    "server": "air_magics.tables.server",
 }
 
 

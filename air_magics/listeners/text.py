@@ -1,4 +1,5 @@
-"""``TqdmListener``: text progress bars for copies (files), exports (Spark tasks) and loaders (steps)."""
+"""``TqdmListener``: text progress bars for copies (files), exports (Spark tasks), loaders (steps) and
+the embedded Spark server's start (seconds waited)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import threading
 from collections.abc import Hashable
 from typing import IO, Any
 
-from ..events import CopyEvent, Event, ExportEvent, LoaderEvent
+from ..events import CopyEvent, Event, ExportEvent, LoaderEvent, ServerEvent
 from ..io.units import fmt_bytes
 
 __all__ = ["TqdmListener"]
@@ -32,6 +33,9 @@ class TqdmListener:
         elif isinstance(event, LoaderEvent):
             total, n, unit = None, event.timing.steps, "step"
             post = f"data wait {event.timing.wait_share:.0%}"
+        elif isinstance(event, ServerEvent):
+            total, n, unit = None, int(event.elapsed), "s"
+            post = event.message
         else:
             return
         key = (event.source, event.job, event.pid)
@@ -40,7 +44,10 @@ class TqdmListener:
             if bar is None:
                 from tqdm import tqdm
 
-                desc = f"{event.source} {event.job}" if event.job else event.source
+                if isinstance(event, ServerEvent):  # its job is the store's path: too long to show
+                    desc = "Spark server"
+                else:
+                    desc = f"{event.source} {event.job}" if event.job else event.source
                 bar = self._bars[key] = tqdm(
                     total=total,
                     desc=desc,

@@ -5,6 +5,7 @@
     %air_table --sql "SELECT ... FROM main.ds.t" [--as ...] [-o VAR]
     %air_table NAME --to /Volumes/... [--mode overwrite|error] [--as datasets -o VAR]   (--export DEST too)
     %air_table --tables [catalog.schema]
+    %air_table --stop                                 stop the embedded Spark server now (frees its ~1 GB)
     ... --remote sc://host:15002                      use that server instead of the default
 
 ``--to`` is a destination, as in ``%%air_copy``; the form of the result is ``--as``. The old
@@ -51,6 +52,7 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
         argument("--via", choices=["auto", "server", "client"], default="auto", help="export: who writes the files"),
         argument("--tables", action="store_true", help="list tables (in NAME = catalog.schema if given)"),
         argument("--remote", metavar="URL", help="Spark Connect URL, e.g. sc://localhost:15002"),
+        argument("--stop", action="store_true", help="stop the embedded Spark server now (the next call starts it)"),
     )
 
 
@@ -111,6 +113,8 @@ def run(magics: Any, line: str) -> Any:
     ns = magics.shell.user_ns
     kw: dict[str, Any] = {"remote": args.remote, "user_ns": ns}
     columns = [c for c in (args.columns or "").split(",") if c.strip()] or None
+    if args.stop:
+        return _stop(args)
     if args.tables:
         if args.sql or args.export or args.form or args.max_bytes:
             raise UsageError("--tables lists tables; it takes no --sql, --to/--export, --as or --max-bytes")
@@ -158,3 +162,18 @@ def run(magics: Any, line: str) -> Any:
         args.name, columns=columns, where=args.where, limit=args.limit, to=to, max_bytes=args.max_bytes, **kw
     )
     return store_output(magics, args.output, frame)
+
+
+def _stop(args: Any) -> None:
+    """``--stop``: the embedded server, for every process using it; it takes no other argument."""
+    from ..tables.server import stop_server, store_dir
+
+    flags = {"name": "NAME", "sql": "--sql", "form": "--as", "export": "--to", "remote": "--remote", "output": "-o"}
+    flags.update(columns="--columns", where="--where", limit="--limit", max_bytes="--max-bytes", tables="--tables")
+    given = [flag for attr, flag in flags.items() if getattr(args, attr) not in (None, False)]
+    if given:
+        raise UsageError(f"--stop stops the embedded Spark server and takes nothing else: drop {' '.join(given)}")
+    if stop_server():
+        print(f"Stopped the embedded Spark Connect server of {store_dir()}; the next table call starts it again")
+    else:
+        print(f"No embedded Spark Connect server is running for {store_dir()}")

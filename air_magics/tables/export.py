@@ -25,8 +25,10 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from .. import config
 from ..errors import ExportTargetError, TablesError
 from ..events import ExportEvent, Listener, channel, throttled
 from ..io.leftovers import PENDING_EXPORT_PREFIX, TRASH_EXPORT_PREFIX, sweep_stale
@@ -38,7 +40,15 @@ from .ops import sql_frame, table_frame
 from .session import get_session, guarded
 from .stream import chunk_bytes, write_parquet_stream
 
-__all__ = ["export_table", "ExportResult"]
+__all__ = ["export_table", "ExportResult", "hf_cache_dir"]
+
+
+def hf_cache_dir() -> Path | None:
+    """Where exports loaded with ``datasets`` keep its Arrow cache: ``$AIR_HOME/hf-cache``, or ``None``
+    (``datasets``' own choice) when the user set ``HF_DATASETS_CACHE`` or ``HF_HOME``."""
+    if os.environ.get("HF_DATASETS_CACHE") or os.environ.get("HF_HOME"):
+        return None
+    return config.air_home() / "hf-cache"
 
 
 @dataclass
@@ -54,12 +64,20 @@ class ExportResult:
     local_files: list[str] = field(default_factory=list, repr=False)
 
     def load_dataset(self, **kwargs: Any) -> Any:
+        """The export as a ``datasets.Dataset``; keyword arguments go to ``datasets.load_dataset``.
+
+        ``datasets`` converts the files into Arrow files in its cache: under ``$AIR_HOME/hf-cache``
+        (with everything else air_magics keeps), not ``~/.cache/huggingface``, unless ``cache_dir``
+        is given or ``HF_DATASETS_CACHE``/``HF_HOME`` is set."""
         try:
             import datasets
         except ImportError:
             raise TablesError("Hugging Face datasets is not installed: pip install 'air_magics[tables]'") from None
         if not self.local_files:
             raise TablesError(f"{self.dest} holds no Parquet files on local or mounted storage to load")
+        cache = hf_cache_dir()
+        if cache is not None:
+            kwargs.setdefault("cache_dir", str(cache))
         return datasets.load_dataset("parquet", data_files=self.local_files, split="train", **kwargs)
 
     def __repr__(self) -> str:

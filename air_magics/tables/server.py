@@ -4,10 +4,13 @@ One JVM per store (Derby allows one), bound to 127.0.0.1 on a free port, Hive ta
 under ``$AIR_SPARK_DIR/warehouse`` (default ``$AIR_HOME/spark``), metastore, logs and temp dirs
 beside it. The server belongs to no client: :func:`ensure_server` starts a detached supervisor
 (:mod:`air_magics.tables.supervisor`, its own session) which runs the JVM, records it in
-``server.json`` (pid, port, supervisor, store) and stops it after ``AIR_SPARK_IDLE_TIMEOUT``
-seconds without use (:mod:`air_magics.tables.activity`). So a process that exits never stops a
-query another process is running, and an unused server does not live forever. Starts happen under
-a file lock: concurrent starters end up with one server.
+``server.json`` (pid, port, supervisor, store) and stops it ``AIR_SPARK_NO_CLIENT_TIMEOUT`` seconds
+(default 300) after the last process that used it has exited, or after ``AIR_SPARK_IDLE_TIMEOUT``
+seconds (default 1800) without use (:mod:`air_magics.tables.activity`). So a process that exits never
+stops a query another process is running, and an unused server does not live forever: the JVM holds
+about 1 GB. :func:`stop_server` (``%air_table --stop``) stops it at once. Starts happen under a file
+lock: concurrent starters end up with one server. A start takes 15-60 s on a small machine; while it
+runs the caller's listeners get :class:`~air_magics.events.ServerEvent`s (:mod:`.starting`).
 
 The driver heap is a quarter of the machine's memory (or its cgroup limit), between 1 and 8 GiB;
 ``AIR_SPARK_DRIVER_MEMORY`` (``4g``, ``6144m``) overrides it.
@@ -31,8 +34,17 @@ from ..errors import SettingError, TablesError
 from ..io.atomic import write_json_atomic
 from ..io.process import pid_alive
 from . import activity
+from .starting import StartProgress
 
-__all__ = ["EmbeddedServer", "ensure_server", "stop_server", "store_dir", "driver_memory_mb", "idle_timeout"]
+__all__ = [
+    "EmbeddedServer",
+    "ensure_server",
+    "stop_server",
+    "store_dir",
+    "driver_memory_mb",
+    "idle_timeout",
+    "no_client_timeout",
+]
 
 _START_TIMEOUT = 180.0
 _MIB = 1 << 20
@@ -57,6 +69,15 @@ def idle_timeout() -> float:
     """``spark_idle_timeout`` (``$AIR_SPARK_IDLE_TIMEOUT``): seconds without use after which the server stops (default 1800)."""
     try:
         return config.spark_idle_timeout()
+    except SettingError as exc:
+        raise TablesError(str(exc)) from None
+
+
+def no_client_timeout() -> float:
+    """``spark_no_client_timeout`` (``$AIR_SPARK_NO_CLIENT_TIMEOUT``): seconds the server outlives the
+    last process that used it (default 300), so a closed notebook does not leave ~1 GB behind for long."""
+    try:
+        return config.spark_no_client_timeout()
     except SettingError as exc:
         raise TablesError(str(exc)) from None
 
@@ -183,11 +204,12 @@ def _check_requirements() -> None:
 
 
 def ensure_server() -> EmbeddedServer:
-    """The running embedded server, starting one if needed (seconds to a minute on 2 cores).
+    """The running embedded server, starting one if needed (15-60 s on a small machine).
 
-    The use is recorded before the server is looked up, so an idle stop racing with this call
-    either sees the use (and keeps the server) or has already removed the record (and this call
-    waits for the lock and starts a fresh server)."""
+    While it waits, :class:`~air_magics.events.ServerEvent`s on the channel say so, with the
+    seconds waited. The use is recorded before the server is looked up, so an idle stop racing with
+    this call either sees the use (and keeps the server) or has already removed the record (and this
+    call waits for the lock and starts a fresh server)."""
     store = store_dir()
     store.mkdir(parents=True, exist_ok=True)
     activity.touch(store)
@@ -195,36 +217,62 @@ def ensure_server() -> EmbeddedServer:
     if srv is not None:
         return srv
     _check_requirements()
-    idle = idle_timeout()
-    heap = driver_memory_mb()
+    idle, no_client, heap = idle_timeout(), no_client_timeout(), driver_memory_mb()
     from filelock import FileLock, Timeout
 
     (store / "tmp").mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(store / "server.lock"))
+    progress: StartProgress | None = None
+    deadline = time.monotonic() + _START_TIMEOUT + 60
     try:
-        with FileLock(str(store / "server.lock"), timeout=_START_TIMEOUT + 60):
+        while True:
+            try:
+                lock.acquire(timeout=1.0)
+                break
+            except Timeout:  # another process is starting it: say so while waiting
+                if progress is None:
+                    progress = StartProgress(store, other=True)
+                progress.tick()
+                if time.monotonic() > deadline:
+                    raise TablesError(
+                        f"another process has held {store / 'server.lock'} for over {_START_TIMEOUT + 60:.0f} s "
+                        f"while starting the embedded Spark server; see {store / 'server.log'}, or stop that "
+                        f"process"
+                    ) from None
+        try:
             srv = _running(store)
-            if srv is not None:
-                return srv
-            stale = read_record(store)
-            if stale is not None:  # recorded but not answering: a hung JVM still holds the Derby store
-                _terminate(int(stale["pid"]))
-                remove_record(store, int(stale["pid"]))
-            return _start(store, idle, heap)
-    except Timeout:
-        raise TablesError(
-            f"another process has held {store / 'server.lock'} for over {_START_TIMEOUT + 60:.0f} s "
-            f"while starting the embedded Spark server; see {store / 'server.log'}, or stop that "
-            f"process"
-        ) from None
+            if srv is None:
+                stale = read_record(store)
+                if stale is not None:  # recorded but not answering: a hung JVM still holds the Derby store
+                    _terminate(int(stale["pid"]))
+                    remove_record(store, int(stale["pid"]))
+                if progress is None:
+                    progress = StartProgress(store)
+                progress.starting()
+                srv = _start(store, idle, no_client, heap, progress)
+        finally:
+            lock.release()
+    except TablesError as exc:
+        if progress is not None:
+            progress.failed(str(exc).splitlines()[0])
+        raise
+    except BaseException:  # Ctrl-C: a detached start may still finish in the background
+        if progress is not None:
+            progress.failed("interrupted (a start already under way finishes in the background)", interrupted=True)
+        raise
+    if progress is not None:
+        progress.done(srv.url, idle, no_client)
+    return srv
 
 
-def _start(store: Path, idle: float, heap_mb: int) -> EmbeddedServer:
+def _start(store: Path, idle: float, no_client: float, heap_mb: int, progress: StartProgress) -> EmbeddedServer:
     log = store / "server.log"
     env = dict(
         os.environ,
         SPARK_LOCAL_IP="127.0.0.1",
         SPARK_LOG_DIR=str(store / "logs"),
         AIR_SPARK_IDLE_TIMEOUT=str(idle),
+        AIR_SPARK_NO_CLIENT_TIMEOUT=str(no_client),
         AIR_SPARK_DRIVER_MEMORY=f"{heap_mb}m",
     )
     env.pop("SPARK_REMOTE", None)
@@ -263,6 +311,7 @@ def _start(store: Path, idle: float, heap_mb: int) -> EmbeddedServer:
         if time.monotonic() > deadline:
             _terminate(sup.pid)
             raise TablesError(f"the embedded Spark server did not start within {_START_TIMEOUT:.0f} s; see {log}")
+        progress.tick()
         time.sleep(0.25)
 
 
@@ -289,9 +338,11 @@ def _terminate(pid: int, timeout: float = 20.0) -> None:
 
 
 def stop_server(srv: EmbeddedServer | None = None) -> bool:
-    """Stop the embedded server now (for every process using it); True if one was running.
+    """Stop the embedded server now, for every process using it; True if one was running.
 
-    Normally unnecessary: the server stops by itself after ``AIR_SPARK_IDLE_TIMEOUT`` seconds unused."""
+    Frees its memory (the JVM holds about 1 GB) at once. Without it the server stops by itself
+    ``AIR_SPARK_NO_CLIENT_TIMEOUT`` seconds after the last process that used it has exited, or after
+    ``AIR_SPARK_IDLE_TIMEOUT`` seconds unused; the next table call starts a fresh one."""
     store = store_dir()
     rec = read_record(store)
     if srv is None:

@@ -8,7 +8,10 @@ answers, then watches it:
 * the JVM exits (crash, :func:`~air_magics.tables.server.stop_server`): remove the record, exit;
 * this process is told to stop (SIGTERM/SIGINT/SIGHUP): stop the JVM, remove the record, exit;
 * nobody used the server for ``AIR_SPARK_IDLE_TIMEOUT`` seconds (no running operation in any live
-  client's lease, no lease rewritten, the JVM itself not busy): stop it.
+  client's lease, no lease rewritten, the JVM itself not busy): stop it;
+* no client process is alive (every lease names a process that has exited: the notebook kernel was
+  shut down, the script ended) and none was for ``AIR_SPARK_NO_CLIENT_TIMEOUT`` seconds, the JVM not
+  busy: stop it. A closed notebook thus frees the JVM's memory within minutes, not half an hour.
 
 The idle stop holds the server lock, removes the record, then looks at the leases again; a client
 that recorded a use in between gets the record back. Clients record a use before they read the
@@ -28,7 +31,16 @@ import time
 from pathlib import Path
 
 from . import activity
-from .server import _command, _port_open, _terminate, driver_memory_mb, idle_timeout, remove_record, write_record
+from .server import (
+    _command,
+    _port_open,
+    _terminate,
+    driver_memory_mb,
+    idle_timeout,
+    no_client_timeout,
+    remove_record,
+    write_record,
+)
 
 _log = logging.getLogger(__name__)
 _BUSY_CPU = 0.2  # JVM CPU seconds per wall second that count as use (a query run outside air_magics' API)
@@ -86,7 +98,7 @@ def run(store: Path, port: int, starter: int) -> int:
     """Start the JVM for *store* on *port*, record it, watch it until it exits or goes idle; the exit code."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)
-    idle, heap = idle_timeout(), driver_memory_mb()
+    idle, no_client, heap = idle_timeout(), no_client_timeout(), driver_memory_mb()
     jvm = subprocess.Popen(
         _command(port, store, heap),
         stdin=subprocess.DEVNULL,
@@ -94,7 +106,14 @@ def run(store: Path, port: int, starter: int) -> int:
         start_new_session=True,
         preexec_fn=_die_with_parent,
     )
-    _log.info("started JVM %d on port %d, heap %d MiB, idle timeout %g s", jvm.pid, port, heap, idle)
+    _log.info(
+        "started JVM %d on port %d, heap %d MiB, idle timeout %g s, no-client timeout %g s",
+        jvm.pid,
+        port,
+        heap,
+        idle,
+        no_client,
+    )
     while not _port_open(port):
         if jvm.poll() is not None:
             _log.error("JVM exited with code %s while starting", jvm.returncode)
@@ -113,10 +132,12 @@ def run(store: Path, port: int, starter: int) -> int:
         "started": started,
         "heap_mb": heap,
         "idle_timeout": idle,
+        "no_client_timeout": no_client,
     }
     write_record(store, rec)
     last_use, cpu, tick = started, _cpu_seconds(jvm.pid), time.monotonic()
-    poll = min(5.0, max(0.5, idle / 4))
+    last_client = started  # the last time a live client process was seen
+    poll = min(5.0, max(0.5, min(idle, no_client) / 4))
     while True:
         time.sleep(poll)
         if jvm.poll() is not None:
@@ -134,9 +155,19 @@ def run(store: Path, port: int, starter: int) -> int:
             last_use = now
         cpu, tick = now_cpu, now_tick
         last_use = max(last_use, act.last_use)
-        if now - last_use >= idle and _idle_stop(store, jvm, rec, act.last_use):
+        if act.clients:
+            last_client = now
+        unused = now - last_use
+        orphaned = now - max(last_client, last_use)
+        if act.clients == 0 and orphaned >= no_client:
+            why = f"stopped {orphaned:.0f} s after the last client process exited"
+        elif unused >= idle:
+            why = f"stopped after {unused:.0f} s unused"
+        else:
+            continue
+        if _idle_stop(store, jvm, rec, act.last_use):
             remove_record(store, jvm.pid)
-            _log.info("stopped after %.0f s unused", now - last_use)
+            _log.info("%s", why)
             return 0
 
 

@@ -2,7 +2,8 @@
 
 ``%load_ext air_magics`` attaches :class:`CheckpointViews` to the process-wide channel, so a
 ``CheckpointManager(...)`` created in a notebook shows its live view, as it always did, while the
-core stays free of IPython and ipywidgets.
+core stays free of IPython and ipywidgets; and :class:`~.server_start.ServerStartViews`, so a table
+call that waits for the embedded Spark server to start says so.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable
 
 from ..events import Attachment, CheckpointEvent, Event, channel
 from ._frontend import has_widget_frontend
+from .server_start import ServerStartViews
 
 __all__ = ["CheckpointViews", "attach_notebook_listeners"]
 
@@ -39,14 +41,14 @@ class CheckpointViews:
         return "CheckpointViews()"
 
 
-_attached: Attachment | None = None
+_attached: tuple[Attachment, ...] = ()
 
 
-def attach_notebook_listeners(enabled: Callable[[], bool] = lambda: True) -> Attachment:
+def attach_notebook_listeners(enabled: Callable[[], bool] = lambda: True) -> tuple[Attachment, ...]:
     """Attach the notebook's listeners to the default channel, once per process (a second call
     replaces the first, e.g. after ``%reload_ext``)."""
     global _attached
-    if _attached is not None:
-        _attached.detach()
-    _attached = channel.attach(CheckpointViews(enabled))
+    for a in _attached:
+        a.detach()
+    _attached = (channel.attach(CheckpointViews(enabled)), channel.attach(ServerStartViews(enabled)))
     return _attached
