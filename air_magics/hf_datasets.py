@@ -39,10 +39,13 @@ def patch(load: ModuleType) -> bool:
     def get_module(self: Any) -> Any:
         data_dir = getattr(self, "data_dir", None)
         if isinstance(data_dir, str) and data_dir.startswith(_SCHEME):
+            import fsspec
             from datasets.data_files import get_data_patterns, sanitize_patterns
             from datasets.utils.file_utils import is_relative_path, xjoin
 
             base = data_dir.rstrip("/")
+            fs, path = fsspec.core.url_to_fs(base)
+            fs.info(path)  # a missing volume or folder: its error names the URL and the fix (not EmptyDatasetError)
             if self.data_files is None:
                 patterns = get_data_patterns(base, download_config=self.download_config)
             else:  # data_files relative to data_dir, as datasets means them

@@ -112,6 +112,8 @@ def test_datasets_load_dataset_data_dir_and_glob(base, tmp_path, monkeypatch):
     dd = datasets.load_dataset("parquet", data_dir=f"{base}/exports/split", cache_dir=cache)
     assert dd["train"]["a"] == [8] and dd["test"]["a"] == [9]  # datasets' own split patterns apply
     assert not os.path.exists(tmp_path / "volumes:")
+    with pytest.raises(FileNotFoundError, match=r"volumes://.*/exports/nope does not exist; list its folder"):
+        datasets.load_dataset("parquet", data_dir=f"{base}/exports/nope", cache_dir=cache)
 
 
 def test_datasets_data_dir_in_a_fresh_process(air_home, tmp_path):

@@ -8,10 +8,15 @@ Every call goes through :class:`~air_magics.volumes.store.VolumeStore`: a path i
 :meth:`VolumePath.parse` (``..``, ``.``, empty segments and bad names refused) and resolved by
 :meth:`VolumeStore.locate` (links out of the volume refused). On a local volume (embedded, mount,
 ``file://``) reads open through :func:`air_magics.io.confined.open_file` (checked at the moment of
-use), and writes go to a temp file in the target folder, created relative to a verified folder
-descriptor with ``O_NOFOLLOW`` and renamed into place on ``close()``: readers see the old file or
-the new one, never a torn one, and a failed write leaves the old file untouched. A volume
-registered to another fsspec URL (``memory://``, ``s3://``...) is delegated to that filesystem.
+use); ``pipe_file`` writes through :func:`air_magics.io.atomic.write_atomic` and streamed writes
+through :class:`~air_magics.volumes.fsspec_writer.AtomicWriter` (temp file in the target folder,
+renamed into place on ``close()``): readers see the old file or the new one, never a torn one, and
+a failed write leaves the old file untouched. A volume registered to another fsspec URL
+(``memory://``, ``s3://``...) is delegated to that filesystem. fsspec's own conformance suite
+(``fsspec.tests.abstract``) passes on both kinds.
+
+A path or volume that is not there raises :class:`~air_magics.errors.VolumeNotFoundError` (a
+``FileNotFoundError``) naming the ``volumes://`` URL and the fix.
 
 The paths above the volume level (``volumes://``, ``volumes://main``, ``volumes://main/demo``)
 list catalogs, schemas and volumes; they cannot be written.
@@ -209,7 +214,7 @@ class VolumesFileSystem(AbstractFileSystem):
                     return {"name": self._name(vp), "size": size, "type": kind, "mtime": st.st_mtime}
                 info = loc.fs.info(loc.path)
         except VolumeNotFoundError as exc:
-            _warn_missing_volume(exc)
+            _warn_missing_volume(".".join(p.split("/")[:3]), exc)
             raise
         out = dict(info)
         out.update(name=self._name(vp), size=int(info.get("size") or 0), mtime=fs_mtime(info))
@@ -416,10 +421,10 @@ def _lstat_at(name: str, dir_fd: int) -> os.stat_result | None:
 _warned: set[str] = set()
 
 
-def _warn_missing_volume(exc: VolumeNotFoundError) -> None:
+def _warn_missing_volume(volume_id: str, exc: VolumeNotFoundError) -> None:
     """Log a missing volume once per process: pyarrow (``pd.read_parquet``, ``pyarrow.dataset``)
     turns ``info``'s error into a bare ``FileNotFoundError(path)``, so the fix would be lost."""
     msg = str(exc)
-    if ": volume " in msg and msg not in _warned:
-        _warned.add(msg)
+    if f": volume {volume_id!r} does not exist" in msg and volume_id not in _warned:
+        _warned.add(volume_id)
         logging.getLogger("air_magics").warning("%s", msg)
