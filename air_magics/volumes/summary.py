@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from html import escape
 from shlex import quote
 
+from ..errors import VolumePathError
 from ..io.units import fmt_bytes
+from .path import VolumePath
 from .store import FileInfo, VolumeInfo
 
-__all__ = ["ListingSummary", "VolumesOverview", "fmt_bytes", "SMALL_FILE_BYTES", "MANY_FILES"]
+__all__ = ["ListingSummary", "VolumesOverview", "fmt_bytes", "pack_suggestion", "SMALL_FILE_BYTES", "MANY_FILES"]
 
 SMALL_FILE_BYTES = 1 << 20  # median below this counts as "small"
 MANY_FILES = 500  # ... when a folder holds at least this many files
@@ -29,6 +31,26 @@ _BUCKETS = [
     (None, ">= 1 GiB"),
 ]
 _MAX_ROWS = 50
+
+
+def pack_suggestion(path: str | VolumePath, pattern: str | None = None) -> str:
+    """The ``%air_volume pack`` command(s) that pack folder *path*, with a destination pack accepts.
+
+    The destination may not be inside the source, so a folder packs into a sibling
+    (``.../imgs`` -> ``.../imgs_packed``); a whole volume can only pack into another volume, which
+    is created first (``main.me.raw`` -> ``main.me.raw_packed``)."""
+    src = VolumePath.parse(path)
+    pat = f" --pattern {quote(pattern)}" if pattern else ""
+    try:
+        if not src.is_root:
+            return f"`%air_volume pack {quote(str(src))} {quote(str(src.parent / (src.name + '_packed')))}{pat}`"
+        dest = VolumePath(src.catalog, src.schema, src.volume + "_packed")
+    except VolumePathError:  # a name too long for the suffix: the user names the destination
+        return f"`%air_volume pack {quote(str(src))} DEST{pat}` (DEST: a folder outside {src})"
+    return (
+        f"`%air_volume create {dest.volume_id}` then `%air_volume pack {quote(str(src))} {quote(str(dest))}{pat}` "
+        f"(a whole volume packs into another volume)"
+    )
 
 
 @dataclass
@@ -77,7 +99,7 @@ class ListingSummary:
             f"{n:,} files with a median size of {fmt_bytes(self.median_size)}: reading many small files "
             f"from a volume is latency-bound. Copy them to local disk once with "
             f"`%%air_copy --to /local_disk0/...` (or use UCVolumeDataset's cache), or pack them into "
-            f"1-10 GiB tar shards: `%air_volume pack {quote(self.path)} {quote(self.path.rstrip('/') + '_packed')}` "
+            f"1-10 GiB tar shards: {pack_suggestion(self.path, self.pattern)} "
             f"(UCVolumeDataset reads the packed folder like this one)."
         )
 

@@ -1,0 +1,83 @@
+"""``%air_volume``'s rough edges a new user hit (issue 18, items 4, 8 and 12): each as a test."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from IPython.core.error import UsageError
+
+from air_magics.volumes import VolumeStore
+
+
+@pytest.fixture
+def text_ip(ip):
+    """The shell with text output (no widgets): what a pack prints is captured."""
+    ip.run_line_magic("config", "AirMagics.widgets = False")
+    yield ip
+    ip.run_line_magic("config", "AirMagics.widgets = True")
+
+
+@pytest.fixture
+def small_files():
+    """A volume of 600 small files: ls's small-files tip fires, at the volume root and in a folder."""
+    s = VolumeStore()
+    s.create("main.me.raw")
+    for i in range(600):
+        with s.open(f"/Volumes/main/me/raw/imgs/{i:04d}.jpg", "wb") as f:
+            f.write(b"j" * 100)
+    return s
+
+
+def _commands(tip: str) -> list[str]:
+    return re.findall(r"`(%air_volume [^`]*)`", tip)
+
+
+# item 4: the small-files tip suggests a pack that works; a bad pack is refused before any progress
+
+
+def test_pack_tip_suggests_a_destination_pack_accepts(text_ip, small_files, capsys):
+    ip = text_ip
+    folder = ip.run_line_magic("air_volume", "ls -r /Volumes/main/me/raw/imgs")
+    assert _commands(folder.advice()) == ["%air_volume pack /Volumes/main/me/raw/imgs /Volumes/main/me/raw/imgs_packed"]
+    whole = ip.run_line_magic("air_volume", "ls -r /Volumes/main/me/raw")
+    create, pack = _commands(whole.advice())  # a whole volume packs into another volume, created first
+    assert (create, pack) == (
+        "%air_volume create main.me.raw_packed",
+        "%air_volume pack /Volumes/main/me/raw /Volumes/main/me/raw_packed",
+    )
+    capsys.readouterr()
+
+    # the tip's pack without its create: one line naming the volume and the fix, and no progress at all
+    with pytest.raises(UsageError) as info:
+        ip.run_line_magic("air_volume", pack[len("%air_volume ") :])
+    msg = str(info.value)
+    assert msg.startswith("destination volume 'main.me.raw_packed' does not exist") and "\n" not in msg
+    assert "`%air_volume create main.me.raw_packed`" in msg
+    assert capsys.readouterr().out == ""  # before: a 0% progress line, then "failed"
+
+    for line in (create, pack, *_commands(folder.advice())):  # as the tips say: each works
+        ip.run_line_magic("air_volume", line[len("%air_volume ") :])
+    out = capsys.readouterr().out
+    assert out.count("600 / 600 files") == 2
+    assert "packed folder: 600 members" in repr(ip.run_line_magic("air_volume", "ls /Volumes/main/me/raw_packed"))
+    assert "packed folder: 600 members" in repr(ip.run_line_magic("air_volume", "ls /Volumes/main/me/raw/imgs_packed"))
+
+
+@pytest.mark.parametrize(
+    "line,error",
+    [
+        ("pack /Volumes/main/me/raw /Volumes/main/me/raw/p", "is inside the source /Volumes/main/me/raw: its shards"),
+        ("pack /Volumes/main/me/raw/imgs /Volumes/main/me/raw", "is inside the destination"),
+        ("pack /Volumes/main/me/nope /Volumes/main/me/raw/p", "'main.me.nope' does not exist"),
+        ("pack /Volumes/main/me/raw/missing /Volumes/main/me/raw/p", "missing' does not exist"),
+        ("pack /Volumes/main/me/raw/imgs/0001.jpg /Volumes/main/me/raw/p", "is a file; pack takes a folder"),
+        ("pack /Volumes/main/me/raw/imgs /Volumes/main/me/raw/imgs/0001.jpg", "is inside the source"),
+        ("pack /Volumes/main/me/raw/imgs /Volumes/main/me/raw/p --shard-size lots", "'lots' is not a size"),
+    ],
+)
+def test_pack_refuses_a_bad_request_before_any_progress(text_ip, small_files, capsys, line, error):
+    capsys.readouterr()
+    with pytest.raises(UsageError, match=re.escape(error)) as info:
+        text_ip.run_line_magic("air_volume", line)
+    assert "\n" not in str(info.value) and capsys.readouterr().out == ""
