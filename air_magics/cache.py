@@ -41,7 +41,7 @@ from typing import Any
 from . import config
 from .cache_evict import drop, make_room, stripe_of
 from .cache_hits import HitLog
-from .cache_index import checkpoint, open_index, transaction, translate_disk_full
+from .cache_index import checkpoint, open_index, transaction, translate_disk_full, wal_headroom
 from .cache_overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency
 from .errors import CacheLimitError, VolumeNotFoundError
 from .events import CacheEvent, Throttle, channel
@@ -86,7 +86,8 @@ class FileCache:
     ``root`` defaults to ``$AIR_CACHE_DIR`` (``$AIR_HOME/cache``); ``limit`` to ``$AIR_CACHE_LIMIT``
     (``None``: only the reserve bounds it); ``reserve`` to ``$AIR_CACHE_RESERVE`` (1 GiB). Sizes
     accept ``"10GiB"``-style strings. ``overflow_files``: how many files a process may hold past a
-    full cache, each valid until that many more files are handed out (see :mod:`.cache_overflow`).
+    full cache, each valid until that many more files are handed out; ``overflow_bytes``: how many
+    bytes they may take (``None``: bounded by the disk and the reserve; see :mod:`.cache_overflow`).
     """
 
     def __init__(
@@ -99,6 +100,7 @@ class FileCache:
         store: VolumeStore | None = None,
         retries: int = 4,
         overflow_files: int = DEFAULT_OVERFLOW_FILES,
+        overflow_bytes: int | str | None = None,
     ) -> None:
         self.root = Path(root) if root is not None else config.cache_dir()
         self.limit = config.parse_size(limit, "cache limit") if limit is not None else config.cache_limit()
@@ -113,6 +115,7 @@ class FileCache:
             )
         self.pin_seconds = pin_seconds
         self.overflow_files = overflow_files
+        self.overflow_bytes = config.parse_size(overflow_bytes, "overflow_bytes")
         self.retries = retries
         self.store = store or VolumeStore()
         self._reset_process_state()
@@ -126,7 +129,7 @@ class FileCache:
         self._status = Throttle(0.5)
         self._wal_check = Throttle(5.0)
         self._hits = HitLog(self.pin_seconds, flush=self.flush_hits)
-        self._overflow = OverflowWindow(self.root, self.overflow_files)
+        self._overflow = OverflowWindow(self.root, self.overflow_files, self.overflow_bytes, self.limit)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -286,14 +289,19 @@ class FileCache:
         return True
 
     def _overflow_fetch(self, vp: VolumePath, src: Location, size: int, mtime: float) -> str:
-        """Fetch into the overflow window: no room within the limit without evicting what is in use."""
+        """Serve from the overflow window: no room within the limit without evicting what is in use."""
         root = str(self._overflow.base)
 
         def copy(dest: str) -> int:
             return copy_one(CopyTask(src, Location(dest, root=root), size, mtime), retries=self.retries)
 
-        local, n = self._overflow.fetch("/".join((vp.catalog, vp.schema, vp.volume, *vp.parts)), copy)
-        self._count(misses=1, bytes_fetched=n, overflows=1)
+        rel = "/".join((vp.catalog, vp.schema, vp.volume, *vp.parts))
+        reserve = self.reserve + wal_headroom(self.root)  # the index's log shares the disk
+        local, n, reused = self._overflow.fetch(rel, size, mtime, copy, reserve=reserve)
+        if reused:  # still in the window, same version: no second copy
+            self._count(hits=1, bytes_hit=size)
+        else:
+            self._count(misses=1, bytes_fetched=n, overflows=1)
         return local
 
     def _indexed(self, key: str) -> bool:

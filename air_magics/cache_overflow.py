@@ -16,27 +16,61 @@ window adds at most ``size`` files per process; and the resident subset keeps hi
 
 Lifetime of an overflow path: valid until the process hands out ``size`` more files (hits or
 misses). Consumers of a loader open a file long before that (a DataLoader has at most
-``num_workers x prefetch_factor`` items plus the dataset's ``prefetch`` in flight). A folder left by
-a process that died is removed by the next process that overflows.
+``num_workers x prefetch_factor`` items plus the dataset's ``prefetch`` in flight). Every hand-out
+owns its place in the window: the same file overflowing twice is one copy with two references, and
+it is deleted when the last of them leaves (a window file still valid for its size and mtime is
+handed out again without a copy).
+
+Bytes: the window is bounded by ``max_bytes`` (``None``: by the disk alone) and never takes the
+disk below the cache's free-disk reserve. A file that does not fit is refused with a
+:class:`~air_magics.errors.CacheLimitError` naming it, the limit, the reserve and the fixes; nothing
+in the window is deleted early to make room, since a loop may still read it.
+
+Liveness: each process holds an ``flock`` on ``<pid>-<token>.lock`` beside its folder for as long
+as it lives (the kernel drops it when the process dies, however it dies). The next process that
+overflows removes the folders whose lock it can take. A pid alone would not do: a process in
+another pid namespace (a container sharing the cache folder) has a pid that means nothing here.
 """
 
 from __future__ import annotations
 
 import atexit
+import fcntl
 import os
 import secrets
 import shutil
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import CacheLimitError
 from .io.process import pid_alive
+from .io.units import fmt_bytes
 
-__all__ = ["OverflowWindow", "Residency", "DEFAULT_OVERFLOW_FILES"]
+__all__ = ["OverflowWindow", "Residency", "DEFAULT_OVERFLOW_FILES", "sweep_dead"]
 
 DEFAULT_OVERFLOW_FILES = 256
+_LOCK_SUFFIX = ".lock"
+_LEGACY_AGE = 24 * 3600.0  # a folder without a lock file (an older version's) is swept when this old
+_MTIME_TOLERANCE = 1e-3
+_HELD_LOCKS: set[int] = set()  # this process's folder-lock descriptors; a forked child closes its copies
+
+
+def _close_inherited_locks() -> None:
+    """In a forked child: drop the copies of the parent's lock descriptors (the parent keeps its
+    lock; the child's copy would otherwise keep a dead parent's folder "alive" while it runs)."""
+    for fd in list(_HELD_LOCKS):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD_LOCKS.clear()
+
+
+os.register_at_fork(after_in_child=_close_inherited_locks)
 
 
 @dataclass(frozen=True)
@@ -59,32 +93,32 @@ class Residency:
 
 
 class OverflowWindow:
-    """This process's overflow files, oldest first; see the module docstring."""
+    """This process's overflow files, oldest first; see the module docstring.
 
-    def __init__(self, root: Path, size: int = DEFAULT_OVERFLOW_FILES) -> None:
+    *size*: hand-outs a file stays valid for; *max_bytes*: bytes the window may hold (``None``: no
+    bound but the disk's reserve); *limit*: the cache's byte limit (named in errors only)."""
+
+    def __init__(
+        self, root: Path, size: int = DEFAULT_OVERFLOW_FILES, max_bytes: int | None = None, limit: int | None = None
+    ) -> None:
         self.base = root / "overflow"
         self.size = size
+        self.max_bytes = max_bytes
+        self.limit = limit
         self._lock = threading.Lock()
+        self._pid = 0
         self._dir: Path | None = None
-        self._files: deque[tuple[int, str]] = deque()  # (hand-out count when added, local path)
+        self._files: deque[tuple[int, str]] = deque()  # (hand-out count when handed out, local path)
+        self._held: dict[str, list[int]] = {}  # local path -> [references in the window, bytes]
+        self._bytes = 0  # bytes of the files in self._held
+        self._pending = 0  # bytes being fetched into the window right now
         self._count = 0
         self.added = 0
 
-    def path_for(self, rel: str) -> Path:
-        """Where an overflow copy of the volume path ``/Volumes/<rel>`` goes in this process's folder."""
-        with self._lock:
-            if self._dir is None:
-                self._sweep_dead()
-                self._dir = self.base / f"{os.getpid()}-{secrets.token_hex(4)}"
-                self._dir.mkdir(parents=True, exist_ok=True)
-                atexit.register(shutil.rmtree, self._dir, True)
-            return self._dir / rel
-
-    def add(self, local: str) -> None:
-        """*local* (from :meth:`path_for`) was just fetched and is being handed out."""
-        with self._lock:
-            self._files.append((self._count, local))
-            self.added += 1
+    @property
+    def bytes(self) -> int:
+        """Bytes the window holds now."""
+        return self._bytes
 
     def handed_out(self) -> None:
         """Count one file handed out by this process; delete overflow files now out of the window."""
@@ -92,25 +126,183 @@ class OverflowWindow:
             self._count += 1
             files, limit = self._files, self._count - self.size
             while files and files[0][0] < limit:
-                _unlink(files.popleft()[1])
+                self._release(files.popleft()[1])
 
-    def fetch(self, rel: str, copy: Callable[[str], int]) -> tuple[str, int]:
-        """Fetch into the window with ``copy(dest) -> bytes``; returns (local path, bytes)."""
-        local = str(self.path_for(rel))
-        n = copy(local)
-        self.add(local)
-        return local, n
-
-    def _sweep_dead(self) -> None:
-        """Remove the overflow folders of processes that no longer exist (killed workers)."""
+    def fetch(
+        self, rel: str, size: int, mtime: float, copy: Callable[[str], int], *, reserve: int = 0
+    ) -> tuple[str, int, bool]:
+        """Serve ``/Volumes/<rel>`` (*size* bytes, source *mtime*) from the window, fetching it with
+        ``copy(dest) -> bytes`` unless the window holds it already; returns (local path, bytes
+        fetched, reused). Raises :class:`CacheLimitError` when it does not fit (see the module)."""
+        with self._lock:
+            folder = self._folder()
+            local = str(folder / rel)
+            held = self._held.get(local)
+            if held is not None and _same(local, size, mtime):
+                held[0] += 1
+                self._files.append((self._count, local))
+                return local, 0, True
+            self._check_room(rel, size, reserve)
+            self._pending += size
+            if held is None:
+                held = self._held[local] = [0, 0]
+            held[0] += 1
         try:
-            names = os.listdir(self.base)
-        except FileNotFoundError:
+            n = copy(local)
+        except BaseException:
+            with self._lock:
+                self._pending -= size
+                self._release(local)
+            raise
+        with self._lock:
+            self._pending -= size
+            self._bytes += n - held[1]
+            held[1] = n
+            self._files.append((self._count, local))
+            self.added += 1
+        return local, n, False
+
+    # -- inside the lock ----------------------------------------------------------------------
+    def _folder(self) -> Path:
+        """This process's folder, made (after sweeping dead ones) on first use in each process."""
+        if self._dir is None or self._pid != os.getpid():
+            if self._pid != os.getpid():  # a forked child: the parent's files are the parent's
+                self._files.clear()
+                self._held.clear()
+                self._bytes = self._pending = 0
+            self.base.mkdir(parents=True, exist_ok=True)
+            sweep_dead(self.base)
+            name = f"{os.getpid()}-{secrets.token_hex(4)}"
+            # locked under a hidden name, then renamed: a sweeper never sees the lock file unlocked
+            fd = os.open(self.base / f".{name}.new", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh name: never contended
+            os.rename(self.base / f".{name}.new", self.base / (name + _LOCK_SUFFIX))
+            _HELD_LOCKS.add(fd)
+            self._dir = self.base / name  # made after its lock: no sweeper ever sees it unlocked
+            self._dir.mkdir()
+            self._pid = os.getpid()
+            atexit.register(_remove_own, self._dir, fd, self._pid)
+        return self._dir
+
+    def _check_room(self, rel: str, size: int, reserve: int) -> None:
+        used = self._bytes + self._pending
+        if self.max_bytes is not None and used + size > self.max_bytes:
+            why = (
+                f"this process's overflow window already holds {fmt_bytes(used)} of the "
+                f"{fmt_bytes(self.max_bytes)} it may use (overflow_bytes)"
+            )
+        else:
+            free = _free(self.base) - self._pending
+            if free - size >= reserve:
+                return
+            why = (
+                f"the disk has {fmt_bytes(max(free, 0))} free and must keep the reserve of {fmt_bytes(reserve)} "
+                f"(AIR_CACHE_RESERVE)"
+            )
+        limit = "no limit" if self.limit is None else f"a limit of {fmt_bytes(self.limit)}"
+        raise CacheLimitError(
+            f"no room for /Volumes/{rel} ({fmt_bytes(size)}): the cache at {self.base.parent} ({limit}) is full of "
+            f"files in use and {why}; raise the limit (FileCache(limit=...) or AIR_CACHE_LIMIT), lower "
+            f"pin_seconds or overflow_files so fewer files are held, or move AIR_CACHE_DIR to a larger disk"
+        )
+
+    def _release(self, local: str) -> None:
+        held = self._held.get(local)
+        if held is None:
             return
-        for name in names:
-            pid, _, _token = name.partition("-")
-            if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
-                shutil.rmtree(self.base / name, ignore_errors=True)
+        held[0] -= 1
+        if held[0] <= 0:
+            del self._held[local]
+            self._bytes -= held[1]
+            _unlink(local)
+
+
+def sweep_dead(base: Path) -> list[str]:
+    """Remove the overflow folders under *base* whose owner is gone: those whose lock can be taken.
+
+    A folder without a lock file (left by an older version) goes only when the pid in its name is
+    not running here and it has not changed for a day. Returns the names removed."""
+    try:
+        names = set(os.listdir(base))
+    except FileNotFoundError:
+        return []
+    removed = []
+    for name in sorted(names):
+        if name.startswith("."):
+            continue  # a lock file being made
+        if name.endswith(_LOCK_SUFFIX):
+            if name[: -len(_LOCK_SUFFIX)] not in names and _take(base / name) is not None:
+                _unlink(str(base / name))  # a lock whose folder is gone (its owner died while sweeping)
+            continue
+        folder, lock = base / name, base / (name + _LOCK_SUFFIX)
+        if name + _LOCK_SUFFIX in names:
+            fd = _take(lock)
+            if fd is None:
+                continue  # alive, in this pid namespace or another
+            try:
+                shutil.rmtree(folder, ignore_errors=True)
+                _unlink(str(lock))
+            finally:
+                os.close(fd)
+        elif _legacy_dead(folder, name):
+            shutil.rmtree(folder, ignore_errors=True)
+        else:
+            continue
+        removed.append(name)
+    return removed
+
+
+def _take(lock: Path) -> int | None:
+    """An open descriptor holding *lock* (its owner is gone), or None while someone holds it."""
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return None  # removed by another sweeper meanwhile
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _legacy_dead(folder: Path, name: str) -> bool:
+    pid, _, _token = name.partition("-")
+    if not pid.isdigit() or int(pid) == os.getpid() or pid_alive(int(pid)):
+        return False
+    try:
+        return time.time() - os.stat(folder).st_mtime > _LEGACY_AGE
+    except OSError:
+        return False
+
+
+def _remove_own(folder: Path, fd: int, pid: int) -> None:
+    """At exit: this process's folder and lock (never a parent's, in a forked child)."""
+    if os.getpid() != pid:
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    _unlink(str(folder) + _LOCK_SUFFIX)
+    _HELD_LOCKS.discard(fd)
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def _same(local: str, size: int, mtime: float) -> bool:
+    """Whether the window's copy at *local* is still the source's version (size, mtime)."""
+    try:
+        st = os.stat(local)
+    except OSError:
+        return False
+    return st.st_size == size and abs(st.st_mtime - mtime) <= _MTIME_TOLERANCE
+
+
+def _free(path: Path) -> int:
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return 0
 
 
 def _unlink(path: str) -> None:

@@ -125,7 +125,7 @@ def test_a_dead_process_overflow_folder_is_swept(vol):
     assert left.exists() and "overflow" in str(left)  # killed without cleanup: its folder stays
     c.get(key(2))  # this process overflows too, and sweeps the dead one's folder first
     assert not left.exists()
-    assert len(os.listdir(c.root / "overflow")) == 1
+    assert len(os.listdir(c.root / "overflow")) == 2  # this process's folder and its lock file
 
 
 def _reader(root: str, order: list[int], out) -> None:
@@ -207,3 +207,98 @@ def test_a_loader_at_default_depth_never_outruns_the_overflow_window():
                 got.append(int.from_bytes(f.read(4), "big"))
         assert sorted(got) == list(range(n))
     assert cache.info().overflows > 0
+
+
+def test_the_same_file_overflowing_twice_keeps_both_hand_outs(vol):
+    """The first copy's expiry used to delete the second: a path handed out one get ago vanished."""
+    c = FileCache(limit=25_000, overflow_files=4, pin_seconds=600)
+    c.get(key(0))  # the one file that fits
+    for i in range(1, 6):
+        c.get(key(i))  # overflow
+    p = c.get(key(2))  # f002 again, while its first copy is about to leave the window
+    assert os.path.exists(p) and open(p, "rb").read() == content(2)
+    for _ in range(3):
+        c.get(key(0))  # three more hand-outs: still inside the window of 4
+        assert os.path.exists(p)
+    c.get(key(0))
+    assert not os.path.exists(p)  # four later it is gone: the window still frees its files
+
+
+def _random_reader(root: str, seed: int, out) -> None:
+    import random
+    from collections import deque
+
+    rng = random.Random(seed)
+    c = FileCache(root, limit=30 * SIZE, pin_seconds=600, overflow_files=8)
+    recent: deque[str] = deque(maxlen=7)  # the last 7 hand-outs: all must still be there
+    vanished = wrong = 0
+    for _ in range(400):
+        i = rng.randrange(60)
+        p = c.get(key(i))
+        try:
+            wrong += open(p, "rb").read() != content(i)
+        except FileNotFoundError:
+            vanished += 1
+        recent.append(p)
+        vanished += sum(not os.path.exists(q) for q in recent)
+    out.put((vanished, wrong, c.info().overflows))
+
+
+def test_random_gets_from_two_processes_never_lose_a_path_inside_its_window(vol):
+    root = str(FileCache().root)
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_random_reader, args=(root, seed, out)) for seed in (1, 2)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    assert [r[:2] for r in results] == [(0, 0), (0, 0)], results
+    assert results[0][2] > 100  # most gets overflowed: the window was exercised
+
+
+def test_a_live_process_folder_is_kept_whatever_its_pid_looks_like_here(vol):
+    """A process in another pid namespace (a container sharing the cache folder) has a pid that
+    means nothing here: liveness is its lock on the folder, not the number in the folder's name."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid number with no process behind it
+    root = FileCache().root
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from air_magics.cache import FileCache\n"
+            f"c = FileCache({str(root)!r}, limit={SIZE}, pin_seconds=3600)\n"
+            f"c.get({key(0)!r}); print(c.get({key(1)!r}), flush=True); sys.stdin.readline()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=os.environ,
+    )
+    try:
+        held = Path(child.stdout.readline().strip())
+        folder = held.parents[4]  # overflow/<pid>-<token>/main/raw/big/d/f001.bin
+        assert folder.parent == root / "overflow" and held.exists()
+        # seen from another namespace: the same folder under a pid that is dead here
+        forged = folder.with_name(f"{dead.pid}-{folder.name.partition('-')[2]}")
+        for old, new in [
+            (folder, forged),
+            *[
+                (p, forged.with_name(forged.name + p.name[len(folder.name) :]))
+                for p in folder.parent.iterdir()
+                if p.name.startswith(folder.name + ".")
+            ],
+        ]:
+            os.rename(old, new)
+        mine = FileCache(root, limit=SIZE, pin_seconds=3600)
+        mine.get(key(0)), mine.get(key(2))  # this process overflows and sweeps dead folders first
+        assert (forged / held.relative_to(folder)).exists()  # its owner is alive: kept
+    finally:
+        child.stdin.close()
+        child.wait(30)
+    later = FileCache(root, limit=SIZE, pin_seconds=3600)  # a fresh process-level window sweeps again
+    later.get(key(0)), later.get(key(3))
+    assert not forged.exists()  # its owner has exited: swept
