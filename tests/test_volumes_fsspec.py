@@ -294,6 +294,8 @@ def test_copy_and_move_a_folder_recursively(base, air_home):
     assert _tree(fs, f"{base}/into/moved") == want and not fs.exists(f"{base}/moved")
     fs.mv(f"{base}/into/moved/a.txt", f"{base}/into")  # a file into a folder, too
     assert fs.cat_file(f"{base}/into/a.txt") == b"a"
+    fs.mv(f"{base}/into/a.txt", f"{base}/new/")  # a trailing slash: into that folder, made if missing
+    assert fs.cat_file(f"{base}/new/a.txt") == b"a"
     # across volumes (embedded <-> memory): copy then remove
     other = "volumes://main/demo/other" if "ext/mem" in base else "volumes://ext/mem/other"
     if "ext/mem" in base:

@@ -368,6 +368,8 @@ class VolumesFileSystem(AbstractFileSystem):
             return
         with self._reporting(path1):
             vp1, loc1 = self._locate(path1)
+            if str(path2).endswith("/"):  # "into this folder", made if missing, as fsspec's copy reads it
+                path2 = f"{str(path2).rstrip('/')}/{vp1.name}"
             vp2, loc2 = self._locate(path2)
             if vp1 == vp2:
                 return
