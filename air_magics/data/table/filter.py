@@ -104,10 +104,11 @@ class _Translator:
             return bool(node.this)
         elif isinstance(node, exp.Null):
             return None
-        elif isinstance(node, (exp.Concat, exp.DPipe)) and all(
-            isinstance(e, exp.Literal) and e.is_string for e in node.expressions or [node.this, node.expression]
-        ):
-            raise self.fail("adjacent strings ('it''s') are ambiguous; put a quote inside a string as \\' ('it\\'s')")
+        elif isinstance(node, (exp.Concat, exp.DPipe)):  # 'a' 'b' and 'a' || 'b' are 'ab' in Spark
+            parts = node.expressions if isinstance(node, exp.Concat) else [node.this, node.expression]
+            values = [self.number(p) for p in parts]
+            if all(isinstance(v, str) for v in values):
+                return "".join(values)
         raise self.fail(f"{_node_text(node)} is not a literal; compare columns with numbers, strings, true/false")
 
     def literal(self, node: Any) -> Any:
@@ -229,6 +230,19 @@ class _Translator:
         )
 
 
+def _doubled_quotes(flt: str, tokens: list[Any]) -> str:
+    """*flt* with each doubled quote inside a string (``'it''s'``, Spark's "it's") written as
+    ``\\'``: sqlglot reads it as two adjacent strings, which Spark joins only when they are apart
+    (``'it' 's'`` is "its"). Same length, so error columns still match what the user wrote."""
+    from sqlglot.tokens import TokenType
+
+    chars = list(flt)
+    for a, b in zip(tokens, tokens[1:], strict=False):
+        if a.token_type == b.token_type == TokenType.STRING and b.start == a.end + 1 and flt[a.end] == flt[b.start]:
+            chars[a.end] = "\\"
+    return "".join(chars)
+
+
 def _parse_sql(flt: str) -> Any:
     """The one condition tree of *flt*, or a one-line :class:`FilterError` (never sqlglot's text)."""
     import sqlglot
@@ -239,6 +253,7 @@ def _parse_sql(flt: str) -> Any:
         tokens = sqlglot.Dialect.get_or_raise("spark").tokenize(flt)
     except TokenError:
         raise FilterError(f"filter {_shown(flt)} has an unclosed quote, backtick or comment; {_EXAMPLE}") from None
+    src = _doubled_quotes(flt, tokens)
     parens = run = deepest = 0
     for t in tokens:  # the parser recurses per level: refuse deep nesting before it starts
         if t.token_type == TokenType.L_PAREN:
@@ -255,7 +270,7 @@ def _parse_sql(flt: str) -> Any:
             f"filter {_shown(flt)} is nested more than {MAX_DEPTH} levels deep; use IN (...) for long lists of values"
         )
     try:
-        trees = sqlglot.parse(flt, dialect="spark")
+        trees = sqlglot.parse(src, dialect="spark")
     except ParseError as exc:
         err = (exc.errors or [{}])[0]
         near = f"{err.get('start_context', '')}{err.get('highlight', '')}".strip()[-40:]
