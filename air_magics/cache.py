@@ -296,8 +296,8 @@ class FileCache:
             return copy_one(CopyTask(src, Location(dest, root=root), size, mtime), retries=self.retries)
 
         rel = "/".join((vp.catalog, vp.schema, vp.volume, *vp.parts))
-        reserve = self.reserve + wal_headroom(self.root)  # the index's log shares the disk
-        local, n, reused = self._overflow.fetch(rel, size, mtime, copy, reserve=reserve)
+        headroom = wal_headroom(self.root)  # the index's log shares the disk
+        local, n, reused = self._overflow.fetch(rel, size, mtime, copy, reserve=self.reserve, headroom=headroom)
         if reused:  # still in the window, same version: no second copy
             self._count(hits=1, bytes_hit=size)
         else:

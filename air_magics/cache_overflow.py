@@ -129,11 +129,12 @@ class OverflowWindow:
                 self._release(files.popleft()[1])
 
     def fetch(
-        self, rel: str, size: int, mtime: float, copy: Callable[[str], int], *, reserve: int = 0
+        self, rel: str, size: int, mtime: float, copy: Callable[[str], int], *, reserve: int = 0, headroom: int = 0
     ) -> tuple[str, int, bool]:
         """Serve ``/Volumes/<rel>`` (*size* bytes, source *mtime*) from the window, fetching it with
         ``copy(dest) -> bytes`` unless the window holds it already; returns (local path, bytes
-        fetched, reused). Raises :class:`CacheLimitError` when it does not fit (see the module)."""
+        fetched, reused). Raises :class:`CacheLimitError` when it does not fit (see the module): the
+        disk must keep *reserve* bytes plus *headroom* (what the cache's index may still grow by)."""
         with self._lock:
             folder = self._folder()
             local = str(folder / rel)
@@ -142,7 +143,7 @@ class OverflowWindow:
                 held[0] += 1
                 self._files.append((self._count, local))
                 return local, 0, True
-            self._check_room(rel, size, reserve)
+            self._check_room(rel, size, reserve, headroom)
             self._pending += size
             if held is None:
                 held = self._held[local] = [0, 0]
@@ -184,7 +185,7 @@ class OverflowWindow:
             atexit.register(_remove_own, self._dir, fd, self._pid)
         return self._dir
 
-    def _check_room(self, rel: str, size: int, reserve: int) -> None:
+    def _check_room(self, rel: str, size: int, reserve: int, headroom: int) -> None:
         used = self._bytes + self._pending
         if self.max_bytes is not None and used + size > self.max_bytes:
             why = (
@@ -193,11 +194,11 @@ class OverflowWindow:
             )
         else:
             free = _free(self.base) - self._pending
-            if free - size >= reserve:
+            if free - size >= reserve + headroom:
                 return
             why = (
                 f"the disk has {fmt_bytes(max(free, 0))} free and must keep the reserve of {fmt_bytes(reserve)} "
-                f"(AIR_CACHE_RESERVE)"
+                f"(AIR_CACHE_RESERVE) plus {fmt_bytes(headroom)} for the index's log"
             )
         limit = "no limit" if self.limit is None else f"a limit of {fmt_bytes(self.limit)}"
         raise CacheLimitError(

@@ -302,3 +302,60 @@ def test_a_live_process_folder_is_kept_whatever_its_pid_looks_like_here(vol):
     later = FileCache(root, limit=SIZE, pin_seconds=3600)  # a fresh process-level window sweeps again
     later.get(key(0)), later.get(key(3))
     assert not forged.exists()  # its owner has exited: swept
+
+
+@pytest.fixture
+def disk16(tmp_path):
+    """A real 16 MiB filesystem (tmpfs; needs root), unmounted afterwards."""
+    import gc
+
+    d = tmp_path / "small"
+    d.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(d)], capture_output=True, text=True)
+    if r.returncode:
+        pytest.skip(f"cannot mount a 16 MiB tmpfs (needs root): {r.stderr.strip()}")
+    try:
+        yield d
+    finally:
+        gc.collect()  # close SQLite connections of dropped caches before unmounting
+        if subprocess.run(["umount", str(d)], capture_output=True).returncode:
+            subprocess.run(["umount", "-l", str(d)], check=True)
+
+
+def test_the_overflow_window_honours_the_reserve_on_a_small_disk(disk16):
+    """The window was bounded by file count only: on a 16 MiB disk it took free space to 112 KiB
+    and gets failed with raw disk-full errors. Now it stops at the reserve with a clear error."""
+    import shutil
+
+    s = VolumeStore()
+    s.create("main.raw.large")
+    for i in range(60):
+        with s.open(f"/Volumes/main/raw/large/f{i:02d}.bin", "wb") as f:
+            f.write(bytes([i]) * 500_000)
+    reserve = 1 << 20
+    c = FileCache(disk16 / "cache", limit="2MiB", reserve=reserve, pin_seconds=600)  # everything pinned
+    served, refused = [], []
+    for i in range(60):
+        try:
+            p = c.get(f"/Volumes/main/raw/large/f{i:02d}.bin")
+        except CacheLimitError as exc:
+            refused.append(str(exc))
+        else:
+            assert open(p, "rb").read() == bytes([i]) * 500_000
+            served.append(p)
+        assert shutil.disk_usage(disk16).free >= reserve, i
+    assert len(served) > 8  # past the 4 files the limit holds, the window served more
+    assert refused, "a 16 MiB disk cannot hold 60 pinned 500 kB files: some gets must be refused"
+    msg = refused[0]
+    assert "/Volumes/main/raw/large/f" in msg and "2.0 MiB" in msg and "1.0 MiB" in msg
+    assert "AIR_CACHE_RESERVE" in msg and "AIR_CACHE_LIMIT" in msg and "AIR_CACHE_DIR" in msg
+
+
+def test_overflow_bytes_bounds_the_window(vol):
+    c = FileCache(limit=SIZE, pin_seconds=600, overflow_bytes=3 * SIZE)
+    c.get(key(0))
+    for i in range(1, 4):
+        c.get(key(i))  # three files in the window: all it may hold
+    with pytest.raises(CacheLimitError, match=r"f004\.bin .*overflow_bytes"):
+        c.get(key(4))
+    assert open(c.get(key(2)), "rb").read() == content(2)  # a file the window holds is served again
