@@ -548,9 +548,11 @@ def test_status_answers_while_listings_are_stuck_on_the_mount(server, slowfs, tm
     backing.mkdir()
     mnt = server.home.parent / "no-such-mount"  # where the server (and this test) look for /Volumes
     stats = tmp_path / "slowfs.json"
+    if why := slowfs.unavailable("c"):  # the python engine's lookups in one folder queue (libfuse < 3.17)
+        pytest.skip(f"needs fusevol's C engine, whose lookups in one folder overlap: {why}")
     write_status("job-copy-busy", {"kind": "copy", "state": "running", "files_total": 4, "files_done": 1})
     try:
-        with slowfs.mounted(backing, mnt, op_latency_ms=10_000, stats=stats) as pid:
+        with slowfs.mounted(backing, mnt, op_latency_ms=10_000, stats=stats, engine="c") as pid:
             pool = ThreadPoolExecutor(6)
             listings = [
                 pool.submit(

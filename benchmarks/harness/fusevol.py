@@ -17,7 +17,9 @@ times per (OP, PATH): a client that retries gets through, and a rerun fails the 
 Two engines serve the same rules: ``c`` (fusevol.c on libfuse3, built with gcc on first use into
 ``~/.cache/air-fusevol/<hash>/``; about 3x less CPU per request, and the only one whose lookups
 in one directory overlap on libfuse < 3.17) and ``python`` (fusevol_py.py on mfusepy, the
-fallback where gcc or the libfuse3 headers are missing). ``engine="auto"`` picks ``c`` when it can.
+fallback where gcc or the libfuse3 headers are missing). ``engine="auto"`` picks ``c`` when it can;
+the environment variable FUSEVOL_ENGINE changes that default (``FUSEVOL_ENGINE=python pytest ...``
+runs the FUSE tests on the fallback).
 
     with mounted(backing, mnt, op_latency_ms=5, fail_rate=0.1, stats=tmp / "s.json") as server_pid:
         ...
@@ -87,7 +89,7 @@ class Options:
     fail_times: int = 1
     fault_seed: int = 0
     stats: str | os.PathLike[str] | None = None
-    engine: str = "auto"  # auto, c or python
+    engine: str = dataclasses.field(default_factory=lambda: os.environ.get("FUSEVOL_ENGINE", "auto"))  # auto, c, python
     threads: int = 256  # server threads (libfuse's default of 10 would cap overlap)
     max_background: int = 256  # kernel's cap on async requests such as readahead (default 12)
 
@@ -296,6 +298,27 @@ def mounted(backing: str | os.PathLike[str], mountpoint: str | os.PathLike[str],
         _stop(mountpoint, proc)
 
 
+_HELP = {
+    "op_latency_ms": "wait per metadata request: lookup/getattr, readdir, open, create, mkdir, rename, unlink, flush, fsync, ...",
+    "read_latency_ms": "wait per read request",
+    "write_latency_ms": "wait per write request (default: the read latency)",
+    "mbps": "one link of MBPS x 10^6 bytes/s shared by all reads and writes (0: unlimited)",
+    "read_only": "mount read-only: writes fail with EROFS",
+    "attr_timeout": "seconds the kernel caches attributes",
+    "entry_timeout": "seconds the kernel caches name lookups",
+    "direct_io": "bypass the page cache: every read() reaches the server",
+    "fail_rate": "probability (0..1) that a matching call fails with EIO",
+    "fail_ops": f"comma-separated ops that may fail, of: {','.join(FAULTABLE_OPS)}",
+    "fail_paths": "fnmatch glob of mount-relative paths that may fail ('*' also matches '/')",
+    "fail_times": "most failures per (op, path), so a retry gets through",
+    "fault_seed": "seed of the fault draws",
+    "stats": "JSON counters file, rewritten every 0.25 s and at exit (default: none)",
+    "engine": "auto (c when it can be built), c or python (mfusepy)",
+    "threads": "server threads",
+    "max_background": "the kernel's limit on asynchronous requests such as readahead",
+}
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks.harness.fusevol",
@@ -305,13 +328,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("mountpoint", nargs="?", help="where to mount it (created if missing)")
     p.add_argument("--unmount", metavar="MNT", help="unmount a volume and exit")
     p.add_argument("--foreground", action="store_true", help="serve in this process until unmounted")
+    defaults = Options()
     for f in dataclasses.fields(Options):
-        flag = "--" + f.name.replace("_", "-")
+        flag, default = "--" + f.name.replace("_", "-"), getattr(defaults, f.name)
         if f.type == "bool":
-            p.add_argument(flag, action="store_true")
+            p.add_argument(flag, action="store_true", help=_HELP[f.name])
         else:
             kind = {"float": float, "int": int, "float | None": float}.get(str(f.type), str)
-            p.add_argument(flag, type=kind, default=f.default, help=f"default {f.default}")
+            p.add_argument(
+                flag,
+                type=kind,
+                default=default,
+                help=_HELP[f.name] + ("" if default is None else f" (default {default})"),
+            )
     return p
 
 
