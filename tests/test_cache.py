@@ -6,6 +6,7 @@ import gc
 import multiprocessing as mp
 import os
 import pickle
+import re
 import sqlite3
 import subprocess
 import time
@@ -15,7 +16,7 @@ import pytest
 
 from air_magics.cache import FileCache
 from air_magics.data import UCVolumeDataset
-from air_magics.errors import CacheDiskFullError, CacheLimitError, VolumeNotFoundError
+from air_magics.errors import AirError, CacheDiskFullError, CacheLimitError, SettingError, VolumeNotFoundError
 from air_magics.status import read_status
 from air_magics.volumes import VolumeStore
 
@@ -319,3 +320,27 @@ def test_a_file_with_a_244_character_name_is_cached_and_streamed(vol):
     c.clear(force=True)
     got = sorted(open(p, "rb").read() for p in UCVolumeDataset("/Volumes/main/raw/long", cache=c, store=vol))
     assert got == [b"y" * 3000, b"z" * 10]
+
+
+@pytest.mark.parametrize("value", ["1e400", "inf", float("inf"), float("nan")])
+def test_a_limit_or_reserve_of_inf_or_nan_is_refused_in_one_clear_line(vol, value, monkeypatch):
+    """They used to raise bare OverflowError/ValueError tracebacks, and every FileCache() failed so
+    while AIR_CACHE_LIMIT held one."""
+    from traitlets import TraitError
+
+    from air_magics.settings import AirConfig
+
+    for kw in ("limit", "reserve"):
+        with pytest.raises(AirError, match=rf"cache {kw} {re.escape(repr(value))} is not a .*10GiB") as exc:
+            FileCache(**{kw: value})
+        assert isinstance(exc.value, ValueError)
+    for env in ("AIR_CACHE_LIMIT", "AIR_CACHE_RESERVE"):
+        monkeypatch.setenv(env, str(value))
+        with pytest.raises(SettingError, match=rf"{env}={re.escape(repr(str(value)))} is not a size: .*10GiB"):
+            FileCache()
+        monkeypatch.delenv(env)
+    FileCache()  # unset again: fine
+    cfg = AirConfig()
+    with pytest.raises(TraitError, match=r"cache_limit = .* is not a size"):
+        cfg.cache_limit = value  # %config AirMagics.cache_limit = ...
+    assert cfg.cache_limit is None  # refused, not kept

@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from air_magics.errors import AirError, SettingError
 from air_magics.io import is_leftover, owner_pid, pid_alive, sweep_stale, temp_name
 from air_magics.io.atomic import write_atomic, write_json_atomic
 from air_magics.io.leftovers import NAME_MAX
@@ -127,3 +128,14 @@ def test_a_dead_writers_long_temp_name_is_swept(tmp_path):
     (tmp_path / temp_name("d" * 250)).write_bytes(b"mine, in flight")  # a live writer's: kept
     assert sweep_stale(str(tmp_path)) == [leftover]
     assert [n for n in os.listdir(tmp_path)] == [temp_name("d" * 250)]
+
+
+@pytest.mark.parametrize("value", ["1e400", "inf", "nan", "-inf", float("inf"), float("nan"), 1e30, -1, True, "5 zb"])
+def test_a_size_that_is_not_finite_or_not_a_size_is_one_clear_error(value):
+    """``1e400`` used to raise a bare OverflowError, ``float('nan')`` a bare ValueError."""
+    with pytest.raises(SettingError) as exc:
+        parse_size(value, "cache limit")
+    msg = str(exc.value)
+    assert isinstance(exc.value, AirError) and isinstance(exc.value, ValueError)
+    assert f"cache limit {value!r}" in msg and "10GiB" in msg and "\n" not in msg
+    assert parse_size("1E9") == parse_size("1e+9") == parse_size(1e9) == 10**9 and parse_size(0) == 0

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["parse_size", "fmt_bytes", "fmt_rate"]
+import math
+import re
+
+from ..errors import SettingError
+
+__all__ = ["parse_size", "fmt_bytes", "fmt_rate", "MAX_SIZE"]
+
+_SIZE_RX = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE]\+?[0-9]+)?)\s*([a-zA-Z]*)\s*")
 
 _UNITS = {
     "": 1,
@@ -22,22 +29,39 @@ _UNITS = {
 }
 
 
+MAX_SIZE = (1 << 63) - 1  # 8 EiB: larger than any disk, and what SQLite and the OS can count
+_FORMS = "write a finite number of bytes or a number with a unit, e.g. 500MB, 10GiB or 1e9"
+
+
 def parse_size(value: int | float | str | None, what: str = "size") -> int | None:
-    """``10GiB``, ``500 MB``, ``1e9`` or an int -> bytes; ``None``/``''`` -> ``None``."""
+    """``10GiB``, ``500 MB``, ``1e9`` or an int -> bytes; ``None``/``''`` -> ``None``.
+
+    The one place sizes are checked: anything else (``inf``, ``nan``, ``1e400``, a negative
+    number, more than :data:`MAX_SIZE`) is a :class:`~air_magics.errors.SettingError` (a
+    ``ValueError``) naming the value and the accepted forms, never a bare ``OverflowError``."""
     if value is None or value == "":
         return None
-    if isinstance(value, (int, float)):
-        n = int(value)
+    if isinstance(value, bool):
+        raise SettingError(f"{what} {value!r} is not a size: {_FORMS}")
+    if isinstance(value, int):
+        n = value
     else:
-        import re
-
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", str(value))
-        unit = m.group(2).lower() if m else None
-        if not m or unit not in _UNITS:
-            raise ValueError(f"{what} {value!r} is not a size: write e.g. 500MB, 10GiB or a number of bytes")
-        n = int(float(m.group(1)) * _UNITS[unit])
+        if isinstance(value, float):
+            number, scale = value, 1
+        else:
+            m = _SIZE_RX.fullmatch(str(value))
+            unit = m.group(2).lower() if m else None
+            if not m or unit not in _UNITS:
+                raise SettingError(f"{what} {value!r} is not a size: {_FORMS}")
+            number, scale = float(m.group(1)), _UNITS[unit]
+        total = number * scale
+        if not math.isfinite(total):  # inf, nan, 1e400
+            raise SettingError(f"{what} {value!r} is not a finite size: {_FORMS}")
+        n = int(total)
     if n < 0:
-        raise ValueError(f"{what} {value!r} is negative")
+        raise SettingError(f"{what} {value!r} is negative: {_FORMS}")
+    if n > MAX_SIZE:
+        raise SettingError(f"{what} {value!r} is larger than any disk (at most 8 EiB): {_FORMS}")
     return n
 
 
