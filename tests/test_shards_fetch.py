@@ -116,6 +116,7 @@ def test_prune_extracted_frees_folders_and_their_locks(tmp_path):
     folder = open_packed(s, DEST)
     for r in folder.members:
         r.local_path(cache)
+    folder._extractor._drivers.shutdown(wait=True)  # fetches finished (staging folders gone)
     shards = len(folder.manifest.shards)
     root = tmp_path / "cache" / "shards"
     assert prune_extracted(cache, keep=[folder]) == 0

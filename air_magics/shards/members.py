@@ -181,9 +181,8 @@ class MemberWriter:
             self._publish(tmp, path, m)
 
     def abort(self) -> None:
-        """Stop: no further member is published; staged files are removed."""
-        for fut in self.pending:
-            fut.cancel()
+        """Stop: members already verified and being written are published, nothing after them;
+        staged files are removed."""
         while self.pending:
             try:
                 self.pending.popleft().result()
