@@ -81,3 +81,72 @@ def test_pack_refuses_a_bad_request_before_any_progress(text_ip, small_files, ca
     with pytest.raises(UsageError, match=re.escape(error)) as info:
         text_ip.run_line_magic("air_volume", line)
     assert "\n" not in str(info.value) and capsys.readouterr().out == ""
+
+
+# item 8: ls above volume level lists what is there instead of failing
+
+
+def test_ls_above_volume_level_lists_catalogs_schemas_and_volumes(ip):
+    s = VolumeStore()
+    for vid in ("main.demo.images", "main.demo.text", "main.raw.logs", "dev.t.v"):
+        s.create(vid)
+    schema = ip.run_line_magic("air_volume", "ls /Volumes/main/demo")  # before: "does not name a volume"
+    assert schema.level == "volumes" and schema.names == ["images", "text"]
+    assert repr(schema).splitlines()[:2] == [
+        "/Volumes/main/demo: 2 volumes",
+        f"  /Volumes/main/demo/images  embedded {s.root}/main/demo/images",
+    ]
+    catalog = ip.run_line_magic("air_volume", "ls /Volumes/main/")
+    assert catalog.names == ["demo", "raw"] and "/Volumes/main/demo  2 volumes" in repr(catalog)
+    top = ip.run_line_magic("air_volume", "ls /Volumes")
+    assert top.names == ["dev", "main"] and "/Volumes/main  2 schemas, 3 volumes" in repr(top)
+    assert "<code>/Volumes/main/raw</code>" in catalog._repr_html_()
+    with pytest.raises(
+        UsageError,
+        match=r"^/Volumes/main/nope: no schema 'main.nope' holds a volume \(schemas with volumes: main.demo, main.raw\); create one with `%air_volume create main.nope.volume`$",
+    ):
+        ip.run_line_magic("air_volume", "ls /Volumes/main/nope")
+    with pytest.raises(UsageError, match="-r/--pattern list inside a volume"):
+        ip.run_line_magic("air_volume", "ls -r /Volumes/main")
+    with pytest.raises(UsageError, match="invalid schema name 'a b'"):
+        ip.run_line_magic("air_volume", "ls '/Volumes/main/a b'")
+
+
+# item 12: a new volume's names follow the table names' rule
+
+
+@pytest.mark.parametrize(
+    "name,bad,fix",
+    [
+        ("Main.Me.Bad-Name", "volume name 'Bad-Name'", "Main.Me.Bad_Name"),
+        ("main.2024.v", "schema name '2024'", "main._2024.v"),
+        ("main.s p.v", "schema name 's p'", None),
+        ("main.s.v" + "x" * 128, "volume name 'v" + "x" * 128 + "'", None),
+    ],
+)
+def test_create_refuses_names_that_tables_refuse(ip, name, bad, fix):
+    from air_magics.errors import TableNameError
+    from air_magics.tables.names import TableName
+
+    with pytest.raises(TableNameError):  # the rule of table names...
+        TableName.parse(name)
+    with pytest.raises(UsageError) as info:  # ...is the rule of new volumes: one line, the value, the rule
+        ip.run_line_magic("air_volume", f"create '{name}'")
+    msg = str(info.value)
+    assert f"invalid {bad} in " in msg and "[A-Za-z_][A-Za-z0-9_]{0,127}" in msg and "\n" not in msg
+    if fix:
+        assert msg.endswith(f"write e.g. {fix}")
+        TableName.parse(fix)  # the fix is a name tables take too
+        assert ip.run_line_magic("air_volume", f"create {fix} -o v").volume_id == fix
+    with pytest.raises(UsageError, match=re.escape(f"invalid {bad}")):
+        ip.run_line_magic("air_volume", f"register '{name}' memory://x")
+    assert VolumeStore().registry.load() == {}  # nothing registered under the refused name
+
+
+def test_existing_volumes_with_a_dash_are_still_reached(ip, air_home):
+    """Paths keep the wider rule: a real /Volumes mount may hold 'my-ds', and it must stay readable."""
+    folder = air_home / "volumes" / "main" / "my-ds" / "files"
+    folder.mkdir(parents=True)
+    (folder / "a.txt").write_text("x")
+    assert [e.path.name for e in ip.run_line_magic("air_volume", "ls /Volumes/main/my-ds/files").entries] == ["a.txt"]
+    assert ip.run_line_magic("air_volume", "ls /Volumes/main").names == ["my-ds"]

@@ -104,3 +104,36 @@ def test_a_trailing_control_character_is_refused_everywhere(name, ch):
     ):
         with pytest.raises(VolumePathError):
             build()
+
+
+def test_parse_namespace_names_levels_above_a_volume():
+    from air_magics.volumes.path import parse_namespace
+
+    assert parse_namespace("/Volumes") == () and parse_namespace("/Volumes/") == ()
+    assert parse_namespace("/Volumes/main") == ("main",) and parse_namespace("/Volumes/main/demo/") == ("main", "demo")
+    for deeper in ("/Volumes/main/demo/v", "/Volumes/main/demo/v/x", "main.demo", "rel/path", "/tmp", "/Volumes//x"):
+        assert parse_namespace(deeper) is None
+    with pytest.raises(VolumePathError, match="invalid catalog name 'a b'"):
+        parse_namespace("/Volumes/a b")
+
+
+@given(NAME, NAME, NAME)
+def test_new_volume_names_follow_the_table_rule(c, s, v):
+    from air_magics.errors import TableNameError
+    from air_magics.tables.names import TableName
+
+    text = f"{c}.{s}.{v}"
+    try:
+        TableName.parse(text)
+        table_ok = "__" not in c + s  # tables reserve '__' in catalog/schema for their own mapping
+    except TableNameError:
+        table_ok = False
+    try:
+        VolumePath.parse_new_volume(text)
+        volume_ok = True
+    except VolumePathError as exc:
+        volume_ok = False
+        assert "\n" not in str(exc) and "[A-Za-z_][A-Za-z0-9_]{0,127}" in str(exc)
+    if "__" not in c + s:
+        assert volume_ok == table_ok
+    assert VolumePath.parse(text).volume_id == text  # an existing volume of any such name is still reached

@@ -2,7 +2,9 @@
 
 %air_volume                                    where volumes resolve, and the volumes there
 %air_volume ls PATH [-r] [--pattern GLOB]      a folder's files, size distribution, advice
-                                               (a GLOB with '/' or '**' implies -r)
+                                               (a GLOB with '/' or '**' implies -r); above volume
+                                               level: /Volumes the catalogs, /Volumes/c its schemas,
+                                               /Volumes/c/s its volumes
 %air_volume create catalog.schema.volume [--exist-ok]
 %air_volume register catalog.schema.volume URL
 %air_volume use catalog.schema.volume          default volume for relative paths
@@ -28,7 +30,8 @@ from IPython.core.magic_arguments import argument
 
 from ..errors import VolumeExistsError, VolumeNotFoundError
 from ..volumes import VolumePath
-from ..volumes.summary import ListingSummary, VolumesOverview
+from ..volumes.path import parse_namespace
+from ..volumes.summary import ListingSummary, NamespaceListing, VolumesOverview
 from ._common import check_output, output_argument, parse_line, store_output, with_arguments
 from ._state import default_volume, store
 
@@ -161,6 +164,11 @@ def _command(magics: Any, args: Any) -> Any:
             raise UsageError(
                 "%air_volume ls needs a PATH (or set a default volume with %air_volume use catalog.schema.volume)"
             )
+        parts = parse_namespace(target)
+        if parts is not None:  # /Volumes, a catalog or a schema: what it holds, one level down
+            if args.recursive or args.pattern:
+                raise UsageError(f"-r/--pattern list inside a volume; {target} is above volume level")
+            return NamespaceListing.of(parts, st.volumes())
         vp = VolumePath.parse(target or ".", default=default)
         # a pattern naming subfolders ('train/*/x.bin', '**/*.png') can only match below PATH
         recursive = args.recursive or bool(args.pattern and ("/" in args.pattern or "**" in args.pattern))

@@ -3,6 +3,13 @@
 Parsing is pure (no I/O). Validation rejects what could leave the volume or confuse storage:
 ``..`` and ``.`` segments, empty segments, NUL bytes, and names that are not identifiers. The
 symlink part of confinement needs the filesystem and lives in :mod:`air_magics.volumes.store`.
+
+Two name rules. A *path* may name any existing catalog, schema or volume made of letters, digits,
+``_`` and ``-`` (a real ``/Volumes`` mount may hold such names). A volume *created or registered*
+here takes the rule of table names (:mod:`air_magics.tables.names`): letters, digits and ``_``, not
+starting with a digit, at most 128 characters (:meth:`VolumePath.parse_new_volume`), so one name
+works for a volume and a table alike. Case is kept as written, as table names keep it; volume
+paths are case-sensitive (they are folders) where Spark's table names are not.
 """
 
 from __future__ import annotations
@@ -13,10 +20,12 @@ from dataclasses import dataclass
 
 from ..errors import VolumePathError
 
-__all__ = ["VolumePath", "PREFIX", "is_volume_text"]
+__all__ = ["VolumePath", "PREFIX", "is_volume_text", "parse_namespace", "NEW_NAME_RULE"]
 
 PREFIX = "/Volumes"
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,254}")  # used with fullmatch: ``$`` would let "a\n" in
+_NEW_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")  # the table names' rule (tables/names.py)
+NEW_NAME_RULE = "[A-Za-z_][A-Za-z0-9_]{0,127} (letters, digits and '_', not starting with a digit; as table names)"
 _DOTTED = re.compile(r"^([^./\s]+)\.([^./\s]+)\.([^./\s]+)(/.*)?\Z", re.DOTALL)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -34,6 +43,26 @@ def _check_name(kind: str, name: str, text: str) -> str:
             f"(e.g. /Volumes/main/default/my_volume)"
         )
     return name
+
+
+def parse_namespace(text: str) -> tuple[str, ...] | None:
+    """The catalog/schema a path above volume level names: ``/Volumes`` -> ``()``, ``/Volumes/c`` ->
+    ``("c",)``, ``/Volumes/c/s/`` -> ``("c", "s")`` (names checked); ``None`` for anything else."""
+    text = text.strip() if isinstance(text, str) else ""
+    if text.rstrip("/") != PREFIX and not text.startswith(PREFIX + "/"):
+        return None
+    rest = text[len(PREFIX) + 1 :].rstrip("/")
+    segs = rest.split("/") if rest else []
+    if len(segs) > 2 or "" in segs:
+        return None
+    for kind, seg in zip(("catalog", "schema"), segs, strict=False):
+        _check_name(kind, seg, text)
+    return tuple(segs)
+
+
+def _suggest_name(name: str) -> str:
+    fixed = re.sub(r"[^A-Za-z0-9_]", "_", name)[:128]
+    return fixed if fixed[:1].isalpha() or fixed[:1] == "_" else ("_" + fixed)[:128]
 
 
 def _check_segments(parts: Iterable[str], text: str) -> tuple[str, ...]:
@@ -121,6 +150,27 @@ class VolumePath:
                 f"expected a volume name like catalog.schema.volume (or /Volumes/catalog/schema/volume), got {str(text)!r}"
             )
         return vp
+
+    @classmethod
+    def parse_new_volume(cls, text: str | VolumePath) -> VolumePath:
+        """:meth:`parse_volume` for a volume about to be created or registered: each name must also
+        follow the table names' rule (:data:`NEW_NAME_RULE`); one line names the bad part and a fix."""
+        if isinstance(text, VolumePath):
+            names = [text.catalog, text.schema, text.volume]
+        elif not isinstance(text, str) or _CONTROL.search(text):
+            names = []  # parse_volume's message says what is wrong
+        elif isinstance(text, str) and text.startswith(PREFIX + "/"):
+            names = text[len(PREFIX) + 1 :].rstrip("/").split("/")
+        else:
+            names = str(text).split(".")
+        if len(names) == 3 and all(names):  # the rule first: its message names the part and a fix
+            for kind, name in zip(("catalog", "schema", "volume"), names, strict=True):
+                if not _NEW_NAME.fullmatch(name):
+                    raise VolumePathError(
+                        f"invalid {kind} name {name!r} in {'.'.join(names)!r}: a new volume's names are "
+                        f"{NEW_NAME_RULE}; write e.g. {'.'.join(map(_suggest_name, names))}"
+                    )
+        return cls.parse_volume(text)
 
     # -- derived ------------------------------------------------------------------------------
     @property

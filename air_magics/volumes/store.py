@@ -188,8 +188,8 @@ class VolumeStore:
         return VolumeInfo(vp.volume_id, self.kind, str(d))
 
     def create(self, volume: str | VolumePath, *, exist_ok: bool = False) -> VolumeInfo:
-        """Create a volume under the root (a directory)."""
-        vp = VolumePath.parse_volume(volume)
+        """Create a volume under the root (a directory); its names follow the table names' rule."""
+        vp = VolumePath.parse_new_volume(volume)
         if self.registry.get(vp.volume_id) is not None:
             if exist_ok:
                 return self.volume_info(vp)
@@ -206,7 +206,7 @@ class VolumeStore:
 
     def register(self, volume: str | VolumePath, url: str) -> VolumeInfo:
         """Register a volume backed by an fsspec URL (``s3://``, ``gs://``, ``file://``, ``memory://``...)."""
-        vp = VolumePath.parse_volume(volume)
+        vp = VolumePath.parse_new_volume(volume)
         url = normalise_url(url)
         fs, base = _open_url(url)
         self.registry.set(vp.volume_id, url)

@@ -13,12 +13,20 @@ from dataclasses import dataclass
 from html import escape
 from shlex import quote
 
-from ..errors import VolumePathError
+from ..errors import VolumeNotFoundError, VolumePathError
 from ..io.units import fmt_bytes
 from .path import VolumePath
 from .store import FileInfo, VolumeInfo
 
-__all__ = ["ListingSummary", "VolumesOverview", "fmt_bytes", "pack_suggestion", "SMALL_FILE_BYTES", "MANY_FILES"]
+__all__ = [
+    "ListingSummary",
+    "NamespaceListing",
+    "VolumesOverview",
+    "fmt_bytes",
+    "pack_suggestion",
+    "SMALL_FILE_BYTES",
+    "MANY_FILES",
+]
 
 SMALL_FILE_BYTES = 1 << 20  # median below this counts as "small"
 MANY_FILES = 500  # ... when a folder holds at least this many files
@@ -156,6 +164,69 @@ class ListingSummary:
             f"<div><b>{escape(self._head())}</b>{packed}{dist_t}"
             f"<table><tr><th>name</th><th>size</th><th>modified</th></tr>{rows}</table>{more}{tip}</div>"
         )
+
+
+@dataclass
+class NamespaceListing:
+    """What ``%air_volume ls`` shows above volume level: the catalogs (``/Volumes``), a catalog's
+    schemas (``/Volumes/main``) or a schema's volumes (``/Volumes/main/demo``), each as a path."""
+
+    path: str
+    level: str  # "catalogs", "schemas" or "volumes"
+    rows: list[tuple[str, str]]  # (the /Volumes/... path, what it holds or where it lives)
+
+    @classmethod
+    def of(cls, parts: tuple[str, ...], volumes: list[VolumeInfo]) -> NamespaceListing:
+        """The listing of catalog/schema *parts* (``()`` for all catalogs) over *volumes*; one that
+        matches no volume is a ``VolumeNotFoundError`` naming what does exist."""
+        path = "/".join(("/Volumes", *parts))
+        level = ("catalogs", "schemas", "volumes")[len(parts)]
+        below: dict[str, list[VolumeInfo]] = {}
+        for v in volumes:
+            ids = v.volume_id.split(".")
+            if ids[: len(parts)] == list(parts):
+                below.setdefault(ids[len(parts)], []).append(v)
+        if not below:
+            kind = ("catalog", "schema")[len(parts) - 1] if parts else None
+            if kind is None:
+                raise VolumeNotFoundError("no volumes yet: create one with `%air_volume create catalog.schema.volume`")
+            others = sorted(  # the ones beside it: a catalog's other schemas, the other catalogs
+                {
+                    ".".join(ids[: len(parts)])
+                    for v in volumes
+                    if (ids := v.volume_id.split("."))[: len(parts) - 1] == list(parts[:-1])
+                }
+            )
+            have = f" ({kind}s with volumes: {', '.join(others)})" if others else ""
+            raise VolumeNotFoundError(
+                f"{path}: no {kind} {'.'.join(parts)!r} holds a volume{have}; create one with "
+                f"`%air_volume create {'.'.join(parts)}{'.schema' if len(parts) == 1 else ''}.volume`"
+            )
+        rows = []
+        for name in sorted(below):
+            vs = below[name]
+            if level == "volumes":
+                detail = f"{vs[0].kind} {vs[0].location}"
+            else:
+                schemas = {v.volume_id.split(".")[1] for v in vs}
+                detail = (f"{len(schemas)} schema{'s' * (len(schemas) != 1)}, " if level == "catalogs" else "") + (
+                    f"{len(vs)} volume{'s' * (len(vs) != 1)}"
+                )
+            rows.append((f"{path}/{name}", detail))
+        return cls(path, level, rows)
+
+    @property
+    def names(self) -> list[str]:
+        return [p.rsplit("/", 1)[1] for p, _ in self.rows]
+
+    def __repr__(self) -> str:
+        width = max(len(p) for p, _ in self.rows)
+        head = f"{self.path}: {len(self.rows)} {self.level if len(self.rows) != 1 else self.level[:-1]}"
+        return "\n".join([head] + [f"  {p:<{width}}  {d}" for p, d in self.rows])
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><td><code>{escape(p)}</code></td><td>{escape(d)}</td></tr>" for p, d in self.rows)
+        return f"<div><b>{escape(repr(self).splitlines()[0])}</b><table>{rows}</table></div>"
 
 
 @dataclass
