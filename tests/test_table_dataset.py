@@ -226,6 +226,114 @@ def test_filters_keep_the_rows_spark_keeps(tmp_path, flt):
     assert sorted(int(k) for b in ds for k in b["k"]) == SPARK_WHERE[flt] and len(ds) == len(SPARK_WHERE[flt])
 
 
+def _spark_value(cond, row):
+    """Spark's value of condition *cond* (a small tree) on *row*: True, False or None (NULL),
+    with three-valued logic and Spark's NaN ordering (NaN = NaN, NaN above every number)."""
+    import math
+
+    def val(v):
+        return row[v[1]] if v[0] == "col" else v[1]
+
+    def key(v):
+        return (1, 0.0) if isinstance(v, float) and math.isnan(v) else (0, v)
+
+    def cmp(op, a, b):
+        if a is None or b is None:
+            return None
+        a, b = key(a), key(b)
+        return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+
+    def kleene(vals, stop):
+        return stop if stop in vals else (None if None in vals else not stop)
+
+    kind = cond[0]
+    if kind == "cmp":
+        return cmp(cond[1], val(cond[2]), val(cond[3]))
+    if kind == "in":
+        x = val(cond[1])
+        return None if x is None else kleene([cmp("=", x, v) for v in cond[2]], True)
+    if kind == "between":
+        return kleene([cmp(">=", val(cond[1]), cond[2]), cmp("<=", val(cond[1]), cond[3])], False)
+    if kind == "isnull":
+        return val(cond[1]) is None
+    if kind == "not":
+        v = _spark_value(cond[1], row)
+        return None if v is None else not v
+    return kleene([_spark_value(c, row) for c in cond[1:]], kind == "or")
+
+
+def _sql(cond):
+    def lit(v):
+        return "NULL" if v is None else repr(v)
+
+    def val(v):
+        return v[1] if v[0] == "col" else lit(v[1])
+
+    kind = cond[0]
+    if kind == "cmp":
+        return f"{val(cond[2])} {cond[1]} {val(cond[3])}"
+    if kind == "in":
+        return f"{val(cond[1])} IN ({', '.join(lit(v) for v in cond[2])})"
+    if kind == "between":
+        return f"{val(cond[1])} BETWEEN {lit(cond[2])} AND {lit(cond[3])}"
+    if kind == "isnull":
+        return f"{val(cond[1])} IS NULL"
+    if kind == "not":
+        return f"NOT ({_sql(cond[1])})"
+    return "(" + f") {kind.upper()} (".join(_sql(c) for c in cond[1:]) + ")"
+
+
+_LITS = hst.sampled_from([-1, 0, 1, 2, 2.5, None])
+_COL = hst.sampled_from(["id", "x", "y"]).map(lambda c: ("col", c))
+_SIDE = _COL | _LITS.map(lambda v: ("lit", v))
+_LEAF = hst.one_of(
+    hst.tuples(hst.just("cmp"), hst.sampled_from(["=", "!=", "<", "<=", ">", ">="]), _COL, _SIDE),
+    hst.tuples(hst.just("in"), _COL, hst.lists(_LITS, min_size=1, max_size=4)),
+    hst.tuples(hst.just("between"), _COL, _LITS, _LITS),
+    hst.tuples(hst.just("isnull"), _COL),
+)
+_COND = hst.recursive(
+    _LEAF,
+    lambda inner: hst.one_of(
+        hst.tuples(hst.just("not"), inner), hst.tuples(hst.sampled_from(["and", "or"]), inner, inner)
+    ),
+    max_leaves=6,
+)
+
+
+def test_random_filters_keep_the_rows_spark_would(tmp_path):
+    """Property: for any condition over NULLs and NaNs, UCDataset keeps the rows where Spark's value is TRUE."""
+    rng = random.Random(7)
+    nan = float("nan")
+    n = 60
+    data = {
+        "k": list(range(n)),
+        "id": [rng.choice([None, -1, 0, 1, 2, 3]) for _ in range(n)],
+        "x": [rng.choice([None, nan, -1.0, 0.0, 1.0, 2.0, 2.5]) for _ in range(n)],
+        "y": [rng.choice([None, nan, 0.0, 1.0, 2.5]) for _ in range(n)],
+    }
+    d = tmp_path / "t"
+    d.mkdir()
+    pq.write_table(
+        pa.table(
+            data, schema=pa.schema([("k", pa.int64()), ("id", pa.int64()), ("x", pa.float64()), ("y", pa.float64())])
+        ),
+        str(d / "part-0.parquet"),
+        row_group_size=16,  # several row groups: their statistics are used to count matches
+    )
+    rows = [{c: data[c][i] for c in data} for i in range(n)]
+
+    @settings(max_examples=200, deadline=None)
+    @given(cond=_COND)
+    def check(cond):
+        want = [r["k"] for r in rows if _spark_value(cond, r) is True]
+        ds = UCDataset(str(d), columns=["k"], filter=_sql(cond), batch_size=64)
+        assert (_sql(cond), sorted(int(k) for b in ds for k in b["k"])) == (_sql(cond), want)
+        assert len(ds) == len(want)
+
+    check()
+
+
 @pytest.mark.parametrize(
     "flt,says",
     [
