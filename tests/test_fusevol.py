@@ -172,6 +172,19 @@ def test_a_mount_that_cannot_be_made_raises(backing, tmp_path):
     assert issubclass(fusevol.FuseVolError, RuntimeError)
 
 
+def test_the_c_engine_is_built_once_per_source_even_by_concurrent_first_uses(tmp_path, monkeypatch):
+    if why := fusevol.unavailable("c"):
+        pytest.skip(why)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with ThreadPoolExecutor(2) as pool:
+        built = list(pool.map(lambda _: fusevol.c_engine(), range(2)))
+    assert built[0] == built[1] and built[0].parent.parent == tmp_path / "cache" / "air-fusevol"
+    assert os.access(built[0], os.X_OK) and os.listdir(built[0].parent) == ["fusevol"]  # no temp files left
+    (tmp_path / "b").mkdir()
+    with fusevol.mounted(tmp_path / "b", tmp_path / "m", op_latency_ms=0, engine="c") as pid:
+        assert Path(f"/proc/{pid}/exe").resolve() == built[0]  # the server is the binary just built
+
+
 def test_command_line_mounts_detached_and_unmounts(backing, tmp_path):
     if why := fusevol.unavailable():
         pytest.skip(why)

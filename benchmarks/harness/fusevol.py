@@ -175,10 +175,13 @@ def c_engine() -> Path | None:
     if not _c_buildable():
         return None
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], capture_output=True, text=True).stdout
-    binary.parent.mkdir(parents=True, exist_ok=True)
-    tmp = binary.with_name(f".fusevol-{os.getpid()}")
+    tmp = binary.with_name(f".fusevol-{os.getpid()}-{os.urandom(4).hex()}")  # one per concurrent build
     src = tmp.with_suffix(".c")
-    src.write_text(source)
+    try:
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        src.write_text(source)
+    except OSError as e:
+        raise FuseVolError(f"cannot build the C engine in {binary.parent}: {e.strerror}; set XDG_CACHE_HOME") from None
     try:
         r = subprocess.run(
             ["gcc", "-O2", "-Wall", "-pthread", "-o", str(tmp), str(src), *flags.split()],
