@@ -15,7 +15,7 @@ import time
 import zlib
 from typing import TYPE_CHECKING
 
-from .cache_index import checkpoint, transaction, wal_headroom
+from .cache_index import checkpoint, transaction, tune_wal, wal_headroom, wal_limit
 from .cache_overflow import Residency
 from .io.confined import is_within
 
@@ -36,10 +36,14 @@ def make_room(cache: FileCache, incoming: int, keep: Residency | None = None) ->
     The index's WAL is bounded here too, and what it may still grow by is counted against the
     reserve (it shares the disk with the cached files)."""
     db, lock = cache._conn()
-    if cache._wal_check.ready() and wal_headroom(cache.root) == 0:
-        with lock:
+    disk_free = shutil.disk_usage(cache.root).free
+    limit = wal_limit(cache.root, disk_free)  # shrinks with the space left: a small disk checkpoints often
+    headroom = wal_headroom(cache.root, limit)
+    with lock:
+        tune_wal(db, limit)
+        if headroom == 0 and cache._wal_check.ready():  # past it: readers held it back, or the disk filled
             checkpoint(db)
-    free = shutil.disk_usage(cache.root).free - wal_headroom(cache.root)
+    free = disk_free - headroom
     over = total_bytes(cache) + incoming - cache.limit if cache.limit is not None else 0
     need = max(over, cache.reserve - (free - incoming))
     if need <= 0:

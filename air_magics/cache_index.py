@@ -5,7 +5,10 @@ Why a module of its own: the index must survive what disks do to it.
 * **A damaged file** (not a database, malformed) is moved aside to ``index.sqlite.corrupt-<time>``
   and an empty index is built, with one warning naming both files. The cached files stay on disk
   but unindexed, so nothing is served unchecked: they are fetched again (and replaced) on use.
-* **The write-ahead log is bounded**: ``journal_size_limit`` truncates it after each checkpoint,
+* **The write-ahead log is bounded relative to the space left** (:func:`wal_limit`: 1/32 of the
+  free space, between 32 KiB and 4 MiB): :func:`tune_wal` sets SQLite's automatic checkpoint and
+  ``journal_size_limit`` to it (at open and before every fetch), so on a small disk it is
+  checkpointed every few kilobytes instead of growing to 4 MiB and filling it;
   :func:`checkpoint` truncates it outright when no reader holds it, and :func:`wal_headroom` (what
   it may still grow by) is counted against the cache's free-disk reserve.
 * **A full disk** surfaces as :class:`CacheDiskFullError` naming the cache root, the free space and
@@ -31,18 +34,23 @@ from .io.units import fmt_bytes
 __all__ = [
     "INDEX_NAME",
     "WAL_LIMIT",
+    "WAL_MIN",
     "COUNTERS",
     "open_index",
     "transaction",
     "checkpoint",
     "wal_headroom",
+    "wal_limit",
+    "tune_wal",
     "is_disk_full",
     "disk_full_error",
     "translate_disk_full",
 ]
 
 INDEX_NAME = "index.sqlite"
-WAL_LIMIT = 4 << 20  # bytes the WAL is truncated to after a checkpoint, and may grow by before one
+WAL_LIMIT = 4 << 20  # the most the WAL may grow to before a checkpoint, on a disk with room to spare
+WAL_MIN = 32 << 10  # the least: a few transactions (a miss writes about 16 KiB of log)
+_WAL_SHARE = 32  # the WAL may take this fraction (1/32) of the space it and the free disk have
 COUNTERS = ("hits", "misses", "bytes_hit", "bytes_fetched", "evictions", "total_bytes", "overflows")
 _BUSY_MS = 60_000
 _SCHEMA = """
@@ -91,7 +99,7 @@ def _connect(root: Path) -> sqlite3.Connection:
                 if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                     db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
-                db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
+                tune_wal(db, wal_limit(root))
                 db.executescript(_SCHEMA)
                 db.executemany("INSERT OR IGNORE INTO counters(name, value) VALUES (?, 0)", [(c,) for c in COUNTERS])
                 return db
@@ -150,13 +158,33 @@ def checkpoint(db: sqlite3.Connection) -> None:
         db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
 
 
-def wal_headroom(root: Path) -> int:
-    """Bytes the WAL may still grow by before a checkpoint truncates it (counted against the reserve)."""
+def wal_limit(root: Path, free: int | None = None) -> int:
+    """Bytes the WAL may reach before it is checkpointed: 1/32 of the space it and the free disk
+    have (*free*: ``disk_usage(root).free`` when already known), between 32 KiB and 4 MiB."""
+    room = (_free(root) if free is None else free) + _wal_size(root)
+    return max(WAL_MIN, min(WAL_LIMIT, room // _WAL_SHARE))
+
+
+def tune_wal(db: sqlite3.Connection, limit: int) -> None:
+    """Checkpoint *db* automatically once its WAL reaches *limit* bytes, and truncate it back to
+    that after each checkpoint (per connection: each process tunes its own)."""
+    page = db.execute("PRAGMA page_size").fetchone()[0] or 4096
+    db.execute(f"PRAGMA wal_autocheckpoint={max(1, limit // (page + 24))}")  # frames: a page + header
+    db.execute(f"PRAGMA journal_size_limit={limit}")
+
+
+def wal_headroom(root: Path, limit: int | None = None) -> int:
+    """Bytes the WAL may still grow by before a checkpoint resets it (counted against the reserve);
+    *limit*: its :func:`wal_limit`, computed when not given."""
+    size = _wal_size(root)
+    return max(0, (wal_limit(root) if limit is None else limit) - size)
+
+
+def _wal_size(root: Path) -> int:
     try:
-        size = os.stat(root / f"{INDEX_NAME}-wal").st_size
+        return os.stat(root / f"{INDEX_NAME}-wal").st_size
     except OSError:
-        size = 0
-    return max(0, WAL_LIMIT - size)
+        return 0
 
 
 def is_disk_full(exc: BaseException, root: Path) -> bool:
