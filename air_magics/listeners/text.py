@@ -13,6 +13,11 @@ from ..io.units import fmt_bytes
 
 __all__ = ["TqdmListener"]
 
+# tqdm draws a bar when it is made (0/total) and again when it is closed (the state the last
+# refresh drew: the last line twice). With a delay that never elapses it draws nothing itself;
+# this listener draws each state once.
+_OWN_DRAWING = 1e12
+
 
 class TqdmListener:
     """One tqdm bar per job on *file* (stderr), closed by the job's last event."""
@@ -55,13 +60,20 @@ class TqdmListener:
                     file=self.file or sys.stderr,
                     dynamic_ncols=True,
                     leave=self.leave,
+                    delay=_OWN_DRAWING,
                 )
             bar.total, bar.n = total, n
             bar.set_postfix_str(post, refresh=False)
-            bar.refresh()
-            if event.terminal:
-                bar.close()
-                del self._bars[key]
+            if not event.terminal:
+                bar.refresh()
+                return
+            if self.leave:  # the final state, once, on its own line
+                bar.display(pos=0)
+                bar.fp.write("\n")
+            else:
+                bar.clear()
+            bar.close()  # draws nothing more: the delay never elapsed
+            del self._bars[key]
 
     def __repr__(self) -> str:
         return "TqdmListener()"
