@@ -361,3 +361,32 @@ def test_unnamed_shards_older_than_the_grace_period_are_removed(vol):
     named = {x for s in _manifest(vol)["shards"] for x in (s["name"], s["index"])}
     assert not (set(stale) - named) & {n.name for n in d.iterdir()}
     assert r.shards_removed >= len([n for n in set(stale) - named if n.endswith(".tar")])
+
+
+@pytest.mark.parametrize("which", ["name", "index"])
+def test_a_shard_or_index_that_is_a_folder_is_a_shard_error(vol, which):
+    pack(SRC, DEST, shard_size="64KiB")
+    target = _dir(vol, DEST) / _manifest(vol)["shards"][0][which]
+    target.unlink()
+    target.mkdir()
+    with pytest.raises(ShardError, match=r"shard-\w+\.(tar|idx\.json)\S* .*not a regular file.*pack the source again"):
+        list(UCVolumeDataset(DEST))
+
+
+def test_verify_member_checks_bytes_read_by_offset(vol):
+    """The one check a reader by offset reuses: header bytes from header_start, data at the offset."""
+    from air_magics.shards.format import header_start, verify_member
+
+    pack(SRC, DEST, shard_size="64KiB")
+    folder = open_packed(vol, DEST)
+    raw = (_dir(vol, DEST) / folder.manifest.shards[0].name).read_bytes()
+    members = folder.shard_members[0]
+    for j, m in enumerate(members):
+        verify_member("s", m, raw[header_start(members, j) : m.offset], raw[m.offset : m.offset + m.size])
+    m = members[1]
+    head, data = raw[header_start(members, 1) : m.offset], bytearray(raw[m.offset : m.offset + m.size])
+    data[0] ^= 1
+    with pytest.raises(ShardError, match=rf"shard s: member {m.name!r} does not match"):
+        verify_member("s", m, head, data)
+    with pytest.raises(ShardError, match="tar header says"):
+        verify_member("s", members[2], head, raw[m.offset : m.offset + m.size])

@@ -37,7 +37,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ShardError, VolumeNotFoundError
+from ..errors import ShardError, SpecialFileError, VolumeNotFoundError
 from ..io.confined import open_read
 from ..io.locks import ProcessFileLock
 from ..io.retry import retry_call
@@ -268,6 +268,10 @@ class Extractor:
         except (FileNotFoundError, VolumeNotFoundError):
             raise ShardError(
                 f"shard {vp} named by the manifest is missing on the volume; pack the source again"
+            ) from None
+        except (IsADirectoryError, NotADirectoryError, SpecialFileError):
+            raise ShardError(
+                f"shard {vp} named by the manifest is not a regular file on the volume; pack the source again"
             ) from None
         if size != s.bytes:
             if fd >= 0:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ShardError, VolumeNotFoundError
+from ..errors import ShardError, SpecialFileError, VolumeNotFoundError
 from ..io.retry import retry_call
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
@@ -124,6 +124,8 @@ class PackedFolder:
                 raw = _read(store, path.joinpath(s.index))
             except (FileNotFoundError, VolumeNotFoundError):
                 raise ShardError(f"index {where} named by the manifest is missing; pack the source again") from None
+            except (IsADirectoryError, NotADirectoryError, SpecialFileError):
+                raise ShardError(f"index {where} is not a regular file; pack the source again") from None
             return load_index(raw, where, s)
 
         with ThreadPoolExecutor(

@@ -141,7 +141,13 @@ def _previous(
     a manifest an older air_magics wrote (the folder is rewritten whole), its generation and names."""
     if not _check_destination(dest, dloc):
         return None, {}, None
-    raw = _read_local(dloc, MANIFEST_NAME)
+    try:
+        raw = _read_local(dloc, MANIFEST_NAME)
+    except OSError as exc:  # a folder or special file by that name; or it went away meanwhile
+        raise ShardError(
+            f"manifest {dest}/{MANIFEST_NAME} cannot be read ({exc.strerror or exc}); if {dest} holds nothing "
+            f"else of yours, delete it and pack again"
+        ) from None
     legacy = legacy_manifest(raw)
     if legacy is not None:
         return None, {}, legacy
@@ -228,7 +234,9 @@ def _lock(dfd: int, dest: VolumePath) -> int | None:
     """Step 1: the pack lock, a file in the destination on the volume itself; its descriptor (None
     where the volume keeps no locks: then step 5's rule alone protects a concurrent packer)."""
     try:
-        fd = os.open(LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
+        fd = retry_call(
+            lambda: os.open(LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
+        )
     except OSError as exc:
         raise PackError(
             f"cannot open the pack lock {dest}/{LOCK_NAME} ({exc.strerror}); remove whatever has that name"
