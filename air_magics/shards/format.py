@@ -361,11 +361,33 @@ def header_start(members: Sequence[Member], j: int) -> int:
     return p.offset + p.size + (-p.size % BLOCK)
 
 
+def _octal(field: bytes) -> int:
+    return int(field.split(b"\0", 1)[0].strip() or b"x", 8)
+
+
+def _plain_ustar_of(m: Member, header: bytes) -> bool:
+    """Fast path (a fifth of :mod:`tarfile`'s cost): True when *header* is one ustar block, with a
+    valid checksum, for a regular file named ``m.name`` of ``m.size`` bytes. False means "ask
+    tarfile" (pax headers, prefix-split names, anything unusual or wrong)."""
+    if len(header) != BLOCK or header[257:263] != b"ustar\x00" or header[156:157] not in (b"0", b"\0"):
+        return False
+    try:
+        if _octal(header[148:156]) != 256 + sum(header[:148]) + sum(header[156:]):
+            return False
+        if _octal(header[124:136]) != m.size or header[345:346] != b"\0":  # size; no name prefix
+            return False
+    except ValueError:
+        return False
+    return header[:100].split(b"\0", 1)[0] == m.name.encode("utf-8", "surrogateescape")
+
+
 def check_header(where: str, m: Member, header: bytes) -> None:
     """Check the shard's bytes from :func:`header_start` to ``m.offset``: they must be exactly the
     tar header (ustar, or pax + ustar) of a regular file named ``m.name`` of ``m.size`` bytes, so
     an index that points a name at another member's bytes (names swapped, an offset into the next
     member) is refused; a plain ``tar -x`` of the shard would give what the index promises."""
+    if _plain_ustar_of(m, header):
+        return
     try:
         tf = tarfile.open(fileobj=io.BytesIO(header), mode="r:", encoding="utf-8", errors="surrogateescape")
         ti = tf.firstmember
