@@ -345,7 +345,7 @@ def test_publishing_never_deletes_another_packers_fresh_shards(vol):
 
 
 def test_unnamed_shards_older_than_the_grace_period_are_removed(vol):
-    from air_magics.shards.writer import GRACE
+    from air_magics.shards.dest import GRACE
 
     other = "/Volumes/main/raw/img/other"
     pack(SRC, DEST, shard_size="64KiB")
@@ -375,7 +375,7 @@ def test_a_shard_or_index_that_is_a_folder_is_a_shard_error(vol, which):
 
 def test_verify_member_checks_bytes_read_by_offset(vol):
     """The one check a reader by offset reuses: header bytes from header_start, data at the offset."""
-    from air_magics.shards.format import header_start, verify_member
+    from air_magics.shards.verify import header_start, verify_member
 
     pack(SRC, DEST, shard_size="64KiB")
     folder = open_packed(vol, DEST)

@@ -17,8 +17,8 @@ different contents, so a killed run's completed shards are reused and a new gene
 overwrites a shard the published manifest refers to. The manifest records each shard's byte
 count and CRC-32 and each index's CRC-32, so it is the one root of trust a reader validates from.
 
-Before a member's bytes are handed out they are checked by :func:`verify_member` (or its streaming
-form, :func:`check_header` + :class:`MemberCheck`): the tar header in front of the data must name
+Before a member's bytes are handed out they are checked by :func:`.verify.verify_member` (or its
+streaming form, :func:`.verify.check_header` + :class:`.verify.MemberCheck`): the tar header in front of the data must name
 the member with the index's size and end exactly where the index says the data starts, and the
 data must match the member's CRC-32. A crafted index (names swapped, an offset into another
 member) or a damaged or swapped shard is refused by member name; bytes that do not match the
@@ -29,7 +29,6 @@ index are never served. Version 2 added the per-member CRC-32: a version-1 folde
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import tarfile
 import zlib
@@ -60,10 +59,6 @@ __all__ = [
     "dump_manifest",
     "load_manifest",
     "member_bytes",
-    "header_start",
-    "check_header",
-    "MemberCheck",
-    "verify_member",
     "legacy_manifest",
 ]
 
@@ -349,90 +344,3 @@ def legacy_manifest(raw: bytes) -> tuple[int, set[str]] | None:
     except _BAD_JSON:
         return None
     return gen, {n for n in names if "/" not in n and n.startswith("shard-")}
-
-
-# -- verifying a member before its bytes are handed out ---------------------------------------------
-def header_start(members: Sequence[Member], j: int) -> int:
-    """Where member *j*'s tar header starts: the padded end of member ``j - 1`` (*members* in
-    offset order, as :func:`parse_index` checked them), 0 for the first."""
-    if j == 0:
-        return 0
-    p = members[j - 1]
-    return p.offset + p.size + (-p.size % BLOCK)
-
-
-def _octal(field: bytes) -> int:
-    return int(field.split(b"\0", 1)[0].strip() or b"x", 8)
-
-
-def _plain_ustar_of(m: Member, header: bytes) -> bool:
-    """Fast path (a fifth of :mod:`tarfile`'s cost): True when *header* is one ustar block, with a
-    valid checksum, for a regular file named ``m.name`` of ``m.size`` bytes. False means "ask
-    tarfile" (pax headers, prefix-split names, anything unusual or wrong)."""
-    if len(header) != BLOCK or header[257:263] != b"ustar\x00" or header[156:157] not in (b"0", b"\0"):
-        return False
-    try:
-        if _octal(header[148:156]) != 256 + sum(header[:148]) + sum(header[156:]):
-            return False
-        if _octal(header[124:136]) != m.size or header[345:346] != b"\0":  # size; no name prefix
-            return False
-    except ValueError:
-        return False
-    return header[:100].split(b"\0", 1)[0] == m.name.encode("utf-8", "surrogateescape")
-
-
-def check_header(where: str, m: Member, header: bytes) -> None:
-    """Check the shard's bytes from :func:`header_start` to ``m.offset``: they must be exactly the
-    tar header (ustar, or pax + ustar) of a regular file named ``m.name`` of ``m.size`` bytes, so
-    an index that points a name at another member's bytes (names swapped, an offset into the next
-    member) is refused; a plain ``tar -x`` of the shard would give what the index promises."""
-    if _plain_ustar_of(m, header):
-        return
-    try:
-        tf = tarfile.open(fileobj=io.BytesIO(header), mode="r:", encoding="utf-8", errors="surrogateescape")
-        ti = tf.firstmember
-    except (tarfile.TarError, ValueError, UnicodeError, EOFError, OverflowError) as exc:
-        ti, problem = None, f"not a tar header ({exc})"
-    else:
-        problem = "" if ti is not None else "no tar header"
-    if ti is not None and (ti.name != m.name or ti.size != m.size or not ti.isreg() or ti.offset_data != len(header)):
-        problem = f"its tar header says {ti.name!r}, {ti.size} bytes, data at +{ti.offset_data}"
-    if problem:
-        raise ShardError(
-            f"shard {where}: member {m.name!r} ({m.size} bytes at offset {m.offset}) does not match the shard: "
-            f"{problem}; the shard or its index is damaged or was altered: pack the source again"
-        )
-
-
-class MemberCheck:
-    """:func:`verify_member` for data that arrives in pieces: ``update`` each, then ``verify``."""
-
-    __slots__ = ("where", "member", "crc")
-
-    def __init__(self, where: str, member: Member) -> None:
-        self.where, self.member, self.crc = where, member, 0
-
-    def update(self, data: bytes | memoryview) -> None:
-        self.crc = zlib.crc32(data, self.crc)
-
-    def verify(self) -> None:
-        m = self.member
-        if self.crc != m.crc32:
-            raise ShardError(
-                f"shard {self.where}: member {m.name!r} does not match the checksum in its index (damaged or "
-                f"changed on the volume); refusing to serve it: pack the source again"
-            )
-
-
-def verify_member(where: str, m: Member, header: bytes, data: bytes | memoryview) -> None:
-    """The check before member *m*'s bytes are handed out: *header* (the shard's bytes from
-    :func:`header_start` to ``m.offset``) is its tar header and *data* matches its checksum.
-    Raises :class:`ShardError` naming the shard (*where*) and the member."""
-    check_header(where, m, header)
-    if len(data) != m.size:
-        raise ShardError(
-            f"shard {where}: member {m.name!r} is {len(data)} bytes but its index says {m.size}; pack the source again"
-        )
-    c = MemberCheck(where, m)
-    c.update(data)
-    c.verify()

@@ -1,7 +1,7 @@
 """Turning a shard's bytes, fed in order, into verified member files (used by :mod:`.fetch`).
 
 Every member is checked before it is published: the tar header in front of its data against its
-index entry (:func:`.format.check_header`), its data against its CRC-32 (:class:`.format.MemberCheck`);
+index entry (:func:`.verify.check_header`), its data against its CRC-32 (:class:`.verify.MemberCheck`);
 a member that fails is never renamed into place and the fetch stops with a :class:`ShardError`
 naming it. The last member is held back until :meth:`MemberWriter.finish` (after the shard's
 checksum), so a full pass over a shard always meets the shard's verdict.
@@ -22,7 +22,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import ShardError
-from .format import BLOCK, Member, MemberCheck, check_header
+from .format import BLOCK, Member
+from .verify import MemberCheck, check_header
 
 __all__ = ["MemberWriter", "writer_pool"]
 

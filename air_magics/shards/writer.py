@@ -19,7 +19,7 @@ Commit protocol (the manifest is the commit; readers trust nothing it does not n
 5. Only then remove shards the new manifest does not name, and never one another packer may still
    publish: a shard is removed only if neither this manifest nor the one now on the volume names
    it, and either the manifest this run replaced named it or it (file and index) is older than
-   ``GRACE`` seconds. So even where the volume's locks do not reach (a mount that keeps ``flock``
+   ``dest.GRACE`` seconds. So even where the volume's locks do not reach (a mount that keeps ``flock``
    per machine), a packer that publishes between another's shards and its manifest leaves those
    shards in place.
 
@@ -31,8 +31,6 @@ air_magics packed (an older format version) is rewritten whole by the next pack.
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import os
 import time
 import zlib
@@ -42,13 +40,13 @@ from concurrent.futures import ThreadPoolExecutor
 from ..errors import PackError, ShardError
 from ..events import Listener, channel
 from ..io.atomic import write_json_atomic
-from ..io.confined import open_dir, open_read
-from ..io.leftovers import is_leftover, sweep_stale
-from ..io.retry import retry_call
+from ..io.confined import open_dir
+from ..io.leftovers import sweep_stale
 from ..io.units import parse_size
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
 from ..volumes.walk import glob_regex
+from .dest import check_destination, lock_destination, read_local, remove_unnamed
 from .format import (
     MANIFEST_NAME,
     Index,
@@ -68,9 +66,6 @@ from .shardfile import Feed, write_shard
 __all__ = ["pack", "PackReport", "PackProgress", "plan_pack", "ENGINES"]
 
 ENGINES = ("local", "spark")
-LOCK_NAME = ".air-pack.lock"
-GRACE = 3600.0  # seconds an unnamed shard is left for the packer that may still publish it
-_NOLOCKS = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL)
 
 
 def _nested(a: VolumePath, b: VolumePath) -> bool:
@@ -97,52 +92,15 @@ def _list_source(store: VolumeStore, src: VolumePath, pattern: str | None) -> li
     return files
 
 
-def _read_local(dloc: Location, name: str) -> bytes:
-    """A small file of the destination (manifest, index), confined, transient errors retried."""
-
-    def once() -> bytes:
-        fd, st = open_read(os.path.join(dloc.path, name), dloc.root)
-        try:
-            return os.read(fd, st.st_size + 1)
-        finally:
-            os.close(fd)
-
-    return retry_call(once)
-
-
-def _is_shard_file(name: str) -> bool:
-    return name.startswith("shard-") and name.endswith((".tar", ".idx.json"))
-
-
-def _check_destination(dest: VolumePath, dloc: Location) -> bool:
-    """Refuse a destination that is a file, or a folder holding anything but a packed folder's
-    files; True when it holds a manifest. Cheap (one listing): done before anything is written."""
-    try:
-        names = [n for n in os.listdir(dloc.path) if not is_leftover(n)]
-    except FileNotFoundError:
-        return False
-    except NotADirectoryError:
-        raise PackError(f"destination {dest} is a file; pass a folder (new, or one written by pack)") from None
-    if MANIFEST_NAME in names:
-        return True
-    strays = [n for n in names if not _is_shard_file(n) and n != LOCK_NAME]
-    if strays:
-        raise PackError(
-            f"destination {dest} is not empty and not a packed folder (it holds {strays[0]!r}"
-            f"{f' and {len(strays) - 1} more' if len(strays) > 1 else ''}); pick a new folder"
-        )
-    return False  # at most shards of a first run that was killed: reused below where complete
-
-
 def _previous(
     dest: VolumePath, dloc: Location
 ) -> tuple[Manifest | None, dict[str, list[Member] | None], tuple[int, set[str]] | None]:
     """The published manifest, each of its shards' members (None: file or index damaged), and, for
     a manifest an older air_magics wrote (the folder is rewritten whole), its generation and names."""
-    if not _check_destination(dest, dloc):
+    if not check_destination(dest, dloc):
         return None, {}, None
     try:
-        raw = _read_local(dloc, MANIFEST_NAME)
+        raw = read_local(dloc, MANIFEST_NAME)
     except OSError as exc:  # a folder or special file by that name; or it went away meanwhile
         raise ShardError(
             f"manifest {dest}/{MANIFEST_NAME} cannot be read ({exc.strerror or exc}); if {dest} holds nothing "
@@ -160,7 +118,7 @@ def _previous(
         try:
             if os.stat(os.path.join(dloc.path, s.name)).st_size != s.bytes:
                 raise ShardError("size")
-            members[s.name] = load_index(_read_local(dloc, s.index), f"{dest}/{s.index}", s)
+            members[s.name] = load_index(read_local(dloc, s.index), f"{dest}/{s.index}", s)
         except (OSError, ShardError):
             members[s.name] = None  # rewritten by this run
     return manifest, members, None
@@ -169,7 +127,7 @@ def _previous(
 def _complete(dloc: Location, sp: ShardPlan) -> Index | None:
     """The index of shard *sp* if a previous run left it complete on the destination, else None."""
     try:
-        ix = parse_index(_read_local(dloc, sp.index), sp.index, sp.name)
+        ix = parse_index(read_local(dloc, sp.index), sp.index, sp.name)
         if os.stat(os.path.join(dloc.path, sp.name)).st_size != ix.bytes or ix.bytes != sp.bytes:
             return None
     except (OSError, ShardError):
@@ -226,34 +184,8 @@ def plan_pack(
     store = store or VolumeStore()
     svp, dvp = VolumePath.parse(src), VolumePath.parse(dest)
     size, sloc, dloc = _check_request(svp, dvp, shard_size, store)
-    _check_destination(dvp, dloc)
+    check_destination(dvp, dloc)
     return _plan(dvp, dloc, _list_source(store, svp, pattern), size), sloc, dloc
-
-
-def _lock(dfd: int, dest: VolumePath) -> int | None:
-    """Step 1: the pack lock, a file in the destination on the volume itself; its descriptor (None
-    where the volume keeps no locks: then step 5's rule alone protects a concurrent packer)."""
-    try:
-        fd = retry_call(
-            lambda: os.open(LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
-        )
-    except OSError as exc:
-        raise PackError(
-            f"cannot open the pack lock {dest}/{LOCK_NAME} ({exc.strerror}); remove whatever has that name"
-        ) from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise PackError(
-            f"another pack is writing {dest} right now (it holds {dest}/{LOCK_NAME}); wait for it to finish"
-        ) from None
-    except OSError as exc:
-        os.close(fd)
-        if exc.errno in _NOLOCKS:
-            return None
-        raise
-    return fd
 
 
 def pack(
@@ -348,11 +280,11 @@ def _pack(
         plan, _, _ = plan_pack(svp, dvp, shard_size=shard_size, pattern=pattern, store=store)
         return _finish(report, plan, t0, written=plan.new)
     size, sloc, dloc = _check_request(svp, dvp, shard_size, store)
-    _check_destination(dvp, dloc)  # refused before the lock file is made in it
+    check_destination(dvp, dloc)  # refused before the lock file is made in it
     files = _list_source(store, svp, pattern)  # the source needs no lock: listed before the folder is made
     dfd = open_dir(dloc.path, dloc.root, create=True)
     try:
-        lock = _lock(dfd, dvp)
+        lock = lock_destination(dfd, dvp)
     except BaseException:
         os.close(dfd)
         raise
@@ -377,7 +309,7 @@ def _pack(
         write_json_atomic(
             os.path.join(dloc.path, MANIFEST_NAME), manifest.to_dict(), root=dloc.root, fsync=True, indent=1
         )
-        report.shards_removed = _remove_unnamed(dfd, dloc, manifest, plan.superseded)
+        report.shards_removed = remove_unnamed(dfd, dloc, manifest, plan.superseded)
         report.shards_reused = len(reused)
         return _finish(report, plan, t0, written=written, generation=manifest.generation)
     finally:
@@ -446,7 +378,7 @@ def _write_all(
                 dloc,
                 retries=retries,
                 workers=workers,
-                read_index=lambda sp: _read_local(dloc, sp.index),
+                read_index=lambda sp: read_local(dloc, sp.index),
                 on_shard=shard_done,
             )
         )
@@ -469,43 +401,6 @@ def _write_all(
         for ix in (index[sp.name],)
     ]
     return infos, written, reused
-
-
-def _remove_unnamed(dfd: int, dloc: Location, manifest: Manifest, superseded: set[str]) -> int:
-    """Step 5: remove the shards (file and index) that no manifest names and that this run
-    superseded or that are older than ``GRACE`` (see the module docstring); returns how many."""
-    named = {n for s in manifest.shards for n in (s.name, s.index)}
-    try:  # the manifest on the volume now: another packer's, where the volume's locks do not reach
-        now_raw = _read_local(dloc, MANIFEST_NAME)
-        current = load_manifest(now_raw, MANIFEST_NAME)
-    except (OSError, ShardError):
-        return 0  # cannot tell what it names: remove nothing
-    named |= {n for s in current.shards for n in (s.name, s.index)}
-    by_shard: dict[str, list[str]] = {}
-    for name in os.listdir(dfd):
-        if _is_shard_file(name) and name not in named:
-            sid = name[len("shard-") :].split(".", 1)[0]
-            by_shard.setdefault(sid, []).append(name)
-    removed = 0
-    old = time.time() - GRACE
-    for names in by_shard.values():
-        if not all(n in superseded or _mtime(dfd, n) < old for n in names):
-            continue
-        for name in names:
-            try:
-                os.unlink(name, dir_fd=dfd)
-                removed += name.endswith(".tar")
-            except OSError as exc:
-                if exc.errno != errno.ENOENT:
-                    raise
-    return removed
-
-
-def _mtime(dfd: int, name: str) -> float:
-    try:
-        return os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mtime
-    except FileNotFoundError:
-        return 0.0
 
 
 def _finish(
