@@ -143,3 +143,20 @@ def test_datasets_cache_stays_under_air_home_unless_the_user_chose_one(tmp_path,
     assert files and all(f.startswith(str(mine) + os.sep) for f in files)
     files = _load_in_fresh_process(tmp_path, HF_HOME=str(tmp_path / "hf-home"))
     assert files and all(f.startswith(str(tmp_path / "hf-home") + os.sep) for f in files)
+
+
+def test_loading_an_export_prints_no_datasets_progress_and_leaves_the_users_setting(tmp_path, capfd):
+    """datasets' "Generating train split: 0 examples" read as if the export were empty (notebook 04)."""
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from air_magics.tables import ExportResult
+
+    pq.write_table(pa.table({"a": list(range(100))}), tmp_path / "x.parquet")
+    assert datasets.is_progress_bar_enabled()
+    ds = ExportResult(dest="/Volumes/c/s/v/x", local_files=[str(tmp_path / "x.parquet")]).load_dataset()
+    out = capfd.readouterr()
+    assert ds.num_rows == 100 and "Generating" not in out.err + out.out
+    assert datasets.is_progress_bar_enabled()  # the user's own loads still show datasets' bars
+    assert "1.2 KiB" in repr(ExportResult(dest="/Volumes/c/s/v/x", bytes=1234))  # sizes in one set of units

@@ -32,6 +32,7 @@ from .. import config
 from ..errors import ExportTargetError, TablesError
 from ..events import ExportEvent, Listener, channel, throttled
 from ..io.leftovers import PENDING_EXPORT_PREFIX, TRASH_EXPORT_PREFIX, sweep_stale
+from ..io.units import fmt_bytes
 from ..snapshots import ExportProgress
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
@@ -78,12 +79,20 @@ class ExportResult:
         cache = hf_cache_dir()
         if cache is not None:
             kwargs.setdefault("cache_dir", str(cache))
-        return datasets.load_dataset("parquet", data_files=self.local_files, split="train", **kwargs)
+        # datasets' own bars ("Generating train split: 0 examples") count its Arrow conversion, not the
+        # export the user waited for, and read as if nothing had been exported: quiet for this call
+        bars_on = datasets.is_progress_bar_enabled()
+        datasets.disable_progress_bars()
+        try:
+            return datasets.load_dataset("parquet", data_files=self.local_files, split="train", **kwargs)
+        finally:
+            if bars_on:
+                datasets.enable_progress_bars()
 
     def __repr__(self) -> str:
         return (
             f"<ExportResult {self.dest}: {self.rows:,} rows in {len(self.files)} Parquet files, "
-            f"{self.bytes / 1e6:,.1f} MB, {self.seconds:.1f} s via {self.via}>"
+            f"{fmt_bytes(self.bytes)}, {self.seconds:.1f} s via {self.via}>"
         )
 
 
