@@ -352,11 +352,23 @@ def test_loaded_extension_shows_a_managers_view_as_configured(vol, monkeypatch):
     assert sum(isinstance(x, front.CheckpointViews) for x in channel.listeners) == 1
     try:
         ip.run_line_magic("config", "AirMagics.widgets = True")
-        CheckpointManager("/Volumes/main/ev/data/a")
-        CheckpointManager("/Volumes/main/ev/data/b", show=False)
+        managers = [
+            CheckpointManager("/Volumes/main/ev/data/a"),
+            CheckpointManager("/Volumes/main/ev/data/b", show=False),
+        ]
         ip.run_line_magic("config", "AirMagics.widgets = False")
-        CheckpointManager("/Volumes/main/ev/data/c")
-        CheckpointManager("/Volumes/main/ev/data/d", show=True)
+        managers += [
+            CheckpointManager("/Volumes/main/ev/data/c"),
+            CheckpointManager("/Volumes/main/ev/data/d", show=True),
+        ]
+        assert shown == []  # made, not saving yet: the cell that only makes a manager shows nothing
+        ip.run_line_magic("config", "AirMagics.widgets = True")
+        for step, mgr in enumerate(managers, start=1):
+            if mgr.directory.name == "c":
+                ip.run_line_magic("config", "AirMagics.widgets = False")
+            mgr.save(step, {"x": step})
+            mgr.save(step + 10, {"x": step})  # a later save does not show it again
+            ip.run_line_magic("config", "AirMagics.widgets = True")
     finally:
         ip.run_line_magic("config", "AirMagics.widgets = True")
     assert shown == ["/Volumes/main/ev/data/a", "/Volumes/main/ev/data/d"]

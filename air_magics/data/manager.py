@@ -91,7 +91,7 @@ class CheckpointManager:
     """Save and restore training state under a volume folder, keeping the newest ``keep`` steps.
 
     A new manager announces itself with a ``CheckpointEvent(state="announced", show=show)``: in a
-    notebook with ``%load_ext air_magics`` the extension shows its live view (unless ``show=False``
+    notebook with ``%load_ext air_magics`` the extension shows its live view with its first save (unless ``show=False``
     or ``%config AirMagics.widgets = False``; ``show=True`` asks for it regardless). Its saves are
     reported as checkpoint events to ``listeners`` and :data:`air_magics.events.channel`.
     """

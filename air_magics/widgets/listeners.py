@@ -1,7 +1,7 @@
 """Front-end listeners of :mod:`air_magics.events`: notebook views the core asks for but never imports.
 
 ``%load_ext air_magics`` attaches :class:`CheckpointViews` to the process-wide channel, so a
-``CheckpointManager(...)`` created in a notebook shows its live view, as it always did, while the
+``CheckpointManager`` in a notebook shows its live view when it starts saving, while the
 core stays free of IPython and ipywidgets; and :class:`~.server_start.ServerStartViews`, so a table
 call that waits for the embedded Spark server to start says so.
 """
@@ -18,20 +18,29 @@ __all__ = ["CheckpointViews", "attach_notebook_listeners"]
 
 
 class CheckpointViews:
-    """Shows the live checkpoint view of each ``CheckpointManager`` that announces itself.
+    """Shows the live checkpoint view of each ``CheckpointManager`` once it starts its first save.
 
-    ``show=True`` on the manager always shows it; ``show=None`` (the default) shows it when
-    *enabled()* (``%config AirMagics.widgets``) and a widget front end is present; ``show=False``
-    never does.
+    A manager announces itself when it is made; its view appears with its first save (in the cell
+    that trains and saves), not in the cell that only made it. ``show=True`` on the manager always
+    shows it; ``show=None`` (the default) shows it when *enabled()* (``%config AirMagics.widgets``)
+    and a widget front end is present; ``show=False`` never does. ``%air_volume checkpoints DIR``
+    shows a view at once.
     """
 
     def __init__(self, enabled: Callable[[], bool] = lambda: True) -> None:
         self.enabled = enabled
+        self._announced: dict[str, bool | None] = {}  # directory -> the manager's show, until its first save
 
     def __call__(self, event: Event) -> None:
-        if not isinstance(event, CheckpointEvent) or event.state != "announced" or event.show is False:
+        if not isinstance(event, CheckpointEvent):
             return
-        if event.show is None and not (self.enabled() and has_widget_frontend()):
+        if event.state == "announced":
+            self._announced[event.directory] = event.show
+            return
+        if event.saves is None or event.directory not in self._announced:  # a bare writer, or shown already
+            return
+        show = self._announced.pop(event.directory)
+        if show is False or (show is None and not (self.enabled() and has_widget_frontend())):
             return
         from .checkpoint_view import checkpoint_view
 
