@@ -267,6 +267,12 @@ def test_deeply_nested_json_is_a_shard_error(vol, doc):
         (d / MANIFEST_NAME).write_text(json.dumps(m))
     with pytest.raises(ShardError, match=rf"{doc} {DEST}/\S+ is corrupt .*pack the source again"):
         UCVolumeDataset(DEST)
+    if doc == "manifest":
+        with pytest.raises(ShardError, match=r"is corrupt .*delete it and pack again"):
+            pack(SRC, DEST, shard_size="64KiB")
+    else:  # pack rewrites the damaged shard
+        assert pack(SRC, DEST, shard_size="64KiB").shards_written == 1
+        assert len(list(UCVolumeDataset(DEST))) == N
 
 
 def test_a_folder_packed_in_format_version_1_is_refused_then_repacked(vol):

@@ -49,6 +49,7 @@ __all__ = [
     "member_header",
     "padding",
     "END_OF_ARCHIVE",
+    "MAX_HEADER",
     "shard_id",
     "shard_names",
     "check_member_name",
@@ -67,6 +68,7 @@ FORMAT = "air-shards"
 VERSION = 2  # 2: per-member CRC-32 in the index
 BLOCK = 512
 END_OF_ARCHIVE = b"\0" * (2 * BLOCK)
+MAX_HEADER = 64 << 10  # a member's tar header(s): pax + ustar for a 4 KiB path is 11 blocks
 
 
 @dataclass(frozen=True)
@@ -248,7 +250,7 @@ def parse_index(raw: bytes, where: str, shard: str) -> Index:
     end = 0
     for m in members:
         check_member_name(m.name, where)
-        if m.offset < end + BLOCK or m.offset % BLOCK or m.size < 0 or m.size != m.src_size:
+        if not end + BLOCK <= m.offset <= end + MAX_HEADER or m.offset % BLOCK or m.size < 0 or m.size != m.src_size:
             raise ShardError(
                 f"index {where}: member {m.name!r} at offset {m.offset} ({m.size} bytes) does not fit "
                 f"the tar layout; the packed folder is damaged: pack the source again"
