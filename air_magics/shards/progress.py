@@ -63,6 +63,12 @@ class PackReport:
             f"removed {self.shards_removed}, {self.seconds:.2f} s"
         )
 
+    def __repr__(self) -> str:  # the value a magic returns: the summary, not twelve raw fields
+        return f"<PackReport: {self}>"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self))
+
 
 @dataclass(frozen=True, kw_only=True)
 class PackEvent(Event):
