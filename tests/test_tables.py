@@ -317,6 +317,26 @@ def test_tables_survive_a_server_restart_and_a_crash(nums, tmp_path):
     assert r.rows == 2000
 
 
+_AFTER_DEAD_REMOTE = """
+from air_magics import tables
+from air_magics.errors import TablesError
+try:
+    tables.read_table("t", remote="sc://127.0.0.1:1")
+except TablesError:
+    pass
+dest = "/Volumes/main/test/exports/after_dead_remote"
+print(tables.export_table("main.test.nums", dest, via="client", mode="overwrite").rows)
+"""
+
+
+def test_a_failed_remote_first_does_not_break_the_embedded_server(nums):
+    """pyspark makes the first session a process creates its active one and consults it from calls on
+    other sessions: a dead remote tried first failed every later client-side export (UNAVAILABLE)."""
+    VolumeStore().create("main.test.exports", exist_ok=True)
+    run = subprocess.run([sys.executable, "-c", _AFTER_DEAD_REMOTE], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.split()[-1:] == ["2000"], run.stderr[-2000:]
+
+
 def test_java_missing_is_explained(monkeypatch, tmp_path):
     monkeypatch.setenv("AIR_SPARK_DIR", str(tmp_path / "nojava"))
     monkeypatch.setenv("PATH", str(tmp_path))

@@ -138,14 +138,40 @@ def quiet_retries() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _active(spark: Any) -> Iterator[None]:
+    """*spark* is this thread's active pyspark session for the block, the previous one after.
+
+    pyspark makes the first session it creates the active one and consults it from calls on any
+    other session (``F.col`` asks its conf, ``localCheckpoint`` binds to it): after a failed
+    ``--remote sc://wrong:15002`` that dead session failed every later client-side export on the
+    embedded server with ``UNAVAILABLE``."""
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError:  # pragma: no cover - classic pyspark only
+        yield
+        return
+    if not isinstance(spark, ConnectSession):
+        yield
+        return
+    holder = ConnectSession._active_session
+    before = getattr(holder, "session", None)
+    holder.session = spark
+    try:
+        yield
+    finally:
+        holder.session = before
+
+
 def guarded(session: Session, what: str, fn: Callable[[], T]) -> T:
-    """Run *fn*, turning Spark and connection errors into one-line ``TablesError``s.
+    """Run *fn* with *session* as the thread's active pyspark session, turning Spark and connection
+    errors into one-line ``TablesError``s.
 
     pyspark's own logging of the error (a JVM stack trace on stderr) is dropped. On the embedded
     server the run counts as a use of it (the idle stop waits for it to end)."""
     busy = activity.operation(session.store) if session.store is not None else contextlib.nullcontext()
     try:
-        with busy, quiet_retries(), quiet_pyspark_logs():
+        with busy, _active(session.spark), quiet_retries(), quiet_pyspark_logs():
             return fn()
     except AirError:
         raise
