@@ -261,12 +261,15 @@ def test_checkpoint_manager_view_follows_the_widgets_setting(ip, vol, monkeypatc
     monkeypatch.setattr(view_module, "checkpoint_view", lambda d, display_now=False: shown.append(d))
     try:
         ip.run_line_magic("config", "AirMagics.widgets = False")
-        CheckpointManager("/Volumes/main/raw/img/ck1")
-        CheckpointManager("/Volumes/main/raw/img/ck2", show=False)
+        CheckpointManager("/Volumes/main/raw/img/ck1").save(1, {"x": 1})
+        CheckpointManager("/Volumes/main/raw/img/ck2", show=False).save(1, {"x": 1})
         assert shown == []
-        CheckpointManager("/Volumes/main/raw/img/ck3", show=True)  # asked for explicitly
+        ck3 = CheckpointManager("/Volumes/main/raw/img/ck3", show=True)  # asked for explicitly
         ip.run_line_magic("config", "AirMagics.widgets = True")
-        CheckpointManager("/Volumes/main/raw/img/ck4")
+        ck4 = CheckpointManager("/Volumes/main/raw/img/ck4")
+        assert shown == []  # a view appears with a manager's first save
+        ck3.save(1, {"x": 1})
+        ck4.save(1, {"x": 1})
         assert shown == ["/Volumes/main/raw/img/ck3", "/Volumes/main/raw/img/ck4"]
     finally:
         ip.run_line_magic("config", "AirMagics.widgets = True")

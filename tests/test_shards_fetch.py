@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -48,7 +49,11 @@ def test_first_member_is_served_before_its_shard_has_arrived(slowfs, tmp_path, m
         got = {
             r.member.name: hashlib.sha256(Path(r.local_path(cache)).read_bytes()).hexdigest() for r in folder.members
         }
-        assert got == hashes and ex.complete(0)
+        assert got == hashes
+        deadline = time.monotonic() + 30  # the marker is written just after the last member is handed out
+        while not ex.complete(0) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ex.complete(0)
 
 
 def test_asking_for_a_shard_reads_the_next_one_ahead(tmp_path):

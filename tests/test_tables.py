@@ -52,6 +52,7 @@ def shared_server(spark_dir):
     saved = {k: os.environ.get(k) for k in ("AIR_SPARK_DIR", "SPARK_REMOTE")}
     os.environ["AIR_SPARK_DIR"] = spark_dir
     os.environ.pop("SPARK_REMOTE", None)
+    tables.stop_server()  # a server an earlier test module left on this store would make the starters mere users
     try:
         starters = [
             subprocess.Popen([sys.executable, "-c", _START], stdout=subprocess.PIPE, text=True) for _ in range(2)
@@ -481,7 +482,7 @@ def test_size_guard_refuses_large_reads_and_passes_small_ones(nums, monkeypatch)
     with pytest.raises(TableTooLargeError, match="over the") as err:
         tables.read_table("main.test.nums", max_bytes=2000)
     assert isinstance(err.value, TablesError) and isinstance(err.value, MemoryError)
-    assert "2,000 rows" in str(err.value) and "--export" in str(err.value) and "--limit" in str(err.value)
+    assert "2,000 rows" in str(err.value) and "--to /Volumes" in str(err.value) and "--limit" in str(err.value)
     with pytest.raises(TablesError, match="over the"):
         tables.read_sql("SELECT * FROM main.test.nums", max_bytes="2KB", to="arrow")
     assert len(tables.read_table("main.test.nums", limit=5, max_bytes=2000)) == 5
