@@ -108,3 +108,31 @@ def start_remote_spark(store: Path, timeout: float = 240.0):
         assert proc.poll() is None and time.time() < deadline, (store / "server.log").read_text()[-2000:]
         time.sleep(0.25)
     return f"sc://127.0.0.1:{port}", proc
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """``small_fs(size)``: a real filesystem of that size (tmpfs; needs root, as CI runs), unmounted afterwards."""
+    import contextlib
+    import gc
+    import subprocess
+
+    mounted: list[Path] = []
+
+    def make(size: str) -> Path:
+        d = tmp_path / f"small-{len(mounted)}"
+        d.mkdir()
+        r = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(d)], capture_output=True, text=True
+        )
+        if r.returncode:
+            pytest.skip(f"cannot mount a {size} tmpfs (needs root): {r.stderr.strip()}")
+        mounted.append(d)
+        return d
+
+    yield make
+    gc.collect()  # close SQLite connections of dropped caches before unmounting
+    for d in mounted:
+        if subprocess.run(["umount", str(d)], capture_output=True).returncode:
+            with contextlib.suppress(subprocess.CalledProcessError):
+                subprocess.run(["umount", "-l", str(d)], check=True)

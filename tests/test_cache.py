@@ -2,13 +2,11 @@
 a damaged index, index entries naming foreign files, and a full disk (a real 2 MiB tmpfs)."""
 
 import errno
-import gc
 import multiprocessing as mp
 import os
 import pickle
 import re
 import sqlite3
-import subprocess
 import time
 import warnings
 
@@ -194,19 +192,9 @@ def test_clear_truncates_the_write_ahead_log(vol):
 
 
 @pytest.fixture
-def small_disk(tmp_path):
-    """A real 2 MiB filesystem (tmpfs; needs root), unmounted afterwards."""
-    d = tmp_path / "small"
-    d.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(d)], capture_output=True, text=True)
-    if r.returncode:
-        pytest.skip(f"cannot mount a 2 MiB tmpfs (needs root): {r.stderr.strip()}")
-    try:
-        yield d
-    finally:
-        gc.collect()  # close SQLite connections of dropped caches before unmounting
-        if subprocess.run(["umount", str(d)], capture_output=True).returncode:
-            subprocess.run(["umount", "-l", str(d)], check=True)
+def small_disk(small_fs):
+    """A real 2 MiB filesystem (see conftest's ``small_fs``)."""
+    return small_fs("2m")
 
 
 def _fill(path):

@@ -305,21 +305,9 @@ def test_a_live_process_folder_is_kept_whatever_its_pid_looks_like_here(vol):
 
 
 @pytest.fixture
-def disk16(tmp_path):
-    """A real 16 MiB filesystem (tmpfs; needs root), unmounted afterwards."""
-    import gc
-
-    d = tmp_path / "small"
-    d.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(d)], capture_output=True, text=True)
-    if r.returncode:
-        pytest.skip(f"cannot mount a 16 MiB tmpfs (needs root): {r.stderr.strip()}")
-    try:
-        yield d
-    finally:
-        gc.collect()  # close SQLite connections of dropped caches before unmounting
-        if subprocess.run(["umount", str(d)], capture_output=True).returncode:
-            subprocess.run(["umount", "-l", str(d)], check=True)
+def disk16(small_fs):
+    """A real 16 MiB filesystem (see conftest's ``small_fs``)."""
+    return small_fs("16m")
 
 
 def test_the_overflow_window_honours_the_reserve_on_a_small_disk(disk16):

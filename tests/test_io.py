@@ -139,3 +139,25 @@ def test_a_size_that_is_not_finite_or_not_a_size_is_one_clear_error(value):
     assert isinstance(exc.value, AirError) and isinstance(exc.value, ValueError)
     assert f"cache limit {value!r}" in msg and "10GiB" in msg and "\n" not in msg
     assert parse_size("1E9") == parse_size("1e+9") == parse_size(1e9) == 10**9 and parse_size(0) == 0
+
+
+def test_a_process_pool_is_made_again_in_a_forked_child():
+    """A forked worker inherits the pool object but none of its threads: work must still run there."""
+    import multiprocessing
+
+    from air_magics.io.pools import ProcessPool
+
+    pool = ProcessPool(2, "air-test")
+    assert pool.get().submit(lambda: 41 + 1).result(timeout=10) == 42
+    parent = pool.get()
+
+    def child(q):
+        q.put((pool.get() is not parent, pool.get().submit(lambda: "ran").result(timeout=10)))
+
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    assert q.get(timeout=30) == (True, "ran")
+    p.join(30)
+    assert pool.get() is parent  # the parent keeps its own

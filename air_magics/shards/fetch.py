@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ShardError, SpecialFileError, VolumeNotFoundError
 from ..io.confined import open_read
 from ..io.locks import ProcessFileLock
+from ..io.pools import ProcessPool
 from ..io.retry import retry_call
 from .members import MemberWriter
 
@@ -56,19 +57,7 @@ _AHEAD = 1  # shards fetched ahead of the one asked for
 _POLL = 0.002  # polling for a member another process fetches: from 2 ms, doubling up to 32 ms
 _POLL_MAX = 0.032
 
-_POOL: tuple[int, ThreadPoolExecutor | None] = (0, None)
-_POOL_LOCK = threading.Lock()
-
-
-def _block_pool() -> ThreadPoolExecutor:
-    """The process's pool for range reads (made again after a fork: a forked worker has no threads)."""
-    global _POOL
-    with _POOL_LOCK:
-        pid, pool = _POOL
-        if pool is None or pid != os.getpid():
-            pool = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="air-shard-read")
-            _POOL = (os.getpid(), pool)
-        return pool
+_POOL = ProcessPool(_THREADS, "air-shard-read")  # range reads (made again after a fork)
 
 
 class _State:
@@ -211,7 +200,7 @@ class Extractor:
                     ev.set()
 
             writer = MemberWriter(final, staging, self.folder.shard_members[i], str(vp), published)
-            pool = _block_pool()
+            pool = _POOL.get()
             offsets = iter(range(0, s.bytes, _BLOCK))
             window: deque[tuple[int, int, Future]] = deque()
 

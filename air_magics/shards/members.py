@@ -15,13 +15,13 @@ namespace), then renamed to the member's own name.
 from __future__ import annotations
 
 import os
-import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import ShardError
+from ..io.pools import ProcessPool
 from .format import BLOCK, Member
 from .verify import MemberCheck, check_header
 
@@ -32,19 +32,12 @@ _SMALL = 4 << 20  # members up to this size, whole in one block, are written by 
 _PENDING = 64
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
-_POOL: tuple[int, ThreadPoolExecutor | None] = (0, None)
-_POOL_LOCK = threading.Lock()
+_POOL = ProcessPool(_WRITERS, "air-shard-write")  # member files (made again after a fork)
 
 
 def writer_pool() -> ThreadPoolExecutor:
-    """The process's pool for member files (made again after a fork: a forked worker has no threads)."""
-    global _POOL
-    with _POOL_LOCK:
-        pid, pool = _POOL
-        if pool is None or pid != os.getpid():
-            pool = ThreadPoolExecutor(max_workers=_WRITERS, thread_name_prefix="air-shard-write")
-            _POOL = (os.getpid(), pool)
-        return pool
+    """The process's pool for member files."""
+    return _POOL.get()
 
 
 def _write_file(path: str, data: memoryview | bytes, mtime: float) -> None:
