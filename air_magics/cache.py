@@ -28,7 +28,6 @@ source is unchanged.
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import sqlite3
@@ -58,7 +57,6 @@ __all__ = ["FileCache", "CacheInfo", "ClearReport", "Residency"]
 _OPEN_LOCK = threading.Lock()
 _MTIME_TOLERANCE = 1e-3
 _CLEAR_WAIT = 2.0  # seconds clear() waits for a stripe busy with a fetch; its entries are kept after that
-_log = logging.getLogger("air_magics")
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ __all__ = ["make_room", "drop", "total_bytes", "stripe_of"]
 
 STRIPES = 256  # a key's stripe lock: fetches of one path and its removal never interleave
 
-_log = logging.getLogger("air_magics")
+_log = logging.getLogger(__name__)
 
 
 def make_room(cache: FileCache, incoming: int, keep: Residency | None = None) -> bool:

@@ -54,7 +54,7 @@ SOURCES = ("copy", "cache", "loader", "checkpoint", "export", "server")
 TERMINAL = frozenset({"done", "failed", "interrupted", "committed"})
 """States after which a job (a copy, an export, a save, an epoch) sends nothing more."""
 
-_log = logging.getLogger("air_magics")
+_log = logging.getLogger(__name__)
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 

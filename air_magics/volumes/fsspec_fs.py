@@ -429,4 +429,4 @@ def _warn_missing_volume(volume_id: str, exc: VolumeNotFoundError) -> None:
     msg = str(exc)
     if f": volume {volume_id!r} does not exist" in msg and volume_id not in _warned:
         _warned.add(volume_id)
-        logging.getLogger("air_magics").warning("%s", msg)
+        logging.getLogger(__name__).warning("%s", msg)

@@ -363,7 +363,7 @@ def _log_skipped(vp: VolumePath, skipped: list[tuple[str, str]]) -> None:
 
     shown = "; ".join(f"{rel} ({why})" for rel, why in skipped[:5])
     more = f"; and {len(skipped) - 5} more" if len(skipped) > 5 else ""
-    logging.getLogger("air_magics").warning(
+    logging.getLogger(__name__).warning(
         "%s: skipped %d entr%s that cannot be read as files: %s%s",
         vp,
         len(skipped),
