@@ -46,6 +46,7 @@ from .errors import CacheLimitError, VolumeNotFoundError
 from .events import CacheEvent, Throttle, channel
 from .io.locks import ProcessFileLock
 from .io.units import fmt_bytes
+from .io.versions import same_version
 from .snapshots import CacheInfo  # the value cache events carry; it lives below the events
 from .transfer import CopyTask, copy_one
 from .transfer.file import source_stat
@@ -55,7 +56,6 @@ from .volumes.store import Location, VolumeStore
 __all__ = ["FileCache", "CacheInfo", "ClearReport", "Residency"]
 
 _OPEN_LOCK = threading.Lock()
-_MTIME_TOLERANCE = 1e-3
 _CLEAR_WAIT = 2.0  # seconds clear() waits for a stripe busy with a fetch; its entries are kept after that
 
 
@@ -342,7 +342,7 @@ class FileCache:
             return True
         with lock:
             row = db.execute("SELECT size, mtime FROM entries WHERE key=?", (key,)).fetchone()
-            if row is None or row[0] != size or abs(row[1] - mtime) > _MTIME_TOLERANCE:
+            if row is None or not same_version(row[0], row[1], size, mtime):
                 return False
             with self._disk_full("recording a hit"), transaction(db):
                 if not db.execute("UPDATE entries SET last_access=? WHERE key=?", (now, key)).rowcount:

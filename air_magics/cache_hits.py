@@ -22,9 +22,9 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["HitLog"]
+from .io.versions import same_version
 
-_MTIME_TOLERANCE = 1e-3
+__all__ = ["HitLog"]
 
 
 class HitLog:
@@ -45,7 +45,7 @@ class HitLog:
         """True when *key* was validated here for this size/mtime and its index access time is still
         recent enough for the pin guarantee (the caller still checks the local file exists)."""
         k = self._known.get(key)
-        return k is not None and k[0] == size and abs(k[1] - mtime) <= _MTIME_TOLERANCE and now - k[2] < self._fresh
+        return k is not None and same_version(k[0], k[1], size, mtime) and now - k[2] < self._fresh
 
     def remember(self, key: str, size: int, mtime: float, recorded: float) -> None:
         """*key* was validated against the index, whose access time for it is now *recorded*."""

@@ -49,13 +49,13 @@ from pathlib import Path
 from .errors import CacheLimitError
 from .io.process import pid_alive
 from .io.units import fmt_bytes
+from .io.versions import same_version
 
 __all__ = ["OverflowWindow", "Residency", "DEFAULT_OVERFLOW_FILES", "sweep_dead"]
 
 DEFAULT_OVERFLOW_FILES = 256
 _LOCK_SUFFIX = ".lock"
 _LEGACY_AGE = 24 * 3600.0  # a folder without a lock file (an older version's) is swept when this old
-_MTIME_TOLERANCE = 1e-3
 _HELD_LOCKS: set[int] = set()  # this process's folder-lock descriptors; a forked child closes its copies
 
 
@@ -296,7 +296,7 @@ def _same(local: str, size: int, mtime: float) -> bool:
         st = os.stat(local)
     except OSError:
         return False
-    return st.st_size == size and abs(st.st_mtime - mtime) <= _MTIME_TOLERANCE
+    return same_version(st.st_size, st.st_mtime, size, mtime)
 
 
 def _free(path: Path) -> int:

@@ -16,11 +16,10 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..io.versions import same_version
 from .format import Manifest, Member, ShardInfo, member_bytes, shard_id, shard_names
 
 __all__ = ["SourceFile", "ShardPlan", "PackPlan", "fingerprint", "assign", "make_plan"]
-
-_MTIME_TOLERANCE = 1e-3
 
 
 @dataclass(frozen=True)
@@ -122,7 +121,7 @@ def assign(files: Sequence[SourceFile], shard_size: int) -> list[ShardPlan]:
 
 
 def _same(m: Member, f: SourceFile | None) -> bool:
-    return f is not None and f.size == m.src_size and abs(f.mtime - m.mtime) <= _MTIME_TOLERANCE
+    return f is not None and same_version(f.size, f.mtime, m.src_size, m.mtime)
 
 
 def make_plan(

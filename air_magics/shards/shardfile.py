@@ -16,6 +16,7 @@ from ..errors import PackError
 from ..io.confined import open_read, publish_at, write_all
 from ..io.leftovers import temp_name
 from ..io.retry import retry_call
+from ..io.versions import same_version
 from ..volumes.store import Location
 from .format import END_OF_ARCHIVE, Index, Member, dump_index, member_header, padding
 from .plan import ShardPlan, SourceFile
@@ -26,7 +27,6 @@ _ONE_READ_MAX = 64 << 20  # files up to this size are read whole; larger ones ar
 _CHUNK = 8 << 20
 _WINDOW_BYTES = 256 << 20  # source bytes read ahead of the writer at most
 _WRITE_RANGES = 8  # shard ranges being written at once
-_MTIME_TOLERANCE = 1e-3
 
 
 def read_source(sloc: Location, f: SourceFile, retries: int) -> bytes | tuple[int, int]:
@@ -37,7 +37,7 @@ def read_source(sloc: Location, f: SourceFile, retries: int) -> bytes | tuple[in
         fd, st = open_read(path, sloc.root)
         keep = False
         try:
-            if st.st_size != f.size or abs(st.st_mtime - f.mtime) > _MTIME_TOLERANCE:
+            if not same_version(st.st_size, st.st_mtime, f.size, f.mtime):
                 raise PackError(
                     f"{path} changed while it was packed ({f.size} -> {st.st_size} bytes, mtime "
                     f"{f.mtime:.3f} -> {st.st_mtime:.3f}); nothing was published: run pack again"

@@ -15,6 +15,7 @@ from typing import IO
 
 from ..io.confined import open_dir, open_read, publish_at, write_all
 from ..io.leftovers import TEMP_MARK, sweep_stale, temp_name
+from ..io.versions import MTIME_TOLERANCE, same_version
 from ..volumes.store import Location, fs_mtime
 from .task import CopyTask
 
@@ -24,7 +25,6 @@ _ONE_READ_MAX = 64 << 20  # files up to this size are read with one call
 _CHUNK = 8 << 20
 _RANGE = 32 << 20  # large files are copied as parallel ranges of this size ...
 _RANGE_THREADS = 8  # ... this many at a time
-_MTIME_TOLERANCE = 1e-3
 _MAX_OPEN_DIRS = 256  # verified folder descriptors kept open per copy run
 
 
@@ -117,7 +117,7 @@ def is_unchanged(task: CopyTask) -> int | None:
     if dsize != size:
         return None
     # fsspec stores cannot set mtime: a destination written after the source changed counts
-    ok = abs(dmtime - mtime) <= _MTIME_TOLERANCE if exact else dmtime + _MTIME_TOLERANCE >= mtime
+    ok = same_version(dsize, dmtime, size, mtime) if exact else dmtime + MTIME_TOLERANCE >= mtime
     return size if ok else None
 
 
