@@ -15,7 +15,7 @@ import time
 import zlib
 from typing import TYPE_CHECKING
 
-from .cache_index import checkpoint, transaction, tune_wal, wal_headroom, wal_limit
+from .cache_index import checkpoint, transaction, tune_wal, wal_budget
 from .cache_overflow import Residency
 from .io.confined import is_within
 
@@ -37,8 +37,7 @@ def make_room(cache: FileCache, incoming: int, keep: Residency | None = None) ->
     reserve (it shares the disk with the cached files)."""
     db, lock = cache._conn()
     disk_free = shutil.disk_usage(cache.root).free
-    limit = wal_limit(cache.root, disk_free)  # shrinks with the space left: a small disk checkpoints often
-    headroom = wal_headroom(cache.root, limit)
+    limit, headroom = wal_budget(cache.root, disk_free)  # shrinks with the space left: a small disk checkpoints often
     with lock:
         tune_wal(db, limit)
         if headroom == 0 and cache._wal_check.ready():  # past it: readers held it back, or the disk filled

@@ -40,6 +40,7 @@ __all__ = [
     "transaction",
     "checkpoint",
     "wal_headroom",
+    "wal_budget",
     "wal_limit",
     "tune_wal",
     "is_disk_full",
@@ -99,7 +100,7 @@ def _connect(root: Path) -> sqlite3.Connection:
                 if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                     db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
-                tune_wal(db, wal_limit(root))
+                tune_wal(db, wal_limit(root), new=True)
                 db.executescript(_SCHEMA)
                 db.executemany("INSERT OR IGNORE INTO counters(name, value) VALUES (?, 0)", [(c,) for c in COUNTERS])
                 return db
@@ -158,26 +159,39 @@ def checkpoint(db: sqlite3.Connection) -> None:
         db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
 
 
+def wal_budget(root: Path, free: int | None = None) -> tuple[int, int]:
+    """(limit, headroom) of the WAL, from one stat of it: the bytes it may reach before it is
+    checkpointed (1/32 of the space it and the free disk have, between 32 KiB and 4 MiB; *free*:
+    ``disk_usage(root).free`` when already known) and what it may still grow by (counted against
+    the reserve)."""
+    size = _wal_size(root)
+    limit = max(WAL_MIN, min(WAL_LIMIT, ((_free(root) if free is None else free) + size) // _WAL_SHARE))
+    return limit, max(0, limit - size)
+
+
 def wal_limit(root: Path, free: int | None = None) -> int:
-    """Bytes the WAL may reach before it is checkpointed: 1/32 of the space it and the free disk
-    have (*free*: ``disk_usage(root).free`` when already known), between 32 KiB and 4 MiB."""
-    room = (_free(root) if free is None else free) + _wal_size(root)
-    return max(WAL_MIN, min(WAL_LIMIT, room // _WAL_SHARE))
+    """Bytes the WAL may reach before it is checkpointed (see :func:`wal_budget`)."""
+    return wal_budget(root, free)[0]
 
 
-def tune_wal(db: sqlite3.Connection, limit: int) -> None:
+def wal_headroom(root: Path) -> int:
+    """Bytes the WAL may still grow by before a checkpoint resets it (see :func:`wal_budget`)."""
+    return wal_budget(root)[1]
+
+
+_TUNED: dict[int, int] = {}  # id(connection) -> the limit applied to it (set anew on every new connection)
+
+
+def tune_wal(db: sqlite3.Connection, limit: int, *, new: bool = False) -> None:
     """Checkpoint *db* automatically once its WAL reaches *limit* bytes, and truncate it back to
-    that after each checkpoint (per connection: each process tunes its own)."""
+    that after each checkpoint (per connection: each process tunes its own). Called before every
+    fetch, it changes the connection only when the limit moved; ``new``: a connection just opened."""
+    if not new and _TUNED.get(id(db)) == limit:
+        return
     page = db.execute("PRAGMA page_size").fetchone()[0] or 4096
     db.execute(f"PRAGMA wal_autocheckpoint={max(1, limit // (page + 24))}")  # frames: a page + header
     db.execute(f"PRAGMA journal_size_limit={limit}")
-
-
-def wal_headroom(root: Path, limit: int | None = None) -> int:
-    """Bytes the WAL may still grow by before a checkpoint resets it (counted against the reserve);
-    *limit*: its :func:`wal_limit`, computed when not given."""
-    size = _wal_size(root)
-    return max(0, (wal_limit(root) if limit is None else limit) - size)
+    _TUNED[id(db)] = limit
 
 
 def _wal_size(root: Path) -> int:
