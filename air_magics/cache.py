@@ -225,7 +225,7 @@ class FileCache:
                 f"`%air_volume ls {vp.parent}`, or pass on_error='skip' to a dataset to leave such files out"
             )
         except Exception:  # the source cannot be asked: report what the fetch saw
-            return exc
+            pass
         return exc
 
     def _get(

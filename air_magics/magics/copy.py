@@ -29,11 +29,8 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from ..errors import AirError
 from ..transfer import copy_files, parse_sources, plan_copy
 from ..widgets import copy_progress_view
-from ._common import check_output, output_argument, parse_line, store_output
+from ._common import check_output, expand_names, output_argument, parse_line, store_output
 from ._state import default_volume, store
-
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
-
 
 _ARGUMENTS = (
     argument("--to", dest="dest", metavar="DEST", help="destination folder: local path or /Volumes/..."),
@@ -132,10 +129,9 @@ def _literal_placeholder_hint(body: list[str], user_ns: dict[str, Any]) -> str:
     """When a body line names a notebook variable (``{local_dir}/x``), say why it was not expanded
     and what to write instead: the usual cause of a "does not exist" for such a line."""
     for line in body:
-        m = _PLACEHOLDER.search(line)
-        if m and (m.group(1) or m.group(2)) in user_ns:
+        if expand_names(line, user_ns) != line:  # what the line would have meant, had it been expanded
             return (
-                f". Note: the cell body is taken literally, so {m.group(0)!r} in {line!r} was not expanded; "
-                f"put that source on the magic line instead: %%air_copy --from {line} --to ..."
+                f". Note: the cell body is taken literally, so the notebook variables in {line!r} were not "
+                f"expanded; put that source on the magic line instead: %%air_copy --from {line} --to ..."
             )
     return ""

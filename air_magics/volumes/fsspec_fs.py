@@ -39,7 +39,6 @@ from fsspec.spec import AbstractFileSystem
 
 from .. import config
 from ..errors import VolumeExistsError, VolumeNotFoundError, VolumePathError
-from ..hf_datasets import install as _install_datasets_support
 from ..io.atomic import write_atomic
 from ..io.confined import open_dir, open_file
 from .fsspec_writer import AtomicWriter
@@ -48,7 +47,6 @@ from .store import Location, VolumeStore, fs_mtime
 
 __all__ = ["VolumesFileSystem", "PROTOCOL"]
 
-_install_datasets_support()  # load_dataset(data_dir="volumes://...") (air_magics.hf_datasets says why)
 
 PROTOCOL = "volumes"
 
