@@ -16,6 +16,8 @@ __all__ = [
     "DataLoader",
     "Checkpointable",
     "LoaderTiming",
+    "Verdict",
+    "StageTimes",
     "UCVolumeWriter",
     "UCVolumeReader",
     "CheckpointManager",
@@ -42,6 +44,10 @@ def __getattr__(name: str) -> Any:
         from . import checkpoint
 
         return getattr(checkpoint, name)
+    if name in ("Verdict", "StageTimes"):
+        from . import verdict
+
+        return getattr(verdict, name)
     if name == "CheckpointManager":
         from .manager import CheckpointManager
 
