@@ -33,7 +33,7 @@ def copy(sources: Any, dest: str, **kwargs: Any) -> Any:
     """Plan and run a parallel copy: ``copy(["/Volumes/c/s/v/data"], "/local_disk0/data")``.
 
     Keyword arguments go to :func:`air_magics.transfer.copy_files` (``workers``, ``overwrite``,
-    ``dry_run``, ``on_progress``...) or :func:`air_magics.transfer.plan_copy` (``store``,
+    ``dry_run``, ``listeners``...) or :func:`air_magics.transfer.plan_copy` (``store``,
     ``default_volume``). Returns a :class:`~air_magics.transfer.CopyReport`.
     """
     from .transfer import copy_files, plan_copy

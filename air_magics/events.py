@@ -5,7 +5,7 @@ the embedded Spark server's start report every step as a typed, frozen :class:`E
 protocol every transfer uses). They never write status files, draw widgets or log metrics
 themselves; *listeners* do, and are interchangeable:
 
-* per call: ``copy_files(..., listeners=[fn])`` (and ``on_progress=`` as before, as sugar);
+* per call: ``copy_files(..., listeners=[fn])`` (every operation that reports takes ``listeners=``);
 * process-wide: :data:`channel`, ``channel.attach(fn)`` (returns an :class:`Attachment`, also a
   context manager that detaches).
 

@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from . import config
-from .events import Throttle  # re-exported: it used to live here
 from .io.atomic import write_json_atomic
 
-__all__ = ["run_dir", "write_status", "read_status", "list_status", "latest_loader", "Throttle"]
+__all__ = ["run_dir", "write_status", "read_status", "list_status", "latest_loader"]
 
 _LOADER_FRESH = 120.0  # a loader document older than this is not "current"
 

@@ -142,8 +142,7 @@ def test_raising_listener_is_logged_and_does_not_break_a_copy(vol, tmp_path, cap
             ["/Volumes/main/ev/data"],
             str(tmp_path / "out"),
             store=vol,
-            listeners=[broken, seen],
-            on_progress=lambda p: 1 / 0,
+            listeners=[broken, seen, lambda e: 1 / 0],
         )
     assert report.ok and report.copied == 24
     assert seen[-1].state == "done" and seen[-1].progress.files_done == 24  # the others still heard everything
@@ -171,8 +170,7 @@ def test_copy_emits_events_and_writes_the_same_job_document(vol, tmp_path):
         str(tmp_path / "c"),
         store=vol,
         job="evjob",
-        listeners=[rec],
-        on_progress=progress.append,
+        listeners=[rec, lambda e: progress.append(e.progress)],
     )
     assert rec and all(isinstance(e, CopyEvent) and e.job == "evjob" for e in rec)
     assert rec[-1].state == "done" and rec[-1].terminal and not any(e.terminal for e in rec[:-1])
@@ -239,19 +237,18 @@ def test_checkpoint_save_emits_its_states_and_the_same_document(vol):
     assert set(doc) == CHECKPOINT_FIELDS and doc["latest"] == 1 and doc["saves"][-1]["state"] == "committed"
 
 
-def test_export_progress_becomes_events_documents_and_the_dict_short_form():
+def test_export_progress_becomes_events_and_documents():
     """The export's progress path without a Spark server: Spark's handler arguments in, events out."""
     from air_magics.tables.export import _Progress
 
-    rec, docs = Recorder(), []
-    prog = _Progress("abc123", "/Volumes/main/ev/data/export", [rec], docs.append)
+    rec = Recorder()
+    prog = _Progress("abc123", "/Volumes/main/ev/data/export", [rec])
     prog.update()
     stage = types.SimpleNamespace(num_tasks=4, num_completed_tasks=2, num_bytes_read=2048)
     prog([stage], 2, "op", False)
     prog.update("done", rows=10, files=1, bytes=500)
     assert [e.state for e in rec] == ["running", "running", "done"] and all(isinstance(e, ExportEvent) for e in rec)
     assert rec[1].progress.tasks_done == 2 and rec[-1].progress.rows == 10
-    assert docs[0]["kind"] == "export" and docs[-1]["state"] == "done"  # on_progress(dict): throttled, end always
     doc = read_status("job-export-abc123")
     assert set(doc) == {
         "kind",

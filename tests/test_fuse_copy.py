@@ -152,11 +152,11 @@ def test_interrupt_stops_early_and_leaves_no_partial_files(slowfs, backing, tmp_
         monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
         plan = plan_copy(["/Volumes/main/raw/img/data"], str(tmp_path / "out"))
 
-        def ctrl_c(progress):
+        def ctrl_c(event):
             raise KeyboardInterrupt
 
         with pytest.raises(KeyboardInterrupt):
-            copy_files(plan.tasks, workers=2, on_progress=ctrl_c, progress_interval=0.0, dest=plan.dest)
+            copy_files(plan.tasks, workers=2, listeners=[ctrl_c], progress_interval=0.0, dest=plan.dest)
     landed = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
     assert len(landed) < 200
     for p in landed:

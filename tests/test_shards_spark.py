@@ -81,7 +81,7 @@ def _content(paths):
 def test_spark_packs_the_same_members_as_local(vol):
     a = pack(SRC, LOCAL, shard_size="32KiB", engine="local")
     progress = []
-    b = pack(SRC, SPARK, shard_size="32KiB", engine="spark", on_progress=progress.append)
+    b = pack(SRC, SPARK, shard_size="32KiB", engine="spark", listeners=[lambda e: progress.append(e.progress)])
     assert b.files == a.files == N and b.shards == a.shards > 3 and b.shards_written == b.shards
     assert _shards(vol, SPARK) == _shards(vol, LOCAL)  # same shard names, members, sizes and bytes
     assert progress[-1].files_done == N and progress[-1].shards_done == b.shards

@@ -104,7 +104,7 @@ def run(magics: Any, line: str, cell: str) -> Any:
             workers=args.workers,
             overwrite=args.overwrite,
             dry_run=args.dry_run,
-            on_progress=view,
+            listeners=() if view is None else (view,),
             dest=plan.dest,
             sources=plan.sources,
             job=None if args.dry_run else (args.job or uuid.uuid4().hex[:12]),

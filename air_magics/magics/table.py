@@ -23,6 +23,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument
 
+from ..events import ExportEvent
 from ._common import check_output, output_argument, parse_line, store_output, with_arguments
 
 __all__ = ["arguments", "run", "FORMATS"]
@@ -89,16 +90,16 @@ class _ShownOnFirstEvent:
     def __init__(self, make: Callable[[], Any]) -> None:
         self.make, self.view, self.shown = make, None, None
 
-    def __call__(self, doc: Any) -> None:
+    def __call__(self, event: ExportEvent) -> None:
         from ..widgets.job_progress import describe_job
 
-        text = describe_job(doc if isinstance(doc, dict) else doc.to_dict())
+        text = describe_job(event.to_dict())
         if text == self.shown:
             return
         if self.view is None:
             self.view = self.make()
         self.shown = text
-        self.view(doc)
+        self.view(event)
 
     def close(self, result: Any) -> None:
         if self.view is not None:
@@ -143,7 +144,7 @@ def run(magics: Any, line: str) -> Any:
                 limit=args.limit,
                 mode=args.mode,
                 via=args.via,
-                on_progress=view,
+                listeners=[view],
                 **kw,
             )
         finally:

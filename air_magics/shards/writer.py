@@ -43,9 +43,9 @@ from ..io.atomic import write_json_atomic
 from ..io.confined import open_dir
 from ..io.leftovers import sweep_stale
 from ..io.units import parse_size
+from ..volumes.glob import glob_regex
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
-from ..volumes.walk import glob_regex
 from .dest import check_destination, lock_destination, read_local, remove_unnamed
 from .format import (
     MANIFEST_NAME,
@@ -195,7 +195,6 @@ def pack(
     pattern: str | None = None,
     engine: str = "local",
     dry_run: bool = False,
-    on_progress: Callable[[PackProgress], None] | None = None,
     *,
     store: VolumeStore | None = None,
     workers: int = 64,
@@ -210,8 +209,8 @@ def pack(
     ``"local"`` (threads in this process) or ``"spark"`` (the same plan, shards written by tasks of
     the Spark session, :mod:`.spark`; the volume must be mounted at the same path on the executors).
     Progress: :class:`PackEvent` on :data:`air_magics.events.channel` and to *listeners* (at most
-    10 a second, then one ``done``/``failed``/``interrupted``); ``on_progress`` gets each
-    :class:`PackProgress` as sugar."""
+    10 a second, then one ``done``/``failed``/``interrupted``); each event's ``progress`` is a
+    :class:`PackProgress`."""
     if engine not in ENGINES:
         raise PackError(f"engine={engine!r}: use one of {', '.join(map(repr, ENGINES))}")
     svp, dvp = VolumePath.parse(src), VolumePath.parse(dest)
@@ -234,8 +233,6 @@ def pack(
 
     def progress(p: PackProgress) -> None:
         last[0] = p
-        if on_progress is not None:
-            on_progress(p)
         emit("running")
 
     try:

@@ -23,14 +23,14 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import config
 from ..errors import ExportTargetError, TablesError
-from ..events import ExportEvent, Listener, channel, throttled
+from ..events import ExportEvent, Listener, channel
 from ..io.leftovers import PENDING_EXPORT_PREFIX, TRASH_EXPORT_PREFIX, sweep_stale
 from ..io.units import fmt_bytes
 from ..snapshots import ExportProgress
@@ -99,22 +99,17 @@ class ExportResult:
 class _Progress:
     """Spark Connect progress handler and the client writer's counts -> export events.
 
-    Events go to the call's listeners and the process-wide channel; ``on_progress(dict)``, the
-    short form, gets the event's document form at most every 0.3 s (as it always did). Tasks add
+    Events go to the call's listeners and the process-wide channel. Tasks add
     up over the export's Spark operations (a client export runs several), an event that would say
     nothing new is not sent, and the last one (``done``) counts every task as done.
     """
 
-    def __init__(
-        self, job: str, dest: str, listeners: Sequence[Listener], on_progress: Callable[[dict[str, Any]], None] | None
-    ) -> None:
+    def __init__(self, job: str, dest: str, listeners: Sequence[Listener]) -> None:
         self.job, self.dest, self.started = job, dest, time.time()
         self.progress = ExportProgress()
         self.state = ""
         self.ops: dict[Any, tuple[int, int, int]] = {}
         self.also: tuple[Listener, ...] = tuple(listeners)
-        if on_progress is not None:
-            self.also += (throttled(lambda e: on_progress(e.to_dict()), 0.3),)
 
     def __call__(self, stages: Any, inflight_tasks: int, operation_id: Any, done: bool) -> None:
         stages = list(stages or [])
@@ -177,7 +172,6 @@ def export_table(
     mode: str = "error",
     via: str = "auto",
     rows_per_file: int = 1_000_000,
-    on_progress: Callable[[dict[str, Any]], None] | None = None,
     remote: str | None = None,
     user_ns: dict[str, Any] | None = None,
     store: VolumeStore | None = None,
@@ -187,7 +181,7 @@ def export_table(
 
     Progress goes out as :class:`~air_magics.events.ExportEvent` (job id, Spark tasks, rows,
     files) to ``listeners`` and :data:`air_magics.events.channel`; the default listeners write it
-    to the ``job-export-<id>`` status document. ``on_progress(dict)`` is the short form.
+    to the ``job-export-<id>`` status document.
     """
     if (source is None) == (sql is None):
         raise TablesError("export needs a table name or sql=..., not both")
@@ -217,7 +211,7 @@ def export_table(
     pending = os.path.join(os.path.dirname(loc.path), _leftover_name(PENDING_EXPORT_PREFIX))
     job_id = uuid.uuid4().hex[:12]
     job = f"job-export-{job_id}"  # the Spark tag of its operations, and its status document's name
-    prog = _Progress(job_id, str(target), listeners, on_progress)
+    prog = _Progress(job_id, str(target), listeners)
     t0 = time.perf_counter()
     prog.update()
 

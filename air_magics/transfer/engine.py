@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from .. import config
 from ..events import CopyEvent, Listener, channel
@@ -85,7 +85,6 @@ def copy_files(
     dry_run: bool = False,
     retries: int = 4,
     backoff: float = 0.05,
-    on_progress: Callable[[CopyProgress], None] | None = None,
     progress_interval: float = 0.1,
     dest: str = "",
     job: str | None = None,
@@ -99,8 +98,8 @@ def copy_files(
     ``dry_run`` only decides what would be copied or skipped. Progress goes out as
     :class:`~air_magics.events.CopyEvent`s on the calling thread every ``progress_interval``
     seconds and once at the end (``done``, ``failed`` or ``interrupted``), to ``listeners`` and to
-    :data:`air_magics.events.channel`; ``on_progress`` is the short form of a listener that takes
-    the :class:`CopyProgress` alone. A listener that raises is logged and the copy goes on.
+    :data:`air_magics.events.channel` (each event's ``progress`` is a :class:`CopyProgress`). A
+    listener that raises is logged and the copy goes on.
     ``KeyboardInterrupt`` stops handing out files, lets in-flight files finish (or vanish: never a
     partial file under a final name) and is re-raised. ``job`` names the copy in its events (the
     default listeners write a named copy's progress to the status document ``job-copy-<job>`` for
@@ -167,7 +166,7 @@ def copy_files(
                 len(tasks), run.copied, run.skipped, len(run.failed), total, run.bytes_done, time.perf_counter() - t0
             )
 
-    also = (*listeners, _ProgressOnly(on_progress)) if on_progress is not None else tuple(listeners)
+    also = tuple(listeners)
     started, srcs = time.time(), tuple(sources)[:20]
 
     def emit(state: str = "running") -> None:
@@ -210,19 +209,6 @@ def copy_files(
         dry_run,
         workers,
     )
-
-
-class _ProgressOnly:
-    """``on_progress(CopyProgress)``, the short form, as a listener of copy events."""
-
-    def __init__(self, fn: Callable[[CopyProgress], None]) -> None:
-        self.fn = fn
-
-    def __call__(self, event: CopyEvent) -> None:
-        self.fn(event.progress)
-
-    def __repr__(self) -> str:
-        return f"on_progress={self.fn!r}"
 
 
 def _interleave(tasks: list[CopyTask]) -> list[CopyTask]:

@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CopyPlanError, DestinationError, VolumeNotFoundError
+from ..io.confined import is_within
 from ..io.retry import retry_call
+from ..volumes.glob import filter_glob, split_glob
 from ..volumes.path import PREFIX, VolumePath
 from ..volumes.store import Location, VolumeStore
-from ..volumes.walk import Entry, filter_glob, is_within, scan_local, split_glob
+from ..volumes.walk import Entry, scan_local
 from .task import CopyTask
 
 __all__ = ["CopyPlan", "plan_copy", "parse_sources"]

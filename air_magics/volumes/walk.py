@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from ..io.confined import is_within
 from ..io.leftovers import is_leftover
-from .glob import filter_glob, glob_regex, has_magic, split_glob  # re-exported: one glob matcher
+from .glob import filter_glob, glob_regex, split_glob  # noqa: F401 - until data/dataset.py imports them from .glob
 
-__all__ = ["Entry", "scan_local", "has_magic", "glob_regex", "split_glob", "filter_glob", "is_within"]
+__all__ = ["Entry", "scan_local"]
 
 _STAT_CHUNK = 4
 

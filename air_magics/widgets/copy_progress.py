@@ -1,7 +1,6 @@
 """Copy progress: an ipywidgets view in notebooks, a tqdm bar elsewhere.
 
-Both are listeners of copy events (:class:`air_magics.events.CopyEvent`; a bare
-:class:`air_magics.transfer.CopyProgress` from ``on_progress=`` works too), called on the thread
+Both are listeners of copy events (:class:`air_magics.events.CopyEvent`), called on the thread
 that runs the copy. ipywidgets is imported only when a widget front end is present.
 """
 
@@ -16,10 +15,6 @@ from ..transfer import CopyProgress, CopyReport
 from ._frontend import has_widget_frontend
 
 __all__ = ["copy_progress_view", "WidgetCopyProgress", "TextCopyProgress", "describe"]
-
-
-def _progress(p: CopyEvent | CopyProgress) -> CopyProgress:
-    return p.progress if isinstance(p, CopyEvent) else p
 
 
 def _eta(p: CopyProgress) -> str:
@@ -52,8 +47,8 @@ class WidgetCopyProgress:
         self.box = w.HBox([self.bar, self.label])
         display(self.box)
 
-    def __call__(self, p: CopyEvent | CopyProgress) -> None:
-        p = _progress(p)
+    def __call__(self, event: CopyEvent) -> None:
+        p = event.progress
         self.bar.max = max(1, p.files_total)
         self.bar.value = p.files_done
         if p.failed:
@@ -77,8 +72,8 @@ class TextCopyProgress:
 
         self.bar: Any = tqdm(total=0, desc=title, unit="file", file=sys.stderr, dynamic_ncols=True, leave=True)
 
-    def __call__(self, p: CopyEvent | CopyProgress) -> None:
-        p = _progress(p)
+    def __call__(self, event: CopyEvent) -> None:
+        p = event.progress
         self.bar.total = p.files_total
         self.bar.n = p.files_done
         self.bar.set_postfix_str(

@@ -1,7 +1,6 @@
 """Progress of an export: a widget line in notebooks, a text line elsewhere.
 
-Listeners of export events (:class:`air_magics.events.ExportEvent`), or of their document form
-(the ``on_progress(dict)`` short form).
+Listeners of export events (:class:`air_magics.events.ExportEvent`).
 """
 
 from __future__ import annotations
@@ -14,10 +13,6 @@ from ..io.units import fmt_bytes
 from ._frontend import has_widget_frontend
 
 __all__ = ["export_progress_view", "describe_job"]
-
-
-def _doc(doc: ExportEvent | dict[str, Any]) -> dict[str, Any]:
-    return doc.to_dict() if isinstance(doc, ExportEvent) else doc
 
 
 def describe_job(doc: dict[str, Any]) -> str:
@@ -43,8 +38,8 @@ class _WidgetView:
         self.label = w.HTML(f"<b>{title}</b> starting...")
         display(w.HBox([self.bar, self.label]))
 
-    def __call__(self, doc: ExportEvent | dict[str, Any]) -> None:
-        doc = _doc(doc)
+    def __call__(self, event: ExportEvent) -> None:
+        doc = event.to_dict()
         if doc.get("tasks"):
             self.bar.value = doc.get("tasks_done", 0) / doc["tasks"]
         self.label.value = f"<b>{self.title}</b> {describe_job(doc)}"
@@ -60,8 +55,8 @@ class _TextView:
         self.title = title
         self.last = ""
 
-    def __call__(self, doc: ExportEvent | dict[str, Any]) -> None:
-        self.last = describe_job(_doc(doc))
+    def __call__(self, event: ExportEvent) -> None:
+        self.last = describe_job(event.to_dict())
         print(f"\r{self.title}: {self.last}", end="", file=sys.stderr, flush=True)
 
     def close(self, result: Any) -> None:

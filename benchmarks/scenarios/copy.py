@@ -192,12 +192,9 @@ def run_air(src: Path, dest: Path, mnt: Path, workers: int | None = None, **_) -
 
 
 def _plan_copy():
-    """air_magics's planning step: public in ``air_magics.transfer`` since the engine became a package,
-    in ``air_magics.copy_plan`` before (still re-exported there)."""
-    try:
-        from air_magics.transfer import plan_copy
-    except ImportError:
-        from air_magics.copy_plan import plan_copy  # type: ignore[no-redef]
+    """air_magics's planning step (``air_magics.transfer.plan_copy``)."""
+    from air_magics.transfer import plan_copy
+
     return plan_copy
 
 
