@@ -29,6 +29,7 @@ __all__ = [
     "CheckpointCorruptError",
     "ShardError",
     "PackError",
+    "ProbeError",
 ]
 
 
@@ -131,3 +132,7 @@ class ShardError(AirError, ValueError):
 class PackError(AirError, ValueError):
     """A folder cannot be packed as asked: destination inside the source, a non-empty destination
     that is not a packed folder, a source file that changed while it was packed."""
+
+
+class ProbeError(AirError, ValueError):
+    """A folder cannot be probed (it holds no files to read)."""

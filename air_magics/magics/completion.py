@@ -37,7 +37,7 @@ URL = "volumes://"
 TABLES_TIMEOUT = 2.0  # seconds a Tab waits for a table listing
 _TABLES_TTL = 30.0  # a listing is reused this long (a Tab per keystroke must not ask Spark each time)
 _MAGICS = ("air_volume", "air_copy", "air_table")
-_PATH_COMMANDS = ("ls", "checkpoints", "pack")  # %air_volume commands whose arguments are paths
+_PATH_COMMANDS = ("ls", "checkpoints", "pack", "probe")  # %air_volume commands whose arguments are paths
 
 
 def complete_volume_path(text: str) -> list[str]:

@@ -12,6 +12,8 @@
 %air_volume checkpoints DIR                    live view of the checkpoints saved under DIR
 %air_volume pack SRC DEST [--shard-size 1GiB] [--pattern GLOB] [--engine local|spark] [--dry-run]
                                                pack a folder of small files into tar shards
+%air_volume probe PATH                         measure the storage under PATH (a volume folder or a local
+                                               one) in at most 20 s: op latency, read MB/s, files/s, advice
 %air_volume mount [POINT]                      /Volumes/... paths in plain Python (open, torch.save):
                                                link /Volumes (or POINT) to the embedded root
 %air_volume unmount [POINT]                    remove that link (only a link mount made)
@@ -35,7 +37,7 @@ from ..volumes.summary import ListingSummary, NamespaceListing, VolumesOverview
 from ._common import check_output, output_argument, parse_line, store_output, with_arguments
 from ._state import default_volume, store
 
-COMMANDS = ("ls", "create", "register", "use", "cache", "checkpoints", "pack", "mount", "unmount")
+COMMANDS = ("ls", "create", "register", "use", "cache", "checkpoints", "pack", "probe", "mount", "unmount")
 _NARGS = {
     "ls": (0, 1),
     "create": (1, 1),
@@ -44,6 +46,7 @@ _NARGS = {
     "cache": (0, 0),
     "checkpoints": (1, 1),
     "pack": (2, 2),
+    "probe": (1, 1),
     "mount": (0, 1),
     "unmount": (0, 1),
 }
@@ -55,6 +58,7 @@ _USAGE = {
     "cache": "no arguments (and --clear to empty it)",
     "checkpoints": "DIR (the folder a CheckpointManager saves into)",
     "pack": "SRC DEST (two folders)",
+    "probe": "PATH (a volume folder, or a local one)",
     "mount": "[POINT] (default /Volumes, or AIR_VOLUMES_MOUNT)",
     "unmount": "[POINT] (default /Volumes, or AIR_VOLUMES_MOUNT)",
 }
@@ -150,6 +154,8 @@ def _command(magics: Any, args: Any) -> Any:
         return _checkpoints(magics, VolumePath.parse(args.args[0], default=default_volume(magics)))
     if cmd == "pack":
         return _pack(magics, args)
+    if cmd == "probe":
+        return _probe(magics, args.args[0])
     if cmd in ("mount", "unmount"):
         from ..volumes.mount import mount, unmount
 
@@ -237,6 +243,16 @@ def _pack(magics: Any, args: Any) -> Any:
     finally:
         view.close(report)
     return report
+
+
+def _probe(magics: Any, target: str) -> Any:
+    """The probe's report (shown as its table); an absolute path outside /Volumes is a local folder."""
+    from ..volumes.path import is_volume_text
+    from ..volumes.probe import probe
+
+    if target.startswith(("/", "~")) and not is_volume_text(target):
+        return probe(target, store=store())
+    return probe(VolumePath.parse(target, default=default_volume(magics)), store=store())
 
 
 def _check_pack(src: VolumePath, dest: VolumePath, shard_size: str | None, pattern: str | None) -> None:

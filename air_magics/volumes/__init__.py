@@ -7,6 +7,7 @@ import sys
 
 from .mount import MountStatus, mount, mount_status, unmount
 from .path import PREFIX, VolumePath, is_volume_text
+from .probe import ProbeReport, probe
 from .registry import VolumeRegistry
 from .store import FileInfo, Location, VolumeInfo, VolumeStore
 
@@ -41,4 +42,6 @@ __all__ = [
     "unmount",
     "mount_status",
     "MountStatus",
+    "probe",
+    "ProbeReport",
 ]
