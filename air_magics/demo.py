@@ -20,7 +20,7 @@ def seed_sample_volume(
     volume: str = SAMPLE_VOLUME, *, files: int = 600, seed: int = 0, store: VolumeStore | None = None
 ) -> VolumePath:
     """Create *volume* (if needed) with ``train/`` and ``val/`` class folders of small fake JPEGs."""
-    store = store or VolumeStore()
+    store = store or VolumeStore.shared()
     root = VolumePath.parse_volume(volume)
     store.create(root, exist_ok=True)
     classes = ("cat", "dog", "bird")
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--files", type=int, default=600)
     args = ap.parse_args(argv)
     root = seed_sample_volume(args.volume, files=args.files)
-    print(f"sample volume ready: {root} ({args.files} files) in {VolumeStore().root}")
+    print(f"sample volume ready: {root} ({args.files} files) in {VolumeStore.shared().root}")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ extension builds one from ``jupyter_server_config`` (``c.AirConfig.cache_dir = "
 A trait left at ``None`` is "not set here": its value comes from its environment variable, read at
 every call (so exporting ``AIR_HOME`` still takes effect at once), else the built-in default.
 Values are checked when set (a bad one is refused, naming the setting and an example) and when
-read from the environment. This module is the only reader of ``os.environ`` for settings.
+read from the environment. This module is the only reader of ``os.environ`` for settings; the
+typed readers at its end (:func:`air_home`, :func:`cache_dir`, ...) are what the core calls. Whether
+``/Volumes`` is a real mount is a question for the volumes package (:mod:`air_magics.volumes.detect`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,28 @@ from traitlets.config import Configurable
 from .errors import SettingError
 from .io.units import parse_size
 
-__all__ = ["AirConfig", "Setting", "SETTINGS", "get", "use", "active", "settings_table", "DEFAULT_COPY_WORKERS"]
+__all__ = [
+    "AirConfig",
+    "Setting",
+    "SETTINGS",
+    "get",
+    "use",
+    "active",
+    "settings_table",
+    "DEFAULT_COPY_WORKERS",
+    "air_home",
+    "embedded_volumes_root",
+    "registry_file",
+    "cache_dir",
+    "cache_limit",
+    "cache_reserve",
+    "spark_dir",
+    "copy_workers",
+    "spark_driver_memory_mb",
+    "spark_idle_timeout",
+    "spark_no_client_timeout",
+    "export_chunk_bytes",
+]
 
 DEFAULT_COPY_WORKERS = 64
 _MIB = 1 << 20
@@ -301,3 +324,64 @@ def settings_table() -> str:
     rows = ["| setting | environment | default | meaning |", "|---|---|---|---|"]
     rows += [f"| `{s.name}` | `{s.env}` | {s.default} | {s.meaning} |" for s in SETTINGS]
     return "\n".join(rows)
+
+
+# -- typed readers: what the core calls (each reads the current value, so a change applies at once) ----
+def air_home() -> Path:
+    """``home``: ``$AIR_HOME`` or ``~/.air``."""
+    return get("home")
+
+
+def embedded_volumes_root() -> Path:
+    """``volumes_root``: ``$AIR_VOLUMES_ROOT`` or ``$AIR_HOME/volumes``."""
+    return get("volumes_root") or air_home() / "volumes"
+
+
+def registry_file() -> Path:
+    """JSON file mapping ``catalog.schema.volume`` to an fsspec URL."""
+    return air_home() / "volume_registry.json"
+
+
+def cache_dir() -> Path:
+    """``cache_dir``: ``$AIR_CACHE_DIR`` or ``$AIR_HOME/cache``."""
+    return get("cache_dir")
+
+
+def cache_limit() -> int | None:
+    """``cache_limit`` in bytes (``None``: bounded by the free-disk reserve only)."""
+    return get("cache_limit")
+
+
+def cache_reserve() -> int:
+    """``cache_reserve``: free disk the cache always leaves (default 1 GiB)."""
+    return get("cache_reserve")
+
+
+def spark_dir() -> Path:
+    """``spark_dir``: ``$AIR_SPARK_DIR`` or ``$AIR_HOME/spark``, the embedded Spark store."""
+    return get("spark_dir")
+
+
+def copy_workers() -> int:
+    """``workers``: parallel copies when a copy is not given ``workers`` (default 64)."""
+    return get("workers")
+
+
+def spark_driver_memory_mb() -> int | None:
+    """``spark_driver_memory`` in MiB, or ``None`` to size the heap from the machine."""
+    return get("spark_driver_memory")
+
+
+def spark_idle_timeout() -> float:
+    """``spark_idle_timeout``: seconds unused after which the embedded server stops (default 1800)."""
+    return get("spark_idle_timeout")
+
+
+def spark_no_client_timeout() -> float:
+    """``spark_no_client_timeout``: seconds the embedded server outlives the last process that used it."""
+    return get("spark_no_client_timeout")
+
+
+def export_chunk_bytes() -> int | None:
+    """``export_chunk_bytes``, or ``None`` to size fetches from the driver heap."""
+    return get("export_chunk_bytes")

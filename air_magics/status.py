@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import config
+from . import settings
 from .io.atomic import write_json_atomic
 
 __all__ = ["run_dir", "write_status", "read_status", "list_status", "latest_loader"]
@@ -23,7 +23,7 @@ _LOADER_FRESH = 120.0  # a loader document older than this is not "current"
 
 
 def run_dir() -> Path:
-    return config.air_home() / "run"
+    return settings.air_home() / "run"
 
 
 def _file(name: str) -> Path:

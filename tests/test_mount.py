@@ -6,9 +6,8 @@ import shutil
 import pytest
 from IPython.core.error import UsageError
 
-from air_magics import config
 from air_magics.errors import VolumeExistsError
-from air_magics.volumes import VolumeStore, mount, mount_status, unmount
+from air_magics.volumes import VolumeStore, detect, mount, mount_status, unmount
 
 
 @pytest.fixture
@@ -50,7 +49,7 @@ def test_mount_makes_plain_python_work_on_volume_paths(point, air_home):
     assert store.kind == "embedded" and store.root == root
     assert [v.volume_id for v in store.volumes()] == ["main.ds.files"]
     assert {f.path.name for f in store.ls("/Volumes/main/ds/files")} == {"notes.txt", "copy", "model.pt", "red.png"}
-    assert config.volumes_mount() is None and "leads to the embedded root" in config.volumes_mount_status()[1]
+    assert detect.volumes_mount() is None and "leads to the embedded root" in detect.volumes_mount_status()[1]
     with store.open("/Volumes/main/ds/files/notes.txt") as f:
         assert f.read() == b"hello"
 
@@ -147,7 +146,7 @@ def test_another_homes_link_is_not_a_foreign_mount(point, tmp_path, monkeypatch,
     VolumeStore().create("main.a.v")
     mount()
     monkeypatch.setenv("AIR_HOME", str(tmp_path / "home_b"))  # another AIR_HOME, same /Volumes link
-    mnt, why = config.volumes_mount_status()
+    mnt, why = detect.volumes_mount_status()
     assert mnt is None and "embedded root of another AIR_HOME" in why
     store = VolumeStore()
     assert store.kind == "embedded" and store.root == tmp_path / "home_b" / "volumes" and store.volumes() == []

@@ -13,10 +13,10 @@ from traitlets import TraitError
 from traitlets.config import Config, LoggingConfigurable, PyFileConfigLoader
 
 import air_magics
-from air_magics import config, settings, tables
+from air_magics import settings, tables
 from air_magics.cache import FileCache
 from air_magics.errors import AirError, SettingError
-from air_magics.volumes import VolumeStore
+from air_magics.volumes import VolumeStore, detect
 
 
 @pytest.fixture
@@ -54,30 +54,30 @@ def vol():
 # -- defaults come from the environment -------------------------------------------------------------
 def test_defaults_follow_the_environment_at_every_read(fresh, air_home, tmp_path, monkeypatch):
     monkeypatch.delenv("AIR_SPARK_DIR", raising=False)  # `make test` sets it for the whole suite
-    assert config.air_home() == air_home and config.cache_dir() == air_home / "cache"
-    assert config.spark_dir() == air_home / "spark" and config.embedded_volumes_root() == air_home / "volumes"
-    assert config.cache_limit() is None and config.cache_reserve() == 1 << 30 and config.copy_workers() == 64
-    assert config.spark_idle_timeout() == 1800 and config.spark_driver_memory_mb() is None
-    assert config.export_chunk_bytes() is None
+    assert settings.air_home() == air_home and settings.cache_dir() == air_home / "cache"
+    assert settings.spark_dir() == air_home / "spark" and settings.embedded_volumes_root() == air_home / "volumes"
+    assert settings.cache_limit() is None and settings.cache_reserve() == 1 << 30 and settings.copy_workers() == 64
+    assert settings.spark_idle_timeout() == 1800 and settings.spark_driver_memory_mb() is None
+    assert settings.export_chunk_bytes() is None
     monkeypatch.setenv("AIR_HOME", str(tmp_path / "other"))  # a changed variable counts at once
     monkeypatch.setenv("AIR_CACHE_LIMIT", "2GiB")
     monkeypatch.setenv("AIR_CACHE_RESERVE", "0")
     monkeypatch.setenv("AIR_COPY_WORKERS", "12")
     monkeypatch.setenv("AIR_SPARK_DRIVER_MEMORY", "2g")
-    assert config.cache_dir() == tmp_path / "other" / "cache"
-    assert (config.cache_limit(), config.cache_reserve(), config.copy_workers()) == (2 << 30, 0, 12)
-    assert config.spark_driver_memory_mb() == 2048
+    assert settings.cache_dir() == tmp_path / "other" / "cache"
+    assert (settings.cache_limit(), settings.cache_reserve(), settings.copy_workers()) == (2 << 30, 0, 12)
+    assert settings.spark_driver_memory_mb() == 2048
     monkeypatch.delenv("AIR_HOME")
-    assert config.air_home() == Path.home() / ".air"
+    assert settings.air_home() == Path.home() / ".air"
 
 
 def test_volumes_root_set_wins_over_a_mount(fresh, tmp_path, monkeypatch):
     mount = tmp_path / "mnt"
     mount.mkdir()
     monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(mount))
-    assert config.volumes_mount() == mount and VolumeStore().kind == "mount"
+    assert detect.volumes_mount() == mount and VolumeStore().kind == "mount"
     fresh.volumes_root = str(tmp_path / "mine")
-    assert config.volumes_mount() is None and VolumeStore().root == tmp_path / "mine"
+    assert detect.volumes_mount() is None and VolumeStore().root == tmp_path / "mine"
 
 
 @pytest.mark.parametrize(
@@ -155,7 +155,7 @@ def test_bad_config_value_is_refused_naming_the_setting(ip, caplog):
     with caplog.at_level(logging.ERROR):
         ip.run_line_magic("config", "AirMagics.cache_limit = 'a lot'")
     assert "AirMagics.cache_limit = 'a lot' is not a size: write e.g. 500MB" in caplog.text
-    assert config.cache_limit() == 1 << 30  # the previous value stays
+    assert settings.cache_limit() == 1 << 30  # the previous value stays
 
 
 def test_front_end_traits_still_configurable(ip):

@@ -137,11 +137,11 @@ def _mount_at(tmp_path, monkeypatch, *dirs):
 
 
 def test_mac_disk_folder_is_not_a_volumes_mount(tmp_path, monkeypatch, air_home):
-    from air_magics import config
+    from air_magics.volumes import detect
     from air_magics.volumes.summary import VolumesOverview
 
     mount = _mount_at(tmp_path, monkeypatch, "Macintosh HD/Users", "main/demo/images")
-    assert config.volumes_mount() is None
+    assert detect.volumes_mount() is None
     store = VolumeStore()
     assert store.kind == "embedded" and store.root == air_home / "volumes"
     assert "holds 'Macintosh HD', which is not a catalog name" in store.why

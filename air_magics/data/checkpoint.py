@@ -43,7 +43,7 @@ import torch
 from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter
 from torch.distributed.checkpoint.filesystem import FileSystem, _StorageInfo
 
-from .. import config
+from .. import settings
 from ..cache import FileCache
 from ..errors import CheckpointCorruptError, CheckpointError
 from ..events import CheckpointEvent, Listener, channel
@@ -68,7 +68,7 @@ class _CheckedInfo(_StorageInfo):
 
 
 def _staging_root() -> Path:
-    return config.air_home() / "staging"
+    return settings.air_home() / "staging"
 
 
 def _clean_stale_staging() -> None:

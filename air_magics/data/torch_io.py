@@ -15,7 +15,7 @@ import os
 import tempfile
 from typing import Any
 
-from .. import config
+from .. import settings
 from ..cache import FileCache
 from ..transfer import CopyTask, copy_one
 from ..volumes.path import VolumePath
@@ -31,7 +31,7 @@ def save_torch(obj: Any, path: str | VolumePath, *, store: VolumeStore | None = 
 
     store = store or VolumeStore()
     dest = store.locate(VolumePath.parse(path))
-    staging = config.air_home() / "staging"
+    staging = settings.air_home() / "staging"
     staging.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=staging, suffix=".pt")
     os.close(fd)

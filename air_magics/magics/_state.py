@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..volumes import VolumePath, VolumeStore
+from ..volumes import VolumePath, VolumeStore, detect
 
 
-def store() -> VolumeStore:
-    """A fresh store each call, so environment changes (``AIR_HOME``...) take effect at once."""
-    return VolumeStore()
+def store(*, fresh: bool = False) -> VolumeStore:
+    """The process's store for the current settings (``AIR_HOME``... changes take effect at once);
+    ``fresh`` looks at the mount point again first (``%air_volume`` with no arguments)."""
+    if fresh:
+        detect.forget()
+    return VolumeStore.shared()
 
 
 def default_volume(magics: Any) -> VolumePath | None:

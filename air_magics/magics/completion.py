@@ -92,9 +92,13 @@ def _volume_names(text: str) -> list[str]:
 
 
 def _flags(magic: str, text: str) -> list[str]:
-    from . import AirMagics
+    from IPython import get_ipython
 
-    parser = getattr(AirMagics, magic).parser  # the magic's own options, as declared
+    shell = get_ipython()  # the magic as registered (this package's __init__ imports this module)
+    registered = shell.magics_manager.magics["line"].get(magic) if shell is not None else None
+    parser = getattr(registered, "parser", None)  # the magic's own options, as declared
+    if parser is None:
+        return []
     flags = [o for a in parser._actions for o in a.option_strings if o.startswith("--") and o != "--help"]
     return [f for f in flags if f.startswith(text)]
 

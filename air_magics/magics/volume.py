@@ -121,7 +121,7 @@ def _command(magics: Any, args: Any) -> Any:
     if cmd is None:
         from ..volumes.mount import mount_status
 
-        st = store()
+        st = store(fresh=True)  # where volumes resolve, looked at now (a mount may have appeared)
         return _Overview(
             str(st.root),
             st.kind,

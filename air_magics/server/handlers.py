@@ -121,7 +121,7 @@ class IndexHandler(_Base):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        from .. import __version__
+        from .._version import __version__
 
         self.finish(
             json.dumps(

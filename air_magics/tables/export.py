@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import config
+from .. import settings
 from ..errors import ExportTargetError, TablesError
 from ..events import ExportEvent, Listener, channel
 from ..io.leftovers import PENDING_EXPORT_PREFIX, TRASH_EXPORT_PREFIX, sweep_stale
@@ -49,7 +49,7 @@ def hf_cache_dir() -> Path | None:
     (``datasets``' own choice) when the user set ``HF_DATASETS_CACHE`` or ``HF_HOME``."""
     if os.environ.get("HF_DATASETS_CACHE") or os.environ.get("HF_HOME"):
         return None
-    return config.air_home() / "hf-cache"
+    return settings.air_home() / "hf-cache"
 
 
 @dataclass

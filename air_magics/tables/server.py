@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import config
+from .. import settings
 from ..errors import SettingError, TablesError
 from ..io.atomic import write_json_atomic
 from ..io.process import pid_alive
@@ -52,7 +52,7 @@ _SUPERVISORS: list[subprocess.Popen] = []  # kept so a finished supervisor is re
 
 
 def store_dir() -> Path:
-    return config.spark_dir()
+    return settings.spark_dir()
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class EmbeddedServer:
 def idle_timeout() -> float:
     """``spark_idle_timeout`` (``$AIR_SPARK_IDLE_TIMEOUT``): seconds without use after which the server stops (default 1800)."""
     try:
-        return config.spark_idle_timeout()
+        return settings.spark_idle_timeout()
     except SettingError as exc:
         raise TablesError(str(exc)) from None
 
@@ -77,7 +77,7 @@ def no_client_timeout() -> float:
     """``spark_no_client_timeout`` (``$AIR_SPARK_NO_CLIENT_TIMEOUT``): seconds the server outlives the
     last process that used it (default 300), so a closed notebook does not leave ~1 GB behind for long."""
     try:
-        return config.spark_no_client_timeout()
+        return settings.spark_no_client_timeout()
     except SettingError as exc:
         raise TablesError(str(exc)) from None
 
@@ -100,7 +100,7 @@ def _machine_memory() -> int:
 def driver_memory_mb() -> int:
     """The driver heap in MiB: ``spark_driver_memory`` (``$AIR_SPARK_DRIVER_MEMORY``), else 1/4 of the machine, 1-8 GiB."""
     try:
-        mb = config.spark_driver_memory_mb()
+        mb = settings.spark_driver_memory_mb()
     except SettingError as exc:
         raise TablesError(str(exc)) from None
     if mb is not None:

@@ -33,11 +33,11 @@ _MIB = 1 << 20
 
 def chunk_bytes(spark: Any) -> int:
     """How many result bytes one fetch may ask the server to buffer."""
-    from .. import config
+    from .. import settings
     from ..errors import SettingError, TablesError
 
     try:
-        n = config.export_chunk_bytes()
+        n = settings.export_chunk_bytes()
     except SettingError as exc:
         raise TablesError(str(exc)) from None
     if n is not None:

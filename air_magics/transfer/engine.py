@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 
-from .. import config
+from .. import settings
 from ..events import CopyEvent, Listener, channel
 from ..io.leftovers import TEMP_MARK
 from ..io.retry import TRANSIENT_ERRNOS, retry_call
@@ -38,7 +38,7 @@ from .task import CopyFailure, CopyProgress, CopyReport, CopyTask
 
 __all__ = ["copy_files", "copy_one", "DEFAULT_WORKERS", "CHECK_THREADS", "TEMP_MARK", "TRANSIENT_ERRNOS"]
 
-DEFAULT_WORKERS = config.DEFAULT_COPY_WORKERS  # built-in default of the `workers` setting
+DEFAULT_WORKERS = settings.DEFAULT_COPY_WORKERS  # built-in default of the `workers` setting
 CHECK_THREADS = 256
 
 
@@ -107,7 +107,7 @@ def copy_files(
     """
     tasks = _interleave(list(tasks))
     if workers is None:
-        workers = config.copy_workers()
+        workers = settings.copy_workers()
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     run = _Run(tasks)

@@ -37,10 +37,10 @@ from typing import Any
 
 from fsspec.spec import AbstractFileSystem
 
-from .. import config
 from ..errors import VolumeExistsError, VolumeNotFoundError, VolumePathError
 from ..io.atomic import write_atomic
 from ..io.confined import open_dir, open_file
+from . import detect
 from .fsspec_writer import AtomicWriter
 from .path import PREFIX, VolumePath
 from .store import Location, VolumeStore, fs_mtime
@@ -71,9 +71,9 @@ class VolumesFileSystem(AbstractFileSystem):
     @property
     def store(self) -> VolumeStore:
         """The store for the current settings (rebuilt when ``AIR_HOME`` or a volumes setting changes)."""
-        from ..settings import get
-
-        key = (self._root, self._registry, str(config.air_home()), get("volumes_root"), get("volumes_mount"))
+        if self._root is None and self._registry is None:
+            return VolumeStore.shared()
+        key = (self._root, self._registry, *detect.settings_key(), detect.generation())
         with self._lock:
             st = self._stores.get(key)
             if st is None:

@@ -4,7 +4,7 @@ Off-platform there is no ``/Volumes`` mount, so ``open("/Volumes/main/ds/x")`` a
 ``torch.save(sd, "/Volumes/...")`` fail although the store resolves the same paths. :func:`mount`
 makes the mount point (``/Volumes``, or ``AIR_VOLUMES_MOUNT``) a symlink to the embedded root, so the
 OS resolves those paths to the very files the store uses; the store recognises the link
-(:func:`air_magics.config.volumes_mount_status`) and keeps using the embedded root, so nothing is
+(:func:`air_magics.volumes.detect.probe`) and keeps using the embedded root, so nothing is
 seen twice. Three modes, reported by :func:`mount_status`:
 
 - ``mount``: the point is a real volumes mount (Databricks, FUSE); nothing to do.
@@ -34,16 +34,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .. import config
 from ..errors import VolumeExistsError, VolumeNotFoundError
 from ..io.atomic import write_json_atomic
 from ..io.leftovers import temp_name
 from ..io.locks import ProcessFileLock
-from ..settings import get
+from ..settings import air_home, embedded_volumes_root, get
+from . import detect
 
 __all__ = ["MountStatus", "mount", "unmount", "mount_status", "MARKER"]
 
-MARKER = config.EMBEDDED_MARKER  # in an embedded root linked by mount(): its links are ours, not foreign mounts
+MARKER = detect.EMBEDDED_MARKER  # in an embedded root linked by mount(): its links are ours, not foreign mounts
 _DENIED = (errno.EACCES, errno.EPERM, errno.EROFS)
 _RECORDS = "mounts.json"  # in AIR_HOME: {point: link target} for each link this AIR_HOME's mount() made
 _TRIES = 20  # a point that changes this often under us is reported, not chased for ever
@@ -117,7 +117,7 @@ def _key(p: Path) -> str:
 
 def _records() -> dict[str, str]:
     try:
-        data = json.loads((config.air_home() / _RECORDS).read_text())
+        data = json.loads((air_home() / _RECORDS).read_text())
     except (OSError, ValueError):
         return {}
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
@@ -130,7 +130,7 @@ def _record(p: Path, target: str | None) -> None:
         return
     if target is not None:
         data[_key(p)] = target
-    write_json_atomic(config.air_home() / _RECORDS, data, indent=2, sort_keys=True)
+    write_json_atomic(air_home() / _RECORDS, data, indent=2, sort_keys=True)
 
 
 def _made_here(p: Path, seen: _Seen) -> bool:
@@ -141,7 +141,7 @@ def _made_here(p: Path, seen: _Seen) -> bool:
 @contextmanager
 def _locked(p: Path) -> Iterator[None]:
     """One mount/unmount of *p* at a time among this AIR_HOME's processes and threads."""
-    folder = config.air_home() / "run"
+    folder = air_home() / "run"
     folder.mkdir(parents=True, exist_ok=True)
     lock = ProcessFileLock(folder / f"mount-{hashlib.sha1(_key(p).encode()).hexdigest()[:16]}.lock")
     try:
@@ -168,7 +168,7 @@ def _linked(point: Path, root: Path) -> str:
 
 def _why(point: Path) -> str:
     """Why *point* is not a volumes mount, as the store says it."""
-    return config.volumes_mount_status(point)[1]
+    return detect.probe(point)[1]
 
 
 def _resolved(p: Path, seen: _Seen) -> str:
@@ -205,10 +205,10 @@ def _what(p: Path, seen: _Seen, root: Path) -> str:
 def mount_status(point: str | os.PathLike[str] | None = None) -> MountStatus:
     """Which mode is active for *point* (default: the ``volumes_mount`` setting, ``/Volumes``)."""
     p = _point(point)
-    root = config.embedded_volumes_root()
+    root = embedded_volumes_root()
     for _ in range(_TRIES):
         try:
-            real_mount, why = config.volumes_mount_status(p)
+            real_mount, why = detect.probe(p)
             break
         except FileNotFoundError:  # a link removed while realpath read it (Python < 3.12): look again
             continue
@@ -243,10 +243,13 @@ def mount(point: str | os.PathLike[str] | None = None) -> MountStatus:
     point by this AIR_HOME's processes take turns (a lock file in ``$AIR_HOME/run``)."""
     p = _point(point)
     with _locked(p):
-        for _ in range(_TRIES):
-            status = _mount_once(p)
-            if status is not None:
-                return status
+        try:
+            for _ in range(_TRIES):
+                status = _mount_once(p)
+                if status is not None:
+                    return status
+        finally:
+            detect.forget()  # the stores' cached probe of the point is out of date
     raise VolumeExistsError(f"cannot mount: {p} keeps changing under this process; try again when it is left alone")
 
 
@@ -255,7 +258,7 @@ def _mount_once(p: Path) -> MountStatus | None:
     status = mount_status(p)
     if status.mode in ("mount", "symlink"):
         return status
-    root = config.embedded_volumes_root()
+    root = embedded_volumes_root()
     seen = _look(p)
     if seen.kind == "link" and _resolved(p, seen) == os.path.realpath(root):
         return None  # linked here meanwhile
@@ -301,29 +304,37 @@ def unmount(point: str | os.PathLike[str] | None = None) -> MountStatus:
     this process may not remove it, nothing changes and the returned status's ``hint`` is the
     ``sudo rm`` that does it."""
     p = _point(point)
-    root = config.embedded_volumes_root()
+    root = embedded_volumes_root()
     with _locked(p):
-        seen = _look(p)
-        if seen.kind == "missing":
-            return MountStatus("store", str(p), str(root), f"nothing to unmount: {p} does not exist")
-        if not _made_here(p, seen):
-            raise VolumeExistsError(
-                f"cannot unmount {p}: it is not a link made by `%air_volume mount` with this AIR_HOME "
-                f"({config.air_home()}) but {_what(p, seen, root)}; nothing changed"
-            )
-        folder = _resolved(p, seen)
         try:
-            gone = _remove_link(p, seen)
-        except OSError as exc:  # e.g. a read-only folder: removed with sudo, as the hint says
-            if exc.errno not in _DENIED:
-                raise
-            status = mount_status(p)
-            return replace(
-                status,
-                detail=f"this process may not remove the link {p} ({exc.strerror}); nothing changed",
-                hint=f"run `sudo rm {shlex.quote(str(p))}` to remove it",
-            )
-        _record(p, None)
+            return _unmount_locked(p, root)
+        finally:
+            detect.forget()  # the stores' cached probe of the point is out of date
+
+
+def _unmount_locked(p: Path, root: Path) -> MountStatus:
+    """:func:`unmount` under the point's lock."""
+    seen = _look(p)
+    if seen.kind == "missing":
+        return MountStatus("store", str(p), str(root), f"nothing to unmount: {p} does not exist")
+    if not _made_here(p, seen):
+        raise VolumeExistsError(
+            f"cannot unmount {p}: it is not a link made by `%air_volume mount` with this AIR_HOME "
+            f"({air_home()}) but {_what(p, seen, root)}; nothing changed"
+        )
+    folder = _resolved(p, seen)
+    try:
+        gone = _remove_link(p, seen)
+    except OSError as exc:  # e.g. a read-only folder: removed with sudo, as the hint says
+        if exc.errno not in _DENIED:
+            raise
+        status = mount_status(p)
+        return replace(
+            status,
+            detail=f"this process may not remove the link {p} ({exc.strerror}); nothing changed",
+            hint=f"run `sudo rm {shlex.quote(str(p))}` to remove it",
+        )
+    _record(p, None)
     if not gone:
         return MountStatus("store", str(p), str(root), f"nothing to unmount: {p} was removed meanwhile")
     return MountStatus("store", str(p), str(root), f"removed the link {p}; the files stay in {folder}", changed=True)

@@ -20,14 +20,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from .. import config
 from ..errors import RegistryError, VolumeExistsError, VolumeNotFoundError, VolumePathError
+from ..io.confined import is_within, open_file, real_root
 from ..io.confined import makedirs as confined_makedirs
-from ..io.confined import open_file, real_root
 from ..io.leftovers import is_leftover
+from ..settings import embedded_volumes_root, registry_file
+from . import detect
+from .glob import filter_glob, glob_regex, split_glob
 from .path import _NAME, VolumePath  # one name rule for catalog / schema / volume
 from .registry import VolumeRegistry, normalise_url
-from .walk import Entry, filter_glob, glob_regex, is_within, scan_local, split_glob
+from .walk import Entry, scan_local
 
 _LEVELS = ("catalog", "schema", "volume")
 
@@ -108,7 +110,10 @@ class VolumeStore:
 
     ``root`` overrides the directory holding ``<catalog>/<schema>/<volume>`` (else the mount or the
     embedded root); ``registry`` overrides the registry file; ``workers`` bounds parallel listing.
+    Code that just needs "the volumes" calls :meth:`shared`: one store per process and settings.
     """
+
+    _shared: dict[tuple[object, ...], VolumeStore] = {}
 
     def __init__(
         self,
@@ -119,11 +124,23 @@ class VolumeStore:
     ) -> None:
         if root is not None:
             self.root, self.kind, self.why = Path(root), "embedded", "root given to VolumeStore"
-        else:  # a mount counts only if it looks like one (config.volumes_mount_status says why)
-            mount, self.why = config.volumes_mount_status()
-            self.root, self.kind = (mount, "mount") if mount else (config.embedded_volumes_root(), "embedded")
-        self.registry = VolumeRegistry(registry or config.registry_file())
+        else:  # a mount counts only if it looks like one (probed once per settings: volumes.detect)
+            mount, self.why = detect.volumes_mount_status()
+            self.root, self.kind = (mount, "mount") if mount else (embedded_volumes_root(), "embedded")
+        self.registry = VolumeRegistry(registry or registry_file())
         self.workers = workers
+
+    @classmethod
+    def shared(cls) -> VolumeStore:
+        """The process's store for the current settings: made once, made again when ``AIR_HOME``,
+        ``AIR_VOLUMES_ROOT`` or ``AIR_VOLUMES_MOUNT`` change or a mount/unmount ran (a dict lookup)."""
+        key = (*detect.settings_key(), detect.generation())
+        store = cls._shared.get(key)
+        if store is None:
+            if len(cls._shared) > 16:  # settings changed many times (tests): keep the cache small
+                cls._shared.clear()
+            store = cls._shared[key] = cls()
+        return store
 
     def __repr__(self) -> str:
         return f"VolumeStore(root={str(self.root)!r}, kind={self.kind!r})"

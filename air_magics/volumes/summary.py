@@ -15,6 +15,7 @@ from shlex import quote
 
 from ..errors import VolumeNotFoundError, VolumePathError
 from ..io.units import fmt_bytes
+from .detect import volumes_mount_status
 from .path import VolumePath
 from .store import FileInfo, VolumeInfo
 
@@ -242,8 +243,6 @@ class VolumesOverview:
 
     def __post_init__(self) -> None:
         if self.why is None and self.kind in ("mount", "embedded"):
-            from ..config import volumes_mount_status
-
             self.why = volumes_mount_status()[1]
 
     def __repr__(self) -> str:
