@@ -1,8 +1,7 @@
 """Fetching a shard into its extracted folder: parallel range reads, members served as they land.
 
-One :class:`Extractor` per :class:`~air_magics.shards.reader.PackedFolder` and process. A shard is
-read from the volume as ``_BLOCK``-sized ranges on a shared pool of ``_THREADS`` threads (a remote
-mount answers many reads at once; one stream would pay a round trip per 128 KiB), processed in
+One :class:`Extractor` per packed folder (its :class:`~.source.ShardSource`) and process. A shard is
+read from the volume as parallel range reads (:func:`~.source.stream_shard`), processed in
 offset order: each member's bytes go straight into its own file (staged beside the shard's
 extracted folder, verified, renamed into it), so a member is served as soon as its bytes are in,
 long before the shard is.
@@ -31,33 +30,19 @@ import os
 import shutil
 import threading
 import time
-import zlib
-from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from ..errors import ShardError, SpecialFileError, VolumeNotFoundError
-from ..io.confined import open_read
 from ..io.locks import ProcessFileLock
-from ..io.pools import ProcessPool
-from ..io.retry import retry_call
 from .members import MemberWriter
-
-if TYPE_CHECKING:
-    from .reader import PackedFolder
+from .source import ShardSource, stream_shard
 
 __all__ = ["Extractor", "SIDECARS"]
 
 SIDECARS = (".lock", ".complete", ".tmp")  # beside an extracted folder: fetch lock, done marker, staging
-_BLOCK = 1 << 20
-_THREADS = 32
-_IN_FLIGHT = 64  # blocks read ahead of the member writer at most
 _AHEAD = 1  # shards fetched ahead of the one asked for
 _POLL = 0.002  # polling for a member another process fetches: from 2 ms, doubling up to 32 ms
 _POLL_MAX = 0.032
-
-_POOL = ProcessPool(_THREADS, "air-shard-read")  # range reads (made again after a fork)
 
 
 class _State:
@@ -75,19 +60,16 @@ class _State:
 class Extractor:
     """Serves members of one packed folder as local paths in ``root`` (see the module docstring)."""
 
-    def __init__(self, folder: PackedFolder, root: Path) -> None:
-        self.folder, self.root, self.pid = folder, root, os.getpid()
-        self._states = [_State() for _ in folder.manifest.shards]
+    def __init__(self, source: ShardSource, root: Path) -> None:
+        self.source, self.root, self.pid = source, root, os.getpid()
+        self._states = [_State() for _ in source.shards]
         self._drivers = ThreadPoolExecutor(max_workers=2 + _AHEAD, thread_name_prefix="air-shard-fetch")
         self.shards_fetched = 0
         self.bytes_read = 0
 
     def final(self, i: int) -> Path:
-        s = self.folder.manifest.shards[i]
-        vp = self.folder.path
-        return self.root.joinpath(
-            "shards", vp.catalog, vp.schema, vp.volume, *vp.parts, f"{s.name[: -len('.tar')]}-{s.crc32:08x}"
-        )
+        """Shard *i*'s extracted folder."""
+        return self.source.local_base(self.root, i)
 
     def complete(self, i: int) -> bool:
         """True when shard *i*'s extracted folder is complete (any process finished its fetch)."""
@@ -129,7 +111,7 @@ class Extractor:
 
     def _read_ahead(self, i: int) -> None:
         for _ in range(_AHEAD):
-            i = self.folder.next_shard[i]
+            i = self.source.next_shard[i]
             if i < 0:
                 return
             st = self._states[i]
@@ -183,9 +165,7 @@ class Extractor:
             lock.close()
 
     def _fetch_into(self, i: int, final: Path, st: _State) -> None:
-        s = self.folder.manifest.shards[i]
-        vp = self.folder.shard_path(i)
-        read, close = self._opener(i)
+        src = self.source
         staging = Path(f"{final}.tmp")
         try:
             final.mkdir(parents=True, exist_ok=True)
@@ -199,87 +179,19 @@ class Extractor:
                 if ev is not None:
                     ev.set()
 
-            writer = MemberWriter(final, staging, self.folder.shard_members[i], str(vp), published)
-            pool = _POOL.get()
-            offsets = iter(range(0, s.bytes, _BLOCK))
-            window: deque[tuple[int, int, Future]] = deque()
+            writer = MemberWriter(final, staging, src.shard_members[i], str(src.shard_path(i)), published)
 
-            def submit() -> None:
-                off = next(offsets, None)
-                if off is not None:
-                    n = min(_BLOCK, s.bytes - off)
-                    window.append((off, n, pool.submit(retry_call, lambda o=off, k=n: read(o, k))))
+            def consume(off: int, data: bytes) -> None:
+                writer.feed(data)
+                self.bytes_read += len(data)
 
-            for _ in range(_IN_FLIGHT):
-                submit()
-            crc = 0
             try:
-                while window:
-                    off, n, fut = window.popleft()
-                    data = fut.result()
-                    submit()
-                    if len(data) != n:
-                        raise ShardError(
-                            f"shard {vp} ended at byte {off + len(data)} but its index says {s.bytes} bytes "
-                            f"(truncated on the volume); the packed folder is damaged: pack the source again"
-                        )
-                    crc = zlib.crc32(data, crc)
-                    writer.feed(data)
-                    self.bytes_read += n
-                if crc != s.crc32:
-                    raise ShardError(
-                        f"shard {vp} does not match the checksum in its index (changed or damaged on the "
-                        f"volume); the packed folder is damaged: pack the source again"
-                    )
+                stream_shard(src, i, consume)
             except BaseException:
-                for _, _, fut in window:
-                    fut.cancel()
                 writer.abort()
                 raise
             writer.finish()
             os.close(os.open(f"{final}.complete", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
             self.shards_fetched += 1
         finally:
-            close()
             shutil.rmtree(staging, ignore_errors=True)
-
-    def _opener(self, i: int) -> tuple[Any, Any]:
-        """``(read(offset, n) -> bytes, close())`` over shard *i* on its volume, its size checked."""
-        s = self.folder.manifest.shards[i]
-        vp = self.folder.shard_path(i)
-        try:
-            loc = self.folder.store.locate(vp)
-            if loc.is_local:
-                fd, stat = retry_call(lambda: open_read(loc.path, loc.root))
-                size = stat.st_size
-            else:
-                fd, size = -1, int(loc.fs.size(loc.path))
-        except (FileNotFoundError, VolumeNotFoundError):
-            raise ShardError(
-                f"shard {vp} named by the manifest is missing on the volume; pack the source again"
-            ) from None
-        except (IsADirectoryError, NotADirectoryError, SpecialFileError):
-            raise ShardError(
-                f"shard {vp} named by the manifest is not a regular file on the volume; pack the source again"
-            ) from None
-        if size != s.bytes:
-            if fd >= 0:
-                os.close(fd)
-            raise ShardError(
-                f"shard {vp} is {size} bytes but its index says {s.bytes} (truncated or replaced "
-                f"on the volume); the packed folder is damaged: pack the source again"
-            )
-        if fd < 0:
-            return (lambda off, n: loc.fs.cat_file(loc.path, start=off, end=off + n)), (lambda: None)
-
-        def pread(off: int, n: int) -> bytes:
-            parts, got = [], 0
-            while got < n:
-                b = os.pread(fd, n - got, off + got)
-                if not b:
-                    break
-                parts.append(b)
-                got += len(b)
-            return b"".join(parts) if len(parts) != 1 else parts[0]
-
-        return pread, (lambda: os.close(fd))

@@ -1,25 +1,24 @@
-"""Reading a packed folder: validate its manifest and indexes, serve members as local files.
+"""Reading a packed folder: validate its manifest and indexes, serve members as bytes or local files.
 
-A shard is fetched from the volume with parallel range reads straight into its extracted folder
-``<cache root>/shards/<catalog>/<schema>/<volume>/<packed folder>/<shard>-<crc32>/``, one file per
-member, each published as soon as its bytes are in and verified (:mod:`.fetch`: the size is checked
-first; each member's tar header and CRC-32 before it is published; the shard's CRC-32 when the last
-byte arrives, before the last member is served). Members are served as paths
-into that folder, so ``open(p, "rb")``, ``Image.open``, ``torch.load`` and ``np.load`` work on
-them, and the file name is the original's.
+Two ways to a member, both verified against the index before anything is handed out:
 
-Lifetime of a yielded path: the extracted folder is never modified or removed while a packed
-folder is read (a shard that fails a check keeps the verified members it published; the read of
-the others fails);
-it is named after the shard's content (digest of its members + CRC-32), so it cannot go stale, and
-it is reused by later epochs and other processes. It is removed only by :func:`prune_extracted`
-(explicitly, or with the cache directory).
+- **By offset** (:meth:`MemberRef.read_bytes`, :meth:`MemberRef.open`; :mod:`.cached`): the shard is
+  fetched whole into the cache once, as one file ``<cache root>/shards/<catalog>/<schema>/<volume>/
+  <packed folder>/<shard>-<crc32>.tar``, and members are sliced out of it by offset: no local file
+  per member, and a member is served as soon as its own bytes are in. This is the fast way.
+- **As a path** (:meth:`MemberRef.local_path`; :mod:`.fetch`): the shard is extracted into the folder
+  ``.../<shard>-<crc32>/``, one file per member with the original's name, so ``open(p, "rb")``,
+  ``Image.open``, ``torch.load`` and ``np.load`` work on it. Costs a local file create per member.
 
-Disk: extracted folders live under the cache root but are *not* counted against the
-:class:`~air_magics.cache.FileCache` byte limit, and LRU eviction never removes them: the cache
-accounts single files keyed by volume path and has no entry kind for a folder whose files a
-running epoch hands out; :func:`prune_extracted` frees them. The shard itself is not kept as a
-cache entry (its bytes are stored once, as the members).
+Lifetime: a cached shard or extracted folder is never modified or removed while a packed folder is
+read (a shard that fails a check keeps the verified members it published; the read of the others
+fails); it is named after the shard's content (digest of its members + CRC-32), so it cannot go
+stale, and it is reused by later epochs and other processes. It is removed only by
+:func:`prune_extracted` (explicitly, or with the cache directory).
+
+Disk: cached shards and extracted folders live under the cache root but are *not* counted against
+the :class:`~air_magics.cache.FileCache` byte limit, and LRU eviction never removes them;
+:func:`prune_extracted` frees them.
 """
 
 from __future__ import annotations
@@ -29,14 +28,16 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import ShardError, SpecialFileError, VolumeNotFoundError
 from ..io.retry import retry_call
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
+from .cached import SUFFIXES, ShardReader
 from .fetch import SIDECARS, Extractor
 from .format import MANIFEST_NAME, Manifest, Member, load_index, load_manifest
+from .source import ShardSource
 
 if TYPE_CHECKING:
     from ..cache import FileCache
@@ -95,19 +96,53 @@ def _check_no_file_is_a_folder(path: VolumePath, refs: list[MemberRef]) -> None:
 
 @dataclass(frozen=True, eq=False)
 class MemberRef:
-    """One member of a packed folder, as the dataset holds it (pickles with its folder)."""
+    """One member of a packed folder, as the dataset holds it (pickles with its folder).
+
+    Reading it (each verified against the index before it is handed out; a damaged shard is a
+    :class:`~air_magics.errors.ShardError` naming the shard and the fix, never another member's bytes):
+
+    - :meth:`read_bytes`: the bytes, sliced from the cached shard (fetched whole on first use);
+    - :meth:`open`: a read-only, seekable file object over them (``name``: the member's name);
+    - :meth:`local_path`: a local file with them (the shard extracted, one file per member).
+
+    Decoding without a local file::
+
+        from PIL import Image
+        img = Image.open(ref.open(cache)).convert("RGB")           # PIL reads it as a file
+        img = Image.open(io.BytesIO(ref.read_bytes(cache)))        # or from the bytes
+        t = torchvision.io.decode_image(torch.frombuffer(bytearray(ref.read_bytes(cache)), dtype=torch.uint8))
+        x = torch.load(ref.open(cache)); a = np.load(ref.open(cache))
+    """
 
     folder: PackedFolder
     shard: int
     member: Member
 
+    @property
+    def name(self) -> str:
+        return self.member.name
+
+    def read_bytes(self, cache: FileCache) -> bytes:
+        """The member's bytes, as soon as they are in (its shard fetched into *cache* on first use)."""
+        return self.folder.read_bytes(self, cache)
+
+    def open(self, cache: FileCache) -> IO[bytes]:
+        """A read-only file object over the member's bytes in the cached shard (seek, tell, read,
+        readinto; ``name`` is the member's name); nothing is copied until it is read."""
+        return self.folder.open_member(self, cache)
+
+    def ready_bytes(self) -> bytes | None:
+        """The bytes if this process has them verified in its cached shard already (no wait, no
+        fetch; a copy out of the page cache), else None: the warm path."""
+        return self.folder.ready_bytes(self)
+
     def local_path(self, cache: FileCache) -> str:
+        """A local file holding the member's bytes (its shard extracted under *cache* on first use)."""
         return self.folder.local_path(self, cache)
 
     def ready(self) -> str | None:
         """The local path if this process has its shard extracted already (no I/O), else None."""
-        ex = self.folder._extractor
-        return None if ex is None else ex.ready(self.shard, self.member.name)
+        return self.folder.ready_path(self)
 
 
 class PackedFolder:
@@ -149,14 +184,17 @@ class PackedFolder:
         for i in range(len(shards)):
             k = pos.get((i, last[i]), len(refs)) + 1
             self.next_shard.append(refs[k].shard if k < len(refs) and refs[k].shard != i else -1)
+        self.source = ShardSource(store, path, tuple(shards), self.shard_members, self.next_shard)
         self._reset()
 
     def _reset(self) -> None:
         self._extractor: Extractor | None = None
+        self._reader: ShardReader | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state.pop("_extractor")
+        state.pop("_reader")
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -168,14 +206,43 @@ class PackedFolder:
         return f"PackedFolder({str(self.path)!r}, files={m.files}, shards={len(m.shards)}, generation={m.generation})"
 
     def shard_path(self, i: int) -> VolumePath:
-        return self.path.joinpath(self.manifest.shards[i].name)
+        return self.source.shard_path(i)
 
     def extractor(self, cache: FileCache) -> Extractor:
         """This process's fetcher for the folder, extracting under *cache*'s root."""
         ex = self._extractor
         if ex is None or ex.root != cache.root or ex.pid != os.getpid():  # a forked worker starts afresh
-            ex = self._extractor = Extractor(self, cache.root)
+            ex = self._extractor = Extractor(self.source, cache.root)
         return ex
+
+    def reader(self, cache: FileCache) -> ShardReader:
+        """This process's reader of members by offset, caching shards under *cache*'s root."""
+        rd = self._reader
+        if rd is None or rd.root != cache.root or rd.pid != os.getpid():  # a forked worker starts afresh
+            rd = self._reader = ShardReader(self.source, cache.root)
+        return rd
+
+    def cached_shard(self, cache: FileCache, i: int) -> Path:
+        """Where shard *i* is cached whole under *cache* (present once fetched)."""
+        return Path(self.reader(cache).file(i))
+
+    def read_bytes(self, ref: MemberRef, cache: FileCache) -> bytes:
+        """*ref*'s bytes, sliced from its cached shard (see :meth:`MemberRef.read_bytes`)."""
+        return self.reader(cache).read(ref.shard, ref.member)
+
+    def open_member(self, ref: MemberRef, cache: FileCache) -> IO[bytes]:
+        """A read-only file object over *ref*'s bytes in its cached shard (see :meth:`MemberRef.open`)."""
+        return self.reader(cache).open(ref.shard, ref.member)
+
+    def ready_bytes(self, ref: MemberRef) -> bytes | None:
+        """*ref*'s bytes when this process has them verified already (no wait, no fetch), else None."""
+        rd = self._reader
+        return None if rd is None or rd.pid != os.getpid() else rd.ready(ref.shard, ref.member)
+
+    def ready_path(self, ref: MemberRef) -> str | None:
+        """*ref*'s extracted path when this process has it already (no I/O), else None."""
+        ex = self._extractor
+        return None if ex is None or ex.pid != os.getpid() else ex.ready(ref.shard, ref.member.name)
 
     def extracted_dir(self, cache: FileCache, i: int) -> Path:
         return self.extractor(cache).final(i)
@@ -186,13 +253,15 @@ class PackedFolder:
 
 
 def prune_extracted(cache: FileCache, keep: list[PackedFolder] | tuple[PackedFolder, ...] = ()) -> int:
-    """Remove extracted shard folders under the cache except those of the folders in *keep*; returns
-    how many. Unsafe while a dataset over a removed shard still runs (its yielded paths go away)."""
+    """Remove cached shards and extracted shard folders under the cache except those of the folders
+    in *keep*; returns how many. Unsafe while a dataset over a removed shard still runs with paths
+    (its yielded paths go away; bytes already mapped stay readable)."""
     root = cache.root / "shards"
-    keepers = {str(f.extracted_dir(cache, i)) for f in keep for i in range(len(f.manifest.shards))}
+    keepers = {str(f.source.local_base(cache.root, i)) for f in keep for i in range(len(f.manifest.shards))}
+    suffixes = SUFFIXES + SIDECARS  # longest first within each: ".tar.part" before ".tar"
 
-    def base(full: str) -> str:  # the extracted folder a sidecar (lock, marker, staging) belongs to
-        for suffix in SIDECARS:
+    def base(full: str) -> str:  # the shard a cached file, extracted folder or sidecar belongs to
+        for suffix in suffixes:
             if full.endswith(suffix):
                 return full[: -len(suffix)]
         return full
@@ -206,6 +275,7 @@ def prune_extracted(cache: FileCache, keep: list[PackedFolder] | tuple[PackedFol
                     os.unlink(full)
                 except OSError:
                     pass
+                removed += full.endswith(".tar")
         for name in list(dirnames):
             if name.startswith("shard-"):
                 dirnames.remove(name)

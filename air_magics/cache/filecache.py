@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import settings
+from . import config
 from .cache_evict import drop, make_room, stripe_of
 from .cache_hits import HitLog
 from .cache_index import checkpoint, open_index, transaction, translate_disk_full, wal_headroom
@@ -45,7 +45,7 @@ from .cache_overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency
 from .errors import CacheLimitError, VolumeNotFoundError
 from .events import CacheEvent, Throttle, channel
 from .io.locks import ProcessFileLock
-from .io.units import fmt_bytes, parse_size
+from .io.units import fmt_bytes
 from .io.versions import same_version
 from .snapshots import CacheInfo  # the value cache events carry; it lives below the events
 from .transfer import CopyTask, copy_one
@@ -100,9 +100,9 @@ class FileCache:
         overflow_files: int = DEFAULT_OVERFLOW_FILES,
         overflow_bytes: int | str | None = None,
     ) -> None:
-        self.root = Path(root) if root is not None else settings.cache_dir()
-        self.limit = parse_size(limit, "cache limit") if limit is not None else settings.cache_limit()
-        self.reserve = parse_size(reserve, "cache reserve") if reserve is not None else settings.cache_reserve()
+        self.root = Path(root) if root is not None else config.cache_dir()
+        self.limit = config.parse_size(limit, "cache limit") if limit is not None else config.cache_limit()
+        self.reserve = config.parse_size(reserve, "cache reserve") if reserve is not None else config.cache_reserve()
         if self.limit is not None and self.limit <= 0:
             raise CacheLimitError(f"cache limit {limit!r} must be positive: give e.g. '10GiB', or None for no limit")
         if overflow_files < 1:
@@ -113,7 +113,7 @@ class FileCache:
             )
         self.pin_seconds = pin_seconds
         self.overflow_files = overflow_files
-        self.overflow_bytes = parse_size(overflow_bytes, "overflow_bytes")
+        self.overflow_bytes = config.parse_size(overflow_bytes, "overflow_bytes")
         self.retries = retries
         self.store = store or VolumeStore()
         self._reset_process_state()

@@ -1,0 +1,148 @@
+"""What fetching a packed folder's shards needs to know, and reading a shard's bytes by range.
+
+:class:`ShardSource` is the part of a :class:`~air_magics.shards.reader.PackedFolder` the fetchers
+(:mod:`.fetch` for extracted member files, :mod:`.cached` for the cached shard read by offset)
+use: the store, the folder, the manifest's shards and each shard's members in offset order. It
+sits below both the reader and the fetchers, so they import it and not each other.
+
+:func:`stream_shard` reads one shard from the volume as ``_BLOCK``-sized ranges on a shared pool of
+``_THREADS`` threads (a remote mount answers many reads at once; one stream would pay a round trip
+per 128 KiB), hands them on in offset order, and checks the shard's size before the first byte and
+its CRC-32 after the last: a truncated or damaged shard is a :class:`ShardError` naming it.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ShardError, SpecialFileError, VolumeNotFoundError
+from ..io.confined import open_read
+from ..io.pools import ProcessPool
+from ..io.retry import retry_call
+from ..volumes.path import VolumePath
+from ..volumes.store import VolumeStore
+from .format import Member, ShardInfo
+
+__all__ = ["ShardSource", "stream_shard", "BLOCK_BYTES"]
+
+BLOCK_BYTES = 1 << 20  # one range read
+_THREADS = 32
+_IN_FLIGHT = 64  # blocks read ahead of the consumer at most
+
+_POOL = ProcessPool(_THREADS, "air-shard-read")  # range reads (made again after a fork)
+
+
+@dataclass(frozen=True, eq=False)
+class ShardSource:
+    """A validated packed folder as its fetchers see it. ``shard_members[i]``: shard *i*'s members
+    in offset order; ``next_shard[i]``: the shard an unshuffled epoch needs after *i* (-1: none)."""
+
+    store: VolumeStore
+    path: VolumePath
+    shards: tuple[ShardInfo, ...]
+    shard_members: list[list[Member]]
+    next_shard: list[int]
+
+    def shard_path(self, i: int) -> VolumePath:
+        return self.path.joinpath(self.shards[i].name)
+
+    def local_base(self, root: Path, i: int) -> Path:
+        """Where shard *i*'s local copies live under cache root *root*, without a suffix: the
+        extracted folder is this path, the cached shard file this path + ``.tar``. Named after the
+        shard's content (its id and CRC-32), so a copy can never be stale."""
+        s, vp = self.shards[i], self.path
+        return root.joinpath(
+            "shards", vp.catalog, vp.schema, vp.volume, *vp.parts, f"{s.name[: -len('.tar')]}-{s.crc32:08x}"
+        )
+
+    def opener(self, i: int) -> tuple[Callable[[int, int], bytes], Callable[[], None]]:
+        """``(read(offset, n) -> bytes, close())`` over shard *i* on its volume, its size checked."""
+        s, vp = self.shards[i], self.shard_path(i)
+        try:
+            loc = self.store.locate(vp)
+            if loc.is_local:
+                fd, stat = retry_call(lambda: open_read(loc.path, loc.root))
+                size = stat.st_size
+            else:
+                fd, size = -1, int(loc.fs.size(loc.path))
+        except (FileNotFoundError, VolumeNotFoundError):
+            raise ShardError(
+                f"shard {vp} named by the manifest is missing on the volume; pack the source again"
+            ) from None
+        except (IsADirectoryError, NotADirectoryError, SpecialFileError):
+            raise ShardError(
+                f"shard {vp} named by the manifest is not a regular file on the volume; pack the source again"
+            ) from None
+        if size != s.bytes:
+            if fd >= 0:
+                os.close(fd)
+            raise ShardError(
+                f"shard {vp} is {size} bytes but its index says {s.bytes} (truncated or replaced "
+                f"on the volume); the packed folder is damaged: pack the source again"
+            )
+        if fd < 0:
+            return (lambda off, n: loc.fs.cat_file(loc.path, start=off, end=off + n)), (lambda: None)
+
+        def pread(off: int, n: int) -> bytes:
+            parts, got = [], 0
+            while got < n:
+                b = os.pread(fd, n - got, off + got)
+                if not b:
+                    break
+                parts.append(b)
+                got += len(b)
+            return b"".join(parts) if len(parts) != 1 else parts[0]
+
+        return pread, (lambda: os.close(fd))
+
+
+def stream_shard(source: ShardSource, i: int, consume: Callable[[int, bytes], None]) -> None:
+    """Read shard *i* from its volume and pass ``consume(offset, block)`` every block in offset
+    order; raises :class:`ShardError` (naming the shard) when it is shorter than its index says or
+    does not match its CRC-32 (after the last block was consumed: a consumer holds back what must
+    meet that verdict). An error from *consume* stops the reads."""
+    s, vp = source.shards[i], source.shard_path(i)
+    read, close = source.opener(i)
+    try:
+        pool = _POOL.get()
+        offsets = iter(range(0, s.bytes, BLOCK_BYTES))
+        window: deque[tuple[int, int, Future]] = deque()
+
+        def submit() -> None:
+            off = next(offsets, None)
+            if off is not None:
+                n = min(BLOCK_BYTES, s.bytes - off)
+                window.append((off, n, pool.submit(retry_call, lambda o=off, k=n: read(o, k))))
+
+        for _ in range(_IN_FLIGHT):
+            submit()
+        crc = 0
+        try:
+            while window:
+                off, n, fut = window.popleft()
+                data = fut.result()
+                submit()
+                if len(data) != n:
+                    raise ShardError(
+                        f"shard {vp} ended at byte {off + len(data)} but its index says {s.bytes} bytes "
+                        f"(truncated on the volume); the packed folder is damaged: pack the source again"
+                    )
+                crc = zlib.crc32(data, crc)
+                consume(off, data)
+            if crc != s.crc32:
+                raise ShardError(
+                    f"shard {vp} does not match the checksum in its index (changed or damaged on the "
+                    f"volume); the packed folder is damaged: pack the source again"
+                )
+        except BaseException:
+            for _, _, fut in window:
+                fut.cancel()
+            raise
+    finally:
+        close()

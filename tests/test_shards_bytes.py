@@ -1,0 +1,222 @@
+"""Members read straight from the cached shard by offset: the same bytes as the source, no local
+file per member, a file object PIL decodes, the warm no-wait path, processes sharing one fetch, and
+every damage (on the volume, in the cached copy, in a crafted index) one ShardError naming the shard."""
+
+import hashlib
+import io
+import json
+import os
+import pickle
+import re
+import subprocess
+import sys
+import textwrap
+import zlib
+from pathlib import Path
+
+import pytest
+
+from air_magics.cache import FileCache
+from air_magics.errors import ShardError
+from air_magics.shards import MANIFEST_NAME, open_packed, pack, prune_extracted
+from air_magics.volumes import VolumeStore
+
+SRC, DEST = "/Volumes/main/raw/img/train", "/Volumes/main/raw/img/packed"
+N = 40
+
+
+@pytest.fixture
+def vol():
+    s = VolumeStore()
+    s.create("main.raw.img")
+    root = Path(s.locate(SRC).path)
+    for i in range(N):
+        p = root / f"c{i % 3}" / f"{i:03d}.bin"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(hashlib.sha256(b"%d" % i).digest() * (i * 20))  # member 0 is empty
+    return s
+
+
+def _source(store):
+    src = Path(store.locate(SRC).path)
+    return {p.relative_to(src).as_posix(): p.read_bytes() for p in src.rglob("*") if p.is_file()}
+
+
+def _dest(store):
+    return Path(store.locate(DEST).path)
+
+
+def _flip(path: Path, offset: int) -> None:
+    st = path.stat()
+    raw = bytearray(path.read_bytes())
+    raw[offset] ^= 0x01
+    path.write_bytes(raw)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_read_bytes_gives_every_member_without_a_file_per_member(vol, tmp_path):
+    r = pack(SRC, DEST, shard_size="64KiB")
+    folder = open_packed(vol, DEST)
+    cache = FileCache(root=tmp_path / "cache")
+    assert {ref.name: ref.read_bytes(cache) for ref in folder.members} == _source(vol)
+    files = [p for p in (tmp_path / "cache" / "shards").rglob("*") if p.is_file()]
+    tars = [p for p in files if p.name.endswith(".tar")]
+    assert len(tars) == r.shards  # one cached file per shard, nothing per member
+    assert not [p for p in files if not p.name.endswith((".tar", ".tar.lock"))]
+    for i in range(r.shards):  # each cached file is the shard, byte for byte
+        assert folder.cached_shard(cache, i).read_bytes() == (_dest(vol) / folder.manifest.shards[i].name).read_bytes()
+    assert folder.reader(cache).shards_fetched == r.shards
+
+
+def test_open_is_a_seekable_read_only_file_over_the_member(vol, tmp_path):
+    pack(SRC, DEST, shard_size="64KiB")
+    folder, cache = open_packed(vol, DEST), FileCache(root=tmp_path / "cache")
+    ref = next(r for r in folder.members if r.member.size > 1000)
+    want = _source(vol)[ref.name]
+    with ref.open(cache) as f:
+        assert f.name == ref.name and f.readable() and f.seekable() and not f.writable()
+        assert f.read(10) == want[:10] and f.tell() == 10
+        f.seek(-5, io.SEEK_END)
+        assert f.read() == want[-5:] and f.read() == b""
+        f.seek(3)
+        buf = bytearray(7)
+        assert f.readinto(buf) == 7 and bytes(buf) == want[3:10]
+        f.seek(0)
+        assert f.read() == want
+        with pytest.raises(OSError):
+            f.write(b"x")
+    assert f.closed
+
+
+def test_pil_decodes_a_member_from_its_file_object_and_its_bytes(vol, tmp_path):
+    Image = pytest.importorskip("PIL.Image")
+    img = Image.new("RGB", (23, 17), (200, 30, 90))
+    png = io.BytesIO()
+    img.save(png, format="PNG")
+    (Path(vol.locate(SRC).path) / "img.png").write_bytes(png.getvalue())
+    pack(SRC, DEST, shard_size="64KiB")
+    folder, cache = open_packed(vol, DEST), FileCache(root=tmp_path / "cache")
+    ref = next(r for r in folder.members if r.name == "img.png")
+    with Image.open(ref.open(cache)) as a:
+        assert a.size == (23, 17) and a.convert("RGB").getpixel((5, 5)) == (200, 30, 90)
+    with Image.open(io.BytesIO(ref.read_bytes(cache))) as b:
+        assert b.size == (23, 17)
+
+
+def test_ready_bytes_is_none_until_this_process_has_the_member(vol, tmp_path):
+    pack(SRC, DEST, shard_size="64KiB")
+    folder, cache = open_packed(vol, DEST), FileCache(root=tmp_path / "cache")
+    ref = folder.members[5]
+    assert ref.ready_bytes() is None
+    data = ref.read_bytes(cache)
+    assert ref.ready_bytes() == data
+    again = pickle.loads(pickle.dumps(folder))  # a worker's copy starts without this process's maps
+    ref2 = again.members[5]
+    assert ref2.ready_bytes() is None
+    assert ref2.read_bytes(cache) == data and ref2.ready_bytes() == data  # from the cached file, checked
+    assert again.reader(cache).shards_fetched == 0  # nothing fetched again
+
+
+def test_a_damaged_shard_on_the_volume_is_a_shard_error_naming_it(vol, tmp_path):
+    pack(SRC, DEST, shard_size="64KiB")
+    folder = open_packed(vol, DEST)
+    i, members = 0, folder.shard_members[0]
+    bad = members[3]
+    _flip(_dest(vol) / folder.manifest.shards[i].name, bad.offset + bad.size // 2)
+    cache, src = FileCache(root=tmp_path / "cache"), _source(vol)
+    for m in members[:3]:  # verified before the damage: served
+        ref = next(r for r in folder.members if r.name == m.name)
+        assert ref.read_bytes(cache) == src[m.name]
+    ref = next(r for r in folder.members if r.name == bad.name)
+    with pytest.raises(ShardError, match=rf"shard {DEST}/{folder.manifest.shards[i].name}: member {bad.name!r}"):
+        ref.read_bytes(cache)
+    with pytest.raises(ShardError, match="pack the source again"):  # and every later member of it
+        next(r for r in folder.members if r.name == members[-1].name).read_bytes(cache)
+    assert not folder.cached_shard(cache, i).exists()  # nothing damaged is left in the cache
+
+
+def test_a_cached_copy_damaged_on_local_disk_is_refused_by_name(vol, tmp_path):
+    pack(SRC, DEST, shard_size="64KiB")
+    folder, cache = open_packed(vol, DEST), FileCache(root=tmp_path / "cache")
+    for ref in folder.members:
+        ref.read_bytes(cache)
+    i, m = 1, folder.shard_members[1][2]
+    tar = folder.cached_shard(cache, i)
+    _flip(tar, m.offset + m.size // 2)
+    fresh = open_packed(vol, DEST)  # another process: checks each member once before serving it
+    ref = next(r for r in fresh.members if r.name == m.name)
+    with pytest.raises(
+        ShardError, match=rf"shard {DEST}/.*member {m.name!r} in the cached copy {re.escape(str(tar))} .*delete"
+    ):
+        ref.read_bytes(cache)
+    with pytest.raises(ShardError):
+        ref.open(cache)
+    other = next(r for r in fresh.members if r.shard == i and r.name != m.name)
+    assert other.read_bytes(cache) == _source(vol)[other.name]  # the rest of the shard is intact
+    prune_extracted(cache)
+    assert fresh.members[0].read_bytes(cache) == _source(vol)[fresh.members[0].name]
+    assert ref.read_bytes(cache) == _source(vol)[m.name]  # pruned: fetched again, whole
+
+
+def test_a_crafted_index_pointing_a_name_at_another_members_bytes_serves_nothing_foreign(vol, tmp_path):
+    pack(SRC, DEST, shard_size="64KiB")
+    d = _dest(vol)
+    doc = json.loads((d / MANIFEST_NAME).read_text())
+    s = doc["shards"][0]
+    ix = json.loads((d / s["index"]).read_text())
+    ms = ix["members"]
+    ms[1][0], ms[2][0] = ms[2][0], ms[1][0]  # names swapped, checksums kept with their names' bytes
+    raw = json.dumps(ix).encode()
+    (d / s["index"]).write_bytes(raw)
+    s["index_crc32"] = zlib.crc32(raw)
+    (d / MANIFEST_NAME).write_text(json.dumps(doc))
+    folder, cache, src = open_packed(vol, DEST), FileCache(root=tmp_path / "cache"), _source(vol)
+    errors = []
+    for ref in (r for r in folder.members if r.shard == 0):
+        try:
+            assert ref.read_bytes(cache) == src[ref.name]
+        except ShardError as exc:
+            errors.append(str(exc))
+    assert errors and "tar header" in errors[0] and "pack the source again" in errors[0]
+
+
+def test_prune_extracted_removes_cached_shards_but_keeps_those_asked_for(vol, tmp_path):
+    r = pack(SRC, DEST, shard_size="64KiB")
+    folder, cache = open_packed(vol, DEST), FileCache(root=tmp_path / "cache")
+    for ref in folder.members:
+        ref.read_bytes(cache)
+    assert prune_extracted(cache, keep=[folder]) == 0
+    assert all(folder.cached_shard(cache, i).exists() for i in range(r.shards))
+    assert prune_extracted(cache) == r.shards
+    assert not [p for p in (tmp_path / "cache" / "shards").rglob("shard-*")]
+
+
+_READ_ALL = textwrap.dedent("""
+    import hashlib, json, sys
+    from air_magics.cache import FileCache
+    from air_magics.shards import open_packed
+    from air_magics.volumes import VolumeStore
+    folder = open_packed(VolumeStore(), sys.argv[1])
+    cache = FileCache(root=sys.argv[2])
+    got = {r.name: hashlib.sha256(r.read_bytes(cache)).hexdigest() for r in folder.members}
+    rd = folder.reader(cache)
+    rd._drivers.shutdown(wait=True)  # noqa: SLF001 - a read-ahead fetch still running counts once done
+    print(json.dumps({"got": got, "fetched": rd.shards_fetched}))
+""")
+
+
+def test_processes_share_one_fetch_per_shard(vol, tmp_path):
+    hashes = {k: hashlib.sha256(v).hexdigest() for k, v in _source(vol).items()}
+    r = pack(SRC, DEST, shard_size="64KiB")
+    script = tmp_path / "read_all.py"
+    script.write_text(_READ_ALL)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), DEST, str(tmp_path / "cache")], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    outs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert all(o["got"] == hashes for o in outs)
+    assert sum(o["fetched"] for o in outs) == r.shards  # each shard fetched by exactly one of them
