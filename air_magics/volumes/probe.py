@@ -62,7 +62,7 @@ class ProbeReport:
 
     def rows(self) -> list[tuple[str, str]]:
         return [
-            ("op latency", f"{self.op_latency_s * 1000:.1f} ms"),
+            ("op latency", f"{self.op_latency_s * 1000:.{1 if self.op_latency_s >= 0.001 else 3}f} ms"),
             ("read, 1 stream", f"{self.read_mb_s:.1f} MB/s"),
             (f"read, {self.streams} streams", f"{self.parallel_read_mb_s:.1f} MB/s"),
             (f"small files, {STREAMS} streams", f"{self.files_per_s:,.0f} files/s"),
@@ -139,7 +139,7 @@ def probe_advice(
     that parallel reads speed up (keep many in flight)."""
     if latency < _SLOW_OP_S:
         return (
-            f"local-disk speed ({latency * 1000:.2f} ms per request, {par:.0f} MB/s): "
+            f"local-disk speed ({latency * 1000:.3f} ms per request, {par:.0f} MB/s): "
             f"reading from here will not hold training back"
         )
     if median < _SMALL_FILE:
