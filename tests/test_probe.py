@@ -125,6 +125,28 @@ def test_the_embedded_volume_through_a_given_store(tmp_path):
     assert report.path == "/Volumes/main/me/raw/a" and report.files == 1 and report.bytes_read >= 5000
 
 
+def test_a_volume_registered_to_an_fsspec_url(tmp_path):
+    import uuid
+
+    st = VolumeStore()
+    st.register("ext.mem.v", f"memory://probe-{uuid.uuid4().hex}")
+    for i in range(5):
+        with st.open(f"/Volumes/ext/mem/v/d/sub/f{i}.bin", "wb") as f:
+            f.write(bytes([i]) * (1000 * (i + 1)))
+    report = probe("/Volumes/ext/mem/v/d", store=st, budget_s=5)
+    assert report.files == 5 and report.median_file_bytes == 3000 and report.bytes_read >= 15000
+    with pytest.raises(VolumeNotFoundError, match="'/Volumes/ext/mem/v/nope' does not exist"):
+        probe("/Volumes/ext/mem/v/nope", store=st)
+
+
+def test_the_budget_bounds_a_probe_of_a_slow_volume(volume):
+    # at 100 ms per request the serial stats alone would take 2.4 s and the reads several more
+    with volume(op_latency_ms=100, read_latency_ms=20):
+        report = probe(FOLDER, budget_s=1)
+    assert report.seconds < 4, report  # the budget, plus the requests in flight when it ran out
+    assert 0.07 <= report.op_latency_s <= 0.2, report
+
+
 def test_the_report_shows_as_a_short_table():
     r = ProbeReport(FOLDER, 0.0102, 25.4, 39.8, 812.0, "the advice", 56, 3 << 20, 8192, 8, 1.2)
     text = str(r)

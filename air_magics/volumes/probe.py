@@ -313,7 +313,12 @@ def _sizes(backend: _Backend, files: list[str], deadline: float) -> tuple[dict[s
         raise ProbeError(f"none of the files under {os.path.dirname(files[0])!r} could be read; check its permissions")
     latency = statistics.median(latencies)
     if latency < _CACHED_S:
-        latency = statistics.median([backend.open_latency(f) for f in list(sizes)[:_LATENCY_SAMPLES]])
+        opens = []
+        for f in list(sizes)[:_LATENCY_SAMPLES]:
+            opens.append(backend.open_latency(f))
+            if time.perf_counter() > deadline:
+                break
+        latency = statistics.median(opens)
 
     def one(f: str) -> int | None:
         if time.perf_counter() > deadline:
