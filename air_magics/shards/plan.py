@@ -5,9 +5,21 @@ previous indexes; nothing is written here.
 Incremental rule: a published shard is *kept* when every member is still in the source with the
 same size and mtime, and its file and index are intact on the destination (size and index
 checksum). Every other file (new, changed, or a survivor of a shard that lost or changed a
-member) goes into *new* shards: sorted by name, filled in order up to ``shard_size`` bytes of tar,
-a file larger than that alone in its own shard. A shard's name is a digest of its member list, so
-the same files always give the same shard name and a killed run's completed shards are found again.
+member) goes into *new* shards, filled in order up to ``shard_size`` bytes of tar, a file larger
+than that alone in its own shard. A shard's name is a digest of its member list, so the same files
+always give the same shard name and a killed run's completed shards are found again.
+
+Mixed order (the default): the files are placed in the order of a keyed hash of their names (a
+seeded shuffle that depends on each name alone), not sorted by name, so every shard holds an even
+mix of the folder (of its classes, when the folder is sorted by class). Why: a shuffled epoch over
+a packed folder reads a few shards at a time (:mod:`.order`: members shuffled within blocks of
+``WINDOW`` shards); over shards packed in name order a class-sorted folder would give batches of one
+or two classes. Mixed, each block is already a sample of the whole folder, and a batch mixes
+classes as a full shuffle of the raw folder does, while the epoch still reads a bounded number of
+shards at a time. The cost: an *unshuffled* epoch (name order) touches the shards in a random
+order, so it needs most shards in the cache before it gets far. The listing (``PackedFolder.members``)
+stays sorted by name; the index lists each shard's members in its offset order, as tar has them.
+Adding a file moves no other file: only the new files are placed, in their own hash order.
 """
 
 from __future__ import annotations
@@ -19,7 +31,7 @@ from dataclasses import dataclass, field
 from ..io.versions import same_version
 from .format import Manifest, Member, ShardInfo, member_bytes, shard_id, shard_names
 
-__all__ = ["SourceFile", "ShardPlan", "PackPlan", "fingerprint", "assign", "make_plan"]
+__all__ = ["SourceFile", "ShardPlan", "PackPlan", "fingerprint", "mix_key", "assign", "make_plan"]
 
 
 @dataclass(frozen=True)
@@ -95,9 +107,15 @@ def fingerprint(files: Sequence[SourceFile]) -> str:
     return h.hexdigest()[:32]
 
 
-def assign(files: Sequence[SourceFile], shard_size: int) -> list[ShardPlan]:
-    """Sorted *files* into shards of at most *shard_size* tar bytes (end blocks included), in order;
-    a file that alone exceeds it gets a shard of its own."""
+def mix_key(rel: str) -> bytes:
+    """A file's place in the mixed order: a keyed hash of its name (the same on every run)."""
+    return hashlib.blake2b(rel.encode("utf-8", "surrogateescape"), digest_size=8, person=b"air-mix").digest()
+
+
+def assign(files: Sequence[SourceFile], shard_size: int, *, mixed: bool = True) -> list[ShardPlan]:
+    """*files* into shards of at most *shard_size* tar bytes (end blocks included), in the mixed
+    order (:func:`mix_key`) or, with ``mixed=False``, by name; a file that alone exceeds it gets a
+    shard of its own."""
     out: list[ShardPlan] = []
     cur: list[SourceFile] = []
     cur_bytes = 1024  # end-of-archive blocks
@@ -108,7 +126,7 @@ def assign(files: Sequence[SourceFile], shard_size: int) -> list[ShardPlan]:
             out.append(ShardPlan(shard_id([(f.rel, f.size, f.mtime) for f in cur]), tuple(cur), cur_bytes))
         cur, cur_bytes = [], 1024
 
-    for f in sorted(files, key=lambda f: f.rel):
+    for f in sorted(files, key=(lambda f: (mix_key(f.rel), f.rel)) if mixed else (lambda f: f.rel)):
         cost = member_bytes(f.rel, f.size, f.mtime)
         if cur and cur_bytes + cost > shard_size:
             close()
@@ -129,6 +147,8 @@ def make_plan(
     shard_size: int,
     previous: Manifest | None,
     previous_members: dict[str, list[Member] | None],
+    *,
+    mixed: bool = True,
 ) -> PackPlan:
     """Plan a run. *previous_members* maps each published shard's name to its members, or to None
     when its file or index is missing or damaged on the destination (it is then rewritten)."""
@@ -145,5 +165,5 @@ def make_plan(
             covered.update(m.name for m in members)
         else:
             plan.dropped.append(shard)
-    plan.new = assign([f for f in files if f.rel not in covered], shard_size)
+    plan.new = assign([f for f in files if f.rel not in covered], shard_size, mixed=mixed)
     return plan

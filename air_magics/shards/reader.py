@@ -177,13 +177,16 @@ class PackedFolder:
         _check_no_file_is_a_folder(path, refs)
         self.members: list[MemberRef] = refs
         self.shard_members: list[list[Member]] = [sorted(ms, key=lambda m: m.offset) for ms in per_shard]
-        # the shard an unshuffled epoch needs after shard i: that of the member after i's last, by name
-        last = {i: max((m.name for m in ms), default="") for i, ms in enumerate(per_shard)}
-        pos = {(r.shard, r.member.name): k for k, r in enumerate(refs)}
-        self.next_shard: list[int] = []
-        for i in range(len(shards)):
-            k = pos.get((i, last[i]), len(refs)) + 1
-            self.next_shard.append(refs[k].shard if k < len(refs) and refs[k].shard != i else -1)
+        # the shard an unshuffled epoch (name order) first asks for after shard i: shards in the order
+        # of their first member by name (packed in name order: the shard holding the names after i's;
+        # mixed: the order the epoch meets them)
+        seen: dict[int, None] = {}
+        for r in refs:
+            seen.setdefault(r.shard)
+        seq = list(seen)
+        self.next_shard: list[int] = [-1] * len(shards)
+        for a, b in zip(seq, seq[1:], strict=False):
+            self.next_shard[a] = b
         self.source = ShardSource(store, path, tuple(shards), self.shard_members, self.next_shard)
         self._reset()
 
