@@ -53,6 +53,7 @@ class AirMagics(Magics, settings.AirConfig):
             %air_volume checkpoints DIR                  the checkpoints a CheckpointManager saved under DIR
             %air_volume pack SRC DEST [--shard-size 1GiB] [--pattern GLOB] [--dry-run]
                                                          pack a folder of small files into tar shards
+            %air_volume probe PATH                       measure the storage under PATH in at most 20 s
             %air_volume mount [POINT]                    /Volumes/... paths in plain Python (a link to the embedded root)
             %air_volume unmount [POINT]                  remove that link
             ... -o VAR                                   also store the result in notebook variable VAR
