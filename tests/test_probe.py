@@ -107,6 +107,17 @@ def test_a_local_folder_and_a_single_file(tmp_path):
     assert one.files == 1 and one.streams == 1 and one.bytes_read >= 256 << 10
 
 
+def test_large_files_are_read_in_part(tmp_path):
+    # 4 sparse files of 512 MiB: one stream stops at 64 MiB, the parallel streams at 256 MiB in all,
+    # files/s reads the first MiB of each: a sample, never the folder
+    for i in range(4):
+        with open(tmp_path / f"huge{i}.bin", "wb") as f:
+            f.truncate(512 << 20)
+    report = probe(tmp_path, budget_s=10)
+    assert report.files == 4 and report.streams == 4
+    assert report.bytes_read <= (64 + 256 + 4) << 20, report.bytes_read
+
+
 def test_local_errors_name_the_path(tmp_path):
     with pytest.raises(VolumeNotFoundError, match=f"'{tmp_path / 'nope'}' does not exist"):
         probe(tmp_path / "nope")

@@ -106,11 +106,15 @@ def probe(
         return now + max(0.0, t0 + budget_s - now) * part
 
     large = [f for f in big if sizes[f] * 8 >= sizes[big[0]]]  # the rates of bytes, not of round trips
-    one_files, one_bytes, one_s = _read_phase(backend, large, 1, share(1 / 3), _ONE_STREAM_BYTES)
+    one_files, one_bytes, one_s = _read_phase(backend, large, 1, share(1 / 3), _ONE_STREAM_BYTES, _ONE_STREAM_BYTES)
     k = min(one_files, len(large) - 1)  # files not read yet first; each file by one stream at a time:
     streams = min(STREAMS, len(large))  # two streams on one file would share its pages, not the storage's
-    _, par_bytes, par_s = _read_phase(backend, large[k:] + large[:k], streams, share(1 / 2), _PARALLEL_BYTES)
-    small_files, small_bytes, small_s = _read_phase(backend, big[::-1], STREAMS, share(1.0), _PARALLEL_BYTES)
+    rotated, per_stream = large[k:] + large[:k], _PARALLEL_BYTES // streams
+    _, par_bytes, par_s = _read_phase(backend, rotated, streams, share(1 / 2), _PARALLEL_BYTES, per_stream)
+    # files/s: the smallest files, each read whole up to _SMALL_FILE (the start of a large one)
+    small_files, small_bytes, small_s = _read_phase(
+        backend, big[::-1], STREAMS, share(1.0), _PARALLEL_BYTES, _SMALL_FILE
+    )
     median_size = int(statistics.median(sizes.values()))
     read_mb_s = one_bytes / one_s / 1e6 if one_s > 0 else 0.0
     par_mb_s = par_bytes / par_s / 1e6 if par_s > 0 else 0.0
@@ -335,9 +339,10 @@ def _sizes(backend: _Backend, files: list[str], deadline: float) -> tuple[dict[s
 
 
 def _read_phase(
-    backend: _Backend, files: list[str], streams: int, deadline: float, max_bytes: int
+    backend: _Backend, files: list[str], streams: int, deadline: float, max_bytes: int, per_file: int
 ) -> tuple[int, int, float]:
-    """Read *files* whole with *streams* threads until *deadline* or *max_bytes*: (files, bytes, seconds)."""
+    """Read *files* (up to *per_file* bytes each) with *streams* threads until *deadline* or *max_bytes*
+    in all: (files, bytes, seconds)."""
     lock = threading.Lock()
     todo = iter(files)
     done = [0, 0]
@@ -351,7 +356,7 @@ def _read_phase(
             if f is None:
                 return
             try:
-                n = backend.read(f, max_bytes, deadline)
+                n = backend.read(f, per_file, deadline)
             except OSError:
                 continue  # vanished or unreadable meanwhile: not a measurement
             with lock:
