@@ -1,7 +1,7 @@
 """One event channel: how the core says what it is doing, to whoever listens.
 
-The copy engine, the cache, the DataLoader, the checkpoint writer and manager, table exports and
-the embedded Spark server's start report every step as a typed, frozen :class:`Event` (modelled on fsspec's ``Callback``: one
+The copy engine, the cache, the DataLoader, the checkpoint writer and manager, table exports, shard
+packing and the embedded Spark server's start report every step as a typed, frozen :class:`Event` (modelled on fsspec's ``Callback``: one
 protocol every transfer uses). They never write status files, draw widgets or log metrics
 themselves; *listeners* do, and are interchangeable:
 
@@ -30,7 +30,18 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from .snapshots import CacheInfo, CopyProgress, ExportProgress, LoaderTimes
+from .snapshots import (
+    HIDDEN,
+    CacheInfo,
+    CopyProgress,
+    ExportProgress,
+    LoaderTimes,
+    PackProgress,
+    PackReport,
+    document,
+    document_keys,
+    flat,
+)
 
 __all__ = [
     "Event",
@@ -39,6 +50,7 @@ __all__ = [
     "LoaderEvent",
     "CheckpointEvent",
     "ExportEvent",
+    "PackEvent",
     "ServerEvent",
     "Listener",
     "EventChannel",
@@ -50,7 +62,7 @@ __all__ = [
     "TERMINAL",
 ]
 
-SOURCES = ("copy", "cache", "loader", "checkpoint", "export", "server")
+SOURCES = ("copy", "cache", "loader", "checkpoint", "export", "pack", "server")
 TERMINAL = frozenset({"done", "failed", "interrupted", "committed"})
 """States after which a job (a copy, an export, a save, an epoch) sends nothing more."""
 
@@ -60,13 +72,19 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 @dataclass(frozen=True, kw_only=True)
 class Event:
-    """What every event has: where it comes from, which job, its state, when and in which process."""
+    """What every event has: where it comes from, which job, its state, when and in which process.
+
+    Its document (:meth:`to_dict`, what status documents, the REST API and the sidebar's TypeScript
+    types share) is read off the dataclass: the ``ENVELOPE`` keys (``kind`` is the ``source``,
+    ``finished`` the time of a terminal event, else ``None``), then the fields, as
+    :func:`air_magics.snapshots.document` writes them. :meth:`keys` lists them from the class."""
 
     source: ClassVar[str] = ""
-    job: str | None = None
-    state: str = "running"
-    time: float = field(default_factory=time.time)
-    pid: int = field(default_factory=os.getpid)
+    ENVELOPE: ClassVar[tuple[str, ...]] = ("kind", "job", "state", "pid", "finished")
+    job: str | None = field(default=None, metadata=HIDDEN)
+    state: str = field(default="running", metadata=HIDDEN)
+    time: float = field(default_factory=time.time, metadata=HIDDEN)
+    pid: int = field(default_factory=os.getpid, metadata=HIDDEN)
 
     @property
     def terminal(self) -> bool:
@@ -75,7 +93,19 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         """A plain, JSON-ready form (the status documents are built from it)."""
-        return {"source": self.source, "job": self.job, "state": self.state, "time": self.time, "pid": self.pid}
+        envelope = {
+            "kind": self.source,
+            "job": self.job,
+            "state": self.state,
+            "pid": self.pid,
+            "finished": self.time if self.terminal else None,
+        }
+        return {**{k: envelope[k] for k in self.ENVELOPE}, **document(self)}
+
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        """The keys of :meth:`to_dict`, from the class alone (the schema the TypeScript types follow)."""
+        return (*cls.ENVELOPE, *document_keys(cls))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,32 +113,10 @@ class CopyEvent(Event):
     """Progress of one ``copy_files`` call; ``job`` is its name (``None``: an unnamed copy)."""
 
     source: ClassVar[str] = "copy"
-    progress: CopyProgress
+    progress: CopyProgress = field(metadata=flat(CopyProgress))
     dest: str = ""
     sources: tuple[str, ...] = ()
     started: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        p = self.progress
-        return {
-            "kind": "copy",
-            "job": self.job,
-            "dest": self.dest,
-            "sources": list(self.sources)[:20],
-            "files_total": p.files_total,
-            "state": self.state,
-            "started": self.started,
-            "pid": self.pid,
-            "files_done": p.files_done,
-            "copied": p.copied,
-            "skipped": p.skipped,
-            "failed": p.failed,
-            "bytes_done": p.bytes_done,
-            "bytes_total": p.bytes_total,
-            "files_per_second": p.files_per_second,
-            "eta": p.eta,
-            "finished": self.time if self.terminal else None,
-        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,10 +125,8 @@ class CacheEvent(Event):
     snapshot costs a database query); ``state="done"`` for an explicit ``publish_status()``."""
 
     source: ClassVar[str] = "cache"
-    stats: CacheInfo
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.stats.to_dict()
+    ENVELOPE: ClassVar[tuple[str, ...]] = ()
+    stats: CacheInfo = field(metadata=flat(CacheInfo))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,20 +134,17 @@ class LoaderEvent(Event):
     """A DataLoader handed over a batch (``running``) or finished an epoch (``done``)."""
 
     source: ClassVar[str] = "loader"
-    timing: LoaderTimes
+    ENVELOPE: ClassVar[tuple[str, ...]] = ("pid",)
+    DERIVED: ClassVar[tuple[str, ...]] = ("done",)
+    timing: LoaderTimes = field(metadata=flat(LoaderTimes))
     epoch: int = 0
     files: int = 0
     num_workers: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(
-            self.timing.to_dict(),
-            pid=self.pid,
-            epoch=self.epoch,
-            files=self.files,
-            num_workers=self.num_workers,
-            done=self.state == "done",
-        )
+    @property
+    def done(self) -> bool:
+        """The epoch is over."""
+        return self.state == "done"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,25 +155,19 @@ class CheckpointEvent(Event):
     should show it: ``True`` yes, ``False`` no, ``None`` as they are configured), ``staging``,
     ``uploading``, ``uploaded`` (a writer's files are on the volume), ``committed``, ``failed``.
     A manager's events carry its recent ``saves`` (oldest first), ``keep`` and ``latest``; a bare
-    ``UCVolumeWriter``'s carry ``saves=None``.
+    ``UCVolumeWriter``'s carry ``saves=None``. The document is the folder's: ``directory``,
+    ``keep``, ``latest``, ``saves``.
     """
 
     source: ClassVar[str] = "checkpoint"
+    ENVELOPE: ClassVar[tuple[str, ...]] = ()
     directory: str
-    step: int | None = None
-    detail: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    step: int | None = field(default=None, metadata=HIDDEN)
+    detail: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, metadata=HIDDEN)
     keep: int | None = None
     latest: int | None = None
     saves: tuple[Mapping[str, Any], ...] | None = None
-    show: bool | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "directory": self.directory,
-            "keep": self.keep,
-            "latest": self.latest,
-            "saves": [dict(s) for s in self.saves or ()],
-        }
+    show: bool | None = field(default=None, metadata=HIDDEN)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -179,21 +176,23 @@ class ExportEvent(Event):
 
     source: ClassVar[str] = "export"
     dest: str
-    progress: ExportProgress = ExportProgress()
+    progress: ExportProgress = field(default=ExportProgress(), metadata=flat(ExportProgress))
     started: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        doc = {
-            "kind": "export",
-            "dest": self.dest,
-            "state": self.state,
-            "pid": self.pid,
-            "started": self.started,
-            **self.progress.to_dict(),
-        }
-        if self.terminal:
-            doc["finished"] = self.time
-        return doc
+
+@dataclass(frozen=True, kw_only=True)
+class PackEvent(Event):
+    """Progress of one ``pack`` call: ``state`` is ``running``, then ``done`` (with ``report``),
+    ``failed`` or ``interrupted`` (with ``error``). ``job`` is the destination folder."""
+
+    source: ClassVar[str] = "pack"
+    progress: PackProgress = field(metadata=flat(PackProgress))
+    src: str = ""
+    dest: str = ""
+    engine: str = "local"
+    started: float = 0.0
+    report: PackReport | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -210,19 +209,6 @@ class ServerEvent(Event):
     started: float = 0.0
     url: str | None = None
     log: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "server",
-            "store": self.job,
-            "state": self.state,
-            "pid": self.pid,
-            "started": self.started,
-            "elapsed": round(self.elapsed, 1),
-            "message": self.message,
-            "url": self.url,
-            "log": self.log,
-        }
 
 
 @runtime_checkable

@@ -29,57 +29,12 @@ from air_magics.status import read_status
 from air_magics.transfer import CopyProgress
 from air_magics.volumes import VolumeStore
 
-# The documents' fields as the sidebar, the views and tests/test_server_api.py read them (before events existed).
-COPY_FIELDS = {
-    "kind",
-    "job",
-    "dest",
-    "sources",
-    "files_total",
-    "state",
-    "started",
-    "pid",
-    "files_done",
-    "copied",
-    "skipped",
-    "failed",
-    "bytes_done",
-    "bytes_total",
-    "files_per_second",
-    "eta",
-    "finished",
-    "updated",
-}
-CACHE_FIELDS = {
-    "root",
-    "entries",
-    "bytes",
-    "limit",
-    "reserve",
-    "free_disk",
-    "hits",
-    "misses",
-    "bytes_hit",
-    "bytes_fetched",
-    "evictions",
-    "overflows",
-    "hit_rate",
-    "updated",
-    "snapshot_time",
-}
-LOADER_FIELDS = {
-    "steps",
-    "data_wait_s",
-    "compute_s",
-    "wait_share",
-    "pid",
-    "epoch",
-    "files",
-    "num_workers",
-    "done",
-    "updated",
-}
-CHECKPOINT_FIELDS = {"directory", "keep", "latest", "saves", "updated"}
+# Each document is its event's to_dict() plus the write time: the keys come from the event classes
+# (the sidebar's TypeScript types are checked against the same classes in tests/test_event_schema.py).
+COPY_FIELDS = {*CopyEvent.keys(), "updated"}
+CACHE_FIELDS = {*CacheEvent.keys(), "updated", "snapshot_time"}
+LOADER_FIELDS = {*LoaderEvent.keys(), "updated"}
+CHECKPOINT_FIELDS = {*CheckpointEvent.keys(), "updated"}
 
 
 @pytest.fixture
@@ -250,21 +205,7 @@ def test_export_progress_becomes_events_and_documents():
     assert [e.state for e in rec] == ["running", "running", "done"] and all(isinstance(e, ExportEvent) for e in rec)
     assert rec[1].progress.tasks_done == 2 and rec[-1].progress.rows == 10
     doc = read_status("job-export-abc123")
-    assert set(doc) == {
-        "kind",
-        "dest",
-        "state",
-        "pid",
-        "started",
-        "rows",
-        "files",
-        "tasks",
-        "tasks_done",
-        "bytes_read",
-        "bytes",
-        "finished",
-        "updated",
-    }
+    assert set(doc) == {*ExportEvent.keys(), "updated"}
     assert doc["state"] == "done" and doc["tasks"] == 4
 
 
@@ -391,7 +332,15 @@ def test_events_are_frozen_values():
     e = _copy_event()
     with pytest.raises(AttributeError):
         e.state = "done"  # type: ignore[misc]
-    assert e.source == "copy" and set(events.SOURCES) == {"copy", "cache", "loader", "checkpoint", "export", "server"}
+    assert e.source == "copy" and set(events.SOURCES) == {
+        "copy",
+        "cache",
+        "loader",
+        "checkpoint",
+        "export",
+        "pack",
+        "server",
+    }
 
 
 def test_an_older_cache_snapshot_never_replaces_a_newer_one(vol, tmp_path):

@@ -462,3 +462,22 @@ def test_a_hidden_sidebar_does_not_poll(lab, page):
     assert not [u for u in seen if any(f"/air/api/{e}" in u for e in ("cache", "jobs", "checkpoints"))], seen
     with page.expect_request(lambda r: "/air/api/jobs" in r.url):
         page.locator(SIDEBAR_TAB).click()
+
+
+def test_a_pack_run_is_a_job_in_the_sidebar(lab, page):
+    """A real pack's events reach the sidebar's jobs as a copy's do: its kind, state, shards and files."""
+    from air_magics.listeners.status_docs import pack_status_name
+    from air_magics.shards import pack
+
+    dest = f"{VOLUME}/val_packed"
+    try:
+        report = pack(f"{VOLUME}/val", dest, shard_size="64KiB")
+        open_lab(page, lab)
+        job = page.locator(f'#air-magics-sidebar .air-job[data-job="{pack_status_name(dest)}"]')
+        job.locator('.air-badge:has-text("done")').wait_for()
+        assert job.locator(".air-job-kind").text_content() == "pack"
+        detail = job.locator(".air-job-detail").inner_text()
+        assert f"{report.shards} / {report.shards} shards" in detail, detail
+        assert f"{report.files} / {report.files} files" in detail, detail
+    finally:
+        shutil.rmtree(VolumeStore().locate(dest).path, ignore_errors=True)

@@ -8,6 +8,7 @@ extension: the config file installed with the package must enable it.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -587,6 +588,32 @@ def test_a_real_copy_is_reported(server, images, tmp_path):
     job = {j["name"]: j for j in server.get("jobs").json()["jobs"]}["job-copy-t1"]
     assert job["state"] == "done" and job["files_done"] == job["files_total"] == 3 and job["progress"] == 1.0
     assert job["bytes_done"] == 3510 and job["dest"] == str(tmp_path / "out")
+
+
+def test_a_real_pack_reaches_the_status_document_the_jobs_and_the_log(server, images, caplog):
+    """A pack run's PackEvents: the status document is the last event's document, the jobs endpoint
+    lists it with exactly the event's keys plus the REST extras, and LoggingListener logs it."""
+    from air_magics.events import PackEvent, channel
+    from air_magics.listeners import LoggingListener
+    from air_magics.listeners.status_docs import pack_status_name
+    from air_magics.server.queries import JOB_EXTRA
+    from air_magics.shards import pack
+    from air_magics.status import read_status
+
+    src, dest = "/Volumes/main/demo/images/train", "/Volumes/main/demo/images/packed"
+    seen: list[PackEvent] = []
+    with caplog.at_level(logging.DEBUG, logger="air_magics.shards"), channel.attach(LoggingListener()):
+        report = pack(src, dest, shard_size="64KiB", listeners=[seen.append])
+    assert seen and all(isinstance(e, PackEvent) for e in seen) and seen[-1].state == "done"
+    doc = read_status(pack_status_name(dest))
+    assert doc == dict(json.loads(json.dumps(seen[-1].to_dict())), updated=doc["updated"])
+    job = {j["name"]: j for j in server.get("jobs").json()["jobs"]}[pack_status_name(dest)]
+    assert set(job) == {*PackEvent.keys(), *JOB_EXTRA}
+    assert job["kind"] == "pack" and job["job"] == dest and job["src"] == src and job["state"] == "done"
+    assert job["progress"] == 1.0 and not job["stale"] and job["report"]["files"] == report.files == 3
+    logged = [r for r in caplog.records if r.name == "air_magics.shards.writer"]
+    assert [r.levelno for r in logged][-1] == logging.INFO and f"pack {dest} done" in logged[-1].getMessage()
+    assert any(f"pack {dest} running" in r.getMessage() for r in logged[:-1])
 
 
 def test_malformed_status_documents_do_not_break_answers(server):

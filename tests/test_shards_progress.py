@@ -87,7 +87,7 @@ def test_magic_text_fallback_when_widgets_are_off(vol, ip, capsys):
 
 def test_a_pack_report_shows_as_its_summary():
     """Notebook 05 showed ``PackReport(... seconds=0.6091408190000038)``: the value reads as one line now."""
-    from air_magics.shards.progress import PackReport
+    from air_magics.shards import PackReport
 
     r = PackReport(source="/Volumes/c/s/v/a", dest="/Volumes/c/s/v/b", files=3, seconds=0.6091408190000038)
     assert repr(r) == f"<PackReport: {r}>" and "0.61 s" in repr(r) and "0.609140819" not in repr(r)

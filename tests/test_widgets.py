@@ -1,5 +1,6 @@
 """The progress views: the ipywidgets view (created for real, without a browser) and the text bar."""
 
+from air_magics.events import CopyEvent
 from air_magics.transfer import CopyFailure, CopyProgress, CopyReport
 from air_magics.widgets import TextCopyProgress, WidgetCopyProgress, copy_progress_view, describe, has_widget_frontend
 
@@ -8,6 +9,11 @@ def snap(done, failed=0):
     return CopyProgress(
         files_total=10, copied=done, skipped=0, failed=failed, bytes_total=10_000, bytes_done=done * 1000, elapsed=2.0
     )
+
+
+def event(done, failed=0):
+    """What the views listen to: the copy's event, carrying its progress."""
+    return CopyEvent(job="w", progress=snap(done, failed))
 
 
 def test_describe_has_files_bytes_rate_eta_failures():
@@ -20,9 +26,9 @@ def test_describe_has_files_bytes_rate_eta_failures():
 def test_widget_view_updates_and_finishes():
     view = copy_progress_view("copy to /tmp/x", widget=True)
     assert isinstance(view, WidgetCopyProgress)
-    view(snap(3))
+    view(event(3))
     assert (view.bar.value, view.bar.max, view.bar.bar_style) == (3, 10, "info")
-    view(snap(6, failed=1))
+    view(event(6, failed=1))
     assert view.bar.bar_style == "warning" and "1 failed" in view.label.value
     view.close(CopyReport(files_total=10, copied=9, failed=[CopyFailure("a", "b", "EIO", 5)], dest="/tmp/x"))
     assert view.bar.bar_style == "danger" and "1 FAILED" in view.label.value
@@ -38,7 +44,7 @@ def test_text_view_outside_kernels(capsys):
     assert not has_widget_frontend()
     view = copy_progress_view("copy to /tmp/y")
     assert isinstance(view, TextCopyProgress)
-    view(snap(10))
+    view(event(10))
     view.close(None)
     assert "10/10" in capsys.readouterr().err
 

@@ -14,6 +14,7 @@ _LOGGERS = {
     "loader": "air_magics.data.loader",
     "checkpoint": "air_magics.data.manager",
     "export": "air_magics.tables.export",
+    "pack": "air_magics.shards.writer",
     "server": "air_magics.tables.server",
 }
 
@@ -31,7 +32,7 @@ class LoggingListener:
         log = logging.getLogger(_LOGGERS.get(event.source, "air_magics"))
         level = logging.WARNING if event.state == "failed" else logging.INFO if event.terminal else self.level
         if log.isEnabledFor(level):
-            fields = {k: v for k, v in event.to_dict().items() if k not in ("source", "state", "job", "pid", "saves")}
+            fields = {k: v for k, v in event.to_dict().items() if k not in ("kind", "state", "job", "pid", "saves")}
             log.log(level, "%s %s%s: %s", event.source, f"{event.job} " if event.job else "", event.state, fields)
 
     def __repr__(self) -> str:

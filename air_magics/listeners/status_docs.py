@@ -4,6 +4,8 @@ Documents and their names (fields as in :meth:`air_magics.events.Event.to_dict` 
 
 * ``job-copy-<job>``: a named copy (unnamed copies write nothing), at most 4 times a second;
 * ``job-export-<id>``: an export, at most every 0.3 s;
+* ``job-pack-<hash of the destination>``: a pack run, at most 4 times a second (one document per
+  destination: packing it again replaces the document);
 * ``cache``: the shared cache statistics (the cache samples them at most twice a second);
 * ``loader-<pid>``: a DataLoader's timing, at most twice a second;
 * ``checkpoints-<hash of the folder>``: a ``CheckpointManager``'s recent saves.
@@ -16,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..events import CacheEvent, CheckpointEvent, CopyEvent, Event, ExportEvent, LoaderEvent, throttled
+from ..events import CacheEvent, CheckpointEvent, CopyEvent, Event, ExportEvent, LoaderEvent, PackEvent, throttled
 from ..io.locks import ProcessFileLock
 from ..status import read_status, run_dir, write_status
 
-__all__ = ["StatusDocuments"]
+__all__ = ["StatusDocuments", "pack_status_name"]
 
 _LOCKS: dict[tuple[int, str], ProcessFileLock] = {}
 
@@ -38,6 +40,13 @@ def _cache_doc_lock() -> ProcessFileLock:
     return lock
 
 
+def pack_status_name(dest: str) -> str:
+    """``job-pack-<hash>``: the status document of the pack runs into folder *dest*."""
+    import hashlib
+
+    return f"job-pack-{hashlib.sha256(dest.encode()).hexdigest()[:16]}"
+
+
 class StatusDocuments:
     """Writes each source's events as its status document (see the module docstring)."""
 
@@ -47,6 +56,7 @@ class StatusDocuments:
         self._handlers: dict[type, Callable[[Any], None]] = {
             CopyEvent: throttled(self._copy, copy_interval),
             ExportEvent: throttled(self._export, export_interval),
+            PackEvent: throttled(self._pack, copy_interval),
             LoaderEvent: throttled(self._loader, loader_interval),
             CacheEvent: self._cache,
             CheckpointEvent: self._checkpoint,
@@ -65,6 +75,10 @@ class StatusDocuments:
     @staticmethod
     def _export(e: ExportEvent) -> None:
         write_status(f"job-export-{e.job}", e.to_dict())
+
+    @staticmethod
+    def _pack(e: PackEvent) -> None:
+        write_status(pack_status_name(e.job or e.dest), e.to_dict())
 
     @staticmethod
     def _loader(e: LoaderEvent) -> None:

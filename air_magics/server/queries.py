@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import AirError, VolumePathError
+from ..events import CopyEvent, Event, ExportEvent, PackEvent
 from ..io.process import pid_alive
 from ..status import list_status, read_status
 from ..volumes.path import VolumePath
@@ -30,6 +31,8 @@ __all__ = [
     "clear_cache",
     "jobs",
     "checkpoints",
+    "JOB_EVENTS",
+    "JOB_EXTRA",
     "PAGE_DEFAULT",
     "PAGE_MAX",
     "STALE_AFTER",
@@ -43,6 +46,13 @@ MAX_JOBS = 20
 MAX_CHECKPOINTS = 10
 _LISTING_TTL = 2.0  # seconds a folder's name listing is reused while paging through it
 _LISTINGS_KEPT = 16
+
+JOB_EVENTS: dict[str, type[Event]] = {"copy": CopyEvent, "export": ExportEvent, "pack": PackEvent}
+"""The events whose documents the jobs endpoint lists, by ``kind``: each job is that event's
+document (:meth:`~air_magics.events.Event.keys`) plus :data:`JOB_EXTRA`."""
+JOB_EXTRA = ("name", "updated", "progress", "stale")
+"""What the jobs endpoint adds to an event's document: the document's name and write time, the
+progress as 0..1 and whether a running job's process is gone."""
 
 _listings: OrderedDict[tuple[str, str], tuple[float, list[tuple[str, bool]]]] = OrderedDict()
 _listings_lock = threading.Lock()
@@ -216,16 +226,20 @@ def _progress(doc: dict[str, Any]) -> float | None:
         p = _fraction(doc.get("files_done", 0), doc.get("files_total"))
     elif doc.get("kind") == "export":
         p = _fraction(doc.get("tasks_done", 0), doc.get("tasks"))
+    elif doc.get("kind") == "pack":
+        p = _fraction(doc.get("bytes_done", 0), doc.get("bytes_total")) if _num(doc.get("bytes_total")) else None
+        p = _fraction(doc.get("files_done", 0), doc.get("files_total")) if p is None else p
     else:
         p = None
     return 1.0 if p is None and doc.get("state") == "done" else p
 
 
 def jobs(recent: float = RECENT_JOBS, now: float | None = None) -> dict[str, Any]:
-    """Copies and exports running, or finished in the last *recent* seconds, newest first.
+    """Copies, exports and pack runs running, or finished in the last *recent* seconds, newest first.
 
-    ``progress`` is 0..1 (None when unknown); a running job whose document stopped being updated
-    is marked ``stale`` (its process was killed)."""
+    Each job has exactly the keys of its event's document (:data:`JOB_EVENTS`; missing ones are
+    null) plus :data:`JOB_EXTRA`: ``progress`` is 0..1 (None when unknown); a running job whose
+    document stopped being updated is marked ``stale`` (its process was killed)."""
     now = time.time() if now is None else now
     out = []
     for doc in list_status("job-"):
@@ -236,16 +250,21 @@ def jobs(recent: float = RECENT_JOBS, now: float | None = None) -> dict[str, Any
         if not running and now - (_num(doc.get("finished")) or updated) > recent:
             continue
         name = str(doc.get("name", ""))
-        kind = doc.get("kind") or ("copy" if name.startswith("job-copy-") else "export")
-        out.append(
-            dict(
-                doc,
-                job=name.split("-", 2)[-1],
-                kind=kind,
-                progress=_progress(doc),
-                stale=running and (now - updated > STALE_AFTER or not _pid_alive(doc.get("pid"))),
-            )
+        kind = doc.get("kind") or (name.split("-", 2)[1] if name.count("-") >= 2 else None)
+        event = JOB_EVENTS.get(kind) if isinstance(kind, str) else None
+        if event is None:  # another program's document, or a kind this version does not know
+            continue
+        job = {k: doc.get(k) for k in event.keys()}
+        if not isinstance(job["job"], str) or not job["job"]:
+            job["job"] = name.split("-", 2)[-1]
+        job.update(
+            kind=kind,
+            name=name,
+            updated=_num(doc.get("updated")),
+            progress=_progress(doc),
+            stale=running and (now - updated > STALE_AFTER or not _pid_alive(doc.get("pid"))),
         )
+        out.append(job)
         if len(out) >= MAX_JOBS:
             break
     return {"jobs": out, "now": now}

@@ -7,9 +7,10 @@ yields the same items as over the original folder.
 
 from __future__ import annotations
 
+from ..events import PackEvent  # the event is defined with the others; the same class
+from ..snapshots import PackProgress, PackReport
 from .format import MANIFEST_NAME, Manifest, Member, ShardInfo
 from .order import windowed_order
-from .progress import PackEvent, PackProgress, PackReport
 from .reader import MemberRef, PackedFolder, is_packed, open_packed, prune_extracted
 from .writer import ENGINES, pack, plan_pack
 

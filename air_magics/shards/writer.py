@@ -38,11 +38,12 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import PackError, ShardError
-from ..events import Listener, channel
+from ..events import Listener, PackEvent, channel
 from ..io.atomic import write_json_atomic
 from ..io.confined import open_dir
 from ..io.leftovers import sweep_stale
 from ..io.units import parse_size
+from ..snapshots import PackProgress, PackReport
 from ..volumes.glob import glob_regex
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
@@ -60,7 +61,6 @@ from .format import (
     parse_index,
 )
 from .plan import PackPlan, ShardPlan, SourceFile, make_plan
-from .progress import PackEvent, PackProgress, PackReport
 from .shardfile import Feed, write_shard
 
 __all__ = ["pack", "PackReport", "PackProgress", "plan_pack", "ENGINES"]

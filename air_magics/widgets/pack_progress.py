@@ -1,6 +1,6 @@
 """Pack progress: an ipywidgets view in notebooks, a text line elsewhere.
 
-Both are listeners of pack events (:class:`air_magics.shards.PackEvent`), called on the thread that
+Both are listeners of pack events (:class:`air_magics.events.PackEvent`), called on the thread that
 runs the pack; ``close(report)`` shows the report (files, bytes, shards written / kept / reused,
 seconds), ``close(None)`` a failure. ipywidgets is imported only when a widget front end is present.
 """

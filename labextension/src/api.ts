@@ -40,6 +40,13 @@ export interface IFolderPage {
   entries: IEntry[];
 }
 
+/*
+ * The documents below are the Python events' documents (`air_magics.events.<Event>.to_dict()`),
+ * field for field: tests/test_event_schema.py compares each interface named after an event with
+ * that event's `keys()` and fails when either side changes alone.
+ */
+
+/** `air_magics.events.CacheEvent` (the shared cache statistics), as the `cache` status document. */
 export interface ICacheStats {
   root?: string;
   entries?: number;
@@ -52,16 +59,25 @@ export interface ICacheStats {
   bytes_hit?: number;
   bytes_fetched?: number;
   evictions?: number;
+  overflows?: number;
   hit_rate?: number;
+  /** status document: when it was written, and when its snapshot was taken */
   updated?: number;
+  snapshot_time?: number;
 }
 
+/** `air_magics.events.LoaderEvent` (a DataLoader's timing), as the `loader-<pid>` status document. */
 export interface ILoaderStats {
+  pid?: number;
   steps?: number;
+  data_wait_s?: number;
+  compute_s?: number;
   wait_share?: number;
   epoch?: number;
+  files?: number;
   num_workers?: number;
   done?: boolean;
+  updated?: number;
 }
 
 export interface ICacheDoc {
@@ -73,34 +89,104 @@ export interface ICacheDoc {
   summary?: string;
 }
 
-export interface IJob {
+/** What the jobs endpoint adds to each job's event document (`air_magics.server.queries.JOB_EXTRA`). */
+export interface IJobExtra {
+  /** the status document's name, e.g. `job-copy-<job>` */
   name: string;
-  job: string;
-  kind: 'copy' | 'export' | string;
-  dest?: string;
-  state: string;
+  updated: number | null;
+  /** 0..1, null when unknown */
   progress: number | null;
+  /** running, but its process is gone */
   stale: boolean;
-  updated?: number;
-  started?: number;
-  finished?: number | null;
-  // copy
-  files_total?: number;
-  files_done?: number;
-  copied?: number;
-  skipped?: number;
-  failed?: number;
-  bytes_done?: number;
-  bytes_total?: number;
-  files_per_second?: number;
-  eta?: number | null;
-  // export
-  rows?: number;
-  files?: number;
-  tasks?: number;
-  tasks_done?: number;
-  bytes_read?: number;
 }
+
+/** `air_magics.events.CopyEvent`: one named copy (`%%air_copy`, `air_magics.copy(job=...)`). */
+export interface ICopyDoc {
+  kind: 'copy';
+  job: string;
+  state: string;
+  pid: number;
+  finished: number | null;
+  files_total: number;
+  copied: number;
+  skipped: number;
+  failed: number;
+  bytes_total: number;
+  bytes_done: number;
+  elapsed: number;
+  files_done: number;
+  files_per_second: number;
+  eta: number | null;
+  dest: string;
+  sources: string[];
+  started: number;
+}
+
+/** `air_magics.events.ExportEvent`: a table export (`%air_table --export`). */
+export interface IExportDoc {
+  kind: 'export';
+  job: string;
+  state: string;
+  pid: number;
+  finished: number | null;
+  dest: string;
+  rows: number;
+  files: number;
+  tasks: number | null;
+  tasks_done: number | null;
+  bytes_read: number | null;
+  bytes: number | null;
+  error: string | null;
+  started: number;
+}
+
+/** `air_magics.snapshots.PackReport`: what a finished pack run did. */
+export interface IPackReport {
+  source: string;
+  dest: string;
+  files: number;
+  bytes: number;
+  shards: number;
+  shards_written: number;
+  shards_reused: number;
+  shards_kept: number;
+  shards_removed: number;
+  files_written: number;
+  bytes_written: number;
+  generation: number;
+  unchanged: boolean;
+  dry_run: boolean;
+  seconds: number;
+}
+
+/** `air_magics.events.PackEvent`: a pack run (`%air_volume pack`, `air_magics.shards.pack`). */
+export interface IPackDoc {
+  kind: 'pack';
+  /** the destination folder */
+  job: string;
+  state: string;
+  pid: number;
+  finished: number | null;
+  files_done: number;
+  files_total: number;
+  bytes_done: number;
+  bytes_total: number;
+  shards_done: number;
+  shards_total: number;
+  seconds: number;
+  src: string;
+  dest: string;
+  engine: string;
+  started: number;
+  report: IPackReport | null;
+  error: string | null;
+}
+
+export type ICopyJob = ICopyDoc & IJobExtra;
+export type IExportJob = IExportDoc & IJobExtra;
+export type IPackJob = IPackDoc & IJobExtra;
+/** One entry of `GET jobs`; `kind` tells which. */
+export type IJob = ICopyJob | IExportJob | IPackJob;
 
 export interface ISave {
   step: number;

@@ -158,7 +158,7 @@ export class CacheContent implements ISectionContent<ICacheDoc> {
   private _nodes = new KeyedNodes<ICacheDoc>(doc => this._render(doc));
 }
 
-/** Copies and exports running or recently finished, with progress bars; one node per job. */
+/** Copies, exports and pack runs running or recently finished, with progress bars; one node per job. */
 export class JobsContent implements ISectionContent<IJob[]> {
   constructor(private readonly _trans: TranslationBundle) {}
 
@@ -176,7 +176,7 @@ export class JobsContent implements ISectionContent<IJob[]> {
   private _render(j: IJob | null): HTMLElement {
     const trans = this._trans;
     if (!j) {
-      return el('div', 'air-muted', trans.__('No copies or exports in the last hour.'));
+      return el('div', 'air-muted', trans.__('No copies, exports or pack runs in the last hour.'));
     }
     const state = j.stale ? 'stale' : j.state;
     const item = el('div', `air-job air-job-${state}`);
@@ -184,12 +184,14 @@ export class JobsContent implements ISectionContent<IJob[]> {
     const head = el('div', 'air-job-head');
     head.append(
       el('span', 'air-job-kind', j.kind),
-      el('span', 'air-job-name', j.job),
+      // a pack's job is its destination, shown below: name it by what it packs
+      el('span', 'air-job-name', j.kind === 'pack' ? j.src : j.job),
       badge(state, trans)
     );
     item.appendChild(head);
     const bad = state === 'failed' || state === 'interrupted' || state === 'stale';
-    const bar = j.failed ? 'warn' : state === 'done' ? 'good' : bad ? 'bad' : '';
+    const warn = j.kind === 'copy' && j.failed;
+    const bar = warn ? 'warn' : state === 'done' ? 'good' : bad ? 'bad' : '';
     item.appendChild(progressBar(j.progress, bar));
     item.appendChild(el('div', 'air-job-detail', this._detail(j)));
     if (j.dest) {
@@ -202,7 +204,7 @@ export class JobsContent implements ISectionContent<IJob[]> {
         el(
           'div',
           'air-muted',
-          trans.__('no update since %1: the copying process has probably stopped', fmtClock(j.updated))
+          trans.__('no update since %1: its process has probably stopped', fmtClock(j.updated))
         )
       );
     }
@@ -229,6 +231,25 @@ export class JobsContent implements ISectionContent<IJob[]> {
       }
       if (j.failed) {
         parts.push(trans.__('%1 failed', fmtInt(j.failed)));
+      }
+    } else if (j.kind === 'pack') {
+      parts.push(trans.__('%1 / %2 shards', fmtInt(j.shards_done), fmtInt(j.shards_total)));
+      parts.push(trans.__('%1 / %2 files', fmtInt(j.files_done), fmtInt(j.files_total)));
+      if (j.bytes_done) {
+        parts.push(fmtBytes(j.bytes_done));
+      }
+      if (j.report) {
+        parts.push(
+          trans.__(
+            'kept %1, reused %2, removed %3',
+            fmtInt(j.report.shards_kept),
+            fmtInt(j.report.shards_reused),
+            fmtInt(j.report.shards_removed)
+          )
+        );
+      }
+      if (j.error) {
+        parts.push(j.error);
       }
     } else {
       if (j.tasks) {
