@@ -143,7 +143,9 @@ def test_exactly_once_across_resume(vol, before, after, ctx):
         UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=3), batch_size=4, num_workers=before, **mp
     )
     first = run(dl, stop=5)
-    assert len(first) == 20  # delivered, whatever the workers prefetched
+    # delivered, whatever the workers prefetched: five batches of 4, but a stream's last one (19
+    # items a stream with 3 workers) may come early: whole chunks of batches travel per message
+    assert len(set(first)) == len(first) and len(first) in (20, 19, 18, 17) if before > 1 else len(first) == 20
     state = json.loads(json.dumps(dl.state_dict()))  # states survive JSON
     mp = {} if after == 0 else {"multiprocessing_context": ctx}
     dl2 = DataLoader(
@@ -226,16 +228,17 @@ def test_two_ranks_resume_on_same_grid_and_on_one_rank(vol, tmp_path):
 
 
 def test_names_only_listing_then_versions_in_the_background(vol, tmp_path):
-    """Construction lists names only; the sizes that validate hits arrive from a background stat."""
+    """Construction lists names only; a cold fetch learns each version from the copy it makes, so
+    the next epoch validates its hits without a request to the volume."""
     cache = FileCache(tmp_path / "c")
     ds = UCVolumeDataset("/Volumes/main/raw/img/train", cache=cache)
-    assert all(f.size == -1 for f in ds.files)  # no stat per file before the first item
+    assert all(f.size is None and f.mtime is None for f in ds.files)  # no stat per file before the first item
     first = sorted(key(p) for p in ds)  # cold: fetched without knowing sizes
     assert first == sorted(f"item {i}" for i in range(N))
-    ds._stat_thread.join(timeout=30)
-    assert ds._versions is not None and len(ds._versions) == N
-    assert cache.info().misses == N
+    assert cache.info().misses == N and all(f.size is not None for f in ds.files)
+    assert ds.validation.requests == 0  # nothing was cached: nothing to ask the volume
     assert sorted(key(p) for p in ds) == first and cache.info().hits == N  # warm: validated, no refetch
+    assert ds.validation.requests == 0  # the versions the copies carried: no request either
 
 
 def test_a_changed_source_is_seen_by_a_new_names_only_dataset(vol, tmp_path):
@@ -246,7 +249,6 @@ def test_a_changed_source_is_seen_by_a_new_names_only_dataset(vol, tmp_path):
     src.write_text("item 0, version 2")
     os.utime(src, (src.stat().st_mtime + 5, src.stat().st_mtime + 5))
     fresh = UCVolumeDataset("/Volumes/main/raw/img/train/c0", cache=FileCache(tmp_path / "c"))
-    fresh._versions = None  # whatever the background stat has found: validation must not depend on it
     assert "item 0, version 2" in [key(p) for p in fresh]
 
 
@@ -255,8 +257,10 @@ def test_a_missing_file_with_unknown_size_is_named(vol, tmp_path, stat_first):
     """A file removed after the listing is named whether or not the background stat saw it first
     (the loaded-machine order, stat first, used to surface a raw FileNotFoundError)."""
     ds = UCVolumeDataset("/Volumes/main/raw/img/train/c1", cache=FileCache(tmp_path / "c"))
-    if stat_first:
-        ds._stat_thread.join()
+    if stat_first:  # the version known before the file goes (as a validation or a listing would know it)
+        for f in ds.files:
+            st = os.stat(f.src.path)
+            f.mtime, f.size = st.st_mtime, st.st_size
     os.unlink(vol.locate("/Volumes/main/raw/img/train/c1/001.bin").path)
     with pytest.raises(VolumeNotFoundError, match="001.bin"):
         list(ds)

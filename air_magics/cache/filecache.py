@@ -12,7 +12,7 @@ source is unchanged.
   An entry handed out in the last ``pin_seconds`` is never evicted (that is the guarantee a
   yielded path relies on), and an entry whose source no longer exists is never evicted (it may be
   the only copy left). When nothing may be evicted, a miss is not added past the limit: it is
-  served from a bounded per-process overflow window (:mod:`air_magics.cache_overflow`), so the
+  served from a bounded per-process overflow window (:mod:`air_magics.cache.overflow`), so the
   limit holds within that window, and a scan's resident subset (a dataset read every epoch)
   keeps hitting instead of thrashing.
 * **Many processes**: the index and the statistics live in one SQLite database (WAL); fetches
@@ -22,7 +22,7 @@ source is unchanged.
 * **Never deletes what it does not own**: ``clear()`` keeps pinned entries too (``force=True``
   does not: unsafe while training), and a file is unlinked only under its key's stripe lock, only
   if it is the cache's own ``<root>/files/...`` path for that key, reached through no link.
-* **The index** (:mod:`air_magics.cache_index`) recovers from a damaged file, bounds its WAL, and
+* **The index** (:mod:`air_magics.cache.index`) recovers from a damaged file, bounds its WAL, and
   reports a full disk as :class:`~air_magics.errors.CacheDiskFullError`.
 """
 
@@ -30,32 +30,32 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
-import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import config
-from .cache_evict import drop, make_room, stripe_of
-from .cache_hits import HitLog
-from .cache_index import checkpoint, open_index, transaction, translate_disk_full, wal_headroom
-from .cache_overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency
-from .errors import CacheLimitError, VolumeNotFoundError
-from .events import CacheEvent, Throttle, channel
-from .io.locks import ProcessFileLock
-from .io.units import fmt_bytes
-from .io.versions import same_version
-from .snapshots import CacheInfo  # the value cache events carry; it lives below the events
-from .transfer import CopyTask, copy_one
-from .transfer.file import source_stat
-from .volumes.path import VolumePath
-from .volumes.store import Location, VolumeStore
+from .. import settings
+from ..errors import CacheLimitError, VolumeNotFoundError
+from ..events import CacheEvent, Throttle, channel
+from ..io.units import fmt_bytes, parse_size
+from ..snapshots import CacheInfo  # the value cache events carry; it lives below the events
+from ..transfer import CopyTask, copy_one
+from ..transfer.file import source_stat
+from ..volumes.path import VolumePath
+from ..volumes.resolved import VolumeFile
+from ..volumes.store import Location, VolumeStore
+from .entries import Entries
+from .evict import Evictor
+from .hits import HitLog
+from .index import wal_headroom
+from .overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency
+from .stripes import Stripes
+from .validate import Validation
 
 __all__ = ["FileCache", "CacheInfo", "ClearReport", "Residency"]
 
-_OPEN_LOCK = threading.Lock()
 _CLEAR_WAIT = 2.0  # seconds clear() waits for a stripe busy with a fetch; its entries are kept after that
 
 
@@ -85,7 +85,12 @@ class FileCache:
     (``None``: only the reserve bounds it); ``reserve`` to ``$AIR_CACHE_RESERVE`` (1 GiB). Sizes
     accept ``"10GiB"``-style strings. ``overflow_files``: how many files a process may hold past a
     full cache, each valid until that many more files are handed out; ``overflow_bytes``: how many
-    bytes they may take (``None``: bounded by the disk and the reserve; see :mod:`.cache_overflow`).
+    bytes they may take (``None``: bounded by the disk and the reserve; see :mod:`.overflow`).
+
+    The API: :meth:`get` (fetch on a miss), :meth:`try_hit` (no fetch), :meth:`pin` (renew a
+    handed-out path's guarantee), :meth:`clear`, :meth:`info` and :attr:`limit`; datasets use the
+    :class:`~air_magics.volumes.resolved.VolumeFile` forms :meth:`bind`, :meth:`hit`, :meth:`fetch`
+    and :meth:`validate`, which skip the path parsing of the string forms.
     """
 
     def __init__(
@@ -100,9 +105,9 @@ class FileCache:
         overflow_files: int = DEFAULT_OVERFLOW_FILES,
         overflow_bytes: int | str | None = None,
     ) -> None:
-        self.root = Path(root) if root is not None else config.cache_dir()
-        self.limit = config.parse_size(limit, "cache limit") if limit is not None else config.cache_limit()
-        self.reserve = config.parse_size(reserve, "cache reserve") if reserve is not None else config.cache_reserve()
+        self.root = Path(root) if root is not None else settings.cache_dir()
+        self.limit = parse_size(limit, "cache limit") if limit is not None else settings.cache_limit()
+        self.reserve = parse_size(reserve, "cache reserve") if reserve is not None else settings.cache_reserve()
         if self.limit is not None and self.limit <= 0:
             raise CacheLimitError(f"cache limit {limit!r} must be positive: give e.g. '10GiB', or None for no limit")
         if overflow_files < 1:
@@ -113,25 +118,34 @@ class FileCache:
             )
         self.pin_seconds = pin_seconds
         self.overflow_files = overflow_files
-        self.overflow_bytes = config.parse_size(overflow_bytes, "overflow_bytes")
+        self.overflow_bytes = parse_size(overflow_bytes, "overflow_bytes")
         self.retries = retries
-        self.store = store or VolumeStore()
+        self.store = store or VolumeStore.shared()
+        self._files_root = str(self.root / "files")
+        self._entries = Entries(self.root, self.reserve)
+        self._stripes = Stripes(self.root)
         self._reset_process_state()
 
     # -- per-process state (never pickled) --------------------------------------------------------
     def _reset_process_state(self) -> None:
-        self._pid: int | None = None
-        self._db: sqlite3.Connection | None = None
-        self._db_lock: threading.Lock | None = None
-        self._stripes: dict[int, tuple[threading.Lock, Any]] = {}
         self._status = Throttle(0.5)
-        self._wal_check = Throttle(5.0)
         self._hits = HitLog(self.pin_seconds, flush=self.flush_hits)
         self._overflow = OverflowWindow(self.root, self.overflow_files, self.overflow_bytes, self.limit)
+        wal_check = Throttle(5.0)
+        self._evictor = Evictor(
+            self.root,
+            self._entries,
+            self._stripes,
+            self.limit,
+            self.reserve,
+            self.pin_seconds,
+            self.store.exists,
+            wal_check.ready,
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for k in ("_pid", "_db", "_db_lock", "_stripes", "_status", "_wal_check", "_hits", "_overflow"):
+        for k in ("_status", "_hits", "_overflow", "_evictor"):
             state.pop(k, None)
         return state
 
@@ -142,45 +156,55 @@ class FileCache:
     def __repr__(self) -> str:
         return f"FileCache(root={str(self.root)!r}, limit={self.limit}, reserve={self.reserve})"
 
-    def _conn(self) -> tuple[sqlite3.Connection, threading.Lock]:
-        if self._db is None or self._pid != os.getpid():
-            with _OPEN_LOCK:  # prefetch threads race here on first use
-                if self._db is None or self._pid != os.getpid():
-                    self._reset_process_state()
-                    self._db, self._db_lock, self._pid = self._open(), threading.Lock(), os.getpid()
-        assert self._db is not None and self._db_lock is not None
-        return self._db, self._db_lock
+    # -- resolved files (the datasets' hot path) ----------------------------------------------------
+    def slot(self, key: str) -> str:
+        """The local path the cache keeps the volume path *key* (``/Volumes/...``, normalised) at."""
+        return self._files_root + key[8:]  # len("/Volumes") == 8
 
-    def _open(self) -> sqlite3.Connection:
-        return open_index(self.root, self.reserve)
+    def bind(self, files: Sequence[VolumeFile]) -> None:
+        """Give each file its cache slot (once, when a dataset lists its files)."""
+        root = self._files_root
+        for f in files:
+            f.slot = root + f.key[8:]
 
-    def _stripe(self, key: str) -> tuple[threading.Lock, Any]:
-        return self._stripe_at(stripe_of(key))
-
-    def _stripe_at(self, i: int) -> tuple[threading.Lock, Any]:
-        if i not in self._stripes:
-            with _OPEN_LOCK:  # two threads creating stripe i at once must still end up sharing one lock
-                if i not in self._stripes:
-                    (self.root / "locks").mkdir(parents=True, exist_ok=True)
-                    self._stripes[i] = (threading.Lock(), ProcessFileLock(self.root / "locks" / f"{i:03d}.lock"))
-        return self._stripes[i]
-
-    def _try_stripe(self, i: int, wait: float) -> tuple[threading.Lock, Any] | None:
-        """Stripe *i*'s locks if they can be had within *wait* seconds (0: only if free now), else None."""
-        tlock, flock = self._stripe_at(i)
-        if not (tlock.acquire(timeout=wait) if wait > 0 else tlock.acquire(blocking=False)):
+    def hit(self, f: VolumeFile) -> str | None:
+        """*f*'s cached path when this process validated it for *f*'s version and its pin is
+        fresh, else ``None``: the warm path, one dictionary lookup and no system call."""
+        size = f.size
+        if size is None or not self._hits.serve(f.key, size, f.mtime):  # type: ignore[arg-type]
             return None
+        self._overflow.handed_out()
+        return f.slot
+
+    def fetch(self, f: VolumeFile, keep: Residency | None = None) -> str:
+        """*f*'s cached path for its current version, fetching it on a miss (see :meth:`get`)."""
         try:
-            flock.acquire(timeout=wait)
-        except TimeoutError:
-            tlock.release()
-            return None
-        return tlock, flock
+            local = self._fetch(f, keep)
+        except FileNotFoundError as exc:
+            raise self._vanished(f, exc) from None
+        self._overflow.handed_out()
+        return local
 
-    # -- the cache --------------------------------------------------------------------------------
+    def validate(self, files: Sequence[VolumeFile], order: Sequence[int], *, ahead: int = 512) -> Validation:
+        """Start checking what the cache holds for ``files[i]``, ``i`` in *order*, against the
+        sources, wide (the copy engine's concurrency) and at most *ahead* items ahead of the
+        consumer; see :class:`~air_magics.cache.validate.Validation`."""
+        return Validation(self._entries, self._hits, files, order, ahead=ahead)
+
+    # -- paths (the public string forms) ------------------------------------------------------------
     def local_path(self, path: str | VolumePath) -> Path:
         vp = VolumePath.parse(path)
         return self.root.joinpath("files", vp.catalog, vp.schema, vp.volume, *vp.parts)
+
+    def _resolve(
+        self, path: str | VolumePath, size: int | None, mtime: float | None, src: Location | None
+    ) -> VolumeFile:
+        vp = VolumePath.parse(path)
+        key = str(vp)
+        known = size is not None and size >= 0 and mtime is not None
+        f = VolumeFile(key, src or self.store.locate(vp), size if known else None, mtime if known else None)
+        f.slot = self.slot(key)
+        return f
 
     def get(
         self,
@@ -201,156 +225,151 @@ class FileCache:
 
         ``keep``: the caller's resident subset (a dataset's files read since its previous epoch),
         which this miss must not evict. A miss that finds no room within the limit is served from
-        the process's overflow window instead of growing the cache (see :mod:`.cache_overflow`).
+        the process's overflow window instead of growing the cache (see :mod:`.overflow`).
         """
-        try:
-            local = self._get(path, size, mtime, src, keep)
-        except FileNotFoundError as exc:
-            raise self._vanished(path, src, exc) from None
-        self._overflow.handed_out()
-        return local
+        return self.fetch(self._resolve(path, size, mtime, src), keep)
 
-    def _vanished(self, path: str | VolumePath, src: Location | None, exc: FileNotFoundError) -> FileNotFoundError:
+    def try_hit(self, path: str | VolumePath, size: int, mtime: float) -> str | None:
+        """The local path if *path* is cached and valid for this size/mtime, else ``None`` (no fetch)."""
+        f = self._resolve(path, size, mtime, Location(""))
+        if not self._validated_hit(f):  # the local file is looked at: this form serves no missing path
+            return None
+        self._overflow.handed_out()
+        return f.slot
+
+    def pin(self, path: str | VolumePath) -> bool:
+        """Renew the guarantee of a path handed out earlier: it stays for another ``pin_seconds``.
+        False when the cache does not hold *path*."""
+        key = str(VolumePath.parse(path))
+        if self._entries.row(key) is None:
+            return False
+        self._entries.touch_many([key], time.time())
+        return True
+
+    def known_version(self, path: str | VolumePath) -> tuple[int, float] | None:
+        """The source (size, mtime) this process last fetched or validated *path* against, or None."""
+        return self._hits.version(str(VolumePath.parse(path)))
+
+    # -- fetching ----------------------------------------------------------------------------------
+    def _vanished(self, f: VolumeFile, exc: FileNotFoundError) -> FileNotFoundError:
         """The error for a fetch that found no file: named (:class:`VolumeNotFoundError`) when the
         source is gone, e.g. removed after a dataset listed it; the original when it is still there
         (then the cache's own side failed)."""
         if isinstance(exc, VolumeNotFoundError):
             return exc
         try:
-            source_stat(src or self.store.locate(path))
+            source_stat(f.src)
         except FileNotFoundError:
-            vp = VolumePath.parse(path)
             return VolumeNotFoundError(
-                f"{str(vp)!r} does not exist (removed from the volume after it was listed?); check the path with "
-                f"`%air_volume ls {vp.parent}`, or pass on_error='skip' to a dataset to leave such files out"
+                f"{f.key!r} does not exist (removed from the volume after it was listed?); check the path with "
+                f"`%air_volume ls {f.key.rsplit('/', 1)[0]}`, or pass on_error='skip' to a dataset to leave such "
+                f"files out"
             )
         except Exception:  # the source cannot be asked: report what the fetch saw
             pass
         return exc
 
-    def _get(
-        self,
-        path: str | VolumePath,
-        size: int | None,
-        mtime: float | None,
-        src: Location | None,
-        keep: Residency | None,
-    ) -> str:
-        vp = VolumePath.parse(path)
-        key = str(vp)
-        local = self.local_path(vp)
-        if size is None or mtime is None or size < 0:
-            if src is None:
-                src = self.store.locate(vp)
+    def _fetch(self, f: VolumeFile, keep: Residency | None) -> str:
+        key, local = f.key, f.slot
+        if f.size is None or f.mtime is None:
             # with a byte limit, room is made for the file's size before it is fetched: stat first
             try:
-                if src.is_local and self.limit is None and self._unindexed_fetch(key, local, src):
-                    return str(local)
-                size, mtime = source_stat(src)
+                if f.src.is_local and self.limit is None and self._unindexed_fetch(f):
+                    return local
+                f.size, f.mtime = source_stat(f.src)
             except FileNotFoundError:
                 raise VolumeNotFoundError(
-                    f"{key!r} does not exist; check the path with `%air_volume ls {vp.parent}`"
+                    f"{key!r} does not exist; check the path with `%air_volume ls {key.rsplit('/', 1)[0]}`"
                 ) from None
-        if self._hit(key, local, size, mtime):
-            return str(local)
-        tlock, flock = self._stripe(key)
-        with tlock, flock, translate_disk_full(self.root, self.reserve, f"fetching {key}"):
-            if self._hit(key, local, size, mtime):  # another process fetched it meanwhile
-                return str(local)
+        size, mtime = f.size, f.mtime
+        if self._validated_hit(f):
+            return local
+        with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
+            if self._validated_hit(f):  # another process fetched it meanwhile
+                return local
             if self.limit is not None and size > self.limit:
                 raise CacheLimitError(
                     f"{key} is {fmt_bytes(size)} but the cache limit is {fmt_bytes(self.limit)}; raise the limit "
                     f"(FileCache(limit=...) or AIR_CACHE_LIMIT) above the largest file"
                 )
-            if not make_room(self, size, keep):
-                return self._overflow_fetch(vp, src or self.store.locate(vp), size, mtime)
-            task = CopyTask(
-                src or self.store.locate(vp), Location(str(local), root=str(self.root / "files")), size, mtime
-            )
-            n = copy_one(task, retries=self.retries)
-            self._record(key, local, n, mtime)
-        return str(local)
-
-    def _unindexed_fetch(self, key: str, local: Path, src: Location) -> bool:
-        """Fetch *key* without knowing its size when the index has no entry for it (the cold
-        case of a names-only listing); False when there is an entry to validate instead. Without a
-        local file there is nothing to validate: fetched without asking the index."""
-        if os.path.exists(local) and self._indexed(key):
-            return False
-        tlock, flock = self._stripe(key)
-        with tlock, flock, translate_disk_full(self.root, self.reserve, f"fetching {key}"):
-            if os.path.exists(local) and self._indexed(key):  # another process fetched it meanwhile
-                return False
-            make_room(self, 0)  # the reserve (no limit is set here): at most this one file's size over it
-            n = copy_one(CopyTask(src, Location(str(local), root=str(self.root / "files"))), retries=self.retries)
-            self._record(key, local, n, os.stat(local).st_mtime)  # the copy carries the source's mtime
-        return True
-
-    def _overflow_fetch(self, vp: VolumePath, src: Location, size: int, mtime: float) -> str:
-        """Serve from the overflow window: no room within the limit without evicting what is in use."""
-        root = str(self._overflow.base)
-
-        def copy(dest: str) -> int:
-            return copy_one(CopyTask(src, Location(dest, root=root), size, mtime), retries=self.retries)
-
-        rel = "/".join((vp.catalog, vp.schema, vp.volume, *vp.parts))
-        headroom = wal_headroom(self.root)  # the index's log shares the disk
-        local, n, reused = self._overflow.fetch(rel, size, mtime, copy, reserve=self.reserve, headroom=headroom)
-        if reused:  # still in the window, same version: no second copy
-            self._count(hits=1, bytes_hit=size)
-        else:
-            self._count(misses=1, bytes_fetched=n, overflows=1)
+            if not self._claim(f, keep):
+                return self._overflow_fetch(f)
+            try:
+                n = copy_one(CopyTask(f.src, Location(local, root=self._files_root), size, mtime), retries=self.retries)
+            except BaseException:
+                self._entries.forget(key)  # the claimed bytes go back
+                raise
+            self._recorded(key, local, n, mtime)
         return local
 
-    def _indexed(self, key: str) -> bool:
-        db, lock = self._conn()
-        with lock:
-            return db.execute("SELECT 1 FROM entries WHERE key=?", (key,)).fetchone() is not None
+    def _claim(self, f: VolumeFile, keep: Residency | None) -> bool:
+        """Room for *f* within the limit, claimed in the index (two tries: another process may take
+        the room between the eviction and the claim); False: serve it from the overflow window."""
+        for _ in range(2):
+            if self._evictor.make_room(f.size or 0, keep) and self._entries.reserve_room(
+                f.key, f.slot, f.size or 0, self.limit
+            ):
+                return True
+        return False
 
-    def known_version(self, path: str | VolumePath) -> tuple[int, float] | None:
-        """The source (size, mtime) this process last fetched or validated *path* against, or None:
-        a dataset whose listing had no sizes validates later hits against it without a round trip."""
-        return self._hits.version(str(VolumePath.parse(path)))
+    def _unindexed_fetch(self, f: VolumeFile) -> bool:
+        """Fetch *f* without knowing its size when the index has no entry for it (the cold case of a
+        names-only listing); False when there is an entry to validate instead."""
+        key, local = f.key, f.slot
+        if os.path.exists(local) and self._entries.row(key) is not None:
+            return False
+        with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
+            if os.path.exists(local) and self._entries.row(key) is not None:  # another process fetched it meanwhile
+                return False
+            self._evictor.make_room(0)  # the reserve (no limit is set here): at most this one file's size over it
+            n = copy_one(CopyTask(f.src, Location(local, root=self._files_root)), retries=self.retries)
+            f.size, f.mtime = n, os.stat(local).st_mtime  # the copy carries the source's mtime
+            self._recorded(key, local, n, f.mtime)
+        return True
 
-    def try_hit(self, path: str | VolumePath, size: int, mtime: float) -> str | None:
-        """The local path if *path* is cached and valid for this size/mtime, else ``None`` (no fetch)."""
-        vp = VolumePath.parse(path)
-        local = self.local_path(vp)
-        if not self._hit(str(vp), local, size, mtime):
-            return None
-        self._overflow.handed_out()
-        return str(local)
+    def _overflow_fetch(self, f: VolumeFile) -> str:
+        """Serve from the overflow window: no room within the limit without evicting what is in use."""
+        root = str(self._overflow.base)
+        size, mtime = f.size or 0, f.mtime or 0.0
 
-    def _hit(self, key: str, local: Path, size: int, mtime: float) -> bool:
+        def copy(dest: str) -> int:
+            return copy_one(CopyTask(f.src, Location(dest, root=root), size, mtime), retries=self.retries)
+
+        headroom = wal_headroom(self.root)  # the index's log shares the disk
+        local, n, reused = self._overflow.fetch(f.key[9:], size, mtime, copy, reserve=self.reserve, headroom=headroom)
+        if reused:  # still in the window, same version: no second copy
+            self._entries.count_up(hits=1, bytes_hit=size)
+        else:
+            self._entries.count_up(misses=1, bytes_fetched=n, overflows=1)
+        self._publish()
+        return local
+
+    def _validated_hit(self, f: VolumeFile) -> bool:
         """Serve from the cache if valid. Entries this process validated recently are served from
-        process-local state (:mod:`air_magics.cache_hits`; LRU time and counters batched); others
-        take one read and one write transaction on the shared index. The local file is looked at
-        first: a cold miss costs one ``stat`` and never waits for the index's lock, which the
-        fetching threads hold while they record their files."""
+        process-local state (:mod:`.hits`; LRU time and counters batched); others take one read
+        and one write transaction on the shared index. The local file is looked at first: a cold
+        miss costs one ``stat`` and never waits for the index's lock."""
+        key, size, mtime = f.key, f.size, f.mtime
         try:
-            here = os.stat(local).st_size == size
+            here = os.stat(f.slot).st_size == size
         except OSError:
             here = False
         if not here:
             self._hits.forget(key)
             return False
-        db, lock = self._conn()
-        now = time.time()
-        if self._hits.valid(key, size, mtime, now):
-            if self._hits.note(key, size, now):
-                self.flush_hits()
+        if self._hits.serve(key, size, mtime):  # type: ignore[arg-type]
             return True
-        with lock:
-            row = db.execute("SELECT size, mtime FROM entries WHERE key=?", (key,)).fetchone()
-            if row is None or not same_version(row[0], row[1], size, mtime):
-                return False
-            with self._disk_full("recording a hit"), transaction(db):
-                if not db.execute("UPDATE entries SET last_access=? WHERE key=?", (now, key)).rowcount:
-                    return False  # cleared or evicted since the read: fetch it again (under its stripe lock)
-                self._add(db, hits=1, bytes_hit=size)
-        self._hits.remember(key, size, mtime, now)
+        now = time.time()
+        if not self._entries.touch_if_same(key, size, mtime, now):  # type: ignore[arg-type]
+            return False
+        self._hits.remember(key, size, mtime, now)  # type: ignore[arg-type]
         self._publish()
         return True
+
+    def _recorded(self, key: str, local: str, size: int, mtime: float) -> None:
+        self._entries.record(key, local, size, mtime)
+        self._hits.remember(key, size, mtime, time.time())
+        self._publish()
 
     def flush_hits(self) -> None:
         """Write this process's batched hits (access times, counters) to the shared index. Called a
@@ -358,47 +377,18 @@ class FileCache:
         access, hits, nbytes = self._hits.take()
         if not access and not hits:
             return
-        db, lock = self._conn()
-        with lock, self._disk_full("recording hits"), transaction(db):
-            db.executemany(
-                "UPDATE entries SET last_access = MAX(last_access, ?) WHERE key = ?",
-                [(t, k) for k, t in access.items()],
-            )
-            self._add(db, hits=hits, bytes_hit=nbytes)
+        self._entries.touch(access, hits=hits, bytes_hit=nbytes)
         self._publish()
-
-    def _record(self, key: str, local: Path, size: int, mtime: float) -> None:
-        db, lock = self._conn()
-        with lock, self._disk_full(f"indexing {key}"), transaction(db):
-            old = db.execute("SELECT size FROM entries WHERE key=?", (key,)).fetchone()
-            db.execute(
-                "INSERT OR REPLACE INTO entries(key, local, size, mtime, last_access) VALUES (?,?,?,?,?)",
-                (key, str(local), size, mtime, time.time()),
-            )
-            self._add(db, misses=1, bytes_fetched=size, total_bytes=size - (old[0] if old else 0))
-        self._hits.remember(key, size, mtime, time.time())
-        self._publish()
-
-    def _count(self, **deltas: int) -> None:
-        db, lock = self._conn()
-        with lock, self._disk_full("counting"):
-            self._add(db, **deltas)
-        self._publish()
-
-    @staticmethod
-    def _add(db: sqlite3.Connection, **deltas: int) -> None:
-        db.executemany("UPDATE counters SET value = value + ? WHERE name = ?", [(v, k) for k, v in deltas.items() if v])
-
-    def _disk_full(self, doing: str) -> Any:
-        return translate_disk_full(self.root, self.reserve, doing)
 
     # -- inspection -------------------------------------------------------------------------------
+    @property
+    def total_bytes(self) -> int:
+        """Bytes the cache's index counts now (every process's entries; the overflow windows aside)."""
+        return self._entries.total_bytes()
+
     def info(self) -> CacheInfo:
         self.flush_hits()  # this process's batched hits count too
-        db, lock = self._conn()
-        with lock:
-            counters = dict(db.execute("SELECT name, value FROM counters").fetchall())
-            entries = db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+        counters, entries = self._entries.counters(), self._entries.count()
         return CacheInfo(
             str(self.root),
             entries,
@@ -421,20 +411,9 @@ class FileCache:
         in the report. ``force=True`` drops them too, which is unsafe while anything reads from the
         cache. ``reset_stats`` zeroes the hit/miss counters."""
         self.flush_hits()  # the pins of what this process handed out must be in the index
-        db, lock = self._conn()
-        with lock:
-            keys = [k for (k,) in db.execute("SELECT key FROM entries")]
         cutoff = None if force else time.time() - self.pin_seconds
-        removed, nbytes, kept = drop(self, keys, cutoff, wait=_CLEAR_WAIT, evictions=False)
-        with lock:
-            with self._disk_full("clearing"), transaction(db):
-                db.execute(
-                    "UPDATE counters SET value = (SELECT COALESCE(SUM(size), 0) FROM entries) "
-                    "WHERE name = 'total_bytes'"
-                )  # heal any drift while we are at it
-                if reset_stats:
-                    db.execute("UPDATE counters SET value = 0 WHERE name != 'total_bytes'")
-            checkpoint(db)
+        removed, nbytes, kept = self._evictor.drop(self._entries.keys(), cutoff, wait=_CLEAR_WAIT, evictions=False)
+        self._entries.heal_totals(reset_stats)  # heal any drift while we are at it
         self.publish_status()
         return ClearReport(removed, nbytes, kept, 0.0 if force else self.pin_seconds)
 

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from .io.versions import same_version
+from ..io.versions import MTIME_TOLERANCE, same_version
 
 __all__ = ["HitLog"]
 
@@ -46,6 +46,26 @@ class HitLog:
         recent enough for the pin guarantee (the caller still checks the local file exists)."""
         k = self._known.get(key)
         return k is not None and same_version(k[0], k[1], size, mtime) and now - k[2] < self._fresh
+
+    def serve(self, key: str, size: int, mtime: float) -> bool:
+        """A warm hit decided from process-local state alone: True (and counted) when *key* was
+        validated here for this version and its index access time is still recent enough for the
+        pin guarantee. The hot path of a warm epoch: no stat, no path parsing, no index."""
+        k = self._known.get(key)
+        if k is None or k[0] != size or abs(k[1] - mtime) > MTIME_TOLERANCE:
+            return False
+        now = time.time()
+        if now - k[2] >= self._fresh:
+            return False
+        if self.note(key, size, now) and self._flush is not None:
+            self._flush()  # due: a loop serving hits fast writes them every interval, timer or not
+        return True
+
+    def recent(self, key: str, now: float) -> bool:
+        """*key* was validated here and pinned in the index within the last quarter of the pin
+        window: a look-ahead validation may leave it alone (it stays servable for a while yet)."""
+        k = self._known.get(key)
+        return k is not None and now - k[2] < self._fresh / 2
 
     def remember(self, key: str, size: int, mtime: float, recorded: float) -> None:
         """*key* was validated against the index, whose access time for it is now *recorded*."""

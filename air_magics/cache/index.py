@@ -28,8 +28,8 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import CacheDiskFullError
-from .io.units import fmt_bytes
+from ..errors import CacheDiskFullError
+from ..io.units import fmt_bytes
 
 __all__ = [
     "INDEX_NAME",

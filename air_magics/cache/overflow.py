@@ -46,10 +46,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import CacheLimitError
-from .io.process import pid_alive
-from .io.units import fmt_bytes
-from .io.versions import same_version
+from ..errors import CacheLimitError
+from ..io.process import pid_alive
+from ..io.units import fmt_bytes
+from ..io.versions import same_version
 
 __all__ = ["OverflowWindow", "Residency", "DEFAULT_OVERFLOW_FILES", "sweep_dead"]
 

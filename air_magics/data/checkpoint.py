@@ -123,7 +123,7 @@ class UCVolumeWriter(FileSystemWriter):
             listeners: :class:`~air_magics.events.CheckpointEvent` listeners.
             **kwargs: passed to ``FileSystemWriter`` (e.g. ``single_file_per_rank``).
         """
-        self.store = store or VolumeStore()
+        self.store = store or VolumeStore.shared()
         self.upload_workers = upload_workers
         self.on_event = on_event
         self.listeners = tuple(listeners)
@@ -280,7 +280,7 @@ class UCVolumeReader(FileSystemReader):
         **kwargs: Any,
     ) -> None:
         vp = VolumePath.parse(path)
-        self.store = store or (cache.store if cache is not None else VolumeStore())
+        self.store = store or (cache.store if cache is not None else VolumeStore.shared())
         self.cache = cache or FileCache(store=self.store)
         self.workers = workers
         self.remedy = remedy

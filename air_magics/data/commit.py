@@ -85,7 +85,7 @@ def checkpoint_status(directory: str, store: VolumeStore | None = None) -> dict[
     from ..volumes.path import VolumePath
     from ..volumes.store import VolumeStore
 
-    store = store or VolumeStore()
+    store = store or VolumeStore.shared()
     vp = VolumePath.parse(directory)
     found = scan_checkpoints(vp, store)
     steps, pending = found["steps"], found["pending"]

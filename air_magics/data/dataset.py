@@ -16,13 +16,11 @@ handed out ``cache.overflow_files`` (256) more files, far more than a DataLoader
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..cache import FileCache, Residency
@@ -31,7 +29,8 @@ from ..shards.reader import open_packed
 from ..transfer import is_transient
 from ..volumes.local import InPlace, local_files, local_source
 from ..volumes.path import VolumePath
-from ..volumes.store import Location, VolumeStore
+from ..volumes.resolved import VolumeFile
+from ..volumes.store import VolumeStore
 from ..volumes.walk import Entry, filter_glob, glob_regex, split_glob
 from . import _dist
 from .order import EpochState, Grid, OrderStateError, epoch_order, stream_index, stream_items
@@ -41,16 +40,7 @@ from .stream import EpochStream
 __all__ = ["UCVolumeDataset", "SkippedFile"]
 
 _STATE_VERSION = 1
-_STAT_THREADS = 64
-
-
-@dataclass(frozen=True)
-class _File:
-    key: str
-    src: Location
-    size: int
-    mtime: float
-    member: Any = None  # a packed folder's member (shards.MemberRef), or a local file read in place (InPlace)
+_ADVANCE_EVERY = 64  # items between two reports of the consumer's position to the validation
 
 
 @dataclass(frozen=True)
@@ -63,15 +53,16 @@ class SkippedFile:
 
 def list_files(
     paths: Sequence[str | VolumePath], *, pattern: str | None, recursive: bool, store: VolumeStore, stat: bool = True
-) -> list[_File]:
+) -> list[VolumeFile]:
     """Every file the selection names, sorted by volume path, each once. ``stat=False`` lists
-    names only on local and mounted volumes (one readdir per folder; sizes are then -1)."""
-    out: dict[str, _File] = {}
+    names only on local and mounted volumes (one readdir per folder; versions are then unknown,
+    ``None``, until a validation or a fetch finds them)."""
+    out: dict[str, VolumeFile] = {}
     rx = glob_regex(pattern) if pattern else None
     for p in paths:
         if (local := local_source(p)) is not None:  # a local folder or file:// URL: no cache copy
             for key, loc, e in local_files(local, recursive=recursive, pattern=pattern):
-                out[key] = _File(key, loc, e.size, e.mtime, InPlace(key))
+                out[key] = VolumeFile(key, loc, e.size, e.mtime, key, InPlace(key))
             continue
         vp = VolumePath.parse(os.fspath(p) if isinstance(p, os.PathLike) else p)
         fixed, pat = split_glob(vp.parts)
@@ -91,11 +82,14 @@ def list_files(
             # a listing's names are plain relative paths: joined as strings (3,000 VolumePath objects
             # cost ~0.1 s); a manifest's member names are data, validated by VolumePath
             key = (str(base.joinpath(e.rel)) if packed is not None else f"{base_key}/{e.rel}") if e.rel else base_key
-            out[key] = _File(key, loc.join(e.rel), e.size, e.mtime, members.get(e.rel))
+            known = e.size >= 0
+            out[key] = VolumeFile(
+                key, loc.join(e.rel), e.size if known else None, e.mtime if known else None, member=members.get(e.rel)
+            )
     return [out[k] for k in sorted(out)]
 
 
-def _shard_groups(files: list[_File]) -> list[int] | None:
+def _shard_groups(files: list[VolumeFile]) -> list[int] | None:
     """Each file's shard (numbered across packed folders) when every file is a packed member, else None."""
     if not files or any(f.member is None or not hasattr(f.member, "shard") for f in files):
         return None
@@ -115,6 +109,8 @@ class UCVolumeDataset(EpochStream):
     ``transform(local_path)`` runs in the prefetch threads. ``on_error``: ``"raise"`` (default)
     stops at a file that keeps failing; ``"skip"`` leaves it out and lists it in ``skipped``.
     """
+
+    batches_in_chunks = True
 
     def __init__(
         self,
@@ -138,10 +134,10 @@ class UCVolumeDataset(EpochStream):
         paths = [path] if isinstance(path, (str, VolumePath, os.PathLike)) else list(path)
         if not paths:
             raise DatasetError("UCVolumeDataset needs at least one path, e.g. '/Volumes/main/raw/images/train'")
-        self.store = store or (cache.store if cache is not None else VolumeStore())
+        self.store = store or (cache.store if cache is not None else VolumeStore.shared())
         self.cache = cache or FileCache(store=self.store)
-        # names only: the first item does not wait for a stat of every file; the sizes and mtimes
-        # that validate cache hits are read in the background (see _versions)
+        # names only: the first item does not wait for a stat of every file; the versions that
+        # validate cache hits are found as the stream goes (FileCache.validate)
         self.files = list_files(paths, pattern=pattern, recursive=recursive, store=self.store, stat=False)
         if not self.files:
             raise DatasetError(
@@ -149,6 +145,7 @@ class UCVolumeDataset(EpochStream):
                 + (f" matching {pattern!r}" if pattern else "")
                 + "; check the path with %air_volume ls"
             )
+        self.cache.bind([f for f in self.files if f.member is None])
         self.paths = [str(p) for p in paths]
         self.shuffle, self.seed, self.transform = shuffle, seed, transform
         self.prefetch, self.on_error = prefetch, on_error
@@ -156,46 +153,11 @@ class UCVolumeDataset(EpochStream):
         self.fingerprint = hashlib.sha1("\n".join(f.key for f in self.files).encode()).hexdigest()[:16]
         self.skipped: list[SkippedFile] = []
         self._groups = _shard_groups(self.files)  # packed members: shuffled a few shards at a time
-        self._stat_thread: threading.Thread | None = None
         # the resident subset this dataset's misses must not evict (see FileCache.get's keep)
         # (files are sorted: what the first and last share, every key between shares)
         self._prefix = os.path.commonpath([self.files[0].key, self.files[-1].key])
         self._last_start = 0.0  # when the previous epoch began (0: keep all of the prefix)
-        if any(f.size < 0 for f in self.files):
-            self._stat_thread = threading.Thread(target=self._stat_all, name="air-dataset-stat", daemon=True)
-            self._stat_thread.start()
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_stat_thread"] = None  # the versions found so far travel; the thread does not
-        return state
-
-    def _stat_all(self) -> None:
-        """Sizes and mtimes of every file, on threads (one round trip each on a remote mount). Until
-        they are in, a stream validates what the cache holds with its own stat, and fetches what
-        it does not hold without one."""
-
-        def one(f: _File) -> tuple[int, float] | None:
-            try:
-                st = os.stat(f.src.path)
-            except OSError:
-                return None
-            return st.st_size, st.st_mtime
-
-        with ThreadPoolExecutor(max_workers=_STAT_THREADS, thread_name_prefix="air-dataset-stat") as pool:
-            found = list(pool.map(one, self.files))
-        self._versions = {i: v for i, v in enumerate(found) if v is not None}
-
-    def _version(self, i: int) -> tuple[int, float] | None:
-        """The source version (size, mtime) to validate file *i* against, when known without a
-        round trip: the listing's, the background stat's, or what this process validated."""
-        f = self.files[i]
-        if f.size >= 0:
-            return f.size, f.mtime
-        versions = self._versions
-        if versions is not None and i in versions:
-            return versions[i]
-        return self.cache.known_version(f.key)
+        self.validation: Any = None  # this process's latest cache validation (FileCache.validate)
 
     def __len__(self) -> int:
         return len(self.files)
@@ -208,15 +170,22 @@ class UCVolumeDataset(EpochStream):
         n = len(self.files)
         if not -n <= i < n:
             raise IndexError(f"UCVolumeDataset index {i} out of range: it has {n} files (0..{n - 1})")
-        i %= n
-        value = self._fetch(self.files[i], self._version(i))
+        value = self._fetch(self.files[i % n])
         if isinstance(value, SkippedFile):  # on_error="skip": nothing to hand back for this index
             self.skipped.append(value)
-            raise DatasetError(f"file {i} ({value.path}) could not be read: {value.reason}")
+            raise DatasetError(f"file {i % n} ({value.path}) could not be read: {value.reason}")
         return value
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["validation"] = None  # a process's own: threads do not travel
+        return state
 
     def __repr__(self) -> str:
         return f"UCVolumeDataset({self.paths!r}, files={len(self.files)}, shuffle={self.shuffle}, epoch={self.epoch})"
+
+    def plan_root(self) -> Path:
+        return self.cache.root
 
     # -- epochs and state ---------------------------------------------------------------------------
     def _epoch_state(self) -> EpochState:
@@ -255,17 +224,10 @@ class UCVolumeDataset(EpochStream):
         self.epoch, self._resume = st.epoch, st
 
     # -- iteration ----------------------------------------------------------------------------------
-    def _plan_loaded(self, plan: dict[str, Any]) -> None:
-        if self._versions is None and plan.get("versions"):  # what the main process's stat thread found
-            with open(plan["versions"]) as f:
-                found = json.load(f)
-            if len(found) == len(self.files):
-                self._versions = {i: (v[0], v[1]) for i, v in enumerate(found) if v is not None}
-
-    def _plan(self) -> tuple[Grid, int, list[int], bool]:
+    def _plan_items(self) -> tuple[Grid, int, list[int], bool]:
         rank, world = _dist.rank_and_world()
         worker, workers, in_worker = _dist.worker()
-        if self._plan_file is not None and in_worker is not None:
+        if self._plan is not None and in_worker is not None:
             self._follow_plan()
         grid = Grid(world, workers)
         s = stream_index(grid, rank, worker)
@@ -282,14 +244,9 @@ class UCVolumeDataset(EpochStream):
             raise DatasetError(str(exc)) from None
         return grid, s, items, in_worker is not None
 
-    def _fetch(self, f: _File, version: tuple[int, float] | None, keep: Residency | None = None) -> Any:
-        size, mtime = version if version is not None else (None, None)
+    def _fetch(self, f: VolumeFile, keep: Residency | None = None) -> Any:
         try:
-            local = (
-                f.member.local_path(self.cache)
-                if f.member is not None
-                else self.cache.get(f.key, size=size, mtime=mtime, src=f.src, keep=keep)
-            )
+            local = f.member.local_path(self.cache) if f.member is not None else self.cache.fetch(f, keep)
         except Exception as exc:
             if self.on_error == "skip" and (is_transient(exc) or isinstance(exc, OSError)):
                 return SkippedFile(f.key, f"{type(exc).__name__}: {exc}")
@@ -297,43 +254,70 @@ class UCVolumeDataset(EpochStream):
         return self.transform(local) if self.transform is not None else local
 
     def __iter__(self) -> Iterator[Any]:
-        grid, stream, items, in_worker = self._plan()
-        # in a DataLoader worker with batch_size=None: lists of the items that are ready, up to
-        # _chunk, so one message carries many items warm and the first item leaves at once cold
-        chunk = self._chunk if in_worker else 0
+        grid, stream, items, in_worker = self._plan_items()
+        # in a DataLoader worker: lists of the items that are ready (up to _chunk, a multiple of the
+        # loader's batch size but at the end), so one message carries many items warm and the first
+        # item leaves at once cold
+        chunk, batch = (self._chunk, self._batch) if in_worker else (0, 1)
         self._grid, self._stream, self._yielded = grid, stream, 0
         # what this process read since its previous epoch began stays resident through this one
         # (with persistent workers the loader's clock, so a worker that started late keeps what the
         # others fetched early in the previous epoch)
         keep, self._last_start = Residency(self._prefix, self._last_start), self._started or time.time()
+        files, cache = self.files, self.cache
+        if self.validation is not None:
+            self.validation.close()
+        validation = self.validation = cache.validate(files, items, ahead=max(512, 4 * self.prefetch))
+        hit = cache.hit
 
         def ready(i: int) -> Any | None:  # a warm file needs no thread
-            f, version = self.files[i], self._version(i)
-            if self.transform is not None or version is None:
-                return None
-            return self.cache.try_hit(f.key, *version) if f.member is None else f.member.ready()
+            f = files[i]
+            if f.member is not None:
+                return f.member.ready() if self.transform is None else None
+            path = hit(f)
+            if path is None or self.transform is None:
+                return path
+            return None  # a transform runs on the prefetch threads
 
         def fetch(i: int) -> Any:
-            return self._fetch(self.files[i], self._version(i), keep)
+            validation.wait(i)  # its version is being found: no second request for it
+            return self._fetch(files[i], keep)
 
         with Prefetcher(items, fetch, self.prefetch, ready=ready) as fetched:
             try:
-                ready_items: list[Any] = []
-                for value in fetched:
-                    self._yielded += 1
-                    if isinstance(value, SkippedFile):
-                        self.skipped.append(value)
-                    elif not chunk:
-                        yield value
-                    else:
-                        ready_items.append(value)
-                    if ready_items and (len(ready_items) >= chunk or not fetched.next_ready()):
-                        yield ready_items
-                        ready_items = []
-                if ready_items:
-                    yield ready_items
+                if not chunk:
+                    for value in fetched:
+                        n = self._yielded = self._yielded + 1
+                        if n % _ADVANCE_EVERY == 0:
+                            validation.advance(n)
+                        if value.__class__ is SkippedFile:
+                            self.skipped.append(value)
+                        else:
+                            yield value
+                    return
+                yield from self._chunks(fetched, validation, chunk, batch)
             finally:
+                validation.close()
                 try:
-                    self.cache.publish_status()
+                    cache.publish_status()
                 except Exception:  # e.g. a generator closed during interpreter shutdown
                     pass
+
+    def _chunks(self, fetched: Prefetcher, validation: Any, chunk: int, batch: int) -> Iterator[list[Any]]:
+        """Lists of ready items for a DataLoader worker: up to *chunk* items, a multiple of *batch*
+        unless the stream ends, sent as soon as the next item is not ready yet."""
+        ready_items: list[Any] = []
+        for value in fetched:
+            n = self._yielded = self._yielded + 1
+            if n % _ADVANCE_EVERY == 0:
+                validation.advance(n)
+            if value.__class__ is SkippedFile:
+                self.skipped.append(value)
+            else:
+                ready_items.append(value)
+            k = len(ready_items)
+            if k and (k >= chunk or (k % batch == 0 and not fetched.next_ready())):
+                yield ready_items
+                ready_items = []
+        if ready_items:
+            yield ready_items

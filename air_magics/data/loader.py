@@ -2,16 +2,16 @@
 
 * Defaults suit :class:`UCVolumeDataset`: 2 worker processes (each prefetches with threads),
   kept across epochs (``persistent_workers``: no re-fork, and each worker's cache knowledge stays
-  warm; the epoch and resume point reach them through a small plan file written before every
-  iteration), ``prefetch_factor`` sized to the dataset's prefetch depth, any start method (fork,
-  spawn, forkserver).
+  warm; the epoch and resume point reach them through a small plan file under the cache root,
+  written before every iteration: :mod:`air_magics.data.plan`), ``prefetch_factor`` sized to the
+  dataset's prefetch depth, any start method (fork, spawn, forkserver).
 * A user's wrapper dataset that holds a ``UCVolumeDataset`` as an attribute (say, an
   ``IterableDataset`` that decodes each yielded path with PIL) gets persistent workers too, and the
   inner dataset's ``set_epoch`` reaches them the same way; its ``state_dict`` is the wrapper's business.
-* With ``batch_size=None`` items still travel from the workers in chunks (up to ``CHUNK`` items
-  per message, one IPC round trip each: a worker sends what is ready as soon as its next file is
-  not, so the first item never waits for a full chunk) and are handed out one by one; the
-  delivered count is kept per item, so ``state_dict()`` stays exact.
+* Items travel from the workers in chunks (up to ``CHUNK`` items per message, whole batches, one
+  IPC round trip each: a worker sends what is ready as soon as its next file is not, so the first
+  item never waits for a full chunk); the batches are collated in the worker and handed out one
+  by one here, and the delivered count is kept per batch, so ``state_dict()`` stays exact.
 * ``state_dict()`` reflects batches *delivered* to the training loop, not those prefetched: each
   batch carries, from the worker that made it, how many items its stream had produced, and the
   loader records that count only when it hands the batch over. ``load_state_dict()`` works on the
@@ -25,8 +25,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -37,43 +35,56 @@ from torch.utils.data._utils.collate import default_collate, default_convert
 
 from ..errors import DatasetError
 from ..events import Listener, LoaderEvent, channel
-from ..io.atomic import write_json_atomic
 from ..snapshots import LoaderTimes
 from . import _dist
 from .order import Grid
+from .plan import PlanFile
 from .stream import EpochStream
 
 __all__ = ["DataLoader", "LoaderTiming"]
 
 DEFAULT_WORKERS = 2
-CHUNK = 32  # items per worker message when batch_size=None
+CHUNK = 32  # items per worker message (rounded up to whole batches)
+_EMIT_EVERY = 0.2  # seconds between two "running" loader events
 
 
 class _Chunk(list):
-    """Items of one worker message that the loader hands out one at a time (``batch_size=None``)."""
+    """Batches (or items) of one worker message that the loader hands out one at a time;
+    ``sizes[i]``: how many stream items batch *i* holds."""
+
+    sizes: list[int]
 
 
 class _ChunkCollate:
-    """``batch_size=None`` semantics (each item converted on its own) for a chunk of items."""
+    """A chunk of ready items collated in the worker: ``batch`` items per batch with the user's
+    collate (``batch=0``: each item on its own, ``batch_size=None`` semantics); the last, short
+    batch of a stream is dropped with ``drop_last``."""
 
-    def __init__(self, fn: Callable[[Any], Any]) -> None:
-        self.fn = fn
+    def __init__(self, fn: Callable[[Any], Any], batch: int = 0, drop_last: bool = False) -> None:
+        self.fn, self.batch, self.drop_last = fn, batch, drop_last
 
     def __call__(self, items: Any) -> _Chunk:
-        return _Chunk(self.fn(x) for x in items)
+        fn, k = self.fn, self.batch
+        if not k:
+            out = _Chunk(fn(x) for x in items)
+            out.sizes = [1] * len(out)
+            return out
+        out, sizes = _Chunk(), []
+        for j in range(0, len(items), k):
+            part = items[j : j + k]
+            if len(part) < k and self.drop_last:  # only the stream's last message is short
+                sizes.append(len(part))
+                break
+            out.append(fn(part))
+            sizes.append(len(part))
+        out.sizes = sizes
+        return out
 
 
 def _wrapped(dataset: Any) -> EpochStream | None:
     """The ``UCVolumeDataset``/``UCDataset`` a user's wrapper dataset holds as an attribute, if exactly one."""
     found = [v for v in getattr(dataset, "__dict__", {}).values() if isinstance(v, EpochStream)]
     return found[0] if len(found) == 1 else None
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 class _TaggingCollate:
@@ -85,7 +96,7 @@ class _TaggingCollate:
     def __call__(self, items: Any) -> Any:
         _, _, wds = _dist.worker()
         ds = wds if wds is not None else self.dataset
-        return self.fn(items), (ds._stream, ds._yielded)
+        return self.fn(items), ds.position()
 
 
 class LoaderTiming:
@@ -142,7 +153,9 @@ class DataLoader(tud.DataLoader):
         self._inner: EpochStream | None = dataset if self._air else _wrapped(dataset)
         workers = DEFAULT_WORKERS if num_workers is None else num_workers
         self._chunked = False
-        self._plan_file: str | None = None
+        self._chunk_items = 0  # items per worker message (whole batches)
+        self._batch = batch_size or 1
+        self._plan: PlanFile | None = None
         if persistent_workers is None:  # the default where it helps: workers stay, and stay warm
             persistent_workers = self._inner is not None and workers > 0
         if self._air:
@@ -152,14 +165,19 @@ class DataLoader(tud.DataLoader):
                     "instead of sampler/batch_sampler/shuffle"
                 )
             base = collate_fn or (default_collate if batch_size is not None else default_convert)
-            if batch_size is None and workers > 0:  # one message per chunk of up to CHUNK items, not per item
-                base, self._chunked = _ChunkCollate(base), True
+            if workers > 0 and (batch_size is None or dataset.batches_in_chunks):
+                # one message per chunk of ready items, collated into whole batches in the worker;
+                # torch itself then batches nothing (batch_size=None)
+                drop_last = bool(kwargs.pop("drop_last", False))
+                self._chunked = True
+                k = batch_size or 1
+                self._chunk_items = -(-CHUNK // k) * k
+                base = _ChunkCollate(base, batch_size or 0, drop_last)
+                batch_size = None
             collate_fn = _TaggingCollate(base, dataset)
         if self._inner is not None and persistent_workers and workers > 0:
-            fd, self._plan_file = tempfile.mkstemp(prefix=f"air-loader-plan-{os.getpid()}-", suffix=".json")
-            os.close(fd)
-            weakref.finalize(self, _remove, self._plan_file)
-            weakref.finalize(self, _remove, self._plan_file + ".versions")
+            self._plan = PlanFile(self._inner.plan_root())
+            weakref.finalize(self, self._plan.close)
         if workers == 0:
             prefetch_factor, persistent_workers = None, False
         elif prefetch_factor is None and self._air:
@@ -167,7 +185,7 @@ class DataLoader(tud.DataLoader):
             # many items as each worker's prefetch threads keep in flight. Chunked messages carry up
             # to CHUNK items each: counted as such, so what is handed out ahead of the loop stays
             # within the cache's overflow window (a path there lives for 256 more hand-outs)
-            per_message = CHUNK if self._chunked else (batch_size or 1)
+            per_message = self._chunk_items if self._chunked else (batch_size or 1)
             prefetch_factor = max(2, dataset.prefetch // per_message)
         super().__init__(
             dataset,
@@ -234,8 +252,7 @@ class DataLoader(tud.DataLoader):
     # -- iteration ----------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Any]:
         if self._inner is not None:  # what this loader's workers take with them (set before they start)
-            self._inner._plan_file = self._plan_file
-            self._inner._chunk = CHUNK if self._chunked else 0  # workers' copies yield lists of ready items
+            self._inner.attach(self._plan, self._chunk_items if self._chunked else 0, self._batch)
         if not self._air:
             if self._inner is not None:
                 self._write_plan(self._inner)  # the epoch the user set on the wrapped dataset
@@ -246,55 +263,58 @@ class DataLoader(tud.DataLoader):
             ds.set_epoch(ds.epoch + 1)
             self._delivered, self._epoch_done = {}, False
         elif self._started and self._grid is not None:  # re-iterated mid-epoch: continue where delivery stopped
-            ds._continue_from(self._grid, self._own_delivered(self._grid))
+            ds.continue_from(self._grid, self._own_delivered(self._grid))
             self._delivered = {}
         self._grid = self._current_grid()
         self._started = True
         self._write_plan(ds)
         inner = super().__iter__()
+        timing, delivered, chunked = self.timing, self._delivered, self._chunked
+        clock = time.perf_counter
         t_last: float | None = None
-        pending: list[Any] = []  # the rest of a chunk, handed out one item at a time
+        pending: list[Any] = []  # the rest of a chunk, handed out one batch at a time
+        sizes: list[int] = []
+        at = 0
         stream = produced = 0
+        next_emit = 0.0
         while True:
-            t0 = time.perf_counter()
+            t0 = clock()
             if t_last is not None:
-                self.timing.compute += t0 - t_last
-            if not pending:
+                timing.compute += t0 - t_last
+            if at >= len(pending):
                 try:
-                    batch, (stream, produced) = next(inner)
+                    message, (stream, produced) = next(inner)
                 except StopIteration:
                     self._epoch_done = True
                     self._emit("done")
                     return
-                if self._chunked:
-                    pending, produced = list(batch), produced - len(batch)
+                if not chunked:
+                    pending, sizes, at = [message], [0], 0
+                else:
+                    pending, sizes, at = message, message.sizes, 0
+                    produced -= sum(sizes)
                     if not pending:
                         continue
-            if self._chunked:
-                batch = pending.pop(0)
-                produced += 1  # delivered count per item, not per chunk
-            t1 = time.perf_counter()
-            self.timing.data_wait += t1 - t0
-            self.timing.last_wait = t1 - t0
-            self.timing.steps += 1
-            self._delivered[stream] = produced
-            self._emit("running")
-            t_last = time.perf_counter()
+            batch = pending[at]
+            produced += sizes[at]  # delivered count per batch, not per chunk
+            at += 1
+            t1 = clock()
+            wait = t1 - t0
+            timing.data_wait += wait
+            timing.last_wait = wait
+            timing.steps += 1
+            delivered[stream] = produced
+            if t1 >= next_emit:  # the widgets and status documents refresh a few times a second
+                next_emit = t1 + _EMIT_EVERY
+                self._emit("running")
+            t_last = clock()
             yield batch
 
     def _write_plan(self, ds: EpochStream) -> None:
         """Where persistent workers start this iteration: the epoch and, mid-epoch, the resume
         point (written before torch tells the workers to start, so they read this one)."""
-        if self._plan_file is None:
-            return
-        resume = ds._resume.to_dict() if ds._resume is not None and ds._resume.epoch == ds.epoch else None
-        plan = {"epoch": ds.epoch, "resume": resume, "started": time.time()}  # "started": see UCVolumeDataset.__iter__
-        versions, vfile = ds._versions, self._plan_file + ".versions"
-        if versions is not None:  # the listing's sizes and mtimes, once found: workers validate hits without a stat
-            if not os.path.exists(vfile):
-                write_json_atomic(vfile, [versions.get(i) for i in range(len(ds))])
-            plan["versions"] = vfile
-        write_json_atomic(self._plan_file, plan)
+        if self._plan is not None:
+            self._plan.write(ds.epoch_plan(time.time()))  # "started": see UCVolumeDataset.__iter__
 
     def _emit(self, state: str) -> None:
         if channel.listening(self.listeners):

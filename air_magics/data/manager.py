@@ -108,7 +108,7 @@ class CheckpointManager:
     ) -> None:
         if keep < 1:
             raise CheckpointError(f"keep={keep}: keep at least 1 checkpoint")
-        self.store = store or VolumeStore()
+        self.store = store or VolumeStore.shared()
         self.directory = VolumePath.parse(directory)
         self.store.volume_info(self.directory)  # the volume must exist
         self.keep, self.upload_workers = keep, upload_workers

@@ -12,6 +12,7 @@ and at most ``2 x depth`` results wait to be handed out.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,12 +23,30 @@ __all__ = ["Prefetcher"]
 _END = object()
 
 
+class _Ready:
+    """A result that was at hand when its item was queued (no Future, no thread)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    @staticmethod
+    def done() -> bool:
+        return True
+
+    def result(self) -> Any:
+        return self.value
+
+
 class Prefetcher:
     """``for value in Prefetcher(items, fetch, depth): ...``; ``fetch(item)`` runs on a thread pool.
 
     ``ready(item)`` (optional) returns a value without a thread when one is at hand (a warm cache
-    hit), or ``None``. Use as a context manager: leaving cancels what has not started and waits
-    for the fetches in flight.
+    hit), or ``None``. While nothing is in flight the consumer asks ``ready`` itself, item by item
+    (a warm epoch runs on the consumer's thread: no lock, no Future, no thread per item); the
+    first item that is not ready starts the threaded window, which runs until it drains. Use as a
+    context manager: leaving cancels what has not started and waits for the fetches in flight.
     """
 
     def __init__(
@@ -41,11 +60,13 @@ class Prefetcher:
     ) -> None:
         self._items = iter(items)
         self._fetch, self._ready, self.depth = fetch, ready, depth
-        self._pool = ThreadPoolExecutor(max_workers=depth, thread_name_prefix=name)
+        self._name = name
+        self._pool: ThreadPoolExecutor | None = None  # made on the first item that is not ready
         self._lock = threading.Lock()
-        self._window: deque[Future] = deque()
+        self._window: deque[Any] = deque()  # Futures and _Ready results, in stream order
         self._flying = 0
         self._closed = False
+        self._inline = True  # the consumer owns the item iterator (nothing in flight, nothing queued)
 
     def __enter__(self) -> Prefetcher:
         return self
@@ -58,32 +79,39 @@ class Prefetcher:
             self._closed = True
             window, self._window = list(self._window), deque()
         for fut in window:
-            fut.cancel()
-        self._pool.shutdown(wait=True, cancel_futures=True)
+            if isinstance(fut, Future):
+                fut.cancel()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _landed(self, _fut: Future) -> None:
         with self._lock:
             self._flying -= 1
         self._top_up()
 
+    def _start(self, item: Any) -> None:
+        """Under the lock: queue *item* for a thread (the window leaves inline mode)."""
+        fut: Future = Future()
+        self._flying += 1
+        self._window.append(fut)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.depth, thread_name_prefix=self._name)
+        self._pool.submit(self._run, item, fut)
+
     def _top_up(self) -> None:
         """Start fetches until ``depth`` are in flight or ``2 x depth`` results are waiting."""
         while True:
             with self._lock:
-                if self._closed or self._flying >= self.depth or len(self._window) >= 2 * self.depth:
+                if self._inline or self._closed or self._flying >= self.depth or len(self._window) >= 2 * self.depth:
                     return
                 item = next(self._items, _END)
                 if item is _END:
                     return
                 value = self._ready(item) if self._ready is not None else None
-                fut: Future = Future()
                 if value is not None:
-                    fut.set_result(value)
-                    self._window.append(fut)
+                    self._window.append(_Ready(value))
                     continue
-                self._flying += 1
-                self._window.append(fut)
-            self._pool.submit(self._run, item, fut)
+                self._start(item)
 
     def _run(self, item: Any, fut: Future) -> None:
         if not fut.set_running_or_notify_cancel():
@@ -97,16 +125,38 @@ class Prefetcher:
 
     def next_ready(self) -> bool:
         """True when the next result is already there (the consumer may batch it with this one)."""
+        if self._inline:
+            return True  # inline, the next item is asked for at once (and is usually a hit)
         with self._lock:
             return bool(self._window) and self._window[0].done()
 
     def __iter__(self) -> Iterator[Any]:
-        self._top_up()
+        items, ready, lock, window = self._items, self._ready, self._lock, self._window
         while True:
-            with self._lock:
-                if not self._window:
+            if self._inline:
+                item = next(items, _END)
+                if item is _END:
                     return
-                head = self._window.popleft()
+                value = ready(item) if ready is not None else None
+                if value is not None:
+                    yield value
+                    continue
+                with lock:  # not ready: this item and those after it go through the window
+                    self._inline = False
+                    self._start(item)
+                self._top_up()
+            with lock:
+                if not window:
+                    # drained: back to asking inline once the last fetch's callback has run (it
+                    # lands just after its result is set, and may still top the window up)
+                    self._inline = self._flying == 0
+                    head = None
+                else:
+                    head = window.popleft()
+            if head is None:
+                if not self._inline:
+                    time.sleep(0)
+                continue
             value = head.result()
             self._top_up()
             yield value

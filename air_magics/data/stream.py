@@ -1,31 +1,35 @@
-"""``EpochStream``: what :class:`~air_magics.data.DataLoader` needs from a dataset it streams.
+"""``EpochStream``: the contract between :class:`~air_magics.data.DataLoader` and the datasets it streams.
 
 Why one base: the loader keeps persistent workers, tags every batch with ``(stream, items the
-stream has produced)``, counts what it *delivers*, and moves ``batch_size=None`` items in chunks.
-``UCVolumeDataset`` (files) and ``UCDataset`` (table rows) both take part, so the contract lives
-here once instead of being matched by attribute names:
+stream has produced)``, counts what it *delivers*, and moves items between processes in chunks.
+``UCVolumeDataset`` (files) and ``UCDataset`` (table rows) both take part; the loader uses only the
+public methods below (in the spirit of torchdata's ``Stateful`` nodes), never a dataset's fields:
 
-* ``_plan_file``: set by the loader before its workers start; a persistent worker reads the
-  epoch, the loader's start time and the resume point from it at every iteration
-  (:meth:`_follow_plan`), since it never sees ``set_epoch`` in the main process.
-* ``_chunk``: set by the loader with ``batch_size=None``: a worker's copy yields lists of up to
-  that many items per message.
-* ``_stream``, ``_yielded``, ``_grid``: set by ``__iter__``; ``_yielded`` counts what the stream
-  produced (the loader's tag), skipped items included.
-* ``state_dict(delivered, grid, epoch_done)``, ``load_state_dict``, ``_continue_from``,
-  ``_epoch_state``: exact resume on any grid (:mod:`air_magics.data.order`).
-* ``prefetch``: items each worker keeps in flight (sizes the loader's ``prefetch_factor``).
+* ``set_epoch``, ``state_dict(delivered, grid, epoch_done)``, ``load_state_dict``: epochs and exact
+  resume on any grid (:mod:`air_magics.data.order`); ``continue_from(grid, delivered)``: the
+  loader re-iterated mid-epoch.
+* ``attach(plan, chunk)``: set by the loader before its workers start. ``plan`` is the
+  :class:`~air_magics.data.plan.PlanFile` a persistent worker reads at every iteration (it never
+  sees ``set_epoch`` in the main process); ``chunk``: a worker yields lists of up to that many
+  ready items, so one message carries many.
+* ``epoch_plan()``: what the loader writes to the plan; ``position()``: ``(stream, items
+  produced)``, the tag of the batch being collated in a worker.
+* ``batches_in_chunks``: the dataset's worker chunks are whole batches of ``attach``'s
+  ``batch`` (the loader then collates them in the worker, many batches per message).
+* ``prefetch``: items each worker keeps in flight (sizes the loader's ``prefetch_factor``);
+  ``plan_root()``: where the plan file lives (under the cache root).
 """
 
 from __future__ import annotations
 
-import json
+from pathlib import Path
 from typing import Any
 
 from torch.utils.data import IterableDataset
 
 from ..errors import DatasetError
 from .order import EpochState, Grid, OrderStateError, with_progress
+from .plan import PlanFile
 
 __all__ = ["EpochStream"]
 
@@ -37,6 +41,7 @@ class EpochStream(IterableDataset):
     shuffle: bool
     fingerprint: str
     prefetch: int = 1
+    batches_in_chunks: bool = False  # whether a worker's chunks keep whole batches (attach's ``batch``)
 
     def _init_stream(self) -> None:
         self.epoch = 0
@@ -44,16 +49,43 @@ class EpochStream(IterableDataset):
         self._stream = 0
         self._grid = Grid()
         self._yielded = 0
-        self._plan_file: str | None = None  # set by a DataLoader with persistent workers
-        self._chunk = 0  # set by a DataLoader with batch_size=None: its workers yield lists of items
+        self._plan: PlanFile | None = None  # set by a DataLoader with persistent workers
+        self._chunk = 0  # set by a DataLoader with workers: they yield lists of items
+        self._batch = 1  # ... whose length is a multiple of this (the loader's batch size) but at the end
         self._started: float | None = None  # when the loader began this epoch (persistent workers)
-        self._versions: dict[int, tuple[int, float]] | None = None  # per-item source versions, if any
 
+    # -- the loader's contract -------------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
         """Start *epoch* (changes the shuffle) from its beginning."""
         self.epoch = int(epoch)
         self._resume = None
 
+    def attach(self, plan: PlanFile | None, chunk: int, batch: int = 1) -> None:
+        """What a loader's workers take with them: the plan to follow, the items per message
+        (``chunk``, 0: one item per message) and the batch size a message's length is a multiple of."""
+        self._plan, self._chunk, self._batch = plan, chunk, max(1, batch)
+
+    def position(self) -> tuple[int, int]:
+        """``(stream, items this stream produced so far)``, skipped items included."""
+        return self._stream, self._yielded
+
+    def epoch_plan(self, started: float) -> dict[str, Any]:
+        """What persistent workers need to run this iteration: the epoch, the resume point, and
+        when the loader started it (*started*, wall clock)."""
+        resume = self._resume.to_dict() if self._resume is not None and self._resume.epoch == self.epoch else None
+        return {"epoch": self.epoch, "resume": resume, "started": started}
+
+    def continue_from(self, grid: Grid, delivered: dict[int, int]) -> None:
+        """Local (no collective) bookkeeping when a loader is re-iterated mid-epoch."""
+        self._resume = self._progress(grid, delivered)
+
+    def plan_root(self) -> Path:
+        """The folder a loader keeps its plan file under (the cache root)."""
+        from .. import settings
+
+        return settings.cache_dir()
+
+    # -- for subclasses -----------------------------------------------------------------------------
     def _epoch_state(self) -> EpochState:  # the current epoch, with the resume point if any
         raise NotImplementedError
 
@@ -63,10 +95,6 @@ class EpochStream(IterableDataset):
             return with_progress(self._epoch_state(), grid, delivered)
         except OrderStateError as exc:
             raise DatasetError(str(exc)) from None
-
-    def _continue_from(self, grid: Grid, delivered: dict[int, int]) -> None:
-        """Local (no collective) bookkeeping when a loader is re-iterated mid-epoch."""
-        self._resume = self._progress(grid, delivered)
 
     def _state_now(self, delivered: dict[int, int] | None, grid: Grid | None, epoch_done: bool) -> EpochState:
         """What ``state_dict`` saves: the next epoch's start, or this epoch's progress (what this
@@ -98,12 +126,8 @@ class EpochStream(IterableDataset):
     def _follow_plan(self) -> None:
         """In a persistent worker: the epoch, start time and resume point the loader wrote for
         this iteration."""
-        with open(self._plan_file) as f:  # type: ignore[arg-type]
-            plan = json.load(f)
+        assert self._plan is not None
+        plan = self._plan.read()
         self.epoch = int(plan["epoch"])
         self._started = plan.get("started")
         self._resume = EpochState.from_dict(plan["resume"]) if plan.get("resume") else None
-        self._plan_loaded(plan)
-
-    def _plan_loaded(self, plan: dict[str, Any]) -> None:
-        """Hook: what else a dataset takes from the plan (UCVolumeDataset: the source versions)."""

@@ -75,7 +75,7 @@ class UCDataset(EpochStream):
             raise DatasetError(f"batch_size={batch_size!r} must be a positive integer")
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise DatasetError(f"window={window!r} must be a positive number of rows")
-        self.store = store or (cache.store if cache is not None else VolumeStore())
+        self.store = store or (cache.store if cache is not None else VolumeStore.shared())
         self.table = resolve(source, self.store)
         self.cache = cache or (FileCache(store=self.store) if self.table.parts[0].volume else None)
         names = list(self.table.schema.names)
@@ -214,7 +214,7 @@ class UCDataset(EpochStream):
     def __iter__(self) -> Iterator[dict[str, Any]]:
         rank, world = _dist.rank_and_world()
         worker, workers, in_worker = _dist.worker()
-        if self._plan_file is not None and in_worker is not None:
+        if self._plan is not None and in_worker is not None:
             self._follow_plan()
         grid = Grid(world, workers)
         s = stream_index(grid, rank, worker)

@@ -29,7 +29,7 @@ def save_torch(obj: Any, path: str | VolumePath, *, store: VolumeStore | None = 
     the complete new one, never a partial file. Returns the bytes written."""
     import torch
 
-    store = store or VolumeStore()
+    store = store or VolumeStore.shared()
     dest = store.locate(VolumePath.parse(path))
     staging = settings.air_home() / "staging"
     staging.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,25 @@
+"""The persistent, cross-process cache of volume files (see :mod:`.filecache` for the guarantees).
+
+One public API, :class:`FileCache` (``get``, ``try_hit``, ``pin``, ``clear``, ``info``, ``limit``,
+and the resolved-file forms ``bind``/``hit``/``fetch``/``validate`` the datasets use); the modules
+inside are its parts, each one concept: the index's rows (:mod:`.entries`) and its durability
+(:mod:`.index`), stripe locks (:mod:`.stripes`), process-local hits (:mod:`.hits`), eviction
+(:mod:`.evict`), the overflow window (:mod:`.overflow`) and a new process's validation
+(:mod:`.validate`). Nothing outside the package touches their private members.
+"""
+
+from ..snapshots import CacheInfo
+from .filecache import ClearReport, FileCache
+from .overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency, sweep_dead
+from .validate import Validation
+
+__all__ = [
+    "FileCache",
+    "CacheInfo",
+    "ClearReport",
+    "Residency",
+    "OverflowWindow",
+    "DEFAULT_OVERFLOW_FILES",
+    "sweep_dead",
+    "Validation",
+]

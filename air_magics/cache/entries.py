@@ -1,0 +1,214 @@
+"""The cache index's rows and counters behind one handle: every SQL statement the cache runs is here.
+
+Why one handle: the cache's lookup, its eviction, its validation and its statistics all read and
+write the same two tables. Each used to take the connection and its lock from the cache's private
+state; now they call these methods, and the connection (opened lazily, once per process, so a
+cache pickles into DataLoader workers under any start method) stays inside.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..io.versions import same_version
+from .index import checkpoint, open_index, transaction, translate_disk_full, tune_wal
+
+__all__ = ["Entries", "Row", "PENDING"]
+
+Row = tuple[int, float, float]  # (size, source mtime, last access) of one entry
+_OPEN_LOCK = threading.Lock()
+_CHUNK = 500
+PENDING = (
+    -1.0
+)  # the mtime of a row whose fetch is under way (no source has it)  # SQLite allows 999+ parameters per statement
+
+
+class Entries:
+    """The index of the cache at *root* (its ``entries`` and ``counters`` tables), one connection per process."""
+
+    def __init__(self, root: Path, reserve: int) -> None:
+        self.root, self.reserve = root, reserve
+        self._pid = 0
+        self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"root": self.root, "reserve": self.reserve}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["root"], state["reserve"])  # type: ignore[misc]
+
+    @contextmanager
+    def _open(self) -> Iterator[sqlite3.Connection]:
+        """The connection, under this process's lock (SQLite connections are not shared by threads at once)."""
+        if self._db is None or self._pid != os.getpid():
+            with _OPEN_LOCK:  # prefetch threads race here on first use
+                if self._db is None or self._pid != os.getpid():
+                    self._lock = threading.Lock()  # a forked child's copy may be held by a dead thread
+                    self._db, self._pid = open_index(self.root, self.reserve), os.getpid()
+        with self._lock:
+            yield self._db  # type: ignore[misc]
+
+    def disk_full(self, doing: str) -> AbstractContextManager[None]:
+        """Report a full disk inside the block as :class:`~air_magics.errors.CacheDiskFullError`."""
+        return translate_disk_full(self.root, self.reserve, doing)
+
+    # -- reads ---------------------------------------------------------------------------------------
+    def row(self, key: str) -> Row | None:
+        with self._open() as db:
+            return db.execute("SELECT size, mtime, last_access FROM entries WHERE key=?", (key,)).fetchone()
+
+    def rows_between(self, lo: str, hi: str) -> dict[str, Row]:
+        """Every entry whose key is in ``[lo, hi)``: one query for a whole dataset's folder."""
+        with self._open() as db:
+            found = db.execute(
+                "SELECT key, size, mtime, last_access FROM entries WHERE key >= ? AND key < ?", (lo, hi)
+            ).fetchall()
+        return {k: (s, m, a) for k, s, m, a in found}
+
+    def keys(self) -> list[str]:
+        with self._open() as db:
+            return [k for (k,) in db.execute("SELECT key FROM entries")]
+
+    def count(self) -> int:
+        with self._open() as db:
+            return db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+
+    def counters(self) -> dict[str, int]:
+        with self._open() as db:
+            return dict(db.execute("SELECT name, value FROM counters").fetchall())
+
+    def total_bytes(self) -> int:
+        with self._open() as db:
+            return db.execute("SELECT value FROM counters WHERE name='total_bytes'").fetchone()[0]
+
+    def lru(self, cutoff: float, keep: tuple[str, str, float], limit: int = 1024) -> list[tuple[str, int]]:
+        """Least recently used entries not used since *cutoff* and not in *keep* (``lo``, ``hi``,
+        ``since``: a resident subset's key range and start): ``(key, size)``, oldest first."""
+        with self._open() as db:
+            return db.execute(
+                "SELECT key, size FROM entries WHERE last_access < ? "
+                "AND NOT (key >= ? AND key < ? AND last_access >= ?) ORDER BY last_access LIMIT ?",
+                (cutoff, *keep, limit),
+            ).fetchall()
+
+    # -- writes --------------------------------------------------------------------------------------
+    def count_up(self, doing: str = "counting", **deltas: int) -> None:
+        """Add *deltas* to the named counters (hits, misses, ...)."""
+        with self._open() as db, self.disk_full(doing):
+            _add(db, deltas)
+
+    def touch(self, access: dict[str, float], *, hits: int = 0, bytes_hit: int = 0) -> None:
+        """Write access times (never moving one back) and hit counters, in one transaction."""
+        if not access and not hits:
+            return
+        with self._open() as db, self.disk_full("recording hits"), transaction(db):
+            db.executemany(
+                "UPDATE entries SET last_access = MAX(last_access, ?) WHERE key = ?",
+                [(t, k) for k, t in access.items()],
+            )
+            _add(db, {"hits": hits, "bytes_hit": bytes_hit})
+
+    def touch_if_same(self, key: str, size: int, mtime: float, now: float) -> bool:
+        """One hit on *key* validated against the index: True (access time written, counted) when the
+        entry holds this version; False when absent, another version, or gone."""
+        with self._open() as db:
+            row = db.execute("SELECT size, mtime FROM entries WHERE key=?", (key,)).fetchone()
+            if row is None or not same_version(row[0], row[1], size, mtime):
+                return False
+            with self.disk_full("recording a hit"), transaction(db):
+                if not db.execute("UPDATE entries SET last_access=? WHERE key=?", (now, key)).rowcount:
+                    return False  # cleared or evicted since the read
+                _add(db, {"hits": 1, "bytes_hit": size})
+        return True
+
+    def reserve_room(self, key: str, local: str, size: int, limit: int | None) -> bool:
+        """Claim *size* bytes for *key* before fetching it: its row is written (access now, so nobody
+        evicts it mid-fetch) and counted in ``total_bytes`` in the same transaction that checks the
+        limit, so concurrent fetches in any process never take the cache past it. False: no room.
+        The row's mtime is ``PENDING`` until :meth:`record`: no version matches it, so nobody serves
+        the old local file as the new version meanwhile."""
+        with self._open() as db, self.disk_full(f"indexing {key}"), transaction(db):
+            old = db.execute("SELECT size FROM entries WHERE key=?", (key,)).fetchone()
+            grow = size - (old[0] if old else 0)
+            if limit is not None and grow > 0:
+                total = db.execute("SELECT value FROM counters WHERE name='total_bytes'").fetchone()[0]
+                if total + grow > limit:
+                    return False
+            db.execute(
+                "INSERT OR REPLACE INTO entries(key, local, size, mtime, last_access) VALUES (?,?,?,?,?)",
+                (key, local, size, PENDING, time.time()),
+            )
+            _add(db, {"total_bytes": grow})
+        return True
+
+    def record(self, key: str, local: str, size: int, mtime: float, *, miss: bool = True) -> None:
+        """*key* now holds *size* bytes of the source version *mtime*; a fetch (``miss``) is counted."""
+        with self._open() as db, self.disk_full(f"indexing {key}"), transaction(db):
+            old = db.execute("SELECT size FROM entries WHERE key=?", (key,)).fetchone()
+            db.execute(
+                "INSERT OR REPLACE INTO entries(key, local, size, mtime, last_access) VALUES (?,?,?,?,?)",
+                (key, local, size, mtime, time.time()),
+            )
+            deltas = {"total_bytes": size - (old[0] if old else 0)}
+            if miss:
+                deltas.update(misses=1, bytes_fetched=size)
+            _add(db, deltas)
+
+    def forget(self, key: str) -> None:
+        """Drop *key*'s row (a reserved fetch that failed)."""
+        with self._open() as db, self.disk_full("removing a failed fetch"), transaction(db):
+            old = db.execute("SELECT size FROM entries WHERE key=?", (key,)).fetchone()
+            if old is not None:
+                db.execute("DELETE FROM entries WHERE key=?", (key,))
+                _add(db, {"total_bytes": -old[0]})
+
+    def remove(self, keys: list[str], cutoff: float, *, evictions: bool) -> list[tuple[str, str, int]]:
+        """Delete the rows of *keys* not used since *cutoff*; their ``(key, local, size)``."""
+        gone: list[tuple[str, str, int]] = []
+        with self._open() as db, self.disk_full("removing cached files"), transaction(db):
+            for n in range(0, len(keys), _CHUNK):
+                chunk = keys[n : n + _CHUNK]
+                # "+last_access": look rows up by key, not by scanning the LRU index
+                where = f"+last_access < ? AND key IN ({','.join('?' * len(chunk))})"
+                gone += db.execute(f"SELECT key, local, size FROM entries WHERE {where}", (cutoff, *chunk)).fetchall()
+                db.execute(f"DELETE FROM entries WHERE {where}", (cutoff, *chunk))
+            _add(db, {"evictions": len(gone) if evictions else 0, "total_bytes": -sum(r[2] for r in gone)})
+        return gone
+
+    def heal_totals(self, reset_stats: bool = False) -> None:
+        """Recount ``total_bytes`` from the rows (heals drift); ``reset_stats`` zeroes the other counters."""
+        with self._open() as db:
+            with self.disk_full("clearing"), transaction(db):
+                db.execute(
+                    "UPDATE counters SET value = (SELECT COALESCE(SUM(size), 0) FROM entries) WHERE name = 'total_bytes'"
+                )
+                if reset_stats:
+                    db.execute("UPDATE counters SET value = 0 WHERE name != 'total_bytes'")
+            checkpoint(db)
+
+    def bound_wal(self, limit: int, checkpoint_now: bool) -> None:
+        """Keep the WAL within *limit* bytes; ``checkpoint_now``: it is past that already."""
+        with self._open() as db:
+            tune_wal(db, limit)
+            if checkpoint_now:
+                checkpoint(db)
+
+    def touch_many(self, keys: Iterable[str], now: float) -> None:
+        """Access time *now* for every key (a validated look-ahead: pinned before it is handed out)."""
+        rows = [(now, k) for k in keys]
+        if not rows:
+            return
+        with self._open() as db, self.disk_full("recording hits"), transaction(db):
+            db.executemany("UPDATE entries SET last_access = MAX(last_access, ?) WHERE key = ?", rows)
+
+
+def _add(db: sqlite3.Connection, deltas: dict[str, int]) -> None:
+    db.executemany("UPDATE counters SET value = value + ? WHERE name = ?", [(v, k) for k, v in deltas.items() if v])

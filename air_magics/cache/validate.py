@@ -1,0 +1,184 @@
+"""``Validation``: a stream's cached files checked against their sources, wide and ahead of the consumer.
+
+Why: a new process (a restarted kernel, a DataLoader worker) may not serve a cached file before it
+has checked that the source is unchanged (the reference never re-checks and serves stale data).
+Checked one at a time, as each item comes up, that costs a source round trip plus a write
+transaction on the shared index per file: a warm restart ran at a fifth of the same-process warm
+epoch. Here the index is read once for the whole folder, the sources are asked on a pool as wide
+as the copy engine's (only for files the cache holds and whose version the listing did not carry),
+and the entries that match are pinned in one transaction per batch and handed to the process's
+hit log, in the stream's order, so the first items are served while later ones are still checked.
+
+It also keeps a long epoch cheap: what it validates is pinned just ahead of the consumer (at most
+``ahead`` items), so a hit never needs a transaction of its own however slowly the loop runs.
+Never stale: a file is served only when the index's version equals the source's current one and
+the local copy has the recorded size; anything else is left to the fetch path, which re-fetches.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from ..io.versions import same_version
+from ..transfer.file import source_stat
+from ..volumes.resolved import VolumeFile
+from .entries import Entries
+from .hits import HitLog
+
+__all__ = ["Validation", "VALIDATION_THREADS"]
+
+VALIDATION_THREADS = 64  # the copy engine's concurrency on a remote volume
+_BATCH = 64  # entries pinned per index transaction
+
+
+class Validation:
+    """Checks ``files[i]`` for ``i`` in *order* in the background; see the module docstring.
+
+    ``advance(n)`` tells it the consumer has taken *n* items; ``wait(i)`` blocks until file *i* is
+    decided (valid and in the hit log, or left to the fetch path). ``revalidated``: entries checked
+    against a source request; ``requests``: those requests; ``seconds``: how long it took."""
+
+    def __init__(
+        self,
+        entries: Entries,
+        hits: HitLog,
+        files: Sequence[VolumeFile],
+        order: Sequence[int],
+        *,
+        ahead: int = 512,
+        threads: int = VALIDATION_THREADS,
+    ) -> None:
+        self._entries, self._hits, self._files, self._order = entries, hits, files, order
+        self._ahead, self._threads = max(ahead, _BATCH), threads
+        self._decided = bytearray(len(files))
+        self._cond = threading.Condition()
+        self._consumed = 0
+        self._stop = False
+        self.revalidated = self.requests = self.valid = 0
+        self.seconds = 0.0
+        self.done = False
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="air-cache-validate", daemon=True)
+        self._thread.start()
+
+    # -- the consumer's side ---------------------------------------------------------------------
+    def advance(self, consumed: int) -> None:
+        """The consumer has taken *consumed* items of the order."""
+        self._consumed = consumed
+        if self._needs_room:
+            with self._cond:
+                self._cond.notify_all()
+
+    _needs_room = False
+
+    def wait(self, i: int, timeout: float | None = None) -> bool:
+        """Block until file *i* is decided (or the validation ended); True when it was decided."""
+        if self._decided[i]:
+            return True
+        with self._cond:
+            return self._cond.wait_for(lambda: self._decided[i] or self.done, timeout) and bool(self._decided[i])
+
+    def close(self) -> None:
+        """Stop early (the consumer left); what is decided stays valid."""
+        self._stop = True
+        with self._cond:
+            self._cond.notify_all()
+
+    # -- the background side ---------------------------------------------------------------------
+    def _run(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            self._validate()
+        except BaseException as exc:  # the fetch path re-checks everything left: never fatal here
+            self.error = exc
+        finally:
+            self.seconds = time.perf_counter() - t0
+            with self._cond:
+                self.done = True
+                self._cond.notify_all()
+
+    def _validate(self) -> None:
+        files, order = self._files, self._order
+        if not order:
+            return
+        keys = [files[i].key for i in order]
+        rows = self._entries.rows_between(min(keys), max(keys) + "\0")  # one query for the whole stream
+        made: list[ThreadPoolExecutor] = []
+
+        def pool() -> ThreadPoolExecutor:  # made on the first request (a warm epoch asks nothing)
+            if not made:
+                made.append(ThreadPoolExecutor(self._threads, thread_name_prefix="air-cache-validate"))
+            return made[0]
+
+        try:
+            for start in range(0, len(order), self._ahead):
+                if not self._room_for(start):
+                    return
+                window = order[start : start + self._ahead]
+                asked = {i: pool().submit(source_stat, files[i].src) for i in window if self._must_ask(files[i], rows)}
+                self.requests += len(asked)
+                for b in range(0, len(window), _BATCH):
+                    if self._stop:
+                        return
+                    self._settle(window[b : b + _BATCH], rows, asked)
+        finally:
+            for p in made:
+                p.shutdown(wait=False, cancel_futures=True)
+
+    def _room_for(self, start: int) -> bool:
+        """Wait until the consumer is within one window of *start* (pins stay just ahead of it)."""
+        with self._cond:
+            self._needs_room = True
+            ok = self._cond.wait_for(lambda: self._stop or self._consumed + self._ahead >= start)
+            self._needs_room = False
+        return bool(ok) and not self._stop
+
+    def _must_ask(self, f: VolumeFile, rows: dict) -> bool:
+        """A source request only for a file the cache holds and whose version is not known here."""
+        return f.key in rows and f.size is None and self._hits.version(f.key) is None
+
+    def _settle(self, items: Sequence[int], rows: dict, asked: dict[int, Future]) -> None:
+        """Decide *items*: fill in the versions asked for, pin and remember the valid entries."""
+        files, valid, hits, now = self._files, [], self._hits, time.time()
+        for i in items:
+            f = files[i]
+            if f.size is not None and hits.recent(f.key, now):
+                continue  # validated and pinned here moments ago (a warm epoch): nothing to do
+            fut = asked.get(i)
+            if fut is not None:
+                try:
+                    size, mtime = fut.result()
+                except OSError:
+                    continue  # gone or unreadable: the fetch path says which, with its own request
+                self.revalidated += 1
+                f.mtime = mtime  # mtime first: a reader that sees the size also sees the mtime
+                f.size = size
+            elif f.size is None:
+                known = self._hits.version(f.key)
+                if known is None:
+                    continue  # not cached: nothing to validate
+                f.mtime, f.size = known[1], known[0]
+            row = rows.get(f.key)
+            if row is None or not same_version(row[0], row[1], f.size, f.mtime):  # type: ignore[arg-type]
+                continue
+            try:
+                if os.stat(f.slot).st_size != row[0]:
+                    continue
+            except OSError:
+                continue
+            valid.append(f)
+        if valid:
+            now = time.time()
+            self._entries.touch_many([f.key for f in valid], now)
+            for f in valid:
+                self._hits.remember(f.key, f.size, f.mtime, now)  # type: ignore[arg-type]
+            self.valid += len(valid)
+        decided = self._decided
+        for i in items:
+            decided[i] = 1
+        with self._cond:
+            self._cond.notify_all()

@@ -1,0 +1,36 @@
+"""``VolumeFile``: one file of a listing, resolved once and carried by every layer that touches it.
+
+Why one value: a dataset's item used to be parsed into a ``VolumePath``, located again and mapped
+to its cache path by each layer it crossed (the dataset, the cache, the hit log), for every item
+of every epoch. A ``VolumeFile`` is made once, when the listing is made: its volume path (``key``),
+where its bytes are (``src``), the cache slot it is copied to (``slot``, filled by the cache that
+serves it) and its source version (``size``, ``mtime``: ``None`` while unknown, the one spelling of
+"not known yet"; a validation fills them in without a second request). A packed member or a local
+file read in place carries its own reader in ``member``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .store import Location
+
+__all__ = ["VolumeFile"]
+
+
+@dataclass(slots=True, eq=False)
+class VolumeFile:
+    """One file of a listing: volume path, source location, cache slot and source version."""
+
+    key: str  # "/Volumes/<catalog>/<schema>/<volume>/<path>"
+    src: Location
+    size: int | None = None  # None: not known yet
+    mtime: float | None = None
+    slot: str = ""  # the local path a cache serves it at ("" until a cache binds it)
+    member: Any = None  # a packed folder's member (shards.MemberRef), or a local file read in place (InPlace)
+
+    @property
+    def version(self) -> tuple[int, float] | None:
+        """``(size, mtime)`` of the source when known."""
+        return None if self.size is None or self.mtime is None else (self.size, self.mtime)
