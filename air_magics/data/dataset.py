@@ -16,6 +16,7 @@ handed out ``cache.overflow_files`` (256) more files, far more than a DataLoader
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -40,6 +41,7 @@ from .stream import EpochStream
 __all__ = ["UCVolumeDataset", "SkippedFile"]
 
 _STATE_VERSION = 1
+OUTPUTS = ("path", "bytes", "file")
 _ADVANCE_EVERY = 64  # items between two reports of the consumer's position to the validation
 
 
@@ -89,6 +91,19 @@ def list_files(
     return [out[k] for k in sorted(out)]
 
 
+def _read(path: str, output: str) -> Any:
+    """A cached file's content (``"bytes"``) or a file object over it (``"file"``)."""
+    if output == "file":
+        return open(path, "rb")  # noqa: SIM115 - the consumer owns the file object
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _named(f: io.BytesIO, name: str) -> io.BytesIO:
+    f.name = name  # type: ignore[attr-defined]  # decoders (PIL) guess the format from it
+    return f
+
+
 def _shard_groups(files: list[VolumeFile]) -> list[int] | None:
     """Each file's shard (numbered across packed folders) when every file is a packed member, else None."""
     if not files or any(f.member is None or not hasattr(f.member, "shard") for f in files):
@@ -106,7 +121,18 @@ class UCVolumeDataset(EpochStream):
     folder's direct files only. ``shuffle`` with ``seed`` reshuffles per epoch (``set_epoch``); over
     a packed folder the shuffle is shard-aware: shards in a new order each epoch, members shuffled
     within blocks of 4 shards (a member never leaves its block), so streams read a few shards at a time.
-    ``transform(local_path)`` runs in the prefetch threads. ``on_error``: ``"raise"`` (default)
+    ``output``: what an item is: ``"path"`` (default, as the reference: a local cached path, valid
+    for ``cache.pin_seconds`` after it is yielded), ``"bytes"`` (the file's content) or ``"file"``
+    (a read-only binary file object; the caller closes it). Over a packed folder ``"bytes"`` and
+    ``"file"`` read each member straight from its cached shard by offset, without a local file per
+    member (the fastest way to read packed data); ``"path"`` extracts members to files. Decode in
+    ``transform``, which runs on the prefetch threads (in the DataLoader's workers)::
+
+        ds = UCVolumeDataset(folder, output="file", transform=lambda f: decode(PIL.Image.open(f)))
+
+    A file object cannot travel between processes: with a DataLoader's workers, ``"file"`` needs a
+    ``transform`` that turns it into a value (a tensor, an array).
+    ``transform(item)`` runs in the prefetch threads. ``on_error``: ``"raise"`` (default)
     stops at a file that keeps failing; ``"skip"`` leaves it out and lists it in ``skipped``.
     """
 
@@ -125,10 +151,13 @@ class UCVolumeDataset(EpochStream):
         prefetch: int = 32,
         on_error: str = "raise",
         store: VolumeStore | None = None,
+        output: str = "path",
     ) -> None:
         super().__init__()
         if on_error not in ("raise", "skip"):
             raise DatasetError(f"on_error={on_error!r}: use 'raise' or 'skip'")
+        if output not in OUTPUTS:
+            raise DatasetError(f"output={output!r}: use 'path' (a local cached path), 'bytes' or 'file'")
         if prefetch < 1:
             raise DatasetError(f"prefetch={prefetch} must be at least 1")
         paths = [path] if isinstance(path, (str, VolumePath, os.PathLike)) else list(path)
@@ -148,7 +177,7 @@ class UCVolumeDataset(EpochStream):
         self.cache.bind([f for f in self.files if f.member is None])
         self.paths = [str(p) for p in paths]
         self.shuffle, self.seed, self.transform = shuffle, seed, transform
-        self.prefetch, self.on_error = prefetch, on_error
+        self.prefetch, self.on_error, self.output = prefetch, on_error, output
         self._init_stream()
         self.fingerprint = hashlib.sha1("\n".join(f.key for f in self.files).encode()).hexdigest()[:16]
         self.skipped: list[SkippedFile] = []
@@ -246,12 +275,21 @@ class UCVolumeDataset(EpochStream):
 
     def _fetch(self, f: VolumeFile, keep: Residency | None = None) -> Any:
         try:
-            local = f.member.local_path(self.cache) if f.member is not None else self.cache.fetch(f, keep)
+            item = self._item(f, keep)
         except Exception as exc:
             if self.on_error == "skip" and (is_transient(exc) or isinstance(exc, OSError)):
                 return SkippedFile(f.key, f"{type(exc).__name__}: {exc}")
             raise
-        return self.transform(local) if self.transform is not None else local
+        return self.transform(item) if self.transform is not None else item
+
+    def _item(self, f: VolumeFile, keep: Residency | None) -> Any:
+        """*f* as ``output`` asks, fetched through the cache (a member: from its cached shard)."""
+        output, member = self.output, f.member
+        if output == "path":
+            return member.local_path(self.cache) if member is not None else self.cache.fetch(f, keep)
+        if member is not None:
+            return member.read_bytes(self.cache) if output == "bytes" else member.open(self.cache)
+        return _read(self.cache.fetch(f, keep), output)
 
     def __iter__(self) -> Iterator[Any]:
         grid, stream, items, in_worker = self._plan_items()
@@ -264,20 +302,29 @@ class UCVolumeDataset(EpochStream):
         # (with persistent workers the loader's clock, so a worker that started late keeps what the
         # others fetched early in the previous epoch)
         keep, self._last_start = Residency(self._prefix, self._last_start), self._started or time.time()
-        files, cache = self.files, self.cache
+        files, cache, output = self.files, self.cache, self.output
+        if output == "file" and in_worker and self.transform is None:
+            raise DatasetError(
+                "output='file' items cannot leave a DataLoader worker (a file object does not pickle): pass "
+                "transform=... to turn each into a value there, use output='bytes', or num_workers=0"
+            )
         if self.validation is not None:
             self.validation.close()
         validation = self.validation = cache.validate(files, items, ahead=max(512, 4 * self.prefetch))
         hit = cache.hit
 
-        def ready(i: int) -> Any | None:  # a warm file needs no thread
+        def ready(i: int) -> Any | None:  # a warm file needs no thread; a transform runs on the threads
             f = files[i]
-            if f.member is not None:
-                return f.member.ready() if self.transform is None else None
+            if self.transform is not None:
+                return None
+            member = f.member
+            if member is not None:
+                if output == "path":
+                    return member.ready()
+                data = member.ready_bytes()
+                return data if data is None or output == "bytes" else _named(io.BytesIO(data), member.name)
             path = hit(f)
-            if path is None or self.transform is None:
-                return path
-            return None  # a transform runs on the prefetch threads
+            return path if path is None or output == "path" else _read(path, output)
 
         def fetch(i: int) -> Any:
             validation.wait(i)  # its version is being found: no second request for it

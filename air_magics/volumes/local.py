@@ -34,6 +34,16 @@ class InPlace:
     def local_path(self, cache: Any = None) -> str:
         return self.path
 
+    def read_bytes(self, cache: Any = None) -> bytes:
+        with open(self.path, "rb") as f:
+            return f.read()
+
+    def ready_bytes(self) -> bytes:
+        return self.read_bytes()
+
+    def open(self, cache: Any = None) -> Any:
+        return open(self.path, "rb")  # noqa: SIM115 - the caller owns the file object
+
 
 def local_source(path: Any) -> str | None:
     """The absolute local path *path* names, or ``None`` when it is a volume path.

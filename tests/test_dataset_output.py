@@ -1,0 +1,74 @@
+"""``UCVolumeDataset(output=...)``: paths (the reference's behaviour), bytes or file objects, over a
+raw folder and over a packed one (members read from the cached shard by offset: no file each)."""
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from air_magics.cache import FileCache
+from air_magics.data import DataLoader, UCVolumeDataset
+from air_magics.errors import DatasetError
+from air_magics.shards import pack
+from air_magics.volumes import VolumeStore
+
+SRC, DEST = "/Volumes/main/raw/out/src", "/Volumes/main/raw/out/packed"
+N = 40
+
+
+def content(i: int) -> bytes:
+    return f"file {i:03d} ".encode() * (50 + i)
+
+
+@pytest.fixture
+def vol():
+    s = VolumeStore()
+    s.create("main.raw.out")
+    for i in range(N):
+        with s.open(f"{SRC}/c{i % 4}/f{i:03d}.bin", "wb") as f:
+            f.write(content(i))
+    return s
+
+
+def _files_under(root: Path) -> int:
+    return sum(len(names) for _, _, names in os.walk(root))
+
+
+@pytest.mark.parametrize("folder", [SRC, DEST], ids=["raw", "packed"])
+@pytest.mark.parametrize("output", ["bytes", "file"])
+def test_every_item_is_its_file_content_cold_and_warm(vol, tmp_path, folder, output):
+    if folder == DEST:
+        pack(SRC, DEST, shard_size="4KiB")
+    cache = FileCache(tmp_path / "c")
+    ds = UCVolumeDataset(folder, output=output, cache=cache, shuffle=True)
+    want = sorted(content(i) for i in range(N))
+    for _epoch in range(2):  # cold, then warm (served inline from the cache)
+        items = list(ds)
+        if output == "file":
+            assert all(isinstance(f, io.IOBase) for f in items)
+            got = []
+            for f in items:
+                with f:
+                    got.append(f.read())
+        else:
+            got = items
+        assert sorted(got) == want
+    if folder == DEST:  # read by offset: the cache holds the shards, no extracted file per member
+        assert _files_under(cache.root / "files") < N // 4
+
+
+def test_bytes_travel_from_workers_and_files_need_a_transform(vol, tmp_path):
+    cache = FileCache(tmp_path / "c")
+    dl = DataLoader(UCVolumeDataset(SRC, output="bytes", cache=cache), batch_size=None, num_workers=2)
+    assert sorted(dl) == sorted(content(i) for i in range(N))
+    ds = UCVolumeDataset(SRC, output="file", cache=cache, transform=lambda f: len(f.read()))
+    assert sorted(DataLoader(ds, batch_size=None, num_workers=2)) == sorted(len(content(i)) for i in range(N))
+    bare = DataLoader(UCVolumeDataset(SRC, output="file", cache=cache), batch_size=None, num_workers=1)
+    with pytest.raises(DatasetError, match="output='file'.*transform"):
+        list(bare)
+
+
+def test_a_bad_output_is_refused_with_the_choices(vol):
+    with pytest.raises(DatasetError, match="output='paths'.*'path'.*'bytes'.*'file'"):
+        UCVolumeDataset(SRC, output="paths")
