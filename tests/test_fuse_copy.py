@@ -7,14 +7,16 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 
 import pytest
 from conftest import make_tree, sha
 
 import air_magics
 from air_magics.errors import DestinationError
-from air_magics.transfer import TEMP_MARK
+from air_magics.transfer import DESTINATION, SOURCE, TEMP_MARK, copy_files, plan_copy
 from air_magics.volumes import VolumeStore
+from air_magics.volumes.store import Location
 
 pytestmark = pytest.mark.fuse
 
@@ -92,6 +94,34 @@ def test_permanent_fault_reported_by_name_others_land(slowfs, backing, tmp_path,
     want = expected(hashes)
     del want["data/part0/d1/f0003.bin"]
     assert tree_hashes(tmp_path / "out") == want
+
+
+def test_a_failure_carries_the_side_that_failed(slowfs, backing, tmp_path, monkeypatch):
+    """The side is data set where the failure happens (CopyFailure.side), not guessed afterwards: a
+    source the volume cannot open (EIO on every open) fails reading the source; a read-only
+    destination (a read-only mount, met at copy time, past the planner's check) writing it."""
+    b, _ = backing
+    bad = "main/raw/img/data/part0/d1/f0003.bin"
+    with slowfs.mounted(
+        b, tmp_path / "mnt", op_latency_ms=1, fail_rate=1, fail_ops="open", fail_paths=bad, fail_times=1000
+    ):
+        monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
+        plan = plan_copy(["/Volumes/main/raw/img/data/part0/d1"], str(tmp_path / "out"))
+        r = copy_files(plan.tasks, dest=plan.dest, retries=0)
+    [f] = r.failed
+    assert f.src.endswith(bad) and f.side == SOURCE, f
+    assert f.reason.startswith("reading the source: OSError: [Errno 5]"), f.reason
+    assert r.copied == len(plan.tasks) - 1
+
+    (tmp_path / "ro-backing").mkdir()
+    local = b / "main" / "raw" / "img" / "data" / "part0" / "d1"
+    plan = plan_copy([str(local)], str(tmp_path / "planned"))
+    with slowfs.mounted(tmp_path / "ro-backing", tmp_path / "ro", op_latency_ms=1, read_only=True):
+        ro = str(tmp_path / "ro" / "new")
+        tasks = [replace(t, dst=Location(t.dst.path.replace(plan.dest, ro, 1), root=ro)) for t in plan.tasks]
+        r = copy_files(tasks, dest=ro, retries=0)
+    assert r.copied == 0 and len(r.failed) == len(tasks) and {f.side for f in r.failed} == {DESTINATION}
+    assert all(f.reason.startswith("writing the destination: OSError: [Errno 30]") for f in r.failed), r.failed[0]
 
 
 def test_upload_to_slow_volume_with_write_faults(slowfs, backing, tmp_path, monkeypatch):

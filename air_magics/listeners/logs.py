@@ -9,7 +9,7 @@ from ..events import Event
 __all__ = ["LoggingListener"]
 
 _LOGGERS = {
-    "copy": "air_magics.transfer",
+    "copy": "air_magics.transfer.engine",
     "cache": "air_magics.cache",
     "loader": "air_magics.data.loader",
     "checkpoint": "air_magics.data.manager",

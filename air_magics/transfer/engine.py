@@ -34,7 +34,7 @@ from ..events import CopyEvent, Listener, channel
 from ..io.leftovers import TEMP_MARK
 from ..io.retry import TRANSIENT_ERRNOS, retry_call
 from .file import DirMaker, copy_file, is_unchanged, source_stat
-from .task import CopyFailure, CopyProgress, CopyReport, CopyTask
+from .task import SIDE_LABELS, CopyFailure, CopyProgress, CopyReport, CopyTask, side_of
 
 __all__ = ["copy_files", "copy_one", "DEFAULT_WORKERS", "CHECK_THREADS", "TEMP_MARK", "TRANSIENT_ERRNOS"]
 
@@ -55,11 +55,18 @@ def copy_one(task: CopyTask, *, retries: int = 4, backoff: float = 0.05) -> int:
     return retry_call(attempt, retries=retries, backoff=backoff)
 
 
-class _Run:
-    """Shared state of one ``copy_files`` call."""
+class _CopyRun:
+    """One ``copy_files`` call: the tasks, a shared cursor over them, the counters and the threads.
 
-    def __init__(self, tasks: Sequence[CopyTask]) -> None:
-        self.tasks = tasks
+    Workers pull tasks from the cursor (no future per file); each task is checked ("already there,
+    unchanged?"), then copied holding one of ``workers`` slots, retried while its error is
+    transient, and counted as copied, skipped or failed."""
+
+    def __init__(
+        self, tasks: Sequence[CopyTask], *, workers: int, overwrite: bool, dry_run: bool, retries: int, backoff: float
+    ) -> None:
+        self.tasks, self.workers = tasks, workers
+        self.overwrite, self.dry_run, self.retries, self.backoff = overwrite, dry_run, retries, backoff
         self.lock = threading.Lock()
         self.next = 0
         self.stop = threading.Event()
@@ -67,6 +74,9 @@ class _Run:
         self.bytes_done = self.bytes_copied = 0
         self.failed: list[CopyFailure] = []
         self.bytes_total = sum(max(t.size, 0) for t in tasks)
+        self.dirs = DirMaker(sweep=not dry_run)  # first visit of a folder removes dead processes' temp files
+        self.slots = threading.BoundedSemaphore(workers)  # copies at once; more threads may be checking
+        self.t0 = time.perf_counter()
 
     def take(self) -> CopyTask | None:
         with self.lock:
@@ -75,6 +85,126 @@ class _Run:
             t = self.tasks[self.next]
             self.next += 1
             return t
+
+    def start(self) -> list[threading.Thread]:
+        """Start the workers. Checking "already there, unchanged" is one round trip per existing
+        file and needs no disk bandwidth: an unchanged re-run goes faster with more threads than
+        copying wants, so up to :data:`CHECK_THREADS` threads check while ``workers`` copy."""
+        n = self.workers if self.overwrite else max(self.workers, CHECK_THREADS)
+        threads = [
+            threading.Thread(target=self._work, name=f"air-copy-{i}", daemon=True)
+            for i in range(min(n, max(1, len(self.tasks))))
+        ]
+        for th in threads:
+            th.start()
+        return threads
+
+    def _work(self) -> None:
+        while (task := self.take()) is not None:
+            self._copy_task(task)
+
+    def _copy_task(self, task: CopyTask) -> None:
+        """One task to its end: copied, skipped, or recorded as failed (never raised)."""
+        attempts = [0]
+        try:
+            n = retry_call(
+                lambda: self._attempt(task, attempts), retries=self.retries, backoff=self.backoff, stop=self.stop.is_set
+            )
+        except Exception as exc:  # one file's failure never stops the others
+            side = side_of(exc)
+            failure = CopyFailure(str(task.src), str(task.dst), _reason(exc, side), attempts[0], side)
+            with self.lock:
+                self.failed.append(failure)
+            return
+        if n is not None:
+            with self.lock:
+                self.copied += 1
+                self.bytes_done += n
+                self.bytes_copied += n
+
+    def _attempt(self, task: CopyTask, attempts: list[int]) -> int | None:
+        """Bytes copied (or that a dry run would copy), ``None`` when skipped or stopped."""
+        attempts[0] += 1
+        if not self.overwrite and (size := is_unchanged(task)) is not None:
+            with self.lock:
+                self.skipped += 1
+                self.bytes_done += size
+            return None
+        if self.dry_run:
+            return task.size if task.size >= 0 else source_stat(task.src)[0]
+        with self.slots:
+            if self.stop.is_set():
+                return None
+            return copy_file(task, self.dirs)
+
+    def progress(self, final: bool = False) -> CopyProgress:
+        with self.lock:  # sizes unknown before copying (names-only listing): the total is known at the end
+            total = max(self.bytes_total, self.bytes_done) if final else self.bytes_total
+            return CopyProgress(
+                len(self.tasks),
+                self.copied,
+                self.skipped,
+                len(self.failed),
+                total,
+                self.bytes_done,
+                time.perf_counter() - self.t0,
+            )
+
+    def report(self, dest: str) -> CopyReport:
+        self.failed.sort(key=lambda f: f.src)
+        return CopyReport(
+            len(self.tasks),
+            self.copied,
+            self.skipped,
+            self.failed,
+            self.bytes_copied,
+            time.perf_counter() - self.t0,
+            dest,
+            self.dry_run,
+            self.workers,
+        )
+
+
+class _Emitter:
+    """A run's progress as :class:`CopyEvent`s to the call's listeners and the process-wide channel."""
+
+    def __init__(
+        self, run: _CopyRun, job: str | None, dest: str, sources: Sequence[str], listeners: Sequence[Listener]
+    ) -> None:
+        self.run, self.job, self.dest = run, job, dest
+        self.sources, self.listeners = tuple(sources)[:20], tuple(listeners)
+        self.started = time.time()
+
+    def __call__(self, state: str = "running") -> None:
+        event = CopyEvent(
+            job=self.job,
+            state=state,
+            progress=self.run.progress(final=state != "running"),
+            dest=self.dest,
+            sources=self.sources,
+            started=self.started,
+        )
+        channel.emit(event, self.listeners)
+
+
+def _wait(run: _CopyRun, threads: list[threading.Thread], emit: _Emitter, interval: float) -> None:
+    """Wait for the workers on the calling thread, emitting progress every *interval* seconds.
+    ``KeyboardInterrupt`` (or a listener's error) stops handing out files, lets in-flight ones
+    finish, emits ``interrupted`` and is re-raised."""
+    try:
+        for th in threads:
+            while th.is_alive():
+                th.join(interval)
+                emit()
+    except BaseException:
+        run.stop.set()
+        for th in threads:
+            th.join()
+        emit("interrupted")
+        raise
+    finally:
+        if not any(th.is_alive() for th in threads):
+            run.dirs.close()
 
 
 def copy_files(
@@ -105,110 +235,22 @@ def copy_files(
     default listeners write a named copy's progress to the status document ``job-copy-<job>`` for
     the sidebar), ``sources`` are the lines it was planned from, to label it.
     """
-    tasks = _interleave(list(tasks))
     if workers is None:
         workers = settings.copy_workers()
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
-    run = _Run(tasks)
-    dirs = DirMaker(sweep=not dry_run)  # first visit of a folder removes dead processes' temp files
-    t0 = time.perf_counter()
-
-    def work_one(task: CopyTask) -> None:
-        attempts = 0
-
-        def attempt() -> int | None:
-            nonlocal attempts
-            attempts += 1
-            if not overwrite and (size := is_unchanged(task)) is not None:
-                with run.lock:
-                    run.skipped += 1
-                    run.bytes_done += size
-                return None
-            if dry_run:
-                return task.size if task.size >= 0 else source_stat(task.src)[0]
-            with copy_slots:  # at most `workers` copies at once; more threads may be checking
-                if run.stop.is_set():
-                    return None
-                return copy_file(task, dirs)
-
-        try:
-            n = retry_call(attempt, retries=retries, backoff=backoff, stop=run.stop.is_set)
-        except Exception as exc:  # one file's failure never stops the others
-            with run.lock:
-                run.failed.append(CopyFailure(str(task.src), str(task.dst), _reason(exc, task), attempts))
-            return
-        if n is not None:
-            with run.lock:
-                run.copied += 1
-                run.bytes_done += n
-                run.bytes_copied += n
-
-    def worker() -> None:
-        while (task := run.take()) is not None:
-            work_one(task)
-
-    # Checking "already there, unchanged" is one round trip per existing file and needs no disk
-    # bandwidth: an unchanged re-run goes faster with more threads than copying wants.
-    copy_slots = threading.BoundedSemaphore(workers)
-    n_threads = workers if overwrite else max(workers, CHECK_THREADS)
-    threads = [
-        threading.Thread(target=worker, name=f"air-copy-{i}", daemon=True)
-        for i in range(min(n_threads, max(1, len(tasks))))
-    ]
-    for th in threads:
-        th.start()
-
-    def snapshot(final: bool = False) -> CopyProgress:
-        with run.lock:  # sizes unknown before copying (names-only listing): the total is known at the end
-            total = max(run.bytes_total, run.bytes_done) if final else run.bytes_total
-            return CopyProgress(
-                len(tasks), run.copied, run.skipped, len(run.failed), total, run.bytes_done, time.perf_counter() - t0
-            )
-
-    also = tuple(listeners)
-    started, srcs = time.time(), tuple(sources)[:20]
-
-    def emit(state: str = "running") -> None:
-        channel.emit(
-            CopyEvent(
-                job=job,
-                state=state,
-                progress=snapshot(final=state != "running"),
-                dest=dest,
-                sources=srcs,
-                started=started,
-            ),
-            also,
-        )
-
-    try:
-        for th in threads:
-            while th.is_alive():
-                th.join(progress_interval)
-                emit()
-    except BaseException:
-        run.stop.set()
-        for th in threads:
-            th.join()
-        emit("interrupted")
-        raise
-    finally:
-        if not any(th.is_alive() for th in threads):
-            dirs.close()
-    emit("failed" if run.failed else "done")
-    run.failed.sort(key=lambda f: f.src)
-    return CopyReport(
-        len(tasks),
-        run.copied,
-        run.skipped,
-        run.failed,
-        run.bytes_copied,
-        time.perf_counter() - t0,
-        dest,
-        dry_run,
-        workers,
+    run = _CopyRun(
+        _interleave(list(tasks)),
+        workers=workers,
+        overwrite=overwrite,
+        dry_run=dry_run,
+        retries=retries,
+        backoff=backoff,
     )
+    emit = _Emitter(run, job, dest, sources, listeners)
+    _wait(run, run.start(), emit, progress_interval)
+    emit("failed" if run.failed else "done")
+    return run.report(dest)
 
 
 def _interleave(tasks: list[CopyTask]) -> list[CopyTask]:
@@ -226,38 +268,10 @@ def _interleave(tasks: list[CopyTask]) -> list[CopyTask]:
     return out
 
 
-# Steps of one copy by the side they touch: the innermost one in a failure's traceback says which side failed.
-_READ_STEPS = frozenset({"open_read", "_read_all", "source_stat", "cat_file"})
-_WRITE_STEPS = frozenset(
-    {"open_dir", "_make_below", "publish_at", "write_all", "open_write", "_publish_atomic", "folder", "ensure"}
-)
-READING, WRITING = "reading the source", "writing the destination"
-
-
-def _side(exc: BaseException, task: CopyTask | None) -> str:
-    """Which side of *task* failed: :data:`READING`, :data:`WRITING`, or ``""`` when unknown."""
-    name = getattr(exc, "filename", None)
-    if task is not None and isinstance(name, str) and name:
-        if name == task.src.path:
-            return READING
-        if name in (task.dst.path, os.path.dirname(task.dst.path)) or name.startswith(
-            "." + os.path.basename(task.dst.path)
-        ):
-            return WRITING
-    side = ""
-    tb = exc.__traceback__
-    while tb is not None:
-        step = tb.tb_frame.f_code.co_name
-        side = READING if step in _READ_STEPS else WRITING if step in _WRITE_STEPS else side
-        tb = tb.tb_next
-    return side
-
-
-def _reason(exc: BaseException, task: CopyTask | None = None) -> str:
+def _reason(exc: BaseException, side: str | None) -> str:
     """The error, prefixed with the side that failed (``reading the source: ...``) when known."""
     if isinstance(exc, OSError) and exc.errno is not None:
         text = f"{type(exc).__name__}: [Errno {exc.errno}] {exc.strerror}"
     else:
         text = f"{type(exc).__name__}: {exc}"
-    side = _side(exc, task)
-    return f"{side}: {text}" if side else text
+    return f"{SIDE_LABELS[side]}: {text}" if side in SIDE_LABELS else text

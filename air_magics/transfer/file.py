@@ -1,6 +1,10 @@
 """How one file is copied: atomically (temp name + rename), in one read when small, in parallel
 ranges when large, and how "already there, unchanged" is decided. The parallel engine that calls
 this for many files is :mod:`air_magics.transfer.engine`.
+
+Every step runs inside :data:`_READING` or :data:`_WRITING`, which mark an error with the side it
+happened on (:func:`~air_magics.transfer.task.mark_side`), so a failure says "reading the source"
+or "writing the destination" from where it happened, not from guesses about its message.
 """
 
 from __future__ import annotations
@@ -11,13 +15,14 @@ import stat
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import TracebackType
 from typing import IO
 
 from ..io.confined import open_dir, open_read, publish_at, write_all
 from ..io.leftovers import TEMP_MARK, sweep_stale, temp_name
 from ..io.versions import MTIME_TOLERANCE, same_version
 from ..volumes.store import Location, fs_mtime
-from .task import CopyTask
+from .task import DESTINATION, SOURCE, CopyTask, mark_side
 
 __all__ = ["TEMP_MARK", "DirMaker", "copy_file", "is_unchanged", "source_stat"]
 
@@ -26,6 +31,27 @@ _CHUNK = 8 << 20
 _RANGE = 32 << 20  # large files are copied as parallel ranges of this size ...
 _RANGE_THREADS = 8  # ... this many at a time
 _MAX_OPEN_DIRS = 256  # verified folder descriptors kept open per copy run
+
+
+class _Side:
+    """``with _READING:`` / ``with _WRITING:``: an error raised inside is marked with that side
+    (the innermost mark is kept). A plain class, not a generator: it is entered a few times per file."""
+
+    __slots__ = ("side",)
+
+    def __init__(self, side: str) -> None:
+        self.side = side
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool:
+        if isinstance(exc, Exception):
+            mark_side(exc, self.side)
+        return False
+
+
+_READING, _WRITING = _Side(SOURCE), _Side(DESTINATION)
 
 
 class DirMaker:
@@ -47,7 +73,8 @@ class DirMaker:
         if loc.is_local or parent in self._made:
             return
         try:
-            loc.fs.makedirs(parent, exist_ok=True)
+            with _WRITING:
+                loc.fs.makedirs(parent, exist_ok=True)
         except (NotImplementedError, FileExistsError):
             pass
         self._made.add(parent)  # set.add is atomic under the GIL
@@ -92,7 +119,7 @@ def _publish_atomic(dst: Location, dirs: DirMaker, mtime: float, fill: Callable[
     """Write *dst* through a temp name beside it, inside its verified folder; on any failure the
     temp file is removed and *dst* is untouched."""
     name = os.path.basename(dst.path)
-    with dirs.folder(dst) as dfd:
+    with _WRITING, dirs.folder(dst) as dfd:
         publish_at(dfd, name, fill, mtime=mtime, temp=temp_name(name))
 
 
@@ -103,14 +130,15 @@ def is_unchanged(task: CopyTask) -> int | None:
     is something to compare with and the listing did not already give its size and mtime."""
     dst = task.dst
     try:
-        if dst.is_local:  # a link at the destination is never "unchanged": the copy replaces it
-            st = os.stat(dst.path, follow_symlinks=False)
-            if not stat.S_ISREG(st.st_mode):
-                return None
-            dsize, dmtime, exact = st.st_size, st.st_mtime, True
-        else:
-            info = dst.fs.info(dst.path)
-            dsize, dmtime, exact = int(info.get("size") or -1), fs_mtime(info), False
+        with _WRITING:
+            if dst.is_local:  # a link at the destination is never "unchanged": the copy replaces it
+                st = os.stat(dst.path, follow_symlinks=False)
+                if not stat.S_ISREG(st.st_mode):
+                    return None
+                dsize, dmtime, exact = st.st_size, st.st_mtime, True
+            else:
+                info = dst.fs.info(dst.path)
+                dsize, dmtime, exact = int(info.get("size") or -1), fs_mtime(info), False
     except (FileNotFoundError, NotADirectoryError):
         return None
     size, mtime = (task.size, task.mtime) if task.size >= 0 else source_stat(task.src)
@@ -124,11 +152,12 @@ def is_unchanged(task: CopyTask) -> int | None:
 def source_stat(src: Location) -> tuple[int, float]:
     """Size and mtime of a source, one round trip. Nothing is read here: the copy itself opens the
     file through the confined primitive (``stat`` never blocks on a FIFO)."""
-    if src.is_local:
-        st = os.stat(src.path)
-        return st.st_size, st.st_mtime
-    info = src.fs.info(src.path)
-    return int(info.get("size") or 0), fs_mtime(info)
+    with _READING:
+        if src.is_local:
+            st = os.stat(src.path)
+            return st.st_size, st.st_mtime
+        info = src.fs.info(src.path)
+        return int(info.get("size") or 0), fs_mtime(info)
 
 
 def _copy_large_local(fin: int, src: str, dst: Location, dirs: DirMaker, size: int, mtime: float) -> int:
@@ -140,9 +169,10 @@ def _copy_large_local(fin: int, src: str, dst: Location, dirs: DirMaker, size: i
         def copy_range(start: int) -> None:
             pos, end = start, min(start + _RANGE, size)
             while pos < end:
-                data = os.pread(fin, min(_CHUNK, end - pos), pos)
-                if not data:
-                    raise OSError(errno.ESTALE, f"{src} shrank while it was copied")
+                with _READING:
+                    data = os.pread(fin, min(_CHUNK, end - pos), pos)
+                    if not data:
+                        raise OSError(errno.ESTALE, f"{src} shrank while it was copied")
                 view = memoryview(data)
                 while view:
                     n = os.pwrite(fout, view, pos)
@@ -150,8 +180,9 @@ def _copy_large_local(fin: int, src: str, dst: Location, dirs: DirMaker, size: i
 
         with ThreadPoolExecutor(max_workers=_RANGE_THREADS, thread_name_prefix="air-range") as pool:
             list(pool.map(copy_range, range(0, size, _RANGE)))
-        if os.fstat(fin).st_size != size:
-            raise OSError(errno.ESTALE, f"{src} changed size while it was copied")
+        with _READING:
+            if os.fstat(fin).st_size != size:
+                raise OSError(errno.ESTALE, f"{src} changed size while it was copied")
 
     _publish_atomic(dst, dirs, mtime, fill)  # the mtime is stamped here too: a re-run sees "unchanged"
     return size
@@ -159,28 +190,35 @@ def _copy_large_local(fin: int, src: str, dst: Location, dirs: DirMaker, size: i
 
 def _copy_stream(src: Location, dst: Location, dirs: DirMaker, mtime: float = 0.0) -> int:
     """Large file with an fsspec side: stream in chunks (confined on the local side)."""
-    import shutil
 
-    if src.is_local:
-        fd, _ = open_read(src.path, src.root)
-        fin: IO[bytes] = os.fdopen(fd, "rb")
-    else:
-        fin = src.fs.open(src.path, "rb")
+    with _READING:
+        if src.is_local:
+            fd, _ = open_read(src.path, src.root)
+            fin: IO[bytes] = os.fdopen(fd, "rb")
+        else:
+            fin = src.fs.open(src.path, "rb")
+
+    def read() -> bytes:
+        with _READING:
+            return fin.read(_CHUNK)
+
     with fin:
         if dst.is_local:
             written = 0
 
             def fill(fout: int) -> None:
                 nonlocal written
-                while chunk := fin.read(_CHUNK):
+                while chunk := read():
                     write_all(fout, chunk)
                     written += len(chunk)
 
             _publish_atomic(dst, dirs, mtime, fill)  # the listing's mtime: a re-run sees "unchanged"
             return written
-        with dst.fs.open(dst.path, "wb") as fout:
-            shutil.copyfileobj(fin, fout, _CHUNK)
-        return int(dst.fs.info(dst.path).get("size") or 0)
+        with _WRITING, dst.fs.open(dst.path, "wb") as fout:
+            while chunk := read():
+                fout.write(chunk)
+        with _WRITING:
+            return int(dst.fs.info(dst.path).get("size") or 0)
 
 
 def _read_all(fd: int, size: int) -> bytes:
@@ -205,22 +243,25 @@ def copy_file(task: CopyTask, dirs: DirMaker) -> int:
         if size > _ONE_READ_MAX:
             dirs.ensure(dst)
             return _copy_stream(src, dst, dirs, task.mtime or source_stat(src)[1])
-        data, mtime = src.fs.cat_file(src.path), task.mtime
+        with _READING:
+            data, mtime = src.fs.cat_file(src.path), task.mtime
     else:
-        fd, st = open_read(src.path, src.root)  # confined at the moment of use; FIFOs refused
+        with _READING:
+            fd, st = open_read(src.path, src.root)  # confined at the moment of use; FIFOs refused
         try:
             if st.st_size > _ONE_READ_MAX:
                 dirs.ensure(dst)
                 if dst.is_local:
                     return _copy_large_local(fd, src.path, dst, dirs, st.st_size, st.st_mtime)
                 return _copy_stream(src, dst, dirs)
-            data, mtime = _read_all(fd, st.st_size), st.st_mtime
+            with _READING:
+                data, mtime = _read_all(fd, st.st_size), st.st_mtime
         finally:
             os.close(fd)
     if dst.is_local:
         _publish_atomic(dst, dirs, mtime, lambda fd: write_all(fd, data))
     else:  # object stores publish an object only when its upload completes
         dirs.ensure(dst)
-        with dst.fs.open(dst.path, "wb") as f:
+        with _WRITING, dst.fs.open(dst.path, "wb") as f:
             f.write(data)
     return len(data)

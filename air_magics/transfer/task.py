@@ -13,7 +13,27 @@ from ..io.units import fmt_bytes, fmt_rate
 from ..snapshots import CopyProgress  # the value copy events carry; it lives below the events
 from ..volumes.store import Location
 
-__all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport"]
+__all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport", "SOURCE", "DESTINATION", "mark_side", "side_of"]
+
+SOURCE, DESTINATION = "source", "destination"
+"""The two sides of a copy, as :attr:`CopyFailure.side` names them."""
+SIDE_LABELS = {SOURCE: "reading the source", DESTINATION: "writing the destination"}
+_SIDE_ATTR = "air_copy_side"
+
+
+def mark_side(exc: BaseException, side: str) -> None:
+    """Record on *exc* that it happened on *side* (:data:`SOURCE` or :data:`DESTINATION`), where it
+    happens; a mark made closer to the failure (a source read inside a destination write) is kept."""
+    if getattr(exc, _SIDE_ATTR, None) is None:
+        try:
+            setattr(exc, _SIDE_ATTR, side)
+        except AttributeError:  # an exception type without attributes: the side stays unknown
+            pass
+
+
+def side_of(exc: BaseException) -> str | None:
+    """The side :func:`mark_side` recorded on *exc*, or ``None`` (it failed outside either side)."""
+    return getattr(exc, _SIDE_ATTR, None)
 
 
 @dataclass(frozen=True)
@@ -28,14 +48,15 @@ class CopyTask:
 
 @dataclass(frozen=True)
 class CopyFailure:
-    """A file that could not be copied, with the last error and how often it was tried. ``reason``
-    starts with the side that failed when it is known: ``reading the source: ...`` or
-    ``writing the destination: ...``."""
+    """A file that could not be copied, with the last error and how often it was tried. ``side`` is
+    the side that failed, :data:`SOURCE` or :data:`DESTINATION` (``None``: unknown), and ``reason``
+    starts with it in words: ``reading the source: ...`` or ``writing the destination: ...``."""
 
     src: str
     dst: str
     reason: str
     attempts: int
+    side: str | None = None
 
 
 @dataclass
