@@ -164,6 +164,7 @@ class LoaderTimes:
     data_wait: float = field(metadata={"key": "data_wait_s"})
     compute: float = field(metadata={"key": "compute_s"})
     last_wait: float = field(default=0.0, metadata=HIDDEN)
+    verdict: str = ""  # the input pipeline's verdict in one line (from the 10th step on)
 
     @property
     def wait_share(self) -> float:

@@ -39,6 +39,7 @@ from typing import Any
 from .. import settings
 from ..errors import CacheLimitError, VolumeNotFoundError
 from ..events import CacheEvent, Throttle, channel
+from ..io.stageclock import STAGES
 from ..io.units import fmt_bytes, parse_size
 from ..snapshots import CacheInfo  # the value cache events carry; it lives below the events
 from ..transfer import CopyTask, copy_one
@@ -52,7 +53,7 @@ from .hits import HitLog
 from .index import wal_headroom
 from .overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency
 from .stripes import Stripes
-from .validate import Validation
+from .validate import Validation, timed_stat
 
 __all__ = ["FileCache", "CacheInfo", "ClearReport", "Residency"]
 
@@ -276,7 +277,7 @@ class FileCache:
             try:
                 if f.src.is_local and self.limit is None and self._unindexed_fetch(f):
                     return local
-                f.size, f.mtime = source_stat(f.src)
+                f.size, f.mtime = timed_stat(f.src)
             except FileNotFoundError:
                 raise VolumeNotFoundError(
                     f"{key!r} does not exist; check the path with `%air_volume ls {key.rsplit('/', 1)[0]}`"
@@ -295,12 +296,19 @@ class FileCache:
             if not self._claim(f, keep):
                 return self._overflow_fetch(f)
             try:
-                n = copy_one(CopyTask(f.src, Location(local, root=self._files_root), size, mtime), retries=self.retries)
+                n = self._copy(CopyTask(f.src, Location(local, root=self._files_root), size, mtime))
             except BaseException:
                 self._entries.forget(key)  # the claimed bytes go back
                 raise
             self._recorded(key, local, n, mtime)
         return local
+
+    def _copy(self, task: CopyTask) -> int:
+        """One source file copied in (a storage request, timed for the loader's verdict)."""
+        t0 = time.perf_counter()
+        n = copy_one(task, retries=self.retries)
+        STAGES.request(time.perf_counter() - t0, n)
+        return n
 
     def _claim(self, f: VolumeFile, keep: Residency | None) -> bool:
         """Room for *f* within the limit, claimed in the index (two tries: another process may take
@@ -322,7 +330,7 @@ class FileCache:
             if os.path.exists(local) and self._entries.row(key) is not None:  # another process fetched it meanwhile
                 return False
             self._evictor.make_room(0)  # the reserve (no limit is set here): at most this one file's size over it
-            n = copy_one(CopyTask(f.src, Location(local, root=self._files_root)), retries=self.retries)
+            n = self._copy(CopyTask(f.src, Location(local, root=self._files_root)))
             f.size, f.mtime = n, os.stat(local).st_mtime  # the copy carries the source's mtime
             self._recorded(key, local, n, f.mtime)
         return True
@@ -333,7 +341,7 @@ class FileCache:
         size, mtime = f.size or 0, f.mtime or 0.0
 
         def copy(dest: str) -> int:
-            return copy_one(CopyTask(f.src, Location(dest, root=root), size, mtime), retries=self.retries)
+            return self._copy(CopyTask(f.src, Location(dest, root=root), size, mtime))
 
         headroom = wal_headroom(self.root)  # the index's log shares the disk
         local, n, reused = self._overflow.fetch(f.key[9:], size, mtime, copy, reserve=self.reserve, headroom=headroom)

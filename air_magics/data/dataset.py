@@ -22,10 +22,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from time import perf_counter
 from typing import Any
 
 from ..cache import FileCache, Residency
 from ..errors import DatasetError
+from ..io.stageclock import STAGES
 from ..shards.reader import open_packed
 from ..transfer import is_transient
 from ..volumes.local import InPlace, local_files, local_source
@@ -89,6 +91,25 @@ def list_files(
                 key, loc.join(e.rel), e.size if known else None, e.mtime if known else None, member=members.get(e.rel)
             )
     return [out[k] for k in sorted(out)]
+
+
+class _StreamClock:
+    """A stream's wall seconds blocked on its fetches and spent outside it (by its consumer),
+    added to the process's stage clock every few items (see :mod:`air_magics.io.stageclock`)."""
+
+    __slots__ = ("fetched", "outside", "_blocked")
+
+    def __init__(self, fetched: Prefetcher) -> None:
+        self.fetched, self.outside, self._blocked = fetched, 0.0, 0.0
+
+    def flush(self) -> None:
+        blocked = self.fetched.blocked
+        if blocked > self._blocked:
+            STAGES.add("blocked", blocked - self._blocked)
+            self._blocked = blocked
+        if self.outside:
+            STAGES.add("outside", self.outside)
+            self.outside = 0.0
 
 
 def _read(path: str, output: str) -> Any:
@@ -167,7 +188,9 @@ class UCVolumeDataset(EpochStream):
         self.cache = cache or FileCache(store=self.store)
         # names only: the first item does not wait for a stat of every file; the versions that
         # validate cache hits are found as the stream goes (FileCache.validate)
+        t0 = perf_counter()
         self.files = list_files(paths, pattern=pattern, recursive=recursive, store=self.store, stat=False)
+        STAGES.add("listing", perf_counter() - t0)
         if not self.files:
             raise DatasetError(
                 f"no files in {', '.join(map(str, paths))}"
@@ -280,7 +303,13 @@ class UCVolumeDataset(EpochStream):
             if self.on_error == "skip" and (is_transient(exc) or isinstance(exc, OSError)):
                 return SkippedFile(f.key, f"{type(exc).__name__}: {exc}")
             raise
-        return self.transform(item) if self.transform is not None else item
+        if self.transform is None:
+            return item
+        t0 = perf_counter()
+        try:
+            return self.transform(item)
+        finally:
+            STAGES.add("transform", perf_counter() - t0)
 
     def _item(self, f: VolumeFile, keep: Residency | None) -> Any:
         """*f* as ``output`` asks, fetched through the cache (a member: from its cached shard)."""
@@ -331,26 +360,33 @@ class UCVolumeDataset(EpochStream):
             return self._fetch(files[i], keep)
 
         with Prefetcher(items, fetch, self.prefetch, ready=ready) as fetched:
+            clock = _StreamClock(fetched)
             try:
                 if not chunk:
                     for value in fetched:
                         n = self._yielded = self._yielded + 1
                         if n % _ADVANCE_EVERY == 0:
                             validation.advance(n)
+                            clock.flush()
                         if value.__class__ is SkippedFile:
                             self.skipped.append(value)
                         else:
+                            t0 = perf_counter()
                             yield value
+                            clock.outside += perf_counter() - t0
                     return
-                yield from self._chunks(fetched, validation, chunk, batch)
+                yield from self._chunks(fetched, validation, clock, chunk, batch)
             finally:
+                clock.flush()
                 validation.close()
                 try:
                     cache.publish_status()
                 except Exception:  # e.g. a generator closed during interpreter shutdown
                     pass
 
-    def _chunks(self, fetched: Prefetcher, validation: Any, chunk: int, batch: int) -> Iterator[list[Any]]:
+    def _chunks(
+        self, fetched: Prefetcher, validation: Any, clock: _StreamClock, chunk: int, batch: int
+    ) -> Iterator[list[Any]]:
         """Lists of ready items for a DataLoader worker: up to *chunk* items, a multiple of *batch*
         unless the stream ends, sent as soon as the next item is not ready yet."""
         ready_items: list[Any] = []
@@ -364,7 +400,10 @@ class UCVolumeDataset(EpochStream):
                 ready_items.append(value)
             k = len(ready_items)
             if k and (k >= chunk or (k % batch == 0 and not fetched.next_ready())):
+                clock.flush()
+                t0 = perf_counter()
                 yield ready_items
+                clock.outside += perf_counter() - t0
                 ready_items = []
         if ready_items:
             yield ready_items

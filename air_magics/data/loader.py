@@ -35,11 +35,12 @@ from torch.utils.data._utils.collate import default_collate, default_convert
 
 from ..errors import DatasetError
 from ..events import Listener, LoaderEvent, channel
-from ..snapshots import LoaderTimes
+from ..io.stageclock import STAGES
 from . import _dist
 from .order import Grid
 from .plan import PlanFile
 from .stream import EpochStream
+from .timing import LoaderTiming
 
 __all__ = ["DataLoader", "LoaderTiming"]
 
@@ -96,34 +97,24 @@ class _TaggingCollate:
     def __call__(self, items: Any) -> Any:
         _, _, wds = _dist.worker()
         ds = wds if wds is not None else self.dataset
-        return self.fn(items), ds.position()
+        t0 = time.perf_counter()
+        batch = self.fn(items)
+        STAGES.add("collate", time.perf_counter() - t0)
+        return batch, (*ds.position(), STAGES.snapshot())
 
 
-class LoaderTiming:
-    """Where the training loop's time goes: waiting for the next batch vs. everything else."""
+class _ClockCollate:
+    """A wrapper dataset's collate, run in the worker: its batch plus (worker, -1, stage clock)."""
 
-    def __init__(self) -> None:
-        self.steps = 0
-        self.data_wait = 0.0
-        self.compute = 0.0
-        self.last_wait = 0.0
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
 
-    @property
-    def wait_share(self) -> float:
-        total = self.data_wait + self.compute
-        return self.data_wait / total if total > 0 else 0.0
-
-    def snapshot(self) -> LoaderTimes:
-        return LoaderTimes(self.steps, self.data_wait, self.compute, self.last_wait)
-
-    def to_dict(self) -> dict[str, float]:
-        return self.snapshot().to_dict()
-
-    def __repr__(self) -> str:
-        return (
-            f"LoaderTiming(steps={self.steps}, data_wait={self.data_wait:.2f}s, compute={self.compute:.2f}s, "
-            f"wait_share={self.wait_share:.1%})"
-        )
+    def __call__(self, items: Any) -> Any:
+        worker, _, _ = _dist.worker()
+        t0 = time.perf_counter()
+        batch = self.fn(items)
+        STAGES.add("collate", time.perf_counter() - t0)
+        return batch, (worker, -1, STAGES.snapshot())
 
 
 class DataLoader(tud.DataLoader):
@@ -175,6 +166,8 @@ class DataLoader(tud.DataLoader):
                 base = _ChunkCollate(base, batch_size or 0, drop_last)
                 batch_size = None
             collate_fn = _TaggingCollate(base, dataset)
+        elif self._inner is not None:  # a wrapper: its batches carry the worker's stage clock only
+            collate_fn = _ClockCollate(collate_fn or (default_collate if batch_size is not None else default_convert))
         if self._inner is not None and persistent_workers and workers > 0:
             self._plan = PlanFile(self._inner.plan_root())
             weakref.finalize(self, self._plan.close)
@@ -196,7 +189,8 @@ class DataLoader(tud.DataLoader):
             persistent_workers=persistent_workers,
             **kwargs,
         )
-        self.timing = LoaderTiming()
+        source = self._inner.paths[0] if self._inner is not None and getattr(self._inner, "paths", None) else None
+        self.timing = LoaderTiming(workers=workers, source=source, wrapped=self._inner is not None and not self._air)
         self._delivered: dict[int, int] = {}
         self._grid: Grid | None = None
         self._epoch_done = False
@@ -254,9 +248,11 @@ class DataLoader(tud.DataLoader):
         if self._inner is not None:  # what this loader's workers take with them (set before they start)
             self._inner.attach(self._plan, self._chunk_items if self._chunked else 0, self._batch)
         if not self._air:
-            if self._inner is not None:
-                self._write_plan(self._inner)  # the epoch the user set on the wrapped dataset
-            yield from super().__iter__()
+            if self._inner is None:  # a plain dataset: torch's loader, untouched
+                yield from super().__iter__()
+                return
+            self._write_plan(self._inner)  # the epoch the user set on the wrapped dataset
+            yield from self._timed(super().__iter__(), track=False)
             return
         ds: EpochStream = self.dataset
         if self._epoch_done:  # the previous epoch ran to the end: move on
@@ -268,7 +264,11 @@ class DataLoader(tud.DataLoader):
         self._grid = self._current_grid()
         self._started = True
         self._write_plan(ds)
-        inner = super().__iter__()
+        yield from self._timed(super().__iter__(), track=True)
+
+    def _timed(self, inner: Iterator[Any], *, track: bool) -> Iterator[Any]:
+        """The loop's side: batches handed out one at a time (a chunk's one by one), the wait for
+        each and the time between them timed, the delivered count per stream kept (``track``)."""
         timing, delivered, chunked = self.timing, self._delivered, self._chunked
         clock = time.perf_counter
         t_last: float | None = None
@@ -283,11 +283,12 @@ class DataLoader(tud.DataLoader):
                 timing.compute += t0 - t_last
             if at >= len(pending):
                 try:
-                    message, (stream, produced) = next(inner)
+                    message, (stream, produced, clock_totals) = next(inner)
                 except StopIteration:
-                    self._epoch_done = True
+                    self._epoch_done = track
                     self._emit("done")
                     return
+                timing.worker_clock(stream, clock_totals)
                 if not chunked:
                     pending, sizes, at = [message], [0], 0
                 else:
@@ -297,13 +298,15 @@ class DataLoader(tud.DataLoader):
                         continue
             batch = pending[at]
             produced += sizes[at]  # delivered count per batch, not per chunk
+            timing.items += sizes[at] or self._batch
             at += 1
             t1 = clock()
             wait = t1 - t0
             timing.data_wait += wait
             timing.last_wait = wait
             timing.steps += 1
-            delivered[stream] = produced
+            if track:
+                delivered[stream] = produced
             if t1 >= next_emit:  # the widgets and status documents refresh a few times a second
                 next_emit = t1 + _EMIT_EVERY
                 self._emit("running")
@@ -318,12 +321,13 @@ class DataLoader(tud.DataLoader):
 
     def _emit(self, state: str) -> None:
         if channel.listening(self.listeners):
+            ds = self._inner if self._inner is not None else self.dataset
             channel.emit(
                 LoaderEvent(
                     state=state,
                     timing=self.timing.snapshot(),
-                    epoch=self.dataset.epoch,
-                    files=len(self.dataset),
+                    epoch=ds.epoch,
+                    files=len(ds),
                     num_workers=self.num_workers,
                 ),
                 self.listeners,

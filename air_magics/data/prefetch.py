@@ -67,6 +67,7 @@ class Prefetcher:
         self._flying = 0
         self._closed = False
         self._inline = True  # the consumer owns the item iterator (nothing in flight, nothing queued)
+        self.blocked = 0.0  # seconds the consumer waited for a result that was not in yet
 
     def __enter__(self) -> Prefetcher:
         return self
@@ -157,6 +158,11 @@ class Prefetcher:
                 if not self._inline:
                     time.sleep(0)
                 continue
-            value = head.result()
+            if head.done():
+                value = head.result()
+            else:
+                t0 = time.perf_counter()
+                value = head.result()
+                self.blocked += time.perf_counter() - t0
             self._top_up()
             yield value

@@ -76,6 +76,8 @@ export interface ILoaderStats {
   epoch?: number;
   files?: number;
   num_workers?: number;
+  /** the input pipeline's verdict in one line, from the 10th step on ("" before) */
+  verdict?: string;
   done?: boolean;
   updated?: number;
 }
