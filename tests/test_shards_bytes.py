@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 import zlib
 from pathlib import Path
 
@@ -19,6 +20,8 @@ import pytest
 from air_magics.cache import FileCache
 from air_magics.errors import ShardError
 from air_magics.shards import MANIFEST_NAME, open_packed, pack, prune_extracted
+from air_magics.shards.cached import PLANNED_AHEAD
+from air_magics.shards.order import shard_sequence
 from air_magics.volumes import VolumeStore
 
 SRC, DEST = "/Volumes/main/raw/img/train", "/Volumes/main/raw/img/packed"
@@ -220,3 +223,26 @@ def test_processes_share_one_fetch_per_shard(vol, tmp_path):
     assert all(p.returncode == 0 for p in procs)
     assert all(o["got"] == hashes for o in outs)
     assert sum(o["fetched"] for o in outs) == r.shards  # each shard fetched by exactly one of them
+
+
+def _wait_complete(reader, shards, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not all(reader.complete(i) for i in shards) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return {i for i in range(len(reader.source.shards)) if reader.complete(i)}
+
+
+def test_plan_reads_fetches_ahead_in_the_planned_order(vol, tmp_path):
+    r = pack(SRC, DEST, shard_size="16KiB")
+    assert r.shards > PLANNED_AHEAD + 2
+    folder, cache = open_packed(vol, DEST), FileCache(root=tmp_path / "cache")
+    seq = list(range(r.shards))[::-1]  # the order a stream will need them in
+    items = [k for s in seq for k, ref in enumerate(folder.members) if ref.shard == s]
+    assert shard_sequence([ref.shard for ref in folder.members], items) == seq
+    folder.plan_reads(cache, seq)
+    reader = folder.reader(cache)
+    assert _wait_complete(reader, seq[: 1 + PLANNED_AHEAD]) == set(seq[: 1 + PLANNED_AHEAD])  # nothing read yet
+    ref = next(x for x in folder.members if x.shard == seq[2])
+    assert ref.read_bytes(cache) == _source(vol)[ref.name]
+    want = set(seq[: 3 + PLANNED_AHEAD])  # reading plan[2] keeps PLANNED_AHEAD shards ahead of it
+    assert _wait_complete(reader, want) == want

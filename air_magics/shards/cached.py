@@ -37,6 +37,7 @@ import threading
 import time
 import zlib
 from bisect import bisect_left
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -46,10 +47,12 @@ from .format import BLOCK, Member
 from .source import ShardSource, stream_shard
 from .verify import MemberCheck, check_header, header_start
 
-__all__ = ["ShardReader", "MemberFile", "SUFFIXES"]
+__all__ = ["ShardReader", "MemberFile", "SUFFIXES", "PLANNED_AHEAD"]
 
 SUFFIXES = (".tar.part-new", ".tar.part", ".tar.lock", ".tar")  # the cached file and its sidecars
-_AHEAD = 1  # shards fetched ahead of the one asked for
+_AHEAD = 1  # shards fetched ahead of the one asked for, without a plan (the next in name order)
+PLANNED_AHEAD = 4  # with a plan (ShardReader.plan): a shuffle window's worth of shards ahead
+_FETCHES = 2 + PLANNED_AHEAD  # shards fetched at once (their range reads share one pool, first come first served)
 _POLL = 0.002  # polling another process's fetch: from 2 ms, doubling up to 32 ms
 _POLL_MAX = 0.032
 _FLAGS = os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -111,6 +114,7 @@ class _Shard:
         self.running = False
         self.done = False
         self.error: BaseException | None = None
+        self.used = False  # a member was asked for: the read-ahead from this shard has started
 
     def use(self, mm: mmap.mmap, ino: int) -> None:
         """Read from *mm* from now on (call with ``cond`` held); a different file's checks do not carry."""
@@ -187,9 +191,21 @@ class ShardReader:
         self.source, self.root, self.pid = source, root, os.getpid()
         self._states = [_Shard(len(ms)) for ms in source.shard_members]
         self._offsets: list[list[int] | None] = [None] * len(source.shards)
-        self._drivers = ThreadPoolExecutor(max_workers=2 + _AHEAD, thread_name_prefix="air-shard-cache")
+        self._drivers = ThreadPoolExecutor(max_workers=_FETCHES, thread_name_prefix="air-shard-cache")
+        self._plan: list[int] = []
+        self._plan_pos: dict[int, int] = {}
         self.shards_fetched = 0
         self.bytes_read = 0
+
+    def plan(self, shards: Sequence[int]) -> None:
+        """The order this process will need shards in (e.g. the shards of its stream's items, in
+        order; repeats are ignored): fetches start now for the first ones and then stay
+        ``PLANNED_AHEAD`` shards ahead of the one in use, in this order, so a shuffled epoch's next
+        shards are in before it reaches them. Without a plan, the next shard in name order is read ahead."""
+        seq = list(dict.fromkeys(shards))
+        self._plan, self._plan_pos = seq, {s: k for k, s in enumerate(seq)}
+        for i in seq[: 1 + PLANNED_AHEAD]:
+            self._fetch_ahead(i)
 
     def file(self, i: int) -> str:
         """Shard *i*'s cached file (present once complete)."""
@@ -213,6 +229,9 @@ class ShardReader:
         st = self._states[i]
         mm = st.mm
         if mm is not None and st.ok[self._j(i, m)]:
+            if not st.used:  # the first member of a shard fetched ahead: the shards after it go next
+                st.used = True
+                self._read_ahead(i)
             return mm[m.offset : m.offset + m.size]
         return None
 
@@ -230,9 +249,11 @@ class ShardReader:
     def _wait(self, i: int, j: int) -> mmap.mmap:
         st = self._states[i]
         mm = st.mm
+        if not st.used:  # the first member asked for: the shards after this one go next
+            st.used = True
+            self._read_ahead(i)
         if mm is not None and st.ok[j]:
             return mm
-        self._read_ahead(i)
         nap = _POLL
         while True:
             with st.cond:
@@ -310,14 +331,22 @@ class ShardReader:
             return st.mm
 
     def _read_ahead(self, i: int) -> None:
+        k = self._plan_pos.get(i)
+        if k is not None:
+            for j in self._plan[k + 1 : k + 1 + PLANNED_AHEAD]:
+                self._fetch_ahead(j)
+            return
         for _ in range(_AHEAD):
             i = self.source.next_shard[i]
             if i < 0:
                 return
-            st = self._states[i]
-            if st.done or st.running or st.error is not None or st.mm is not None or self.complete(i):
-                continue
-            self._start(i)
+            self._fetch_ahead(i)
+
+    def _fetch_ahead(self, i: int) -> None:
+        st = self._states[i]
+        if st.done or st.running or st.error is not None or st.mm is not None or self.complete(i):
+            return
+        self._start(i)
 
     def _start(self, i: int) -> bool:
         """Start fetching shard *i* unless another process is; True when this process fetches it."""

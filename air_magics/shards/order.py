@@ -25,7 +25,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-__all__ = ["windowed_order", "WINDOW"]
+__all__ = ["windowed_order", "shard_sequence", "WINDOW"]
 
 WINDOW = 4
 
@@ -46,3 +46,9 @@ def windowed_order(shard_of: Sequence[int], *, seed: int = 0, epoch: int = 0, wi
         rng.shuffle(block)
         out += block
     return out
+
+
+def shard_sequence(shard_of: Sequence[int], items: Sequence[int]) -> list[int]:
+    """The shards *items* (member indices, in the order a stream reads them) need, in the order
+    they are first needed: what :meth:`~air_magics.shards.PackedFolder.plan_reads` takes."""
+    return list(dict.fromkeys(shard_of[i] for i in items))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,6 +229,12 @@ class PackedFolder:
     def cached_shard(self, cache: FileCache, i: int) -> Path:
         """Where shard *i* is cached whole under *cache* (present once fetched)."""
         return Path(self.reader(cache).file(i))
+
+    def plan_reads(self, cache: FileCache, shards: Sequence[int]) -> None:
+        """Tell this process's reader the order it will need shards in (for a stream's items in
+        order: ``shard_sequence([m.shard for m in members], items)``): fetches by offset then run
+        ahead in that order (see :meth:`~.cached.ShardReader.plan`)."""
+        self.reader(cache).plan(shards)
 
     def read_bytes(self, ref: MemberRef, cache: FileCache) -> bytes:
         """*ref*'s bytes, sliced from its cached shard (see :meth:`MemberRef.read_bytes`)."""
