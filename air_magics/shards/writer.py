@@ -266,7 +266,7 @@ def _pack(
     pattern: str | None,
     engine: str,
     dry_run: bool,
-    on_progress: Callable[[PackProgress], None],
+    report_progress: Callable[[PackProgress], None],
     store: VolumeStore,
     workers: int,
     retries: int,
@@ -291,7 +291,7 @@ def _pack(
             report.unchanged = True
             return _finish(report, plan, t0, written=[])
         sweep_stale(dfd)
-        infos, written, reused = _write_all(dfd, dloc, plan, sloc, workers, retries, on_progress, t0, engine)
+        infos, written, reused = _write_all(dfd, dloc, plan, sloc, workers, retries, report_progress, t0, engine)
         os.fsync(dfd)
         manifest = Manifest(
             plan.generation,
@@ -322,7 +322,7 @@ def _write_all(
     sloc: Location,
     workers: int,
     retries: int,
-    on_progress: Callable[[PackProgress], None] | None,
+    report_progress: Callable[[PackProgress], None] | None,
     t0: float,
     engine: str = "local",
 ) -> tuple[list[ShardInfo], list[ShardPlan], list[ShardPlan]]:
@@ -349,9 +349,9 @@ def _write_all(
     def report(force: bool = False) -> None:
         nonlocal last
         now = time.monotonic()
-        if on_progress is not None and (force or now - last >= 0.1):
+        if report_progress is not None and (force or now - last >= 0.1):
             last = now
-            on_progress(PackProgress(files, total_files, nbytes, total_bytes, shards, len(todo), now - t0))
+            report_progress(PackProgress(files, total_files, nbytes, total_bytes, shards, len(todo), now - t0))
 
     def tick(size: int) -> None:
         nonlocal files, nbytes
