@@ -277,6 +277,7 @@ class DataLoader(tud.DataLoader):
         at = 0
         stream = produced = 0
         next_emit = 0.0
+        first = True
         while True:
             t0 = clock()
             if t_last is not None:
@@ -302,7 +303,11 @@ class DataLoader(tud.DataLoader):
             at += 1
             t1 = clock()
             wait = t1 - t0
-            timing.data_wait += wait
+            if first:  # the first batch waits for the workers (and the listing) to start
+                timing.startup += wait
+                first = False
+            else:
+                timing.data_wait += wait
             timing.last_wait = wait
             timing.steps += 1
             if track:

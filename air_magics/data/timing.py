@@ -20,14 +20,17 @@ _I = {name: i for i, name in enumerate(FIELDS)}
 
 
 class LoaderTiming:
-    """Where the training loop's time goes: waiting for the next batch vs. everything else, and
-    the input pipeline's stages (``stages()``, ``verdict()``)."""
+    """Where the training loop's time goes: waiting for the next batch (``data_wait``) vs.
+    everything else (``compute``), and the input pipeline's stages (``stages()``, ``verdict()``).
+    Each epoch's first wait (workers starting, the first files listed) is kept apart in
+    ``startup``: it is paid once, and would otherwise call a compute-bound loop input-bound."""
 
     def __init__(self, *, workers: int = 0, source: str | None = None, wrapped: bool = False) -> None:
         self.steps = 0
         self.data_wait = 0.0
         self.compute = 0.0
         self.last_wait = 0.0
+        self.startup = 0.0  # each epoch's first wait (workers starting), kept out of data_wait
         self.items = 0
         self.workers, self.source, self.wrapped = workers, source, wrapped
         self._streams: dict[int, tuple[float, ...]] = {}  # a worker stream's latest clock totals
