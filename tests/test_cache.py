@@ -150,7 +150,7 @@ def test_never_deletes_a_file_outside_its_files_folder(vol, tmp_path):
     db = sqlite3.connect(c.root / "index.sqlite")
     with db:
         db.executemany(
-            "INSERT INTO entries VALUES (?, ?, ?, ?, 0)",
+            "INSERT INTO entries(key, local, size, mtime, last_access) VALUES (?, ?, ?, ?, 0)",
             [
                 ("/Volumes/main/raw/img/f01.bin", str(victim), 1000, 0.0),
                 ("/Volumes/main/linked/img/f05.bin", str(c.root / "files/main/linked/img/f05.bin"), 1000, 0.0),

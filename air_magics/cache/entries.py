@@ -22,7 +22,7 @@ from .index import checkpoint, open_index, transaction, translate_disk_full, tun
 
 __all__ = ["Entries", "Row", "PENDING"]
 
-Row = tuple[int, float, float]  # (size, source mtime, last access) of one entry
+Row = tuple[int, float, float, float]  # (size, source mtime, last access, last checked against the source)
 _OPEN_LOCK = threading.Lock()
 _CHUNK = 500
 PENDING = (
@@ -63,15 +63,15 @@ class Entries:
     # -- reads ---------------------------------------------------------------------------------------
     def row(self, key: str) -> Row | None:
         with self._open() as db:
-            return db.execute("SELECT size, mtime, last_access FROM entries WHERE key=?", (key,)).fetchone()
+            return db.execute("SELECT size, mtime, last_access, checked FROM entries WHERE key=?", (key,)).fetchone()
 
     def rows_between(self, lo: str, hi: str) -> dict[str, Row]:
         """Every entry whose key is in ``[lo, hi)``: one query for a whole dataset's folder."""
         with self._open() as db:
             found = db.execute(
-                "SELECT key, size, mtime, last_access FROM entries WHERE key >= ? AND key < ?", (lo, hi)
+                "SELECT key, size, mtime, last_access, checked FROM entries WHERE key >= ? AND key < ?", (lo, hi)
             ).fetchall()
-        return {k: (s, m, a) for k, s, m, a in found}
+        return {k: (s, m, a, c) for k, s, m, a, c in found}
 
     def keys(self) -> list[str]:
         with self._open() as db:
@@ -153,9 +153,10 @@ class Entries:
         """*key* now holds *size* bytes of the source version *mtime*; a fetch (``miss``) is counted."""
         with self._open() as db, self.disk_full(f"indexing {key}"), transaction(db):
             old = db.execute("SELECT size FROM entries WHERE key=?", (key,)).fetchone()
+            now = time.time()
             db.execute(
-                "INSERT OR REPLACE INTO entries(key, local, size, mtime, last_access) VALUES (?,?,?,?,?)",
-                (key, local, size, mtime, time.time()),
+                "INSERT OR REPLACE INTO entries(key, local, size, mtime, last_access, checked) VALUES (?,?,?,?,?,?)",
+                (key, local, size, mtime, now, now),
             )
             deltas = {"total_bytes": size - (old[0] if old else 0)}
             if miss:
@@ -201,13 +202,14 @@ class Entries:
             if checkpoint_now:
                 checkpoint(db)
 
-    def touch_many(self, keys: Iterable[str], now: float) -> None:
-        """Access time *now* for every key (a validated look-ahead: pinned before it is handed out)."""
+    def touch_many(self, keys: Iterable[str], now: float, checked: Iterable[str] = ()) -> None:
+        """Access time *now* for every key (a validated look-ahead: pinned before it is handed out);
+        the keys of *checked* were compared with their sources just now (siblings may trust that)."""
         rows = [(now, k) for k in keys]
-        if not rows:
-            return
-        with self._open() as db, self.disk_full("recording hits"), transaction(db):
-            db.executemany("UPDATE entries SET last_access = MAX(last_access, ?) WHERE key = ?", rows)
+        if rows:
+            with self._open() as db, self.disk_full("recording hits"), transaction(db):
+                db.executemany("UPDATE entries SET last_access = MAX(last_access, ?) WHERE key = ?", rows)
+                db.executemany("UPDATE entries SET checked = MAX(checked, ?) WHERE key = ?", [(now, k) for k in checked])
 
 
 def _add(db: sqlite3.Connection, deltas: dict[str, int]) -> None:

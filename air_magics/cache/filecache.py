@@ -186,11 +186,19 @@ class FileCache:
         self._overflow.handed_out()
         return local
 
-    def validate(self, files: Sequence[VolumeFile], order: Sequence[int], *, ahead: int = 512) -> Validation:
+    def validate(
+        self,
+        files: Sequence[VolumeFile],
+        order: Sequence[int],
+        *,
+        ahead: int = 512,
+        trusted_since: float = float("inf"),
+    ) -> Validation:
         """Start checking what the cache holds for ``files[i]``, ``i`` in *order*, against the
         sources, wide (the copy engine's concurrency) and at most *ahead* items ahead of the
-        consumer; see :class:`~air_magics.cache.validate.Validation`."""
-        return Validation(self._entries, self._hits, files, order, ahead=ahead)
+        consumer; an entry some process checked at or after *trusted_since* (this run's start) is
+        taken as checked. See :class:`~air_magics.cache.validate.Validation`."""
+        return Validation(self._entries, self._hits, files, order, ahead=ahead, trusted_since=trusted_since)
 
     # -- paths (the public string forms) ------------------------------------------------------------
     def local_path(self, path: str | VolumePath) -> Path:

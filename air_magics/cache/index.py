@@ -56,7 +56,8 @@ COUNTERS = ("hits", "misses", "bytes_hit", "bytes_fetched", "evictions", "total_
 _BUSY_MS = 60_000
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries(key TEXT PRIMARY KEY, local TEXT NOT NULL, size INTEGER NOT NULL,
-                                   mtime REAL NOT NULL, last_access REAL NOT NULL);
+                                   mtime REAL NOT NULL, last_access REAL NOT NULL,
+                                   checked REAL NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS entries_lru ON entries(last_access);
 CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
@@ -102,6 +103,7 @@ def _connect(root: Path) -> sqlite3.Connection:
                 db.execute("PRAGMA synchronous=NORMAL")
                 tune_wal(db, wal_limit(root), new=True)
                 db.executescript(_SCHEMA)
+                _add_checked(db)
                 db.executemany("INSERT OR IGNORE INTO counters(name, value) VALUES (?, 0)", [(c,) for c in COUNTERS])
                 return db
             except sqlite3.OperationalError as exc:
@@ -112,6 +114,16 @@ def _connect(root: Path) -> sqlite3.Connection:
         db.close()
         raise
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _add_checked(db: sqlite3.Connection) -> None:
+    """An index made before ``checked`` (when an entry was last compared with its source) gains it."""
+    if "checked" not in [r[1] for r in db.execute("PRAGMA table_info(entries)")]:
+        try:
+            db.execute("ALTER TABLE entries ADD COLUMN checked REAL NOT NULL DEFAULT 0")
+        except sqlite3.OperationalError as exc:  # another process added it meanwhile
+            if "duplicate column" not in str(exc):
+                raise
 
 
 def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:

@@ -62,9 +62,13 @@ class Validation:
         *,
         ahead: int = 512,
         threads: int = VALIDATION_THREADS,
+        trusted_since: float = float("inf"),
     ) -> None:
         self._entries, self._hits, self._files, self._order = entries, hits, files, order
         self._ahead, self._threads = max(ahead, _BATCH), threads
+        # an entry another process compared with its source at or after this time (a sibling worker
+        # of the same loader run) is taken as checked: no second request for it
+        self._trusted_since = trusted_since
         self._decided = bytearray(len(files))
         self._cond = threading.Condition()
         self._consumed = 0
@@ -155,12 +159,19 @@ class Validation:
         return bool(ok) and not self._stop
 
     def _must_ask(self, f: VolumeFile, rows: dict) -> bool:
-        """A source request only for a file the cache holds and whose version is not known here."""
-        return f.key in rows and f.size is None and self._hits.version(f.key) is None
+        """A source request only for a file the cache holds whose version is known neither here nor
+        from a check made during this run."""
+        row = rows.get(f.key)
+        return (
+            row is not None
+            and f.size is None
+            and row[3] < self._trusted_since
+            and self._hits.version(f.key) is None
+        )
 
     def _settle(self, items: Sequence[int], rows: dict, asked: dict[int, Future]) -> None:
         """Decide *items*: fill in the versions asked for, pin and remember the valid entries."""
-        files, valid, hits, now = self._files, [], self._hits, time.time()
+        files, valid, checked, hits, now = self._files, [], [], self._hits, time.time()
         for i in items:
             f = files[i]
             if f.size is not None and hits.recent(f.key, now):
@@ -174,8 +185,12 @@ class Validation:
                 self.revalidated += 1
                 f.mtime = mtime  # mtime first: a reader that sees the size also sees the mtime
                 f.size = size
+                checked.append(f.key)
             elif f.size is None:
                 known = self._hits.version(f.key)
+                row = rows.get(f.key)
+                if known is None and row is not None and row[3] >= self._trusted_since:
+                    known = (row[0], row[1])  # checked against the source during this run
                 if known is None:
                     continue  # not cached: nothing to validate
                 f.mtime, f.size = known[1], known[0]
@@ -190,7 +205,7 @@ class Validation:
             valid.append(f)
         if valid:
             now = time.time()
-            self._entries.touch_many([f.key for f in valid], now)
+            self._entries.touch_many([f.key for f in valid], now, checked)
             for f in valid:
                 self._hits.remember(f.key, f.size, f.mtime, now)  # type: ignore[arg-type]
             self.valid += len(valid)

@@ -188,6 +188,9 @@ class UCVolumeDataset(EpochStream):
         self.cache = cache or FileCache(store=self.store)
         # names only: the first item does not wait for a stat of every file; the versions that
         # validate cache hits are found as the stream goes (FileCache.validate)
+        # entries any process compared with their sources from now on (this dataset's workers, in
+        # a DataLoader) need no second request in another of its processes
+        self._trusted_since = time.time()
         t0 = perf_counter()
         self.files = list_files(paths, pattern=pattern, recursive=recursive, store=self.store, stat=False)
         STAGES.add("listing", perf_counter() - t0)
@@ -339,7 +342,9 @@ class UCVolumeDataset(EpochStream):
             )
         if self.validation is not None:
             self.validation.close()
-        validation = self.validation = cache.validate(files, items, ahead=max(512, 4 * self.prefetch))
+        validation = self.validation = cache.validate(
+            files, items, ahead=max(512, 4 * self.prefetch), trusted_since=self._trusted_since
+        )
         hit = cache.hit
 
         def ready(i: int) -> Any | None:  # a warm file needs no thread; a transform runs on the threads
