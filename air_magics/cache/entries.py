@@ -209,7 +209,9 @@ class Entries:
         if rows:
             with self._open() as db, self.disk_full("recording hits"), transaction(db):
                 db.executemany("UPDATE entries SET last_access = MAX(last_access, ?) WHERE key = ?", rows)
-                db.executemany("UPDATE entries SET checked = MAX(checked, ?) WHERE key = ?", [(now, k) for k in checked])
+                db.executemany(
+                    "UPDATE entries SET checked = MAX(checked, ?) WHERE key = ?", [(now, k) for k in checked]
+                )
 
 
 def _add(db: sqlite3.Connection, deltas: dict[str, int]) -> None:

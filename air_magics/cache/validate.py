@@ -162,12 +162,7 @@ class Validation:
         """A source request only for a file the cache holds whose version is known neither here nor
         from a check made during this run."""
         row = rows.get(f.key)
-        return (
-            row is not None
-            and f.size is None
-            and row[3] < self._trusted_since
-            and self._hits.version(f.key) is None
-        )
+        return row is not None and f.size is None and row[3] < self._trusted_since and self._hits.version(f.key) is None
 
     def _settle(self, items: Sequence[int], rows: dict, asked: dict[int, Future]) -> None:
         """Decide *items*: fill in the versions asked for, pin and remember the valid entries."""

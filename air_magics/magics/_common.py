@@ -84,7 +84,7 @@ def unknown_arguments_message(parser: Any, extra: list[str]) -> str:
     """One line: what was not understood, the closest valid options, and every valid option."""
     import difflib
 
-    options = [o for a in parser._actions if a.option_strings for o in a.option_strings if o not in ("-h", "--help")]
+    options = [o for a in parser._actions if a.option_strings for o in a.option_strings if o not in ("-h", "--help")]  # noqa: SLF001 - argparse has no public list of a parser's options
     by_lower = {o.lower(): o for o in reversed(options)}  # "-R" finds "-r"; the long form wins a tie
     hints = []
     for word in extra:
@@ -95,7 +95,7 @@ def unknown_arguments_message(parser: Any, extra: list[str]) -> str:
                 hints.append(f"{flag}: did you mean {' or '.join(close)}?")
     valid = ", ".join(
         "/".join(a.option_strings) + (f" {a.metavar or a.dest.upper()}" if a.nargs != 0 else "")
-        for a in parser._actions
+        for a in parser._actions  # noqa: SLF001 - argparse has no public list of a parser's options
         if a.option_strings and "-h" not in a.option_strings
     )
     hint = f" ({'; '.join(hints)})" if hints else ""

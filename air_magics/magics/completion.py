@@ -99,7 +99,7 @@ def _flags(magic: str, text: str) -> list[str]:
     parser = getattr(registered, "parser", None)  # the magic's own options, as declared
     if parser is None:
         return []
-    flags = [o for a in parser._actions for o in a.option_strings if o.startswith("--") and o != "--help"]
+    flags = [o for a in parser._actions for o in a.option_strings if o.startswith("--") and o != "--help"]  # noqa: SLF001 - argparse has no public list of a parser's options
     return [f for f in flags if f.startswith(text)]
 
 

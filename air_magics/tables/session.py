@@ -154,7 +154,7 @@ def _active(spark: Any) -> Iterator[None]:
     if not isinstance(spark, ConnectSession):
         yield
         return
-    holder = ConnectSession._active_session
+    holder = ConnectSession._active_session  # noqa: SLF001 - pyspark exposes the active Connect session holder only here
     before = getattr(holder, "session", None)
     holder.session = spark
     try:

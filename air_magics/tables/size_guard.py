@@ -71,7 +71,7 @@ def max_bytes_limit(value: int | str | None = None) -> int:
 def plan_bytes(df: Any) -> int | None:
     """``sizeInBytes`` of *df*'s optimized plan (no job runs), or ``None`` when Spark does not know."""
     try:
-        text = df._explain_string(mode="cost")
+        text = df._explain_string(mode="cost")  # noqa: SLF001 - pyspark's cost estimate has no public accessor
     except Exception:
         return None
     m = _STATS.search(text)

@@ -84,7 +84,7 @@ def _local_checkpoint(df: Any, level: Any) -> Any:
         from pyspark.sql.connect.session import SparkSession
     except ImportError:  # classic pyspark: no Spark Connect, nothing to rebind
         return df.localCheckpoint(eager=True, storageLevel=level)
-    holder = SparkSession._active_session
+    holder = SparkSession._active_session  # noqa: SLF001 - pyspark exposes the active session holder only here
     before = getattr(holder, "session", None)
     holder.session = df.sparkSession
     try:
@@ -128,7 +128,7 @@ def write_parquet_stream(
     writer, n_file, rows_in_file, rows, schema = None, 0, 0, 0, None
     try:
         for chunk in _chunks(df, budget):
-            for item in client.to_table_as_iterator(chunk._plan.to_proto(client), chunk._plan.observations):
+            for item in client.to_table_as_iterator(chunk._plan.to_proto(client), chunk._plan.observations):  # noqa: SLF001 - pyspark streams a plan's Arrow batches only through its client
                 if not isinstance(item, pa.Table):
                     continue
                 for batch in item.to_batches():
