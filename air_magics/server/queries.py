@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import AirError, VolumePathError
-from ..events import CopyEvent, Event, ExportEvent, PackEvent
+from ..events import CacheEvent, CopyEvent, Event, ExportEvent, PackEvent
 from ..io.process import pid_alive
 from ..status import list_status, read_status
 from ..volumes.path import VolumePath
@@ -151,21 +151,8 @@ def list_folder(path: str, offset: int = 0, limit: int = PAGE_DEFAULT) -> dict[s
 
 
 # -- cache ----------------------------------------------------------------------------------------
-_CACHE_NUMBERS = (
-    "entries",
-    "bytes",
-    "limit",
-    "reserve",
-    "free_disk",
-    "hits",
-    "misses",
-    "bytes_hit",
-    "bytes_fetched",
-    "evictions",
-    "overflows",
-    "hit_rate",
-    "updated",
-)
+# the cache document's numbers: every key of its event but the root, and the status layer's times
+_CACHE_NUMBERS = (*(k for k in CacheEvent.keys() if k != "root"), "updated", "snapshot_time")
 
 
 def _cache_doc() -> dict[str, Any] | None:
