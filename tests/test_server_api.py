@@ -436,7 +436,10 @@ def test_a_crafted_status_document_cannot_choose_what_is_deleted(server, images,
     idle(own)
     db = sqlite3.connect(own.root / "index.sqlite")  # the server's own index, tampered with too
     with db:
-        db.execute("INSERT INTO entries VALUES ('/Volumes/main/demo/images/val/x.jpg', ?, 8, 0, 0)", (str(victim),))
+        db.execute(
+            "INSERT INTO entries(key, local, size, mtime, last_access) VALUES ('/Volumes/main/demo/images/val/x.jpg', ?, 8, 0, 0)",
+            (str(victim),),
+        )
     db.close()
     _raw_status("cache", {"root": str(evil), "entries": 1, "updated": time.time()})
     r = requests.delete(server.api("cache"), headers=server.auth, timeout=30)
