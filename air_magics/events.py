@@ -1,16 +1,18 @@
 """One event channel: how the core says what it is doing, to whoever listens.
 
 The copy engine, the cache, the DataLoader, the checkpoint writer and manager, table exports, shard
-packing and the embedded Spark server's start report every step as a typed, frozen :class:`Event` (modelled on fsspec's ``Callback``: one
-protocol every transfer uses). They never write status files, draw widgets or log metrics
-themselves; *listeners* do, and are interchangeable:
+packing and the embedded Spark server's start report every step as a typed, frozen :class:`Event`
+(modelled on fsspec's ``Callback``: one protocol every transfer uses). Each event's document (what
+status documents, the REST API and the sidebar's TypeScript types share) is read off its
+dataclass: :meth:`Event.to_dict`, :meth:`Event.keys`. They never write status files, draw widgets
+or log metrics themselves; *listeners* do, and are interchangeable:
 
 * per call: ``copy_files(..., listeners=[fn])`` (every operation that reports takes ``listeners=``);
 * process-wide: :data:`channel`, ``channel.attach(fn)`` (returns an :class:`Attachment`, also a
   context manager that detaches).
 
-A listener is any callable taking one event. One that raises is logged on the ``air_magics``
-logger and skipped: a broken progress bar never breaks a copy. Listeners run on the thread that
+A listener is any callable taking one event. One that raises is logged on this module's logger
+(``air_magics.events``) and skipped: a broken progress bar never breaks a copy. Listeners run on the thread that
 emits (the copy's calling thread; the cache's and loader's own), so they must be quick and
 thread-safe; wrap a slow one in :func:`throttled`.
 
