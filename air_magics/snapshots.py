@@ -136,6 +136,10 @@ class CacheInfo:
     bytes_fetched: int
     evictions: int
     overflows: int = 0  # misses served past a full cache (the overflow window), not kept
+    # this process's checks of cached files against their sources (a new process checks once what
+    # the cache holds before serving it): files checked, and the seconds those checks took
+    revalidated: int = 0
+    revalidation_seconds: float = 0.0
 
     @property
     def hit_rate(self) -> float:
@@ -152,6 +156,11 @@ class CacheInfo:
             f"{fmt_bytes(self.free_disk)}); hit rate {self.hit_rate:.1%} ({self.hits:,} hits, {self.misses:,} misses); "
             f"{fmt_bytes(self.bytes_hit)} served, {fmt_bytes(self.bytes_fetched)} fetched; {self.evictions:,} evictions"
             + (f"; {self.overflows:,} served past the limit" if self.overflows else "")
+            + (
+                f"; revalidated {self.revalidated:,} files against the volume in {self.revalidation_seconds:.2f} s"
+                if self.revalidated
+                else ""
+            )
         )
 
 

@@ -130,6 +130,7 @@ class FileCache:
     # -- per-process state (never pickled) --------------------------------------------------------
     def _reset_process_state(self) -> None:
         self._status = Throttle(0.5)
+        self._revalidated, self._revalidation_seconds = 0, 0.0  # this process's checks against the volume
         self._hits = HitLog(self.pin_seconds, flush=self.flush_hits)
         self._overflow = OverflowWindow(self.root, self.overflow_files, self.overflow_bytes, self.limit)
         wal_check = Throttle(5.0)
@@ -198,7 +199,16 @@ class FileCache:
         sources, wide (the copy engine's concurrency) and at most *ahead* items ahead of the
         consumer; an entry some process checked at or after *trusted_since* (this run's start) is
         taken as checked. See :class:`~air_magics.cache.validate.Validation`."""
-        return Validation(self._entries, self._hits, files, order, ahead=ahead, trusted_since=trusted_since)
+        return Validation(
+            self._entries, self._hits, files, order, ahead=ahead, trusted_since=trusted_since, on_done=self._validated
+        )
+
+    def _validated(self, v: Validation) -> None:
+        """A validation ended: what it asked the volume counts in :meth:`info` (the cache view's line)."""
+        if v.requests:
+            self._revalidated += v.revalidated
+            self._revalidation_seconds += v.seconds
+            self._publish(force=True)
 
     # -- paths (the public string forms) ------------------------------------------------------------
     def local_path(self, path: str | VolumePath) -> Path:
@@ -418,6 +428,8 @@ class FileCache:
             counters["bytes_fetched"],
             counters["evictions"],
             counters["overflows"],
+            self._revalidated,
+            self._revalidation_seconds,
         )
 
     def clear(self, *, reset_stats: bool = False, force: bool = False) -> ClearReport:

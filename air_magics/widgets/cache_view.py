@@ -40,6 +40,14 @@ def _rows(cache: dict[str, Any] | None, loader: dict[str, Any] | None) -> list[t
         ),
         ("evictions", f"{cache.get('evictions', 0):,}"),
     ]
+    if cache.get("revalidated"):  # a new process checks once what the cache holds against the volume
+        rows.append(
+            (
+                "revalidated",
+                f"{cache['revalidated']:,} files against the volume in "
+                f"{cache.get('revalidation_seconds') or 0:.2f} s (new process)",
+            )
+        )
     if loader:
         rows.append(
             (

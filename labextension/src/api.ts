@@ -60,6 +60,8 @@ export interface ICacheStats {
   bytes_fetched?: number;
   evictions?: number;
   overflows?: number;
+  revalidated?: number;
+  revalidation_seconds?: number;
   hit_rate?: number;
   /** status document: when it was written, and when its snapshot was taken */
   updated?: number;
