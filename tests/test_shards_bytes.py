@@ -57,11 +57,20 @@ def _flip(path: Path, offset: int) -> None:
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
+def _read_all(folder, cache):
+    for ref in folder.members:
+        ref.read_bytes(cache)
+    n = len(folder.manifest.shards)  # a shard's last member is served just before its file is renamed
+    assert _wait_complete(folder.reader(cache), range(n)) == set(range(n))
+
+
 def test_read_bytes_gives_every_member_without_a_file_per_member(vol, tmp_path):
     r = pack(SRC, DEST, shard_size="64KiB")
     folder = open_packed(vol, DEST)
     cache = FileCache(root=tmp_path / "cache")
     assert {ref.name: ref.read_bytes(cache) for ref in folder.members} == _source(vol)
+    # a shard's last member is served as soon as it verifies, just before the file is renamed
+    assert _wait_complete(folder.reader(cache), range(r.shards)) == set(range(r.shards))
     files = [p for p in (tmp_path / "cache" / "shards").rglob("*") if p.is_file()]
     tars = [p for p in files if p.name.endswith(".tar")]
     assert len(tars) == r.shards  # one cached file per shard, nothing per member
@@ -141,8 +150,7 @@ def test_a_damaged_shard_on_the_volume_is_a_shard_error_naming_it(vol, tmp_path)
 def test_a_cached_copy_damaged_on_local_disk_is_refused_by_name(vol, tmp_path):
     pack(SRC, DEST, shard_size="64KiB")
     folder, cache = open_packed(vol, DEST), FileCache(root=tmp_path / "cache")
-    for ref in folder.members:
-        ref.read_bytes(cache)
+    _read_all(folder, cache)
     i, m = 1, folder.shard_members[1][2]
     tar = folder.cached_shard(cache, i)
     _flip(tar, m.offset + m.size // 2)
@@ -186,8 +194,7 @@ def test_a_crafted_index_pointing_a_name_at_another_members_bytes_serves_nothing
 def test_prune_extracted_removes_cached_shards_but_keeps_those_asked_for(vol, tmp_path):
     r = pack(SRC, DEST, shard_size="64KiB")
     folder, cache = open_packed(vol, DEST), FileCache(root=tmp_path / "cache")
-    for ref in folder.members:
-        ref.read_bytes(cache)
+    _read_all(folder, cache)
     assert prune_extracted(cache, keep=[folder]) == 0
     assert all(folder.cached_shard(cache, i).exists() for i in range(r.shards))
     assert prune_extracted(cache) == r.shards

@@ -13,6 +13,7 @@ its CRC-32 after the last: a truncated or damaged shard is a :class:`ShardError`
 
 from __future__ import annotations
 
+import mmap
 import os
 import zlib
 from collections import deque
@@ -61,8 +62,10 @@ class ShardSource:
             "shards", vp.catalog, vp.schema, vp.volume, *vp.parts, f"{s.name[: -len('.tar')]}-{s.crc32:08x}"
         )
 
-    def opener(self, i: int) -> tuple[Callable[[int, int], bytes], Callable[[], None]]:
-        """``(read(offset, n) -> bytes, close())`` over shard *i* on its volume, its size checked."""
+    def opener(self, i: int) -> tuple[Callable[[int, memoryview | None, int], bytes | int], Callable[[], None]]:
+        """``(read(offset, into, n), close())`` over shard *i* on its volume, its size checked:
+        ``read`` returns the *n* bytes at *offset*, or, given a buffer *into*, reads them straight
+        into it and returns how many it read (short only at the end of the file)."""
         s, vp = self.shards[i], self.shard_path(i)
         try:
             loc = self.store.locate(vp)
@@ -87,9 +90,25 @@ class ShardSource:
                 f"on the volume); the packed folder is damaged: pack the source again"
             )
         if fd < 0:
-            return (lambda off, n: loc.fs.cat_file(loc.path, start=off, end=off + n)), (lambda: None)
 
-        def pread(off: int, n: int) -> bytes:
+            def cat(off: int, into: memoryview | None, n: int) -> bytes | int:
+                data = loc.fs.cat_file(loc.path, start=off, end=off + n)
+                if into is None:
+                    return data
+                into[: len(data)] = data
+                return len(data)
+
+            return cat, (lambda: None)
+
+        def pread(off: int, into: memoryview | None, n: int) -> bytes | int:
+            if into is not None:  # straight into the caller's buffer: no copy in between
+                got = 0
+                while got < n:
+                    k = os.preadv(fd, [into[got:n]], off + got)
+                    if not k:
+                        break
+                    got += k
+                return got
             parts, got = [], 0
             while got < n:
                 b = os.pread(fd, n - got, off + got)
@@ -102,23 +121,33 @@ class ShardSource:
         return pread, (lambda: os.close(fd))
 
 
-def stream_shard(source: ShardSource, i: int, consume: Callable[[int, bytes], None]) -> None:
+def stream_shard(
+    source: ShardSource,
+    i: int,
+    consume: Callable[[int, bytes | memoryview], None],
+    *,
+    checksum: bool = True,
+    into: mmap.mmap | None = None,
+) -> None:
     """Read shard *i* from its volume and pass ``consume(offset, block)`` every block in offset
-    order; raises :class:`ShardError` (naming the shard) when it is shorter than its index says or
-    does not match its CRC-32 (after the last block was consumed: a consumer holds back what must
-    meet that verdict). An error from *consume* stops the reads."""
+    order; raises :class:`ShardError` (naming the shard) when it is shorter than its index says or,
+    with *checksum*, does not match its CRC-32 (after the last block was consumed: a consumer holds
+    back what must meet that verdict). Given *into* (a writable map of the shard's size), blocks are
+    read straight into it and passed as views of it. An error from *consume* stops the reads."""
     s, vp = source.shards[i], source.shard_path(i)
     read, close = source.opener(i)
     try:
         pool = _POOL.get()
         offsets = iter(range(0, s.bytes, BLOCK_BYTES))
         window: deque[tuple[int, int, Future]] = deque()
+        whole = memoryview(into) if into is not None else None
 
         def submit() -> None:
             off = next(offsets, None)
             if off is not None:
                 n = min(BLOCK_BYTES, s.bytes - off)
-                window.append((off, n, pool.submit(retry_call, lambda o=off, k=n: read(o, k))))
+                buf = whole[off : off + n] if whole is not None else None
+                window.append((off, n, pool.submit(retry_call, lambda o=off, b=buf, k=n: read(o, b, k))))
 
         for _ in range(_IN_FLIGHT):
             submit()
@@ -126,16 +155,18 @@ def stream_shard(source: ShardSource, i: int, consume: Callable[[int, bytes], No
         try:
             while window:
                 off, n, fut = window.popleft()
-                data = fut.result()
+                got = fut.result()
                 submit()
+                data = got if whole is None else whole[off : off + got]
                 if len(data) != n:
                     raise ShardError(
                         f"shard {vp} ended at byte {off + len(data)} but its index says {s.bytes} bytes "
                         f"(truncated on the volume); the packed folder is damaged: pack the source again"
                     )
-                crc = zlib.crc32(data, crc)
+                if checksum:
+                    crc = zlib.crc32(data, crc)
                 consume(off, data)
-            if crc != s.crc32:
+            if checksum and crc != s.crc32:
                 raise ShardError(
                     f"shard {vp} does not match the checksum in its index (changed or damaged on the "
                     f"volume); the packed folder is damaged: pack the source again"
@@ -143,6 +174,16 @@ def stream_shard(source: ShardSource, i: int, consume: Callable[[int, bytes], No
         except BaseException:
             for _, _, fut in window:
                 fut.cancel()
+            for _, _, fut in window:  # no read may still write into *into* once this returns
+                if not fut.cancelled():
+                    try:
+                        fut.result()
+                    except BaseException:
+                        pass
             raise
+        finally:
+            window.clear()
+            if whole is not None:
+                whole.release()
     finally:
         close()
