@@ -253,3 +253,19 @@ def test_plan_reads_fetches_ahead_in_the_planned_order(vol, tmp_path):
     assert ref.read_bytes(cache) == _source(vol)[ref.name]
     want = set(seq[: 3 + PLANNED_AHEAD])  # reading plan[2] keeps PLANNED_AHEAD shards ahead of it
     assert _wait_complete(reader, want) == want
+
+
+def test_a_truncated_shard_on_the_volume_serves_nothing_of_it(vol, tmp_path):
+    pack(SRC, DEST, shard_size="64KiB")
+    folder, cache = open_packed(vol, DEST), FileCache(root=tmp_path / "cache")
+    name = folder.manifest.shards[0].name
+    tar = _dest(vol) / name
+    tar.write_bytes(tar.read_bytes()[:-2048])
+    for ref in (r for r in folder.members if r.shard == 0):
+        with pytest.raises(
+            ShardError, match=rf"shard {DEST}/{name} is \d+ bytes but its index says .*pack the source again"
+        ):
+            ref.read_bytes(cache)
+    assert not folder.cached_shard(cache, 0).exists()
+    other = next(r for r in folder.members if r.shard == 1)
+    assert other.read_bytes(cache) == _source(vol)[other.name]  # the other shards are unaffected
