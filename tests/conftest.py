@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated AIR_HOME per test and real FUSE volumes (benchmarks/harness/fusevol.py)."""
+"""Shared fixtures: an isolated AIR_HOME per test, real FUSE volumes (benchmarks/harness/fusevol.py), and
+the run's one embedded Spark Connect server (``spark_server``/``shared_spark``) plus one remote one."""
 
 from __future__ import annotations
 
@@ -108,6 +109,88 @@ def start_remote_spark(store: Path, timeout: float = 240.0):
         assert proc.poll() is None and time.time() < deadline, (store / "server.log").read_text()[-2000:]
         time.sleep(0.25)
     return f"sc://127.0.0.1:{port}", proc
+
+
+def spark_unavailable() -> str | None:
+    """Why no Spark Connect server can start here (no pyspark, no Java), or None."""
+    import importlib.util
+    import shutil
+
+    if importlib.util.find_spec("pyspark") is None:
+        return "pyspark not installed (pip install '.[tables]')"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "Java 17 not found"
+    return None
+
+
+_START = (
+    "import json; from air_magics.tables.server import ensure_server, read_record, store_dir; "
+    "s = ensure_server(); print(json.dumps([s.pid, s.port, read_record(store_dir())['starter']]))"
+)
+
+
+@pytest.fixture(scope="session")
+def spark_server(tmp_path_factory):
+    """The run's one embedded Spark Connect server, for every test that needs a server but not one of
+    its own (a JVM start costs 15-60 s on these machines; the suite used to start about ten).
+
+    Its store is ``AIR_SPARK_DIR`` when set (``make test`` sets it, so the notebooks' kernels use the
+    same server), else a temporary one; either way it is set for the rest of the session. Started by
+    two client processes at once that then exit (test_tables checks that one server outlived both),
+    stopped at the end of the session. Yields ``{"store", "servers", "starters"}``. Tests that start,
+    stop or crash a server use a store of their own instead (test_tables_server)."""
+    if why := spark_unavailable():
+        pytest.skip(why)
+    import json
+    import subprocess
+
+    from air_magics import tables
+
+    store = os.environ.get("AIR_SPARK_DIR") or str(tmp_path_factory.mktemp("spark"))
+    saved = {k: os.environ.get(k) for k in ("AIR_SPARK_DIR", "SPARK_REMOTE")}
+    os.environ["AIR_SPARK_DIR"] = store
+    os.environ.pop("SPARK_REMOTE", None)
+    tables.stop_server()  # a server left on this store (an earlier run) would make the starters mere users
+    try:
+        starters = [
+            subprocess.Popen([sys.executable, "-c", _START], stdout=subprocess.PIPE, text=True) for _ in range(2)
+        ]
+        outs = [p.communicate(timeout=280)[0] for p in starters]
+        assert all(p.returncode == 0 for p in starters), outs
+        started = [json.loads(o.strip().splitlines()[-1]) for o in outs]
+        yield {"store": store, "servers": started, "starters": [p.pid for p in starters]}
+    finally:
+        os.environ["AIR_SPARK_DIR"] = store
+        tables.stop_server()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture
+def shared_spark(spark_server, monkeypatch) -> str:
+    """This test's tables live on the run's shared embedded server (:func:`spark_server`); its store."""
+    monkeypatch.setenv("AIR_SPARK_DIR", spark_server["store"])
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    return spark_server["store"]
+
+
+@pytest.fixture(scope="session")
+def remote_spark(tmp_path_factory):
+    """A second, separately started Spark Connect server with its own store, reached by URL as a
+    notebook reaches a cluster; shared by the tests that only use it (one that kills its server starts
+    its own with :func:`start_remote_spark`)."""
+    if why := spark_unavailable():
+        pytest.skip(why)
+    import signal
+
+    url, proc = start_remote_spark(tmp_path_factory.mktemp("remote-spark"))
+    yield url
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
 
 
 @pytest.fixture

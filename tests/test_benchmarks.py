@@ -4,8 +4,9 @@ Each scenario runs through its command-line entry point (``benchmarks/bench_<nam
 --no-wait``) in a subprocess, on real FUSE volumes (fusevol) and a real Spark Connect server; the test checks
 that it exits 0 and prints its report tables. No figure is asserted: benchmarks never assert speed
 in the suite. ``--no-wait`` keeps a busy machine from stretching a run (no quiet-machine waits, no
-repeats); the loader runs one configuration per kind and the tables a 20k-row table, so the whole
-file stays near 2-3 minutes on a quiet 2-core machine (the Spark server's start is most of it).
+repeats); the loader runs one configuration per kind and the tables a 20k-row table on the run's
+shared Spark server (conftest ``spark_server``: no JVM start of its own), so the whole file stays
+near 2 minutes on a quiet 2-core machine.
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ def _tables_unavailable() -> str | None:
     ],
 )
 def test_quick_benchmark_runs_and_reports(name, request):
+    """One benchmark script end to end on real FUSE volumes or the shared Spark server: 20 s to two
+    minutes each on a busy 2-core machine (real child processes, torch imports, a FUSE server)."""
     if name in NEEDS_FUSE:
         fusevol = request.getfixturevalue("slowfs")  # skips where FUSE is missing
         if why := fusevol.unavailable("c"):  # the benchmarks count the server's CPU: only the C engine's is fair
@@ -86,6 +89,8 @@ def test_quick_benchmark_runs_and_reports(name, request):
     if name == "tables" and (why := _tables_unavailable()):
         pytest.skip(why)
     flags, expected = SCENARIOS[name]
+    if name == "tables":  # the run's shared embedded server (conftest): no JVM start of its own
+        flags = [*flags, "--spark-dir", request.getfixturevalue("spark_server")["store"]]
     p = _run([sys.executable, f"benchmarks/bench_{name}.py", "--quick", "--no-wait", *flags], timeout=400)
     out = p.stdout
     assert p.returncode == 0, f"exit {p.returncode}\n--- stdout\n{out[-3000:]}\n--- stderr\n{p.stderr[-3000:]}"

@@ -1,6 +1,6 @@
 """``%air_table NAME<Tab>``: table names from the session this process already has (issue 18, item 9).
 
-Starts the embedded Spark Connect server once (the test's own table write does; a Tab never does)."""
+The tables are written to the run's shared embedded Spark Connect server; a Tab never starts one."""
 
 from __future__ import annotations
 
@@ -10,27 +10,15 @@ pytest.importorskip("pyspark")
 
 
 @pytest.fixture(scope="module")
-def tables_server(tmp_path_factory):
-    import os
+def tables_server(spark_server):
+    """Three tables on the run's shared embedded server (conftest ``spark_server``)."""
+    import pandas as pd
 
     from air_magics import tables
 
-    saved = {k: os.environ.get(k) for k in ("AIR_SPARK_DIR", "SPARK_REMOTE")}
-    os.environ["AIR_SPARK_DIR"] = str(tmp_path_factory.mktemp("spark"))
-    os.environ.pop("SPARK_REMOTE", None)
-    try:
-        import pandas as pd
-
-        for name in ("main.comp.alpha", "main.comp.beta", "main.other.gamma"):
-            tables.write_table(pd.DataFrame({"x": [1]}), name, mode="overwrite")
-        yield
-    finally:
-        tables.stop_server()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    for name in ("main.comp.alpha", "main.comp.beta", "main.other.gamma"):
+        tables.write_table(pd.DataFrame({"x": [1]}), name, mode="overwrite")
+    return spark_server["store"]
 
 
 def _complete(ip, line: str) -> list[str]:
@@ -40,8 +28,7 @@ def _complete(ip, line: str) -> list[str]:
         return [c.text for c in ip.Completer.completions(line, len(line))]
 
 
-def test_table_names_complete_from_the_running_server(ip, tables_server, monkeypatch):
-    monkeypatch.setenv("AIR_SPARK_DIR", __import__("os").environ["AIR_SPARK_DIR"])
+def test_table_names_complete_from_the_running_server(ip, tables_server, shared_spark):
     assert _complete(ip, "%air_table main.comp.") == ["main.comp.alpha", "main.comp.beta"]
     assert _complete(ip, "%air_table main.o") == ["main.other.gamma"]
     assert _complete(ip, "%air_table main.comp.alpha --as pandas --li") == ["--limit"]

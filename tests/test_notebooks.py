@@ -28,9 +28,12 @@ def test_every_notebook_is_checked():
     ]
 
 
-@pytest.mark.timeout(900)  # notebook 04 may start the embedded Spark server
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_clean_top_to_bottom(notebook, tmp_path, air_home, monkeypatch):
+def test_notebook_runs_clean_top_to_bottom(notebook, tmp_path, air_home, monkeypatch, request):
+    """A fresh kernel runs the notebook: 10-60 s each (kernel start, torch, DataLoader workers)."""
+    if notebook.stem == "04_tables":  # its kernel uses the run's shared server (conftest), not one of its own
+        request.getfixturevalue("shared_spark")
     cache_home = tmp_path / "xdg-cache"  # where ~/.cache would be: nothing may land there
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
     for var in ("HF_HOME", "HF_DATASETS_CACHE"):

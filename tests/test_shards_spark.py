@@ -21,31 +21,9 @@ LOCAL, SPARK = "/Volumes/main/raw/img/packed_local", "/Volumes/main/raw/img/pack
 N = 90
 
 
-@pytest.fixture(scope="module")
-def spark_server(tmp_path_factory):
-    """The embedded server: reused if this run already has it (test_tables), else started here and
-    stopped at the end of the module, so a later module's own start-up checks hold."""
-    from air_magics.tables import server as srv_mod
-    from air_magics.tables import stop_server
-    from air_magics.tables.session import get_session
-
-    saved = os.environ.get("AIR_SPARK_DIR")
-    if not saved:
-        os.environ["AIR_SPARK_DIR"] = str(tmp_path_factory.mktemp("spark"))
-    mine = srv_mod._running() is None
-    try:
-        get_session()
-        yield
-    finally:
-        if mine:
-            stop_server()
-        if not saved:
-            os.environ.pop("AIR_SPARK_DIR", None)
-
-
 @pytest.fixture
-def vol(spark_server, monkeypatch):
-    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+def vol(shared_spark):
+    """Spark tasks on the run's shared embedded server (conftest ``spark_server``)."""
     s = VolumeStore()
     s.create("main.raw.img")
     for i in range(N):

@@ -517,28 +517,10 @@ def test_volume_folder_reads_through_the_cache(tmp_path):
 
 
 # -- an embedded Spark table ----------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def spark_store(tmp_path_factory):
-    from air_magics.tables import server
-
-    saved = {k: os.environ.get(k) for k in ("AIR_SPARK_DIR", "SPARK_REMOTE")}
-    os.environ.setdefault("AIR_SPARK_DIR", str(tmp_path_factory.mktemp("spark")))
-    os.environ.pop("SPARK_REMOTE", None)
-    running = server._running() is not None
-    try:
-        yield os.environ["AIR_SPARK_DIR"]
-    finally:
-        if not running:
-            server.stop_server()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 @pytest.mark.spark
-def test_embedded_table_by_name(spark_store):
+def test_embedded_table_by_name(shared_spark):
+    """A table by name, through a DataLoader, an export and a schema change; up to a minute on a busy
+    2-core machine (two loader workers import torch; the table is written twice and exported once)."""
     import pandas as pd
 
     from air_magics import tables
@@ -562,7 +544,7 @@ def test_embedded_table_by_name(spark_store):
 
 
 @pytest.mark.spark
-def test_filters_match_spark_where_on_a_real_table(spark_store):
+def test_filters_match_spark_where_on_a_real_table(shared_spark):
     """The same filters through Spark's own WHERE and through UCDataset: the same rows, and the
     table above (SPARK_WHERE) is what Spark says. Also end to end: the SQL rewrite sends the query's
     strings as written (sqlglot regenerating it made 'it''s' another value)."""
@@ -588,7 +570,8 @@ def test_filters_match_spark_where_on_a_real_table(spark_store):
 
 @pytest.fixture
 def remote_url(tmp_path_factory):
-    """A separately started Spark Connect server with its own store, reached by URL (as in test_tables)."""
+    """A separately started Spark Connect server with its own store, reached by URL. Private, not the
+    run's shared remote one (conftest ``remote_spark``): the test kills it to show training needs no server."""
     import signal
 
     from conftest import start_remote_spark
@@ -602,7 +585,8 @@ def remote_url(tmp_path_factory):
 
 @pytest.mark.spark
 def test_remote_table_is_read_from_its_export_after_the_server_is_gone(remote_url):
-    """A remote server's table: exported to a volume once, then training needs no server at all."""
+    """A remote server's table: exported to a volume once, then training needs no server at all.
+    Over a minute with its fixture here: the server it kills is its own (one JVM start)."""
     import signal
 
     import pandas as pd

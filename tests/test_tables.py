@@ -1,6 +1,5 @@
 """Tables against a real embedded Spark Connect server and a separately started one (sc:// URL)."""
 
-import json
 import os
 import signal
 import subprocess
@@ -10,7 +9,6 @@ import time
 import pandas as pd
 import psutil
 import pytest
-from conftest import start_remote_spark
 
 from air_magics import tables
 from air_magics.errors import ExportTargetError, TableNameError, TablesError, TableTooLargeError, VolumePathError
@@ -22,64 +20,16 @@ from air_magics.volumes import VolumeStore
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="session")
-def spark_dir(tmp_path_factory):
-    """One embedded store for the whole run (make test shares it with the notebooks via AIR_SPARK_DIR)."""
-    return os.environ.get("AIR_SPARK_DIR") or str(tmp_path_factory.mktemp("spark"))
-
-
-@pytest.fixture(scope="session")
-def remote_url(tmp_path_factory):
-    """A second, separately started Spark Connect server with its own store, reached by URL."""
-    url, proc = start_remote_spark(tmp_path_factory.mktemp("remote-spark"))
-    yield url
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(timeout=60)
-
-
-_START = (
-    "import json; from air_magics.tables.server import ensure_server, read_record, store_dir; "
-    "s = ensure_server(); print(json.dumps([s.pid, s.port, read_record(store_dir())['starter']]))"
-)
-
-
-@pytest.fixture(scope="session")
-def shared_server(spark_dir):
-    """The embedded server of the run, started by two client processes at once that then exit.
-
-    Every later test uses it from this process: it must have outlived its starter. Stopped at the
-    end of the session (after the notebooks, which share it through AIR_SPARK_DIR)."""
-    saved = {k: os.environ.get(k) for k in ("AIR_SPARK_DIR", "SPARK_REMOTE")}
-    os.environ["AIR_SPARK_DIR"] = spark_dir
-    os.environ.pop("SPARK_REMOTE", None)
-    tables.stop_server()  # a server an earlier test module left on this store would make the starters mere users
-    try:
-        starters = [
-            subprocess.Popen([sys.executable, "-c", _START], stdout=subprocess.PIPE, text=True) for _ in range(2)
-        ]
-        outs = [p.communicate(timeout=280)[0] for p in starters]
-        assert all(p.returncode == 0 for p in starters), outs
-        started = [json.loads(o.strip().splitlines()[-1]) for o in outs]
-        yield {"servers": started, "starters": [p.pid for p in starters]}
-    finally:
-        tables.stop_server()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 @pytest.fixture(autouse=True)
-def _spark_env(spark_dir, shared_server, monkeypatch):
-    monkeypatch.setenv("AIR_SPARK_DIR", spark_dir)
-    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+def _spark_env(shared_spark):
+    """Every test here uses the run's shared embedded server (conftest ``spark_server``)."""
 
 
-def test_concurrent_starters_share_one_server_that_outlives_them(shared_server):
-    (pid_a, port_a, starter_a), (pid_b, port_b, starter_b) = shared_server["servers"]
+def test_concurrent_starters_share_one_server_that_outlives_them(spark_server):
+    """The shared server was started by two client processes at once that then exited (conftest)."""
+    (pid_a, port_a, starter_a), (pid_b, port_b, starter_b) = spark_server["servers"]
     assert (pid_a, port_a) == (pid_b, port_b)  # one server, whichever process got the lock first
-    assert starter_a == starter_b and starter_a in shared_server["starters"]
+    assert starter_a == starter_b and starter_a in spark_server["starters"]
     assert not psutil.pid_exists(starter_a)  # the starter has exited ...
     assert tables.read_sql("SELECT 41 + 1 AS n").n[0] == 42  # ... and its server still answers this process
     assert srv_mod._running().pid == pid_a  # the same one: no restart
@@ -261,22 +211,22 @@ def test_client_export_fetches_bounded_chunks_of_one_result(nums, monkeypatch):
     assert r.rows == len(got) == len(set(got)) and 0 < r.rows < 2000
 
 
-def test_remote_server_by_url(remote_url):
+def test_remote_server_by_url(remote_spark):
     df = pd.DataFrame({"k": [1, 2, 3]})
-    tables.write_table(df, "spark_catalog.default.remote_t", mode="overwrite", remote=remote_url)
-    got = tables.read_table("spark_catalog.default.remote_t", remote=remote_url)
+    tables.write_table(df, "spark_catalog.default.remote_t", mode="overwrite", remote=remote_spark)
+    got = tables.read_table("spark_catalog.default.remote_t", remote=remote_spark)
     assert sorted(got.k) == [1, 2, 3]
-    os.environ["SPARK_REMOTE"] = remote_url
+    os.environ["SPARK_REMOTE"] = remote_spark
     try:
         assert "spark_catalog.default.remote_t" in tables.list_tables("default")
     finally:
         del os.environ["SPARK_REMOTE"]
 
 
-def test_notebook_spark_object_is_used(remote_url):
+def test_notebook_spark_object_is_used(remote_spark):
     from pyspark.sql import SparkSession
 
-    spark = SparkSession.builder.remote(remote_url).create()
+    spark = SparkSession.builder.remote(remote_spark).create()
     tables.write_table(
         pd.DataFrame({"v": [7]}), "spark_catalog.default.ns_t", mode="overwrite", user_ns={"spark": spark}
     )
@@ -284,6 +234,8 @@ def test_notebook_spark_object_is_used(remote_url):
 
 
 def test_tables_survive_a_server_restart_and_a_crash(nums, tmp_path):
+    """Kills the shared server mid-query: the next call starts a new one on the same store (one JVM
+    start, the point of the test; later tests use the new server)."""
     import threading
 
     code = (
@@ -414,14 +366,14 @@ def test_sql_errors_are_one_line_in_the_users_terms(nums, capfd):
     assert "stacktrace" not in err_text.lower() and "org.apache" not in err_text and "nope" not in err_text
 
 
-def test_remote_sql_passes_unchanged(remote_url):
+def test_remote_sql_passes_unchanged(remote_spark):
     tables.write_table(
-        pd.DataFrame({"k": [1, 2]}), "spark_catalog.default.remote_sql", mode="overwrite", remote=remote_url
+        pd.DataFrame({"k": [1, 2]}), "spark_catalog.default.remote_sql", mode="overwrite", remote=remote_spark
     )
-    got = tables.read_sql("SELECT count(*) AS n FROM spark_catalog.default.remote_sql", remote=remote_url)
+    got = tables.read_sql("SELECT count(*) AS n FROM spark_catalog.default.remote_sql", remote=remote_spark)
     assert got.n[0] == 2
     with pytest.raises(TablesError) as err:  # not mapped to spark_catalog.main__ds: the remote catalog decides
-        tables.read_sql("SELECT * FROM main.ds.remote_sql", remote=remote_url)
+        tables.read_sql("SELECT * FROM main.ds.remote_sql", remote=remote_spark)
     assert "main__ds" not in str(err.value) and "\n" not in str(err.value)
 
 

@@ -1,6 +1,7 @@
 """The embedded server's life: nothing starts for a bad request, and an unused server stops itself.
 
-Each test has its own store (AIR_SPARK_DIR), so it never touches the run's shared server."""
+Each test has its own store (AIR_SPARK_DIR), so it never touches the run's shared server (conftest
+``spark_server``): these tests start, stop and wait for a server, which the shared one must not do."""
 
 import json
 import os
@@ -60,6 +61,7 @@ def test_hostile_names_start_no_server(own_store, bad):
 
 
 def test_idle_server_stops_itself_but_not_while_in_use(own_store, monkeypatch):
+    """A server of its own (one JVM start, 20-60 s here): the test waits for it to stop by itself."""
     monkeypatch.setenv("AIR_SPARK_IDLE_TIMEOUT", "3")
     monkeypatch.setenv("AIR_SPARK_DRIVER_MEMORY", "1g")
     code = (
@@ -103,7 +105,8 @@ def test_bad_settings_are_explained(own_store, monkeypatch):
 
 def test_no_retries_warning_at_exit_after_the_server_stopped(own_store, monkeypatch):
     """pyspark's exit hook sends a clean-up call; to a stopped server it retried and printed
-    ``[RETRIES_EXCEEDED]`` as the interpreter exited. Sessions we open are closed before it."""
+    ``[RETRIES_EXCEEDED]`` as the interpreter exited. Sessions we open are closed before it.
+    A server of its own (one JVM start, 20-60 s here): the child process stops it."""
     monkeypatch.setenv("AIR_SPARK_DRIVER_MEMORY", "1g")
     code = (
         "from air_magics import tables\nassert tables.read_sql('SELECT 41 + 1 AS n').n[0] == 42\ntables.stop_server()\n"
@@ -128,7 +131,8 @@ print(json.dumps({"events": seen, "record": read_record(store_dir())}))
 
 def test_server_stops_soon_after_its_last_client_exits(own_store, monkeypatch):
     """A closed notebook (its kernel gone) no longer leaves the JVM up for the idle timeout (30 min):
-    it stops AIR_SPARK_NO_CLIENT_TIMEOUT seconds after the last process that used it has exited."""
+    it stops AIR_SPARK_NO_CLIENT_TIMEOUT seconds after the last process that used it has exited.
+    A server of its own (one JVM start, 20-60 s here): the test watches its start and its stop."""
     monkeypatch.setenv("AIR_SPARK_NO_CLIENT_TIMEOUT", "3")
     monkeypatch.setenv("AIR_SPARK_IDLE_TIMEOUT", "1800")
     monkeypatch.setenv("AIR_SPARK_DRIVER_MEMORY", "1g")
@@ -171,6 +175,7 @@ def test_server_stops_soon_after_its_last_client_exits(own_store, monkeypatch):
 
 
 def test_notebook_says_the_server_is_starting_and_stop_stops_it(own_store, ip, monkeypatch, capsys):
+    """A server of its own (one JVM start, 20-60 s here): the test reads what its start says, then stops it."""
     monkeypatch.setenv("AIR_SPARK_DRIVER_MEMORY", "1g")
     assert ip.run_line_magic("air_table", '--sql "SELECT 41 + 1 AS n"').n[0] == 42
     err = capsys.readouterr().err

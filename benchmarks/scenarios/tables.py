@@ -162,6 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, help="interleaved repetitions (default 3; --quick 1)")
     ap.add_argument("--home", default=None, help="AIR_HOME to use (default: a temp dir, removed at the end)")
     ap.add_argument(
+        "--spark-dir",
+        default=None,
+        help="the embedded Spark store whose server to use (started if needed) and leave running, as the "
+        "test suite's smoke run shares its one server (default: this run's own, stopped at the end)",
+    )
+    ap.add_argument(
         "--part",
         choices=["all", "io", "dataset"],
         default="all",
@@ -179,18 +185,21 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["AIR_HOME"] = home
     for k in ("SPARK_REMOTE", "AIR_SPARK_DIR", "AIR_VOLUMES_ROOT"):  # this run's own server and volumes only
         os.environ.pop(k, None)
+    if a.spark_dir:
+        os.environ["AIR_SPARK_DIR"] = a.spark_dir
     os.environ["HF_DATASETS_CACHE"] = os.path.join(home, "hf-cache")
     from air_magics.tables import stop_server
     from air_magics.volumes import VolumeStore
 
     raise_on_sigterm()  # a stopped run still stops its server
     try:
-        VolumeStore().create("bench.t.exports", exist_ok=True)
+        VolumeStore.shared().create("bench.t.exports", exist_ok=True)
         make_tables(sizes)  # also starts the embedded server, shared by every child via AIR_HOME
         results = run(a, sizes, home) if a.part in ("all", "io") else None
         ds_results = run_dataset(a, sizes, home) if a.part in ("all", "dataset") else None
     finally:
-        stop_server()
+        if not a.spark_dir:
+            stop_server()
         if not a.home:
             shutil.rmtree(home, ignore_errors=True)
     if results is not None:
