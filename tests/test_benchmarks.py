@@ -52,8 +52,12 @@ SCENARIOS = {
         ["--rows", "20000"],
         ["## bench_tables", "| rows | method |", "air-export-client", "overhead at 20,000 rows"],
     ),
+    "shards_mosaic": (  # 64 files x 8 KiB at 1 ms; mosaicml-streaming rows only where its venv is
+        [],
+        ["## bench_shards_mosaic", "| air_magics `pack` |", "| air_magics, members by offset |", "read ceiling"],
+    ),
 }
-NEEDS_FUSE = {"copy", "loader", "checkpoint"}
+NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic"}
 
 
 def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess:
