@@ -115,10 +115,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 
-# Import circles being removed (the lead: the cache package; Helper S: shards). Known pairs only:
-# any other circle fails. Empty this once they are gone.
-KNOWN_CIRCLES: set[frozenset[str]] = {}
-
 
 def _modules() -> dict[str, Path]:
     return {_module_name(p): p for p in sorted(PKG.rglob("*.py"))}
@@ -216,7 +212,7 @@ def test_no_part_imports_a_higher_layer():
 
 
 def test_no_import_circles():
-    circles = [c for c in _circles(_graph(_modules())) if frozenset(c) not in KNOWN_CIRCLES]
+    circles = _circles(_graph(_modules()))
     assert not circles, f"import circles (each set imports itself back): {circles}"
 
 
