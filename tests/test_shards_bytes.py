@@ -269,3 +269,18 @@ def test_a_truncated_shard_on_the_volume_serves_nothing_of_it(vol, tmp_path):
     assert not folder.cached_shard(cache, 0).exists()
     other = next(r for r in folder.members if r.shard == 1)
     assert other.read_bytes(cache) == _source(vol)[other.name]  # the other shards are unaffected
+
+
+def test_numpy_and_torch_load_a_member_from_its_file_object(vol, tmp_path):
+    np = pytest.importorskip("numpy")
+    torch = pytest.importorskip("torch")
+    root = Path(vol.locate(SRC).path)
+    np.save(root / "a.npy", np.arange(12).reshape(3, 4))
+    torch.save({"w": torch.ones(2, 3)}, root / "t.pt")
+    pack(SRC, DEST, shard_size="64KiB")
+    folder, cache = open_packed(vol, DEST), FileCache(root=tmp_path / "cache")
+    by_name = {r.name: r for r in folder.members}
+    assert np.load(by_name["a.npy"].open(cache)).tolist() == np.arange(12).reshape(3, 4).tolist()
+    assert torch.equal(torch.load(by_name["t.pt"].open(cache))["w"], torch.ones(2, 3))
+    t = torch.frombuffer(bytearray(by_name["a.npy"].read_bytes(cache)), dtype=torch.uint8)  # decode_image's input
+    assert t.numel() == by_name["a.npy"].member.size
