@@ -20,8 +20,8 @@ import pytest
 from air_magics.cache import FileCache
 from air_magics.errors import ShardError
 from air_magics.shards import MANIFEST_NAME, open_packed, pack, prune_extracted
-from air_magics.shards.cached import PLANNED_AHEAD
 from air_magics.shards.order import shard_sequence
+from air_magics.shards.source import PLANNED_AHEAD
 from air_magics.volumes import VolumeStore
 
 SRC, DEST = "/Volumes/main/raw/img/train", "/Volumes/main/raw/img/packed"

@@ -132,3 +132,31 @@ def test_prune_extracted_frees_folders_and_their_locks(tmp_path):
     got = {r.member.name: hashlib.sha256(Path(r.local_path(cache)).read_bytes()).hexdigest() for r in again.members}
     again._extractor._drivers.shutdown(wait=True)  # a fetch counts once its last member is in
     assert got == hashes and again._extractor.shards_fetched == shards
+
+
+def test_a_plan_makes_extraction_fetch_ahead_in_its_order(tmp_path):
+    from air_magics.shards.source import PLANNED_AHEAD
+
+    s = VolumeStore()
+    s.create("main.raw.img")
+    _seed(Path(s.locate(SRC).path), 40, 4096)
+    pack(SRC, DEST, shard_size="16KiB")
+    folder = open_packed(s, DEST)
+    n = len(folder.manifest.shards)
+    assert n > PLANNED_AHEAD + 2
+    cache = FileCache(root=tmp_path / "cache")
+    seq = list(range(n))[::-1]
+    folder.plan_reads(cache, seq, paths=True)
+    ex = folder.extractor(cache)
+    deadline = time.monotonic() + 30
+    want = set(seq[: 1 + PLANNED_AHEAD])
+    while not all(ex.complete(i) for i in want) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert {i for i in range(n) if ex.complete(i)} == want  # fetched before any path was asked for
+    ref = next(r for r in folder.members if r.shard == seq[2])
+    assert Path(ref.local_path(cache)).is_file()
+    want = set(seq[: 3 + PLANNED_AHEAD])
+    while not all(ex.complete(i) for i in want) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert {i for i in range(n) if ex.complete(i)} == want
+    assert not folder.reader(cache).complete(seq[0])  # the reads by offset were not planned: nothing cached

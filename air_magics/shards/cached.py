@@ -45,14 +45,13 @@ from pathlib import Path
 from ..errors import ShardError
 from ..io.locks import ProcessFileLock
 from .format import BLOCK, Member
-from .source import ShardSource, stream_shard
+from .source import PLANNED_AHEAD, ShardSource, stream_shard
 from .verify import MemberCheck, check_header, header_start
 
 __all__ = ["ShardReader", "MemberFile", "SUFFIXES", "PLANNED_AHEAD"]
 
 SUFFIXES = (".tar.part-new", ".tar.part", ".tar.lock", ".tar")  # the cached file and its sidecars
 _AHEAD = 1  # shards fetched ahead of the one asked for, without a plan (the next in name order)
-PLANNED_AHEAD = 4  # with a plan (ShardReader.plan): a shuffle window's worth of shards ahead
 _FETCHES = 2 + PLANNED_AHEAD  # shards fetched at once (their range reads share one pool, first come first served)
 _POLL = 0.002  # polling another process's fetch: from 2 ms, doubling up to 32 ms
 _POLL_MAX = 0.032

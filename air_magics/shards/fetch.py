@@ -6,7 +6,8 @@ offset order: each member's bytes go straight into its own file (staged beside t
 extracted folder, verified, renamed into it), so a member is served as soon as its bytes are in,
 long before the shard is.
 When a shard is first asked for, the shard that follows it in name order (the next one an
-unshuffled epoch needs) is fetched too, ``_AHEAD`` deep.
+unshuffled epoch needs) is fetched too, ``_AHEAD`` deep; with a plan (:meth:`Extractor.plan`: the
+order the epoch needs shards in) the next ``PLANNED_AHEAD`` shards of the plan instead.
 
 Integrity: the shard's size is checked before anything is served (a truncated shard serves
 nothing); every member is verified before it is published (:mod:`.members`: its tar header against
@@ -30,17 +31,18 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..io.locks import ProcessFileLock
 from .members import MemberWriter
-from .source import ShardSource, stream_shard
+from .source import PLANNED_AHEAD, ShardSource, stream_shard
 
 __all__ = ["Extractor", "SIDECARS"]
 
 SIDECARS = (".lock", ".complete", ".tmp")  # beside an extracted folder: fetch lock, done marker, staging
-_AHEAD = 1  # shards fetched ahead of the one asked for
+_AHEAD = 1  # shards fetched ahead of the one asked for, without a plan (the next in name order)
 _POLL = 0.002  # polling for a member another process fetches: from 2 ms, doubling up to 32 ms
 _POLL_MAX = 0.032
 
@@ -55,6 +57,7 @@ class _State:
         self.running = False
         self.done = False
         self.error: BaseException | None = None
+        self.used = False  # a member was asked for: the read-ahead from this shard has started
 
 
 class Extractor:
@@ -63,7 +66,9 @@ class Extractor:
     def __init__(self, source: ShardSource, root: Path) -> None:
         self.source, self.root, self.pid = source, root, os.getpid()
         self._states = [_State() for _ in source.shards]
-        self._drivers = ThreadPoolExecutor(max_workers=2 + _AHEAD, thread_name_prefix="air-shard-fetch")
+        self._drivers = ThreadPoolExecutor(max_workers=2 + PLANNED_AHEAD, thread_name_prefix="air-shard-fetch")
+        self._plan: list[int] = []
+        self._plan_pos: dict[int, int] = {}
         self.shards_fetched = 0
         self.bytes_read = 0
 
@@ -75,10 +80,21 @@ class Extractor:
         """True when shard *i*'s extracted folder is complete (any process finished its fetch)."""
         return os.path.exists(f"{self.final(i)}.complete")
 
+    def plan(self, shards: Sequence[int]) -> None:
+        """The order this process will need shards in (repeats ignored): fetches start now for the
+        first ones and then stay ``PLANNED_AHEAD`` shards ahead of the one in use, in this order."""
+        seq = list(dict.fromkeys(shards))
+        self._plan, self._plan_pos = seq, {s: k for k, s in enumerate(seq)}
+        for i in seq[: 1 + PLANNED_AHEAD]:
+            self._fetch_ahead(i)
+
     def ready(self, i: int, name: str) -> str | None:
         """The member's path if this process knows it is there (no I/O), else None."""
         st = self._states[i]
         if st.done or name in st.published:
+            if not st.used:  # the first member of a shard fetched ahead: the shards after it go next
+                st.used = True
+                self._read_ahead(i)
             return os.path.join(self.final(i), *name.split("/"))
         return None
 
@@ -86,7 +102,9 @@ class Extractor:
         """The member's local path, waiting until its bytes are in (fetching the shard if needed)."""
         st, final = self._states[i], self.final(i)
         p = os.path.join(final, *name.split("/"))
-        self._read_ahead(i)
+        if not st.used:
+            st.used = True
+            self._read_ahead(i)
         nap = _POLL
         while True:
             with st.cond:
@@ -110,17 +128,25 @@ class Extractor:
             nap = min(nap * 2, _POLL_MAX)
 
     def _read_ahead(self, i: int) -> None:
+        k = self._plan_pos.get(i)
+        if k is not None:
+            for j in self._plan[k + 1 : k + 1 + PLANNED_AHEAD]:
+                self._fetch_ahead(j)
+            return
         for _ in range(_AHEAD):
             i = self.source.next_shard[i]
             if i < 0:
                 return
-            st = self._states[i]
-            if st.done or st.running or st.error is not None:
-                continue
-            if self.complete(i):
-                st.done = True
-                continue
-            self._start(i)
+            self._fetch_ahead(i)
+
+    def _fetch_ahead(self, i: int) -> None:
+        st = self._states[i]
+        if st.done or st.running or st.error is not None:
+            return
+        if self.complete(i):
+            st.done = True
+            return
+        self._start(i)
 
     def _start(self, i: int) -> bool:
         """Start fetching shard *i* unless another process is; True when this process fetches it

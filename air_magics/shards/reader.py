@@ -230,11 +230,16 @@ class PackedFolder:
         """Where shard *i* is cached whole under *cache* (present once fetched)."""
         return Path(self.reader(cache).file(i))
 
-    def plan_reads(self, cache: FileCache, shards: Sequence[int]) -> None:
-        """Tell this process's reader the order it will need shards in (for a stream's items in
-        order: ``shard_sequence([m.shard for m in members], items)``): fetches by offset then run
-        ahead in that order (see :meth:`~.cached.ShardReader.plan`)."""
-        self.reader(cache).plan(shards)
+    def plan_reads(self, cache: FileCache, shards: Sequence[int], *, paths: bool = False) -> None:
+        """Tell this process the order it will need shards in (for a stream's items in order, the
+        shards of their members: ``shard_sequence``; repeats are ignored): fetches then run
+        ``PLANNED_AHEAD`` shards ahead in that order, so a shuffled epoch's next shards are in
+        before it gets there. Plans the reads by offset, or with *paths* the extraction
+        (:meth:`MemberRef.local_path`): plan the one the epoch uses, or both would fetch."""
+        if paths:
+            self.extractor(cache).plan(shards)
+        else:
+            self.reader(cache).plan(shards)
 
     def read_bytes(self, ref: MemberRef, cache: FileCache) -> bytes:
         """*ref*'s bytes, sliced from its cached shard (see :meth:`MemberRef.read_bytes`)."""

@@ -30,9 +30,10 @@ from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
 from .format import Member, ShardInfo
 
-__all__ = ["ShardSource", "stream_shard", "BLOCK_BYTES"]
+__all__ = ["ShardSource", "stream_shard", "BLOCK_BYTES", "PLANNED_AHEAD"]
 
 BLOCK_BYTES = 1 << 20  # one range read
+PLANNED_AHEAD = 4  # a fetcher with a plan stays a shuffle window's worth of shards ahead
 _THREADS = 32
 _IN_FLIGHT = 64  # blocks read ahead of the consumer at most
 
