@@ -284,3 +284,41 @@ def test_numpy_and_torch_load_a_member_from_its_file_object(vol, tmp_path):
     assert torch.equal(torch.load(by_name["t.pt"].open(cache))["w"], torch.ones(2, 3))
     t = torch.frombuffer(bytearray(by_name["a.npy"].read_bytes(cache)), dtype=torch.uint8)  # decode_image's input
     assert t.numel() == by_name["a.npy"].member.size
+
+
+@pytest.mark.timeout(60)  # a reader that only waited for the lock would hang here
+def test_members_are_read_from_another_processs_part_file_as_they_verify(vol, tmp_path):
+    """Another process holds the fetch lock and writes the part file: members whose bytes are in
+    (and verify) are served from it; one whose bytes are not in yet (zeros, or half written) waits,
+    and is served once the holder finishes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from air_magics.io.locks import ProcessFileLock
+
+    pack(SRC, DEST, shard_size="64KiB")
+    folder, cache = open_packed(vol, DEST), FileCache(root=tmp_path / "cache")
+    i, members = 0, folder.shard_members[0]
+    raw = (_dest(vol) / folder.manifest.shards[i].name).read_bytes()
+    final = folder.cached_shard(cache, i)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    holder = ProcessFileLock(f"{final}.lock")  # another open file: flock excludes this process's reader too
+    holder.acquire()
+    try:
+        early, late = members[1], members[-1]
+        part = bytearray(len(raw))
+        cut = late.offset + late.size // 2  # the last member half written
+        part[:cut] = raw[:cut]
+        Path(f"{final}.part").write_bytes(part)
+        src, refs = _source(vol), {r.name: r for r in folder.members}
+        assert refs[early.name].read_bytes(cache) == src[early.name]
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(refs[late.name].read_bytes, cache)
+            time.sleep(0.3)
+            assert not waiting.done()  # not served: its bytes do not verify yet
+            Path(f"{final}.part").write_bytes(raw)
+            os.replace(f"{final}.part", final)
+            holder.release()
+            assert waiting.result(timeout=30) == src[late.name]
+    finally:
+        holder.close()
+    assert final.read_bytes() == raw  # the holder's file, untouched: this process fetched nothing of it
