@@ -44,11 +44,12 @@ from pathlib import Path
 
 from ..errors import ShardError
 from ..io.locks import ProcessFileLock
-from .format import BLOCK, Member
+from .format import Member
+from .memberfile import MemberFile
 from .source import PLANNED_AHEAD, ShardSource, stream_shard
-from .verify import MemberCheck, check_header, header_start
+from .verify import StreamCheck, check_header, header_start
 
-__all__ = ["ShardReader", "MemberFile", "SUFFIXES", "PLANNED_AHEAD"]
+__all__ = ["ShardReader", "SUFFIXES", "PLANNED_AHEAD"]
 
 SUFFIXES = (".tar.part-new", ".tar.part", ".tar.lock", ".tar")  # the cached file and its sidecars
 _AHEAD = 1  # shards fetched ahead of the one asked for, without a plan (the next in name order)
@@ -56,51 +57,6 @@ _FETCHES = 2 + PLANNED_AHEAD  # shards fetched at once (their range reads share 
 _POLL = 0.002  # polling another process's fetch: from 2 ms, doubling up to 32 ms
 _POLL_MAX = 0.032
 _FLAGS = os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
-class MemberFile(io.RawIOBase):
-    """A read-only file over one member's bytes in a mapped shard (``name``: the member's name)."""
-
-    def __init__(self, mm: mmap.mmap, offset: int, size: int, name: str) -> None:
-        super().__init__()
-        self._mm, self._off, self._size, self._pos = mm, offset, size, 0
-        self.name = name
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
-        if self.closed:
-            raise ValueError("I/O operation on closed file")
-        n = min(len(b), self._size - self._pos)
-        if n <= 0:
-            return 0
-        start = self._off + self._pos
-        memoryview(b).cast("B")[:n] = self._mm[start : start + n]
-        self._pos += n
-        return n
-
-    def readall(self) -> bytes:
-        if self.closed:
-            raise ValueError("I/O operation on closed file")
-        start, self._pos = self._off + self._pos, max(self._pos, self._size)
-        return self._mm[start : self._off + self._size] if start < self._off + self._size else b""
-
-    def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
-        if base + pos < 0:
-            raise ValueError(f"negative seek position {base + pos}")
-        self._pos = base + pos
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
-
-    def __repr__(self) -> str:
-        return f"<MemberFile {self.name!r} {self._size} bytes>"
 
 
 class _Shard:
@@ -121,51 +77,6 @@ class _Shard:
         if ino != self.ino:
             self.ok = bytearray(len(self.ok))
         self.mm, self.ino = mm, ino
-
-
-class _StreamCheck:
-    """The index check for a shard's bytes fed in order: returns, after each feed, how many members
-    (in offset order) are verified so far."""
-
-    def __init__(self, where: str, members: list[Member]) -> None:
-        self.where, self.members = where, members
-        self.j = self.pos = self.hstart = 0
-        self.header = bytearray()
-        self.check: MemberCheck | None = None
-
-    def feed(self, data: bytes) -> int:
-        view, members = memoryview(data), self.members
-        while self.j < len(members):
-            m = members[self.j]
-            if self.pos < m.offset:  # the previous member's padding, then this one's tar header
-                if not view:
-                    break
-                if self.pos < self.hstart:
-                    skip = min(len(view), self.hstart - self.pos)
-                    view, self.pos = view[skip:], self.pos + skip
-                    continue
-                take = min(len(view), m.offset - self.pos)
-                self.header += view[:take]
-                view, self.pos = view[take:], self.pos + take
-                if self.pos == m.offset:
-                    check_header(self.where, m, bytes(self.header))
-                    self.header.clear()
-                    self.check = MemberCheck(self.where, m)
-                continue
-            check = self.check
-            assert check is not None  # parse_index keeps a header in front of every member
-            take = min(len(view), m.offset + m.size - self.pos)
-            if take:
-                check.update(view[:take])
-                view, self.pos = view[take:], self.pos + take
-            if self.pos < m.offset + m.size:
-                break
-            check.verify()
-            self.j += 1
-            self.hstart = m.offset + m.size + (-m.size % BLOCK)
-            self.check = None
-        self.pos += len(view)
-        return self.j
 
 
 def _map(path: str, size: int) -> tuple[mmap.mmap, int] | None:
@@ -398,7 +309,7 @@ class ShardReader:
             os.replace(new, part)  # a dead fetcher's part file goes; maps of it keep their bytes
             with st.cond:
                 st.use(mm, ino)
-            check = _StreamCheck(str(src.shard_path(i)), members)
+            check = StreamCheck(str(src.shard_path(i)), members)
             seen = 0
 
             def consume(off: int, data: bytes | memoryview) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from ..errors import ShardError
 from .format import BLOCK, Member
 
-__all__ = ["header_start", "check_header", "MemberCheck", "verify_member"]
+__all__ = ["header_start", "check_header", "MemberCheck", "StreamCheck", "verify_member"]
 
 
 def header_start(members: Sequence[Member], j: int) -> int:
@@ -104,3 +104,49 @@ def verify_member(where: str, m: Member, header: bytes, data: bytes | memoryview
     c = MemberCheck(where, m)
     c.update(data)
     c.verify()
+
+
+class StreamCheck:
+    """:func:`verify_member` for a whole shard's bytes fed in order (from offset 0): ``feed`` checks
+    each member's header and data as they pass (raising the :class:`ShardError` of the first that
+    fails) and returns how many members, in offset order, are verified so far (also in ``j``)."""
+
+    def __init__(self, where: str, members: list[Member]) -> None:
+        self.where, self.members = where, members
+        self.j = self.pos = self.hstart = 0
+        self.header = bytearray()
+        self.check: MemberCheck | None = None
+
+    def feed(self, data: bytes) -> int:
+        view, members = memoryview(data), self.members
+        while self.j < len(members):
+            m = members[self.j]
+            if self.pos < m.offset:  # the previous member's padding, then this one's tar header
+                if not view:
+                    break
+                if self.pos < self.hstart:
+                    skip = min(len(view), self.hstart - self.pos)
+                    view, self.pos = view[skip:], self.pos + skip
+                    continue
+                take = min(len(view), m.offset - self.pos)
+                self.header += view[:take]
+                view, self.pos = view[take:], self.pos + take
+                if self.pos == m.offset:
+                    check_header(self.where, m, bytes(self.header))
+                    self.header.clear()
+                    self.check = MemberCheck(self.where, m)
+                continue
+            check = self.check
+            assert check is not None  # parse_index keeps a header in front of every member
+            take = min(len(view), m.offset + m.size - self.pos)
+            if take:
+                check.update(view[:take])
+                view, self.pos = view[take:], self.pos + take
+            if self.pos < m.offset + m.size:
+                break
+            check.verify()
+            self.j += 1
+            self.hstart = m.offset + m.size + (-m.size % BLOCK)
+            self.check = None
+        self.pos += len(view)
+        return self.j
