@@ -322,3 +322,31 @@ def test_members_are_read_from_another_processs_part_file_as_they_verify(vol, tm
     finally:
         holder.close()
     assert final.read_bytes() == raw  # the holder's file, untouched: this process fetched nothing of it
+
+
+def test_a_packed_folder_on_an_fsspec_volume_is_read_by_offset(vol, tmp_path):
+    """A remote (fsspec) volume: the shard's ranges come from ``cat_file`` and are copied into the
+    cached shard; the same bytes, the same checks."""
+    import uuid
+
+    import fsspec
+
+    pack(SRC, DEST, shard_size="64KiB")
+    url = f"memory://packed-{uuid.uuid4().hex}"
+    fs = fsspec.filesystem("memory")
+    for p in _dest(vol).iterdir():
+        if p.is_file() and not p.name.startswith("."):
+            fs.pipe_file(f"{url}/packed/{p.name}", p.read_bytes())
+    vol.register("ext.mem.v", url)
+    folder = open_packed(vol, "/Volumes/ext/mem/v/packed")
+    cache = FileCache(root=tmp_path / "cache", store=vol)
+    assert {r.name: r.read_bytes(cache) for r in folder.members} == _source(vol)
+    name = folder.manifest.shards[1].name
+    raw = bytearray(fs.cat_file(f"{url}/packed/{name}"))
+    m = folder.shard_members[1][0]
+    raw[m.offset] ^= 0x01
+    fs.pipe_file(f"{url}/packed/{name}", bytes(raw))
+    fresh = open_packed(vol, "/Volumes/ext/mem/v/packed")
+    ref = next(r for r in fresh.members if r.name == m.name)
+    with pytest.raises(ShardError, match=rf"member {m.name!r} does not match the checksum"):
+        ref.read_bytes(FileCache(root=tmp_path / "cache2", store=vol))
