@@ -127,3 +127,17 @@ def test_the_cache_view_says_how_many_files_were_revalidated_and_how_long_it_too
     doc = {"hits": 1200, "misses": 0, "hit_rate": 1.0, "revalidated": 1200, "revalidation_seconds": 0.19}
     assert "revalidated: 1,200 files against the volume in 0.19 s (new process)" in cache_text(doc, {})
     assert "revalidated" not in cache_text({**doc, "revalidated": 0}, {})  # a warm epoch in one process asks nothing
+
+
+def test_bench_restart_runs_and_prints_its_table(slowfs):
+    """A smoke run of benchmarks/bench_restart.py (no figure asserted; the loader row needs torch: left out)."""
+    p = subprocess.run(
+        [sys.executable, "benchmarks/bench_restart.py", "--files", "30", "--size-kib", "4", "--latency-ms", "1"]
+        + ["--reps", "1", "--modes", "bare,dataset"],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "| iter(UCVolumeDataset) |" in p.stdout and "| floor: listdir" in p.stdout, p.stdout
