@@ -103,20 +103,6 @@ def test_bad_settings_are_explained(own_store, monkeypatch):
     assert 1024 <= heap <= 8192 and heap <= psutil.virtual_memory().total // (1 << 20)
 
 
-def test_no_retries_warning_at_exit_after_the_server_stopped(own_store, monkeypatch):
-    """pyspark's exit hook sends a clean-up call; to a stopped server it retried and printed
-    ``[RETRIES_EXCEEDED]`` as the interpreter exited. Sessions we open are closed before it.
-    A server of its own (one JVM start, 20-60 s here): the child process stops it."""
-    monkeypatch.setenv("AIR_SPARK_DRIVER_MEMORY", "1g")
-    code = (
-        "from air_magics import tables\nassert tables.read_sql('SELECT 41 + 1 AS n').n[0] == 42\ntables.stop_server()\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=280)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "RETRIES_EXCEEDED" not in out.stderr and out.stderr.strip() == "", out.stderr[-2000:]
-    assert srv_mod.read_record(own_store) is None and _store_processes(own_store) == []
-
-
 _START_AND_LISTEN = """
 import json
 from air_magics import tables
@@ -175,7 +161,10 @@ def test_server_stops_soon_after_its_last_client_exits(own_store, monkeypatch):
 
 
 def test_notebook_says_the_server_is_starting_and_stop_stops_it(own_store, ip, monkeypatch, capsys):
-    """A server of its own (one JVM start, 20-60 s here): the test reads what its start says, then stops it."""
+    """A server of its own (one JVM start, 20-60 s here): the test reads what its start says, then stops it
+    while another process still has a session to it. That process then exits quietly: pyspark's exit hook
+    sent a clean-up call to the stopped server, retried and printed ``[RETRIES_EXCEEDED]``; sessions we
+    open are closed before it."""
     monkeypatch.setenv("AIR_SPARK_DRIVER_MEMORY", "1g")
     assert ip.run_line_magic("air_table", '--sql "SELECT 41 + 1 AS n"').n[0] == 42
     err = capsys.readouterr().err
@@ -186,10 +175,28 @@ def test_notebook_says_the_server_is_starting_and_stop_stops_it(own_store, ip, m
     assert ip.run_line_magic("air_table", '--sql "SELECT 1 AS n"').n[0] == 1
     assert "embedded Spark Connect server" not in capsys.readouterr().err  # a running server is just used
     jvm, sup = psutil.Process(rec["pid"]), psutil.Process(rec["supervisor"])
-    ip.run_line_magic("air_table", "--stop")
-    assert f"Stopped the embedded Spark Connect server of {own_store}" in capsys.readouterr().out
-    assert not jvm.is_running() and srv_mod.read_record(own_store) is None
+    client = subprocess.Popen(
+        [sys.executable, "-c", _USE_THEN_WAIT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert client.stdout.readline() == b"42\n"  # it uses the running server, with a session of its own
+        ip.run_line_magic("air_table", "--stop")
+        assert f"Stopped the embedded Spark Connect server of {own_store}" in capsys.readouterr().out
+        assert not jvm.is_running() and srv_mod.read_record(own_store) is None
+        _, client_err = client.communicate(b"\n", timeout=120)  # now it exits, its server gone
+    finally:
+        if client.poll() is None:
+            client.kill()
+    assert client.returncode == 0 and client_err.decode().strip() == "", client_err.decode()[-2000:]
     deadline = time.monotonic() + 30  # the supervisor notices within a second
     while sup.is_running() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _store_processes(own_store) == []
+
+
+_USE_THEN_WAIT = """
+import sys
+from air_magics import tables
+print(tables.read_sql('SELECT 41 + 1 AS n').n[0], flush=True)
+sys.stdin.readline()
+"""
