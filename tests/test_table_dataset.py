@@ -584,7 +584,7 @@ def remote_url(tmp_path_factory):
 
 
 @pytest.mark.spark
-def test_remote_table_is_read_from_its_export_after_the_server_is_gone(remote_url):
+def test_remote_table_is_read_from_its_export_after_the_server_is_gone(remote_url, shared_spark):
     """A remote server's table: exported to a volume once, then training needs no server at all.
     Over a minute with its fixture here: the server it kills is its own (one JVM start)."""
     import signal
