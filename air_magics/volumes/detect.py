@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 from ..settings import embedded_volumes_root, get
-from .path import _NAME  # one name rule for catalog / schema / volume
+from .path import is_name
 
 __all__ = ["EMBEDDED_MARKER", "probe", "volumes_mount_status", "volumes_mount", "forget", "generation", "settings_key"]
 
@@ -53,9 +53,13 @@ def volumes_mount_status() -> tuple[Path | None, str]:
     key = settings_key()
     found = _cache.get(key)
     if found is None:
+        seen = _generation
         found = probe(Path(key[0]))
         with _lock:
-            _cache[key] = found
+            if seen == _generation:  # a forget() meanwhile: this look may be older than what changed
+                if len(_cache) > 64:  # settings changed many times (tests): keep it small
+                    _cache.clear()
+                _cache[key] = found
     return found
 
 
@@ -162,7 +166,7 @@ def _folders(mount: Path, d: str, level: str) -> tuple[list[str], str | None]:
 
 def _entry_reason(name: str, where: str, rel: str, dev: int, level: str) -> str | None:
     """Why the entry *rel* is not a *level* folder on device *dev*, or None."""
-    if not _NAME.fullmatch(name):
+    if not is_name(name):
         return f"it holds {rel!r}, which is not a {level} name (as disks under macOS /Volumes)"
     try:
         st = os.stat(where)

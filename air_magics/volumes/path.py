@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ..errors import VolumePathError
 
-__all__ = ["VolumePath", "PREFIX", "is_volume_text", "parse_namespace", "NEW_NAME_RULE"]
+__all__ = ["VolumePath", "PREFIX", "is_volume_text", "is_name", "parse_namespace", "NEW_NAME_RULE"]
 
 PREFIX = "/Volumes"
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,254}")  # used with fullmatch: ``$`` would let "a\n" in
@@ -28,6 +28,11 @@ _NEW_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")  # the table names' rule
 NEW_NAME_RULE = "[A-Za-z_][A-Za-z0-9_]{0,127} (letters, digits and '_', not starting with a digit; as table names)"
 _DOTTED = re.compile(r"^([^./\s]+)\.([^./\s]+)\.([^./\s]+)(/.*)?\Z", re.DOTALL)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def is_name(text: str) -> bool:
+    """True when *text* is a valid catalog, schema or volume name (the one rule, also for listings)."""
+    return _NAME.fullmatch(text) is not None
 
 
 def is_volume_text(text: str) -> bool:

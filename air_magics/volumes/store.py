@@ -27,7 +27,7 @@ from ..io.leftovers import is_leftover
 from ..settings import embedded_volumes_root, registry_file
 from . import detect
 from .glob import filter_glob, glob_regex, split_glob
-from .path import _NAME, VolumePath  # one name rule for catalog / schema / volume
+from .path import VolumePath, is_name
 from .registry import VolumeRegistry, normalise_url
 from .walk import Entry, scan_local
 
@@ -166,7 +166,7 @@ class VolumeStore:
             out = []
             for p in items:
                 rel = p.relative_to(self.root).as_posix()
-                if not _NAME.fullmatch(p.name):
+                if not is_name(p.name):
                     notes.append(f"{rel}: skipped, {p.name!r} is not a valid {_LEVELS[depth]} name")
                 elif not is_within(os.path.realpath(p), root):
                     notes.append(f"{rel}: skipped, it links outside the volumes root")
