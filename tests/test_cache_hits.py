@@ -103,18 +103,24 @@ def test_a_changed_source_is_never_served_from_local_state(warm):
     assert Path(cache.get(key, size=st2.st_size, mtime=st2.st_mtime)).read_bytes() == b"new content of another size"
 
 
-def test_batched_access_times_are_written(warm):
+def test_a_hand_out_renews_its_pin_only_once_it_is_an_eighth_of_the_window_old(warm):
+    """A warm epoch writes nothing per hit: an entry's access time is written again only when the
+    recorded one is pin_seconds/8 old (eviction spares 1.25 x pin_seconds: the guarantee holds)."""
+    import time
+
     s, cache, files = warm
+    cache = FileCache(cache.root, store=s, pin_seconds=0.8)  # renewal after 0.1 s
     key, st = files[4]
     cache.get(key, size=st.st_size, mtime=st.st_mtime)  # validated on the shared index, known locally now
     before = index_access(cache, key)
-    cache._hits._due = float("inf")
-    cache._hits._interval = 3600  # and no timed flush during this test
-    cache.get(key, size=st.st_size, mtime=st.st_mtime)  # served locally: nothing written yet
+    cache.get(key, size=st.st_size, mtime=st.st_mtime)  # served locally: its pin is fresh, nothing to write
+    cache.flush_hits()
     assert index_access(cache, key) == before
-    cache._hits._due = 0  # the next local hit finds its flush due
-    cache.get(key, size=st.st_size, mtime=st.st_mtime)
+    time.sleep(0.15)
+    cache.get(key, size=st.st_size, mtime=st.st_mtime)  # served locally, and its pin renewed
+    cache.flush_hits()
     assert index_access(cache, key) > before
+    assert cache.info().hits == 3  # each get a hit, counted though not every one wrote its access time
 
 
 def test_a_last_local_hit_reaches_the_index_without_another_hit(warm):
@@ -123,10 +129,11 @@ def test_a_last_local_hit_reaches_the_index_without_another_hit(warm):
     import time
 
     s, cache, files = warm
+    cache = FileCache(cache.root, store=s, pin_seconds=0.8)  # renewal after 0.1 s
     key, st = files[5]
     cache.get(key, size=st.st_size, mtime=st.st_mtime)  # known locally now
     before = index_access(cache, key)
-    time.sleep(0.05)
+    time.sleep(0.15)
     cache.get(key, size=st.st_size, mtime=st.st_mtime)  # served locally, no further hit follows
     deadline = time.monotonic() + 10
     while index_access(cache, key) == before and time.monotonic() < deadline:

@@ -24,6 +24,14 @@ __all__ = ["Entries", "Row", "PENDING"]
 
 Row = tuple[int, float, float, float]  # (size, source mtime, last access, last checked against the source)
 _OPEN_LOCK = threading.Lock()
+
+
+def _fresh_open_lock() -> None:
+    global _OPEN_LOCK
+    _OPEN_LOCK = threading.Lock()  # a forked child: the parent's threads may hold its copy
+
+
+os.register_at_fork(after_in_child=_fresh_open_lock)
 _CHUNK = 500
 PENDING = (
     -1.0

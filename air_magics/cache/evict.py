@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..io.confined import is_within
 from .entries import Entries
+from .hits import PIN_MARGIN
 from .index import wal_budget
 from .overflow import Residency
 from .stripes import Stripes, stripe_of
@@ -47,7 +48,11 @@ class Evictor:
 
         The index's WAL is bounded here too, and what it may still grow by is counted against the
         reserve (it shares the disk with the cached files)."""
-        disk_free = shutil.disk_usage(self.root).free
+        try:
+            disk_free = shutil.disk_usage(self.root).free
+        except FileNotFoundError:  # the cache folder was deleted under us: start it again
+            self.root.mkdir(parents=True, exist_ok=True)
+            disk_free = shutil.disk_usage(self.root).free
         limit, headroom = wal_budget(self.root, disk_free)  # shrinks with the space left
         self.entries.bound_wal(limit, headroom == 0 and self.wal_ready())
         free = disk_free - headroom
@@ -55,7 +60,7 @@ class Evictor:
         need = max(over, self.reserve - (free - incoming))
         if need <= 0:
             return True
-        cutoff = time.time() - self.pin_seconds
+        cutoff = time.time() - self.pin_seconds * PIN_MARGIN  # see .hits: hand-outs renew lazily
         lo, hi = keep.bounds() if keep is not None else ("", "")
         victims: list[str] = []
         for key, size in self.entries.lru(cutoff, (lo, hi, keep.since if keep is not None else 0.0)):

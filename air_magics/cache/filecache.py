@@ -49,7 +49,7 @@ from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location, VolumeStore
 from .entries import Entries
 from .evict import Evictor
-from .hits import HitLog
+from .hits import PIN_MARGIN, HitLog
 from .index import wal_headroom
 from .overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency
 from .stripes import Stripes
@@ -324,7 +324,10 @@ class FileCache:
     def _copy(self, task: CopyTask) -> int:
         """One source file copied in (a storage request, timed for the loader's verdict)."""
         t0 = time.perf_counter()
-        n = copy_one(task, retries=self.retries)
+        try:
+            n = copy_one(task, retries=self.retries)
+        except FileNotFoundError:  # the cache's folder removed mid-copy (or the source gone): once more
+            n = copy_one(task, retries=self.retries)
         STAGES.request(time.perf_counter() - t0, n)
         return n
 
@@ -439,7 +442,7 @@ class FileCache:
         in the report. ``force=True`` drops them too, which is unsafe while anything reads from the
         cache. ``reset_stats`` zeroes the hit/miss counters."""
         self.flush_hits()  # the pins of what this process handed out must be in the index
-        cutoff = None if force else time.time() - self.pin_seconds
+        cutoff = None if force else time.time() - self.pin_seconds * PIN_MARGIN
         removed, nbytes, kept = self._evictor.drop(self._entries.keys(), cutoff, wait=_CLEAR_WAIT, evictions=False)
         self._entries.heal_totals(reset_stats)  # heal any drift while we are at it
         self.publish_status()

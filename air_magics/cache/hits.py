@@ -6,13 +6,14 @@ an entry this process already validated is decided from process-local state plus
 local file; its LRU time and the hit counters are batched and written in one transaction every
 ``interval`` seconds (and before anyone reads the totals).
 
-Why it stays safe: an entry is served locally only while the access time *recorded in the index*
-is younger than half the pin window. Eviction and ``clear()`` (in any process) spare entries used
-within the pin window, so an entry this process hands out from local state cannot be deleted by
-anyone before the batched access time reaches the index. Older entries take the shared path (one
-transaction), which renews that guarantee. Pending access times are written within ``interval``
-seconds even when no further hit comes (a timer thread started by the first pending hit): a loop
-that stops reading must not leave its last hand-outs unpinned in the index.
+Why it stays safe: eviction and ``clear()`` (in any process) spare every entry whose index access
+time is within ``PIN_MARGIN x pin_seconds`` (1.25 x). This process serves an entry from local state
+only while that recorded time is less than ``pin_seconds / 4`` old, so whatever it hands out stays
+protected for at least ``pin_seconds`` after the hand-out. It renews the recorded time (a batched
+write) once it is ``pin_seconds / 8`` old: an entry read every epoch is written a few times a minute,
+not once per hit, and the hit counters are batched too. Pending access times are written within
+``interval`` seconds even when no further hit comes (a timer thread started by the first pending
+write): a loop that stops reading must not leave its last hand-outs unpinned in the index.
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..io.forksafe import renew_after_fork
 from ..io.versions import MTIME_TOLERANCE, same_version
 
-__all__ = ["HitLog"]
+__all__ = ["HitLog", "PIN_MARGIN"]
+
+PIN_MARGIN = 1.25  # eviction spares entries accessed within PIN_MARGIN x pin_seconds (see the module)
 
 
 class HitLog:
@@ -37,9 +41,16 @@ class HitLog:
         self._known: dict[str, tuple[int, float, float]] = {}  # key -> (size, mtime, access time in the index)
         self._access: dict[str, float] = {}
         self._hits = self._bytes = 0
-        self._fresh = pin_seconds / 2
+        self._fresh = pin_seconds / 4  # served locally while the index's access time is younger
+        self._renew = pin_seconds / 8  # ... and that time is written anew once it is this old
         self._interval = interval
         self._due = time.monotonic() + interval
+        renew_after_fork(self)
+
+    def after_fork(self) -> None:
+        """A forked child: a fresh lock (the parent's timer thread may hold its copy) and no timer."""
+        self._lock = threading.Lock()
+        self._timer_pid = None
 
     def valid(self, key: str, size: int, mtime: float, now: float) -> bool:
         """True when *key* was validated here for this size/mtime and its index access time is still
@@ -55,17 +66,22 @@ class HitLog:
         if k is None or k[0] != size or abs(k[1] - mtime) > MTIME_TOLERANCE:
             return False
         now = time.time()
-        if now - k[2] >= self._fresh:
+        age = now - k[2]
+        if age >= self._fresh:
             return False
-        if self.note(key, size, now) and self._flush is not None:
-            self._flush()  # due: a loop serving hits fast writes them every interval, timer or not
+        if age >= self._renew:
+            self.note(key, size, now)
+        else:
+            with self._lock:
+                self._hits += 1
+                self._bytes += size
         return True
 
     def recent(self, key: str, now: float) -> bool:
-        """*key* was validated here and pinned in the index within the last quarter of the pin
-        window: a look-ahead validation may leave it alone (it stays servable for a while yet)."""
+        """*key* was validated here and pinned in the index so recently that its access time needs no
+        renewal yet: a look-ahead validation may leave it alone."""
         k = self._known.get(key)
-        return k is not None and now - k[2] < self._fresh / 2
+        return k is not None and now - k[2] < self._renew
 
     def remember(self, key: str, size: int, mtime: float, recorded: float) -> None:
         """*key* was validated against the index, whose access time for it is now *recorded*."""

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CacheLimitError
+from ..io.forksafe import renew_after_fork
 from ..io.process import pid_alive
 from ..io.units import fmt_bytes
 from ..io.versions import same_version
@@ -114,6 +115,11 @@ class OverflowWindow:
         self._pending = 0  # bytes being fetched into the window right now
         self._count = 0
         self.added = 0
+        renew_after_fork(self)
+
+    def after_fork(self) -> None:
+        """A forked child: a fresh lock (another thread of the parent may hold its copy)."""
+        self._lock = threading.Lock()
 
     @property
     def bytes(self) -> int:

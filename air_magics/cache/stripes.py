@@ -23,6 +23,14 @@ STRIPES = 256
 _MAKE_LOCK = threading.Lock()
 
 
+def _fresh_make_lock() -> None:
+    global _MAKE_LOCK
+    _MAKE_LOCK = threading.Lock()  # a forked child: the parent's threads may hold its copy
+
+
+os.register_at_fork(after_in_child=_fresh_make_lock)
+
+
 def stripe_of(key: str) -> int:
     """The stripe (lock) of *key*."""
     return zlib.crc32(key.encode()) % STRIPES

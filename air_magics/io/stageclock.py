@@ -69,9 +69,10 @@ class StageClock:
             return tuple(self._totals)
 
     def reset(self) -> None:
-        with self._lock:
-            self._totals = [0.0] * len(FIELDS)
-            self.pid = os.getpid()
+        self._lock = threading.Lock()
+        self._totals = [0.0] * len(FIELDS)
+        self.pid = os.getpid()
 
 
 STAGES = StageClock()
+os.register_at_fork(after_in_child=STAGES.reset)  # fresh totals and lock: the child counts its own work
