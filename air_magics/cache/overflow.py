@@ -54,7 +54,7 @@ from ..io.versions import same_version
 
 __all__ = ["OverflowWindow", "Residency", "DEFAULT_OVERFLOW_FILES", "sweep_dead"]
 
-DEFAULT_OVERFLOW_FILES = 256
+DEFAULT_OVERFLOW_FILES = 1024  # more than a default DataLoader keeps in flight (2 workers x 2 messages x 128)
 _LOCK_SUFFIX = ".lock"
 _LEGACY_AGE = 24 * 3600.0  # a folder without a lock file (an older version's) is swept when this old
 _HELD_LOCKS: set[int] = set()  # this process's folder-lock descriptors; a forked child closes its copies
@@ -128,11 +128,15 @@ class OverflowWindow:
 
     def handed_out(self) -> None:
         """Count one file handed out by this process; delete overflow files now out of the window."""
-        with self._lock:
-            self._count += 1
-            files, limit = self._files, self._count - self.size
-            while files and files[0][0] < limit:
-                self._release(files.popleft()[1])
+        # no lock for the count: two threads counting at once may lose one, which only lets a
+        # window file live one hand-out longer (the hot path of a warm epoch takes no lock here)
+        self._count += 1
+        files = self._files
+        if files and files[0][0] < self._count - self.size:
+            with self._lock:
+                limit = self._count - self.size
+                while files and files[0][0] < limit:
+                    self._release(files.popleft()[1])
 
     def fetch(
         self, rel: str, size: int, mtime: float, copy: Callable[[str], int], *, reserve: int = 0, headroom: int = 0

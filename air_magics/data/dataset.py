@@ -10,16 +10,17 @@ default) after it is yielded, so the consumer can open it; open it (or copy it) 
 When the cache's limit is smaller than the data, the files it holds are kept as a stable resident
 subset (this dataset's misses never evict what it read since its previous epoch began) and the rest
 are served from the process's overflow window: such a path stays valid until the process has
-handed out ``cache.overflow_files`` (256) more files, far more than a DataLoader keeps in flight.
+handed out ``cache.overflow_files`` (1,024) more files, far more than a DataLoader keeps in flight.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter
@@ -364,37 +365,105 @@ class UCVolumeDataset(EpochStream):
             validation.wait(i)  # its version is being found: no second request for it
             return self._fetch(files[i], keep)
 
-        with Prefetcher(items, fetch, self.prefetch, ready=ready) as fetched:
-            clock = _StreamClock(fetched)
-            try:
+        try:
+            rest: Iterator[int] | None = iter(items)
+            carry: list[Any] = []
+            if self.transform is None and output == "path":  # a warm stream needs no prefetcher
                 if not chunk:
-                    for value in fetched:
-                        n = self._yielded = self._yielded + 1
-                        if n % _ADVANCE_EVERY == 0:
-                            validation.advance(n)
-                            clock.flush()
-                        if value.__class__ is SkippedFile:
-                            self.skipped.append(value)
-                        else:
-                            t0 = perf_counter()
-                            yield value
-                            clock.outside += perf_counter() - t0
+                    rest = yield from self._warm_run(rest, validation, timed=in_worker)
+                else:
+                    rest, carry = yield from self._warm_chunks(rest, validation, chunk)
+                if rest is None:
+                    if carry:
+                        yield carry
                     return
-                yield from self._chunks(fetched, validation, clock, chunk, batch)
-            finally:
-                clock.flush()
-                validation.close()
+            with Prefetcher(rest, fetch, self.prefetch, ready=ready) as fetched:
+                clock = _StreamClock(fetched)
                 try:
-                    cache.publish_status()
-                except Exception:  # e.g. a generator closed during interpreter shutdown
-                    pass
+                    if not chunk:
+                        for value in fetched:
+                            n = self._yielded = self._yielded + 1
+                            if n % _ADVANCE_EVERY == 0:
+                                validation.advance(n)
+                                clock.flush()
+                            if value.__class__ is SkippedFile:
+                                self.skipped.append(value)
+                            else:
+                                t0 = perf_counter()
+                                yield value
+                                clock.outside += perf_counter() - t0
+                        return
+                    yield from self._chunks(fetched, validation, clock, chunk, batch, carry)
+                finally:
+                    clock.flush()
+        finally:
+            validation.close()
+            try:
+                cache.publish_status()
+            except Exception:  # e.g. a generator closed during interpreter shutdown
+                pass
+
+    def _warm_chunks(
+        self, items: Iterator[int], validation: Any, chunk: int
+    ) -> Generator[list[str], None, tuple[Iterator[int] | None, list[str]]]:
+        """:meth:`_warm_run` for a DataLoader worker: lists of *chunk* paths (a multiple of the
+        batch size); returns the rest of the stream (or None) and the paths gathered since the
+        last list, which the prefetcher's lists carry on."""
+        files, hit, outside, ready = self.files, self.cache.hit, 0.0, []
+        try:
+            for i in items:
+                f = files[i]
+                member = f.member
+                path = hit(f) if member is None else member.ready()
+                if path is None:
+                    return itertools.chain((i,), items), ready
+                n = self._yielded = self._yielded + 1
+                if n % _ADVANCE_EVERY == 0:
+                    validation.advance(n)
+                ready.append(path)
+                if len(ready) >= chunk:
+                    t0 = perf_counter()
+                    yield ready
+                    outside += perf_counter() - t0  # the worker's collate and hand-over
+                    ready = []
+            return None, ready
+        finally:
+            if outside:
+                STAGES.add("outside", outside)
+
+    def _warm_run(self, items: Iterator[int], validation: Any, *, timed: bool) -> Generator[str, None, Any]:
+        """The stream's paths while they are at hand, on the consumer's thread (a warm epoch: one
+        dictionary lookup per item, no thread, no lock per item); returns the rest of the stream
+        from the first item that is not (for the prefetcher), or None when the stream ended."""
+        files, hit, outside = self.files, self.cache.hit, 0.0
+        try:
+            for i in items:
+                f = files[i]
+                member = f.member
+                path = hit(f) if member is None else member.ready()
+                if path is None:
+                    return itertools.chain((i,), items)
+                n = self._yielded = self._yielded + 1
+                if n % _ADVANCE_EVERY == 0:
+                    validation.advance(n)
+                if timed:  # in a worker, the time outside the stream is its consumer's (a wrapper's decode)
+                    t0 = perf_counter()
+                    yield path
+                    outside += perf_counter() - t0
+                else:
+                    yield path
+            return None
+        finally:
+            if outside:
+                STAGES.add("outside", outside)
 
     def _chunks(
-        self, fetched: Prefetcher, validation: Any, clock: _StreamClock, chunk: int, batch: int
+        self, fetched: Prefetcher, validation: Any, clock: _StreamClock, chunk: int, batch: int, carry: list[Any]
     ) -> Iterator[list[Any]]:
         """Lists of ready items for a DataLoader worker: up to *chunk* items, a multiple of *batch*
-        unless the stream ends, sent as soon as the next item is not ready yet."""
-        ready_items: list[Any] = []
+        unless the stream ends, sent as soon as the next item is not ready yet (*carry*: items
+        the warm run had gathered when it met one that was not)."""
+        ready_items: list[Any] = carry
         for value in fetched:
             n = self._yielded = self._yielded + 1
             if n % _ADVANCE_EVERY == 0:
