@@ -87,10 +87,7 @@ def list_files(
             # a listing's names are plain relative paths: joined as strings (3,000 VolumePath objects
             # cost ~0.1 s); a manifest's member names are data, validated by VolumePath
             key = (str(base.joinpath(e.rel)) if packed is not None else f"{base_key}/{e.rel}") if e.rel else base_key
-            known = e.size >= 0
-            out[key] = VolumeFile(
-                key, loc.join(e.rel), e.size if known else None, e.mtime if known else None, member=members.get(e.rel)
-            )
+            out[key] = VolumeFile(key, loc.join(e.rel), e.size, e.mtime, member=members.get(e.rel))
     return [out[k] for k in sorted(out)]
 
 

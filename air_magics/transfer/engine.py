@@ -73,7 +73,7 @@ class _CopyRun:
         self.copied = self.skipped = 0
         self.bytes_done = self.bytes_copied = 0
         self.failed: list[CopyFailure] = []
-        self.bytes_total = sum(max(t.size, 0) for t in tasks)
+        self.bytes_total = sum(t.size or 0 for t in tasks)
         self.dirs = DirMaker(sweep=not dry_run)  # first visit of a folder removes dead processes' temp files
         self.slots = threading.BoundedSemaphore(workers)  # copies at once; more threads may be checking
         self.t0 = time.perf_counter()
@@ -131,7 +131,7 @@ class _CopyRun:
                 self.bytes_done += size
             return None
         if self.dry_run:
-            return task.size if task.size >= 0 else source_stat(task.src)[0]
+            return task.size if task.size is not None else source_stat(task.src)[0]
         with self.slots:
             if self.stop.is_set():
                 return None

@@ -141,7 +141,7 @@ def is_unchanged(task: CopyTask) -> int | None:
                 dsize, dmtime, exact = int(info.get("size") or -1), fs_mtime(info), False
     except (FileNotFoundError, NotADirectoryError):
         return None
-    size, mtime = (task.size, task.mtime) if task.size >= 0 else source_stat(task.src)
+    size, mtime = (task.size, task.mtime) if task.size is not None and task.mtime is not None else source_stat(task.src)
     if dsize != size:
         return None
     # fsspec stores cannot set mtime: a destination written after the source changed counts
@@ -239,7 +239,7 @@ def copy_file(task: CopyTask, dirs: DirMaker) -> int:
     round trip is needed and what is stamped on the copy is what was read."""
     src, dst = task.src, task.dst
     if not src.is_local:
-        size = task.size if task.size >= 0 else source_stat(src)[0]
+        size = task.size if task.size is not None else source_stat(src)[0]
         if size > _ONE_READ_MAX:
             dirs.ensure(dst)
             return _copy_stream(src, dst, dirs, task.mtime or source_stat(src)[1])

@@ -39,7 +39,7 @@ class CopyPlan:
 
     @property
     def bytes_total(self) -> int:
-        return sum(max(t.size, 0) for t in self.tasks)
+        return sum(t.size or 0 for t in self.tasks)
 
 
 def parse_sources(text: str) -> list[str]:

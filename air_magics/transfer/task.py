@@ -38,12 +38,12 @@ def side_of(exc: BaseException) -> str | None:
 
 @dataclass(frozen=True)
 class CopyTask:
-    """Copy ``src`` to ``dst``. ``size``/``mtime`` come from the listing (``-1``/``0`` = unknown)."""
+    """Copy ``src`` to ``dst``. ``size``/``mtime`` come from the listing (``None``: not known)."""
 
     src: Location
     dst: Location
-    size: int = -1
-    mtime: float = 0.0
+    size: int | None = None
+    mtime: float | None = None
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ class Entry:
     """One listed file or directory; ``rel`` is ``/``-separated and relative to the scan root."""
 
     rel: str
-    size: int
-    mtime: float
+    size: int | None  # None: a names-only listing did not ask
+    mtime: float | None
     is_dir: bool = False
 
 
@@ -90,7 +90,7 @@ def scan_local(
 ) -> list[Entry]:
     """List files under *root* (a directory) with size and mtime, scanning in parallel.
 
-    ``stat=False`` lists names only (``size=-1``): one readdir per folder and no per-file round
+    ``stat=False`` lists names only (``size`` and ``mtime`` ``None``): one readdir per folder and no per-file round
     trip, for callers that learn sizes later (the copy engine ``fstat``s each file it opens).
 
     ``recursive=False`` lists only the direct children (directories included when
@@ -131,7 +131,7 @@ def scan_local(
                         if recursive:
                             pending[pool.submit(_scan_dir, de.path)] = ("dir", child)
                     elif not stat and de.is_file(follow_symlinks=False):  # d_type: no stat round trip
-                        results.append(Entry(child, -1, 0.0))
+                        results.append(Entry(child, None, None))
                     else:
                         files.append((child, de))
                 for i in range(0, len(files), _STAT_CHUNK):
