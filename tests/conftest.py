@@ -92,12 +92,12 @@ def start_remote_spark(store: Path, timeout: float = 240.0):
     from air_magics.tables import server as srv_mod
 
     (store / "tmp").mkdir(exist_ok=True)
-    port = srv_mod._free_port()
+    port = srv_mod.free_port()
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
     env.pop("SPARK_REMOTE", None)
     with open(store / "server.log", "wb") as log:
         proc = subprocess.Popen(
-            srv_mod._command(port, store),
+            srv_mod.server_command(port, store),
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
@@ -105,7 +105,7 @@ def start_remote_spark(store: Path, timeout: float = 240.0):
             start_new_session=True,
         )
     deadline = time.time() + timeout
-    while not srv_mod._port_open(port):
+    while not srv_mod.port_open(port):
         assert proc.poll() is None and time.time() < deadline, (store / "server.log").read_text()[-2000:]
         time.sleep(0.25)
     return f"sc://127.0.0.1:{port}", proc

@@ -32,7 +32,7 @@ def test_concurrent_starters_share_one_server_that_outlives_them(spark_server):
     assert starter_a == starter_b and starter_a in spark_server["starters"]
     assert not psutil.pid_exists(starter_a)  # the starter has exited ...
     assert tables.read_sql("SELECT 41 + 1 AS n").n[0] == 42  # ... and its server still answers this process
-    assert srv_mod._running().pid == pid_a  # the same one: no restart
+    assert srv_mod.running_server().pid == pid_a  # the same one: no restart
     javas = [
         p
         for p in psutil.process_iter(["cmdline"])
@@ -244,7 +244,7 @@ def test_tables_survive_a_server_restart_and_a_crash(nums, tmp_path):
     )
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ), timeout=300)
     assert sorted(tables.read_table("main.test.other_proc").a) == [1, 2]  # written by another process
-    running = srv_mod._running()
+    running = srv_mod.running_server()
     errors = []
 
     def long_query():
@@ -262,7 +262,7 @@ def test_tables_survive_a_server_restart_and_a_crash(nums, tmp_path):
     assert isinstance(errors[0], TablesError) and "\n" not in str(errors[0])
     # the next call starts a new server on the same store: the tables are still there
     assert len(tables.read_table("main.test.nums")) == 2000
-    assert srv_mod._running().pid != running.pid
+    assert srv_mod.running_server().pid != running.pid
     # our session to the dead server is retired: pyspark asks its first session's conf in F.col,
     # which failed a client export (UNAVAILABLE) after the restart
     VolumeStore().create("main.test.exports", exist_ok=True)

@@ -40,6 +40,15 @@ __all__ = [
     "EmbeddedServer",
     "ensure_server",
     "stop_server",
+    "running_server",
+    "server_command",
+    "port_open",
+    "free_port",
+    "terminate",
+    "read_record",
+    "write_record",
+    "remove_record",
+    "record_path",
     "store_dir",
     "driver_memory_mb",
     "idle_timeout",
@@ -108,19 +117,22 @@ def driver_memory_mb() -> int:
     return int(min(max(_machine_memory() // 4, 1024 * _MIB), 8192 * _MIB) // _MIB)
 
 
-def _port_open(port: int) -> bool:
+def port_open(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:*port* (a server that has started answers here)."""
     with socket.socket() as s:
         s.settimeout(0.5)
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port on 127.0.0.1 free now, for a new server."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
 def record_path(store: Path) -> Path:
+    """The file recording *store*'s server (pid, port, supervisor, timeouts)."""
     return store / "server.json"
 
 
@@ -135,6 +147,7 @@ def read_record(store: Path) -> dict | None:
 
 
 def write_record(store: Path, rec: dict) -> None:
+    """Record *store*'s server (atomic: a reader never sees half a record)."""
     write_json_atomic(record_path(store), rec)
 
 
@@ -148,15 +161,16 @@ def remove_record(store: Path, pid: int) -> None:
             pass
 
 
-def _running(store: Path | None = None) -> EmbeddedServer | None:
+def running_server(store: Path | None = None) -> EmbeddedServer | None:
+    """The embedded server of *store* (default: the ``spark_dir`` setting) if it is alive and listening."""
     rec = read_record(store or store_dir())
     if rec is None:
         return None
     srv = EmbeddedServer(int(rec["pid"]), int(rec["port"]))
-    return srv if pid_alive(srv.pid) and _port_open(srv.port) else None
+    return srv if pid_alive(srv.pid) and port_open(srv.port) else None
 
 
-def _command(port: int, store: Path, heap_mb: int | None = None) -> list[str]:
+def server_command(port: int, store: Path, heap_mb: int | None = None) -> list[str]:
     """The ``spark-submit`` command line of a Spark Connect server on *port* with its Hive store in *store*."""
     import pyspark
 
@@ -213,7 +227,7 @@ def ensure_server() -> EmbeddedServer:
     store = store_dir()
     store.mkdir(parents=True, exist_ok=True)
     activity.touch(store)
-    srv = _running(store)
+    srv = running_server(store)
     if srv is not None:
         return srv
     _check_requirements()
@@ -240,11 +254,11 @@ def ensure_server() -> EmbeddedServer:
                         f"process"
                     ) from None
         try:
-            srv = _running(store)
+            srv = running_server(store)
             if srv is None:
                 stale = read_record(store)
                 if stale is not None:  # recorded but not answering: a hung JVM still holds the Derby store
-                    _terminate(int(stale["pid"]))
+                    terminate(int(stale["pid"]))
                     remove_record(store, int(stale["pid"]))
                 if progress is None:
                     progress = StartProgress(store)
@@ -283,7 +297,7 @@ def _start(store: Path, idle: float, no_client: float, heap_mb: int, progress: S
     # the supervisor imports this package from where this process did (a source checkout works too)
     here = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    cmd = [sys.executable, "-m", "air_magics.tables.supervisor", str(store), str(_free_port()), str(os.getpid())]
+    cmd = [sys.executable, "-m", "air_magics.tables.supervisor", str(store), str(free_port()), str(os.getpid())]
     with open(log, "ab") as out:
         sup = subprocess.Popen(
             cmd,
@@ -300,7 +314,7 @@ def _start(store: Path, idle: float, no_client: float, heap_mb: int, progress: S
     while True:
         rec = read_record(store)
         if rec is not None and rec.get("supervisor") == sup.pid:
-            srv = _running(store)
+            srv = running_server(store)
             if srv is not None:
                 return srv
         if sup.poll() is not None:
@@ -309,13 +323,13 @@ def _start(store: Path, idle: float, no_client: float, heap_mb: int, progress: S
                 f"log {log}:\n{_log_tail(log)}"
             )
         if time.monotonic() > deadline:
-            _terminate(sup.pid)
+            terminate(sup.pid)
             raise TablesError(f"the embedded Spark server did not start within {_START_TIMEOUT:.0f} s; see {log}")
         progress.tick()
         time.sleep(0.25)
 
 
-def _terminate(pid: int, timeout: float = 20.0) -> None:
+def terminate(pid: int, timeout: float = 20.0) -> None:
     """SIGTERM the process group led by *pid*, SIGKILL it after *timeout* seconds."""
     try:
         os.killpg(pid, signal.SIGTERM)
@@ -352,7 +366,7 @@ def stop_server(srv: EmbeddedServer | None = None) -> bool:
     if not pid_alive(srv.pid):
         remove_record(store, srv.pid)
         return False
-    _terminate(srv.pid)
+    terminate(srv.pid)
     remove_record(store, srv.pid)
     sup = int(rec.get("supervisor", 0)) if rec is not None and int(rec["pid"]) == srv.pid else 0
     deadline = time.monotonic() + 10

@@ -122,9 +122,9 @@ def _is_session(obj: Any) -> bool:
 
 
 def _embedded_url(spark: Any) -> bool:
-    from .server import _running
+    from .server import running_server
 
-    srv = _running()
+    srv = running_server()
     return srv is not None and _SESSIONS.get(srv.url) is spark
 
 

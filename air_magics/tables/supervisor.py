@@ -32,13 +32,13 @@ from pathlib import Path
 
 from . import activity
 from .server import (
-    _command,
-    _port_open,
-    _terminate,
     driver_memory_mb,
     idle_timeout,
     no_client_timeout,
+    port_open,
     remove_record,
+    server_command,
+    terminate,
     write_record,
 )
 
@@ -88,7 +88,7 @@ def _idle_stop(store: Path, jvm: subprocess.Popen, rec: dict, seen_use: float) -
         if after.busy or after.last_use != before.last_use:
             write_record(store, rec)
             return False
-        _terminate(jvm.pid)
+        terminate(jvm.pid)
         return True
     finally:
         lock.release()
@@ -100,7 +100,7 @@ def run(store: Path, port: int, starter: int) -> int:
         signal.signal(sig, _on_signal)
     idle, no_client, heap = idle_timeout(), no_client_timeout(), driver_memory_mb()
     jvm = subprocess.Popen(
-        _command(port, store, heap),
+        server_command(port, store, heap),
         stdin=subprocess.DEVNULL,
         cwd=store,
         start_new_session=True,
@@ -114,12 +114,12 @@ def run(store: Path, port: int, starter: int) -> int:
         idle,
         no_client,
     )
-    while not _port_open(port):
+    while not port_open(port):
         if jvm.poll() is not None:
             _log.error("JVM exited with code %s while starting", jvm.returncode)
             return 1
         if _STOP:
-            _terminate(jvm.pid)
+            terminate(jvm.pid)
             return 1
         time.sleep(0.25)
     started = time.time()
@@ -145,7 +145,7 @@ def run(store: Path, port: int, starter: int) -> int:
             _log.info("JVM exited with code %s", jvm.returncode)
             return 0
         if _STOP:
-            _terminate(jvm.pid)
+            terminate(jvm.pid)
             remove_record(store, jvm.pid)
             _log.info("stopped on request")
             return 0

@@ -24,9 +24,9 @@ def _peak_mb() -> float:
 def _plain(method: str, rows: int, out: str, t0: float, res: dict) -> int:
     from pyspark.sql import SparkSession
 
-    from air_magics.tables.server import _running
+    from air_magics.tables.server import running_server
 
-    spark = SparkSession.builder.remote(_running().url).create()
+    spark = SparkSession.builder.remote(running_server().url).create()
     full = f"spark_catalog.bench__t.rows_{rows}"
     if method == "plain-read":
         return len(spark.table(full).toPandas())
