@@ -1,6 +1,7 @@
 """Prefetcher: results in order, `depth` fetches in flight behind a slow head, errors in order, early close."""
 
 import threading
+import time
 
 import pytest
 
@@ -69,3 +70,29 @@ def test_depth_bounds_fetches_in_flight():
     with Prefetcher(range(200), fetch, 3) as p:
         assert list(p) == list(range(200))
     assert peak[0] <= 3
+
+
+def test_the_ready_callback_never_runs_under_the_window_lock_and_order_holds():
+    """``ready`` (a cache lookup, sometimes an index write) runs with the window's lock free, from
+    the consumer or from a fetch thread's top-up, and results still come in stream order with
+    hits and misses interleaved."""
+    held = []
+    box = {}
+
+    def ready(i):
+        lock = box["p"]._lock  # the window's lock: free whenever the callback runs
+        if lock.acquire(blocking=False):
+            lock.release()
+        else:
+            held.append(i)
+        return f"hit {i}" if i % 3 else None
+
+    def fetch(i):
+        time.sleep(0.001 * (i % 5))  # out-of-order landings
+        return f"fetched {i}"
+
+    with Prefetcher(range(300), fetch, 8, ready=ready) as p:
+        box["p"] = p
+        got = list(p)
+    assert got == [f"hit {i}" if i % 3 else f"fetched {i}" for i in range(300)]
+    assert held == []

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..io.atomic import write_atomic
 from ..io.confined import open_file
+from ..io.folders import publish_folder, withdraw_folder
 from ..volumes.store import Location
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -124,10 +125,11 @@ def read_text(loc: Location) -> str | None:
 
 
 def commit_folder(src: Location, dst: Location, *, last: str) -> None:
-    """Make folder *src* visible as *dst*: one atomic rename on OS paths; on object stores copy
-    every file, the marker *last* at the end, then drop *src*."""
+    """Make folder *src* visible as *dst*: one atomic rename on OS paths
+    (:func:`air_magics.io.folders.publish_folder`: a non-empty *dst* is refused, never replaced);
+    on object stores copy every file, the marker *last* at the end, then drop *src*."""
     if src.is_local:
-        os.rename(src.path, dst.path)
+        publish_folder(src.path, dst.path, root=src.root)
         return
     fs = src.fs
     files = [f for f in fs.find(src.path) if not f.endswith("/" + last)]
@@ -149,7 +151,7 @@ def uncommit_folder(loc: Location, trash: Location) -> Location:
     any later point never leaves a listed step that cannot load. OS paths: one atomic rename to
     *trash*; object stores (no atomic rename): delete the marker first. Returns what to delete."""
     if loc.is_local:
-        os.rename(loc.path, trash.path)
+        withdraw_folder(loc.path, trash.path, root=loc.root)
         return trash
     marker = f"{loc.path.rstrip('/')}/{COMMITTED}"
     if loc.fs.exists(marker):

@@ -29,14 +29,12 @@ from typing import Any
 from ..cache import FileCache, Residency
 from ..errors import DatasetError
 from ..io.stageclock import STAGES
-from ..shards.reader import open_packed
 from ..transfer import is_transient
-from ..volumes.local import InPlace, local_files, local_source
 from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import VolumeStore
-from ..volumes.walk import Entry, filter_glob, glob_regex, split_glob
 from . import _dist
+from .listing import list_files, shard_groups
 from .order import EpochState, Grid, OrderStateError, epoch_order, stream_index, stream_items
 from .prefetch import Prefetcher
 from .stream import EpochStream
@@ -54,41 +52,6 @@ class SkippedFile:
 
     path: str
     reason: str
-
-
-def list_files(
-    paths: Sequence[str | VolumePath], *, pattern: str | None, recursive: bool, store: VolumeStore, stat: bool = True
-) -> list[VolumeFile]:
-    """Every file the selection names, sorted by volume path, each once. ``stat=False`` lists
-    names only on local and mounted volumes (one readdir per folder; versions are then unknown,
-    ``None``, until a validation or a fetch finds them)."""
-    out: dict[str, VolumeFile] = {}
-    rx = glob_regex(pattern) if pattern else None
-    for p in paths:
-        if (local := local_source(p)) is not None:  # a local folder or file:// URL: no cache copy
-            for key, loc, e in local_files(local, recursive=recursive, pattern=pattern):
-                out[key] = VolumeFile(key, loc, e.size, e.mtime, key, InPlace(key))
-            continue
-        vp = VolumePath.parse(os.fspath(p) if isinstance(p, os.PathLike) else p)
-        fixed, pat = split_glob(vp.parts)
-        base = VolumePath(vp.catalog, vp.schema, vp.volume, fixed)
-        packed = open_packed(store, base)  # a packed folder lists its members, named as in the source
-        members = {m.member.name: m for m in packed.members} if packed is not None else {}
-        entries = (
-            [Entry(m.member.name, m.member.size, m.member.mtime) for m in packed.members]
-            if packed is not None
-            else store.entries(base, recursive=recursive or bool(pat), with_dirs=False, stat=stat)
-        )
-        entries = filter_glob(entries, pat)
-        loc, base_key = store.locate(base), str(base)
-        for e in entries:
-            if rx is not None and not (rx.match(e.rel) or rx.match(e.rel.rsplit("/", 1)[-1])):
-                continue
-            # a listing's names are plain relative paths: joined as strings (3,000 VolumePath objects
-            # cost ~0.1 s); a manifest's member names are data, validated by VolumePath
-            key = (str(base.joinpath(e.rel)) if packed is not None else f"{base_key}/{e.rel}") if e.rel else base_key
-            out[key] = VolumeFile(key, loc.join(e.rel), e.size, e.mtime, member=members.get(e.rel))
-    return [out[k] for k in sorted(out)]
 
 
 class _StreamClock:
@@ -121,14 +84,6 @@ def _read(path: str, output: str) -> Any:
 def _named(f: io.BytesIO, name: str) -> io.BytesIO:
     f.name = name  # type: ignore[attr-defined]  # decoders (PIL) guess the format from it
     return f
-
-
-def _shard_groups(files: list[VolumeFile]) -> list[int] | None:
-    """Each file's shard (numbered across packed folders) when every file is a packed member, else None."""
-    if not files or any(f.member is None or not hasattr(f.member, "shard") for f in files):
-        return None
-    ids: dict[tuple[str, int], int] = {}
-    return [ids.setdefault((str(f.member.folder.path), f.member.shard), len(ids)) for f in files]
 
 
 class UCVolumeDataset(EpochStream):
@@ -205,7 +160,7 @@ class UCVolumeDataset(EpochStream):
         self._init_stream()
         self.fingerprint = hashlib.sha1("\n".join(f.key for f in self.files).encode()).hexdigest()[:16]
         self.skipped: list[SkippedFile] = []
-        self._groups = _shard_groups(self.files)  # packed members: shuffled a few shards at a time
+        self._groups = shard_groups(self.files)  # packed members: shuffled a few shards at a time
         # the resident subset this dataset's misses must not evict (see FileCache.get's keep)
         # (files are sorted: what the first and last share, every key between shares)
         self._prefix = os.path.commonpath([self.files[0].key, self.files[-1].key])
@@ -338,6 +293,8 @@ class UCVolumeDataset(EpochStream):
                 "output='file' items cannot leave a DataLoader worker (a file object does not pickle): pass "
                 "transform=... to turn each into a value there, use output='bytes', or num_workers=0"
             )
+        if self._groups is not None:  # packed: fetch this stream's shards ahead, in the order it needs them
+            self._plan_shards(items)
         if self.validation is not None:
             self.validation.close()
         validation = self.validation = cache.validate(
@@ -399,6 +356,16 @@ class UCVolumeDataset(EpochStream):
                 cache.publish_status()
             except Exception:  # e.g. a generator closed during interpreter shutdown
                 pass
+
+    def _plan_shards(self, items: Sequence[int]) -> None:
+        """Each packed folder's shards in the order this stream first needs them (its reader then
+        keeps a few fetches ahead of the stream)."""
+        plans: dict[int, tuple[Any, list[int]]] = {}
+        for i in items:
+            m = self.files[i].member
+            plans.setdefault(id(m.folder), (m.folder, []))[1].append(m.shard)
+        for folder, shards in plans.values():
+            folder.plan_reads(self.cache, list(dict.fromkeys(shards)), paths=self.output == "path")
 
     def _warm_chunks(
         self, items: Iterator[int], validation: Any, chunk: int

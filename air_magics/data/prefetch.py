@@ -63,6 +63,8 @@ class Prefetcher:
         self._name = name
         self._pool: ThreadPoolExecutor | None = None  # made on the first item that is not ready
         self._lock = threading.Lock()
+        self._filling = threading.Lock()  # held by the one thread advancing the items (see _top_up)
+        self._exhausted = False
         self._window: deque[Any] = deque()  # Futures and _Ready results, in stream order
         self._flying = 0
         self._closed = False
@@ -100,19 +102,44 @@ class Prefetcher:
         self._pool.submit(self._run, item, fut)
 
     def _top_up(self) -> None:
-        """Start fetches until ``depth`` are in flight or ``2 x depth`` results are waiting."""
+        """Start fetches until ``depth`` are in flight or ``2 x depth`` results are waiting.
+
+        One thread fills at a time (``_filling``, taken without waiting): it alone advances the
+        items, so ``ready`` (a cache lookup) runs outside the window's lock while the window keeps
+        stream order. A thread that finds the filler busy leaves; the filler looks for room once
+        more after it lets go, so a fetch that landed meanwhile is not missed."""
+        while self._filling.acquire(blocking=False):
+            try:
+                self._fill()
+            finally:
+                self._filling.release()
+            with self._lock:
+                if not self._room():
+                    return
+
+    def _room(self) -> bool:
+        """Under the lock: whether the filler may start another item."""
+        return (
+            not (self._inline or self._closed or self._exhausted)
+            and self._flying < self.depth
+            and len(self._window) < 2 * self.depth
+        )
+
+    def _fill(self) -> None:
         while True:
             with self._lock:
-                if self._inline or self._closed or self._flying >= self.depth or len(self._window) >= 2 * self.depth:
+                if not self._room():
                     return
-                item = next(self._items, _END)
-                if item is _END:
-                    return
-                value = self._ready(item) if self._ready is not None else None
+            item = next(self._items, _END)
+            if item is _END:
+                self._exhausted = True
+                return
+            value = self._ready(item) if self._ready is not None else None  # outside the lock
+            with self._lock:
                 if value is not None:
                     self._window.append(_Ready(value))
-                    continue
-                self._start(item)
+                else:
+                    self._start(item)
 
     def _run(self, item: Any, fut: Future) -> None:
         if not fut.set_running_or_notify_cancel():
@@ -137,6 +164,7 @@ class Prefetcher:
             if self._inline:
                 item = next(items, _END)
                 if item is _END:
+                    self._exhausted = True
                     return
                 value = ready(item) if ready is not None else None
                 if value is not None:
@@ -147,14 +175,16 @@ class Prefetcher:
                     self._start(item)
                 self._top_up()
             with lock:
-                if not window:
-                    # drained: back to asking inline once the last fetch's callback has run (it
-                    # lands just after its result is set, and may still top the window up)
-                    self._inline = self._flying == 0
-                    head = None
-                else:
-                    head = window.popleft()
+                head = window.popleft() if window else None
             if head is None:
+                # drained: back to asking inline once the last fetch's callback has run (it lands
+                # just after its result is set, and may still top the window up); taking the
+                # filler's lock first means no filler is between two items of the stream
+                with self._filling, lock:
+                    if not window and self._flying == 0:
+                        if self._exhausted:
+                            return
+                        self._inline = True
                 if not self._inline:
                     time.sleep(0)
                 continue

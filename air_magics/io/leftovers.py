@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import threading
+import uuid
 
 from .process import pid_alive
 
@@ -21,6 +22,7 @@ __all__ = [
     "PENDING_EXPORT_PREFIX",
     "TRASH_EXPORT_PREFIX",
     "temp_name",
+    "owned_name",
     "is_leftover",
     "owner_pid",
     "sweep_stale",
@@ -49,6 +51,12 @@ def temp_name(name: str) -> str:
     room = NAME_MAX - 1 - len(os.fsencode(digest + suffix))
     front = os.fsencode(name)[:room].decode("utf-8", "ignore")  # never half a character
     return f".{front}{digest}{suffix}"
+
+
+def owned_name(prefix: str) -> str:
+    """``<prefix><pid>-<12 hex>``: a fresh in-flight folder name (:data:`PENDING_EXPORT_PREFIX`,
+    :data:`TRASH_EXPORT_PREFIX`) owned by this process, so the sweeper can tell a dead one's."""
+    return f"{prefix}{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
 def is_leftover(name: str) -> bool:

@@ -1,8 +1,23 @@
-"""Thread pools that live as long as their process and survive a fork.
+"""How many threads a pool gets, and thread pools that live as long as their process and survive a fork.
 
-Why: a forked DataLoader worker inherits the parent's pool objects but none of its threads, so a
-pool made before the fork would accept work and never run it. A :class:`ProcessPool` is made on
-first use and made again in a process whose pid differs from its maker's.
+Why one place for sizes: every pool in air_magics is one of a few kinds of work, and a kind's size
+follows from what bounds it, not from the call site. :func:`threads` names them:
+
+* ``"remote-io"`` (64): requests in flight across many files of a volume or object store (listing
+  folders, packing, copying). Latency-bound: a thread mostly waits on the network, so many.
+* ``"stream"`` (16): reads one consumer keeps in flight (a loader's prefetch, shard indexes, the
+  API's stats, a probe's parallel phase): enough to hide one round trip behind the others.
+* ``"ranges"`` (8): parallel range reads or writes of one large file.
+* ``"local-io"`` (4): file creates and writes on the local disk (bound by its journal, not latency),
+  and the API's lanes of local or short work.
+* ``"cpu"`` (``os.cpu_count()``): work that holds a core (hashing, decoding).
+
+:func:`set_threads` overrides a kind for the process (a test, or a machine that wants more).
+
+Why :class:`ProcessPool`: a forked DataLoader worker inherits the parent's pool objects but none of
+its threads, so a pool made before the fork would accept work and never run it. A
+:class:`ProcessPool` is made on first use and made again in a process whose pid differs from its
+maker's.
 """
 
 from __future__ import annotations
@@ -11,7 +26,39 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["ProcessPool"]
+from ..errors import SettingError
+
+__all__ = ["ProcessPool", "KINDS", "threads", "set_threads"]
+
+KINDS: dict[str, int] = {"remote-io": 64, "stream": 16, "ranges": 8, "local-io": 4}
+"""Built-in size of each kind but ``"cpu"`` (which is the machine's core count)."""
+_OVERRIDES: dict[str, int] = {}
+
+
+def _check_kind(kind: str) -> None:
+    if kind != "cpu" and kind not in KINDS:
+        raise SettingError(f"unknown thread pool kind {kind!r}; use one of {sorted([*KINDS, 'cpu'])}")
+
+
+def threads(kind: str) -> int:
+    """Threads for a pool doing *kind* of work (see the module docstring): the process's override
+    from :func:`set_threads` if any, else the built-in size; always at least 1."""
+    _check_kind(kind)
+    if kind in _OVERRIDES:
+        return _OVERRIDES[kind]
+    return max(1, os.cpu_count() or 1) if kind == "cpu" else KINDS[kind]
+
+
+def set_threads(kind: str, n: int | None) -> None:
+    """Size pools of *kind* made from now on in this process with *n* threads (``None``: the
+    built-in size again). Pools already made keep their size."""
+    _check_kind(kind)
+    if n is None:
+        _OVERRIDES.pop(kind, None)
+        return
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise SettingError(f"threads for {kind!r} must be a whole number >= 1, not {n!r}")
+    _OVERRIDES[kind] = n
 
 
 class ProcessPool:

@@ -29,6 +29,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from ..errors import AirError
+from ..io.pools import threads
 from . import queries
 from .redact import redact
 
@@ -39,7 +40,11 @@ API_PREFIX = "air/api"
 # "status": the local status documents and the local cache, never stuck behind either of them.
 _POOLS = {
     kind: ThreadPoolExecutor(max_workers=n, thread_name_prefix=f"air-api-{kind}")
-    for kind, n in (("volumes", 4), ("checkpoints", 2), ("status", 4))
+    for kind, n in (
+        ("volumes", threads("local-io")),
+        ("checkpoints", max(1, threads("local-io") // 2)),
+        ("status", threads("local-io")),
+    )
 }
 
 

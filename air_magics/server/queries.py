@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import AirError, VolumePathError
 from ..events import CacheEvent, CopyEvent, Event, ExportEvent, PackEvent
+from ..io.pools import threads
 from ..io.process import pid_alive
 from ..status import list_status, read_status
 from ..volumes.path import VolumePath
@@ -56,7 +57,7 @@ progress as 0..1 and whether a running job's process is gone."""
 
 _listings: OrderedDict[tuple[str, str], tuple[float, list[tuple[str, bool]]]] = OrderedDict()
 _listings_lock = threading.Lock()
-_stat_pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="air-api-stat")
+_stat_pool = ThreadPoolExecutor(max_workers=threads("stream"), thread_name_prefix="air-api-stat")
 
 
 def _store() -> VolumeStore:

@@ -21,13 +21,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import ShardError
-from ..io.pools import ProcessPool
+from ..io.pools import ProcessPool, threads
 from .format import BLOCK, Member
 from .verify import MemberCheck, check_header
 
 __all__ = ["MemberWriter", "writer_pool"]
 
-_WRITERS = 4  # member files created at once (a create waits on the local file system's journal)
+_WRITERS = threads("local-io")  # member files created at once (a create waits on the local file system's journal)
 _SMALL = 4 << 20  # members up to this size, whole in one block, are written by the writer pool
 _PENDING = 64
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import ShardError, SpecialFileError, VolumeNotFoundError
+from ..io.pools import threads
 from ..io.retry import retry_call
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PackedFolder", "MemberRef", "open_packed", "is_packed", "prune_extracted"]
 
-_INDEX_THREADS = 16
+_INDEX_THREADS = threads("stream")  # shard indexes loaded at once
 
 
 def _read(store: VolumeStore, vp: VolumePath) -> bytes:
@@ -216,14 +217,14 @@ class PackedFolder:
         """This process's fetcher for the folder, extracting under *cache*'s root."""
         ex = self._extractor
         if ex is None or ex.root != cache.root or ex.pid != os.getpid():  # a forked worker starts afresh
-            ex = self._extractor = Extractor(self.source, cache.root)
+            ex = self._extractor = Extractor(self.source, cache)
         return ex
 
     def reader(self, cache: FileCache) -> ShardReader:
         """This process's reader of members by offset, caching shards under *cache*'s root."""
         rd = self._reader
         if rd is None or rd.root != cache.root or rd.pid != os.getpid():  # a forked worker starts afresh
-            rd = self._reader = ShardReader(self.source, cache.root)
+            rd = self._reader = ShardReader(self.source, cache)
         return rd
 
     def cached_shard(self, cache: FileCache, i: int) -> Path:

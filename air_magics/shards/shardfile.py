@@ -15,6 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from ..errors import PackError
 from ..io.confined import open_read, publish_at, write_all
 from ..io.leftovers import temp_name
+from ..io.pools import threads
 from ..io.retry import retry_call
 from ..io.versions import same_version
 from ..volumes.store import Location
@@ -26,7 +27,7 @@ __all__ = ["Feed", "RangeWriter", "read_source", "write_shard"]
 _ONE_READ_MAX = 64 << 20  # files up to this size are read whole; larger ones are streamed
 _CHUNK = 8 << 20
 _WINDOW_BYTES = 256 << 20  # source bytes read ahead of the writer at most
-_WRITE_RANGES = 8  # shard ranges being written at once
+_WRITE_RANGES = threads("ranges")  # shard ranges being written at once
 
 
 def read_source(sloc: Location, f: SourceFile, retries: int) -> bytes | tuple[int, int]:

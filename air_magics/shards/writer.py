@@ -42,6 +42,7 @@ from ..events import Listener, PackEvent, channel
 from ..io.atomic import write_json_atomic
 from ..io.confined import open_dir
 from ..io.leftovers import sweep_stale
+from ..io.pools import threads
 from ..io.units import parse_size
 from ..snapshots import PackProgress, PackReport
 from ..volumes.glob import glob_regex
@@ -197,7 +198,7 @@ def pack(
     dry_run: bool = False,
     *,
     store: VolumeStore | None = None,
-    workers: int = 64,
+    workers: int | None = None,
     retries: int = 4,
     listeners: Iterable[Listener] = (),
 ) -> PackReport:
@@ -237,7 +238,16 @@ def pack(
 
     try:
         report = _pack(
-            svp, dvp, shard_size, pattern, engine, dry_run, progress, store or VolumeStore(), workers, retries
+            svp,
+            dvp,
+            shard_size,
+            pattern,
+            engine,
+            dry_run,
+            progress,
+            store or VolumeStore(),
+            workers or threads("remote-io"),
+            retries,
         )
     except KeyboardInterrupt:
         emit("interrupted", error="interrupted")

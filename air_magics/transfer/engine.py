@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from .. import settings
 from ..events import CopyEvent, Listener, channel
 from ..io.leftovers import TEMP_MARK
+from ..io.pools import threads
 from ..io.retry import TRANSIENT_ERRNOS, retry_call
 from .file import DirMaker, copy_file, is_unchanged, source_stat
 from .task import SIDE_LABELS, CopyFailure, CopyProgress, CopyReport, CopyTask, side_of
@@ -39,7 +40,7 @@ from .task import SIDE_LABELS, CopyFailure, CopyProgress, CopyReport, CopyTask, 
 __all__ = ["copy_files", "copy_one", "DEFAULT_WORKERS", "CHECK_THREADS", "TEMP_MARK", "TRANSIENT_ERRNOS"]
 
 DEFAULT_WORKERS = settings.DEFAULT_COPY_WORKERS  # built-in default of the `workers` setting
-CHECK_THREADS = 256
+CHECK_THREADS = 4 * threads("remote-io")
 
 
 def copy_one(task: CopyTask, *, retries: int = 4, backoff: float = 0.05) -> int:

@@ -20,6 +20,7 @@ from typing import IO
 
 from ..io.confined import open_dir, open_read, publish_at, write_all
 from ..io.leftovers import TEMP_MARK, sweep_stale, temp_name
+from ..io.pools import threads
 from ..io.versions import MTIME_TOLERANCE, same_version
 from ..volumes.store import Location, fs_mtime
 from .task import DESTINATION, SOURCE, CopyTask, mark_side
@@ -29,7 +30,7 @@ __all__ = ["TEMP_MARK", "DirMaker", "copy_file", "is_unchanged", "source_stat"]
 _ONE_READ_MAX = 64 << 20  # files up to this size are read with one call
 _CHUNK = 8 << 20
 _RANGE = 32 << 20  # large files are copied as parallel ranges of this size ...
-_RANGE_THREADS = 8  # ... this many at a time
+_RANGE_THREADS = threads("ranges")  # ... this many at a time
 _MAX_OPEN_DIRS = 256  # verified folder descriptors kept open per copy run
 
 

@@ -23,13 +23,14 @@ from typing import Any
 
 from ..errors import ProbeError, VolumeNotFoundError
 from ..io.confined import open_read
+from ..io.pools import threads
 from ..io.units import fmt_bytes
 from .path import VolumePath, is_volume_text
 from .store import Location, VolumeStore
 
 __all__ = ["probe", "ProbeReport", "probe_advice", "STREAMS", "MAX_FILES"]
 
-STREAMS = 16  # parallel streams of the parallel phases: what a loader's prefetch threads keep in flight
+STREAMS = threads("stream")  # parallel streams of the parallel phases: what a loader's prefetch threads keep in flight
 MAX_FILES = 512  # files listed (and stat'ed) at most
 _LATENCY_SAMPLES = 24  # serial stats timed for the op latency
 _ONE_STREAM_BYTES = 64 << 20

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..io.confined import is_within
 from ..io.leftovers import is_leftover
-from .glob import filter_glob, glob_regex, split_glob  # noqa: F401 - until data/dataset.py imports them from .glob
+from ..io.pools import threads
 
 __all__ = ["Entry", "scan_local"]
 
@@ -84,7 +84,7 @@ def scan_local(
     recursive: bool = True,
     with_dirs: bool = False,
     confine: str | os.PathLike[str] | None = None,
-    workers: int = 64,
+    workers: int | None = None,
     stat: bool = True,
     skipped: list[tuple[str, str]] | None = None,
 ) -> list[Entry]:
@@ -106,7 +106,7 @@ def scan_local(
     root = os.fspath(root)
     conf = os.path.realpath(confine) if confine is not None else None
     results: list[Entry] = []
-    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="air-scan") as pool:
+    with ThreadPoolExecutor(max_workers=max(1, workers or threads("remote-io")), thread_name_prefix="air-scan") as pool:
         pending: dict[Future, tuple[str, str]] = {pool.submit(_scan_dir, root): ("dir", "")}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
