@@ -33,7 +33,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import MappingProxyType
@@ -92,8 +92,7 @@ class UCVolumeWriter(FileSystemWriter):
     (defaults here: ``thread_count=8`` files per rank, ``sync_files=False`` for the transient
     staging copy). ``upload_workers`` bounds parallel uploads. The upload is reported as
     :class:`~air_magics.events.CheckpointEvent`s (``uploading`` with ``files``/``bytes``,
-    ``uploaded`` with ``bytes``) to ``listeners`` and :data:`air_magics.events.channel`;
-    ``on_event(kind, **info)`` is the older short form of such a listener.
+    ``uploaded`` with ``bytes``) to ``listeners`` and :data:`air_magics.events.channel`.
     """
 
     def __init__(
@@ -105,7 +104,6 @@ class UCVolumeWriter(FileSystemWriter):
         sync_files: bool = False,
         overwrite: bool = False,
         store: VolumeStore | None = None,
-        on_event: Callable[..., None] | None = None,
         listeners: Sequence[Listener] = (),
         **kwargs: Any,
     ) -> None:
@@ -119,13 +117,11 @@ class UCVolumeWriter(FileSystemWriter):
                 (``FileSystemWriter`` defaults to True).
             overwrite: allow saving into a volume folder that already holds ``.metadata``. Default False.
             store: the :class:`~air_magics.volumes.VolumeStore` that resolves *path* (default: a new one).
-            on_event: ``on_event(kind, **info)``, the short form of a listener.
             listeners: :class:`~air_magics.events.CheckpointEvent` listeners.
             **kwargs: passed to ``FileSystemWriter`` (e.g. ``single_file_per_rank``).
         """
         self.store = store or VolumeStore.shared()
         self.upload_workers = upload_workers
-        self.on_event = on_event
         self.listeners = tuple(listeners)
         self.volume_path = VolumePath.parse(path)
         self.dest = self.store.locate(self.volume_path)
@@ -230,12 +226,9 @@ class UCVolumeWriter(FileSystemWriter):
         shutil.rmtree(self.staging, ignore_errors=True)
 
     def _emit(self, state: str, **detail: Any) -> None:
-        also = self.listeners
-        if self.on_event is not None:
-            on_event = self.on_event
-            also = (*also, lambda e: on_event(e.state, **e.detail))
         channel.emit(
-            CheckpointEvent(state=state, directory=str(self.volume_path), detail=MappingProxyType(detail)), also
+            CheckpointEvent(state=state, directory=str(self.volume_path), detail=MappingProxyType(detail)),
+            self.listeners,
         )
 
 
