@@ -1,5 +1,7 @@
-"""Atomic replacement of a small file: the one helper behind status documents, the registry, the
-server record, checkpoint markers and ``latest`` pointers.
+"""Atomic replacement of a file: :func:`write_atomic` (whole bytes: status documents, the registry,
+the server record, checkpoint markers and ``latest`` pointers) and :class:`AtomicFile` (written
+piece by piece: ``volumes://`` files opened ``wb``/``xb``, which pandas, pyarrow and torch DCP
+write in pieces).
 
 Why: readers in other processes (the sidebar, DataLoader workers, a second notebook) must see the
 old or the new content, never a torn or empty file, and a process killed mid-write must leave
@@ -8,14 +10,22 @@ nothing but a temp name that listings ignore and the next writer can sweep.
 
 from __future__ import annotations
 
+import errno
+import io
+import itertools
 import json
 import os
 from typing import Any
 
+from ..errors import VolumeExistsError
 from .confined import open_dir, publish_at, write_all
 from .leftovers import temp_name
 
-__all__ = ["write_atomic", "write_json_atomic"]
+__all__ = ["write_atomic", "write_json_atomic", "AtomicFile"]
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_COUNTER = itertools.count()  # two writers of one name in one thread get two temp names
 
 
 def write_atomic(
@@ -39,3 +49,101 @@ def write_json_atomic(
 ) -> None:
     """:func:`write_atomic` of ``json.dumps(doc, **dumps)``."""
     write_atomic(path, json.dumps(doc, **dumps), root=root, fsync=fsync)
+
+
+class AtomicFile(io.FileIO):
+    """A file written under a temp name in its folder and renamed to its name on ``close()``.
+
+    The same rule as :func:`write_atomic` for a file written piece by piece: the temp file
+    (:func:`~.leftovers.temp_name`, so listings hide it and the sweeper knows it) is created relative
+    to the verified folder descriptor *dir_fd* with ``O_NOFOLLOW``; readers see the old file or the
+    new one, never a torn one. Leaving a ``with`` block by an exception (or :meth:`discard`)
+    removes the temp file and leaves the target untouched. ``exclusive`` (mode ``x``) refuses an
+    existing target when opened and publishes with ``link``, so a target that appeared meanwhile
+    is never replaced either (:class:`VolumeExistsError` naming *display* and *hint*)."""
+
+    def __init__(
+        self,
+        dir_fd: int,
+        name: str,
+        display: str,
+        *,
+        exclusive: bool = False,
+        hint: str = "write it without exclusive to replace it",
+    ) -> None:
+        """Takes ownership of *dir_fd* (a verified folder descriptor): it is closed on every path.
+        *display* is what users see (``name``, error messages)."""
+        self._dir_fd, self._name, self._display, self._hint = dir_fd, name, display, hint
+        self._exclusive = exclusive
+        self._done = True  # nothing to publish or clean until the temp file exists
+        try:
+            if exclusive and _lexists(name, dir_fd):
+                raise self._exists_error()
+            self._temp = temp_name(f"{name}~{next(_COUNTER)}")
+            fd = os.open(self._temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=dir_fd)
+        except BaseException:
+            os.close(dir_fd)
+            raise
+        try:
+            super().__init__(fd, "wb", closefd=True)
+        except BaseException:
+            os.close(fd)
+            self._cleanup()
+            raise
+        self._done = False
+        self.name = display  # type: ignore[misc]  # what users see, not the descriptor number
+
+    def _exists_error(self) -> VolumeExistsError:
+        return VolumeExistsError(errno.EEXIST, f"{self._display} already exists; {self._hint}")
+
+    def _cleanup(self) -> None:
+        try:
+            os.unlink(self._temp, dir_fd=self._dir_fd)
+        except OSError:
+            pass
+        os.close(self._dir_fd)
+
+    def discard(self) -> None:
+        """Close without publishing: the temp file is removed, the target untouched."""
+        if self._done:
+            return
+        self._done = True
+        super().close()
+        self._cleanup()
+
+    def close(self) -> None:
+        """Publish: rename the temp file to the name (``link`` when exclusive)."""
+        if self._done:
+            return
+        self._done = True
+        try:
+            super().close()
+            if self._exclusive:
+                try:
+                    os.link(self._temp, self._name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+                except FileExistsError:
+                    raise self._exists_error() from None
+            else:
+                os.replace(self._temp, self._name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+        finally:
+            self._cleanup()
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None:
+            self.discard()
+        else:
+            self.close()
+
+    def __del__(self) -> None:  # never publish a file that was dropped half-written
+        try:
+            self.discard()
+        except Exception:
+            pass
+
+
+def _lexists(name: str, dir_fd: int) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        return True
+    except FileNotFoundError:
+        return False

@@ -31,7 +31,8 @@ from typing import Any
 from .. import settings
 from ..errors import ExportTargetError, TablesError
 from ..events import ExportEvent, Listener, channel
-from ..io.leftovers import PENDING_EXPORT_PREFIX, TRASH_EXPORT_PREFIX, sweep_stale
+from ..io.folders import publish_folder
+from ..io.leftovers import PENDING_EXPORT_PREFIX, owned_name, sweep_stale
 from ..io.units import fmt_bytes
 from ..snapshots import ExportProgress
 from ..volumes.path import VolumePath
@@ -140,12 +141,6 @@ def _parquet_files(d: str) -> list[str]:
     return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".parquet"))
 
 
-def _leftover_name(prefix: str) -> str:
-    """``.pending-export-<pid>-<id>`` / ``.trash-export-<pid>-<id>``: hidden from listings, and
-    owned by this process, so the next export can tell a dead one's leftovers (``io.leftovers``)."""
-    return f"{prefix}{os.getpid()}-{uuid.uuid4().hex[:12]}"
-
-
 def _check_target(path: str, target: VolumePath) -> None:
     """Refuse a destination that is a file, or lies below one, before anything runs."""
     p, depth = path, len(target.parts)
@@ -208,7 +203,9 @@ def export_table(
     s = get_session(remote, user_ns=user_ns)
     how = ("server" if s.embedded else "client") if via == "auto" else via
     sweep_stale(os.path.dirname(loc.path), remove_dirs=True)  # what killed exports left here
-    pending = os.path.join(os.path.dirname(loc.path), _leftover_name(PENDING_EXPORT_PREFIX))
+    pending = os.path.join(
+        os.path.dirname(loc.path), owned_name(PENDING_EXPORT_PREFIX)
+    )  # hidden, and sweepable once this process is gone
     job_id = uuid.uuid4().hex[:12]
     job = f"job-export-{job_id}"  # the Spark tag of its operations, and its status document's name
     prog = _Progress(job_id, str(target), listeners)
@@ -249,7 +246,7 @@ def export_table(
         guarded(s, f"exporting {source or 'the query'} to {target}", run)
         _keep_only_parquet(pending)
         files = _parquet_files(pending)
-        _publish(pending, loc.path, mode)
+        _publish(pending, loc.path, loc.root, mode)
     except BaseException as exc:
         shutil.rmtree(pending, ignore_errors=True)
         prog.update("failed", error=str(exc)[:300])
@@ -281,15 +278,10 @@ def _keep_only_parquet(folder: str) -> None:
             os.unlink(path)
 
 
-def _publish(pending: str, final: str, mode: str) -> None:
-    """Rename the finished folder into place (replacing the old one for ``overwrite``)."""
-    os.makedirs(os.path.dirname(final), exist_ok=True)
-    if os.path.exists(final):
-        if mode != "overwrite" and os.listdir(final):
-            raise TablesError(f"{final} appeared while exporting; nothing was replaced")
-        trash = os.path.join(os.path.dirname(final), _leftover_name(TRASH_EXPORT_PREFIX))
-        os.rename(final, trash)
-        os.rename(pending, final)
-        shutil.rmtree(trash, ignore_errors=True)
-    else:
-        os.rename(pending, final)
+def _publish(pending: str, final: str, root: str | None, mode: str) -> None:
+    """Rename the finished folder into place (replacing the old one for ``overwrite``): see
+    :func:`air_magics.io.folders.publish_folder`."""
+    try:
+        publish_folder(pending, final, root=root, replace=mode == "overwrite")
+    except FileExistsError:
+        raise TablesError(f"{final} appeared while exporting; nothing was replaced") from None

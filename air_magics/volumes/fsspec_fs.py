@@ -9,7 +9,7 @@ Every call goes through :class:`~air_magics.volumes.store.VolumeStore`: a path i
 :meth:`VolumeStore.locate` (links out of the volume refused). On a local volume (embedded, mount,
 ``file://``) reads open through :func:`air_magics.io.confined.open_file` (checked at the moment of
 use); ``pipe_file`` writes through :func:`air_magics.io.atomic.write_atomic` and streamed writes
-through :class:`~air_magics.volumes.fsspec_writer.AtomicWriter` (temp file in the target folder,
+through :class:`air_magics.io.atomic.AtomicFile` (temp file in the target folder,
 renamed into place on ``close()``): readers see the old file or the new one, never a torn one, and
 a failed write leaves the old file untouched. A volume registered to another fsspec URL
 (``memory://``, ``s3://``...) is delegated to that filesystem. fsspec's own conformance suite
@@ -38,10 +38,9 @@ from typing import Any
 from fsspec.spec import AbstractFileSystem
 
 from ..errors import VolumeExistsError, VolumeNotFoundError, VolumePathError
-from ..io.atomic import write_atomic
+from ..io.atomic import AtomicFile, write_atomic
 from ..io.confined import open_dir, open_file
 from . import detect
-from .fsspec_writer import AtomicWriter
 from .path import PREFIX, VolumePath
 from .store import Location, VolumeStore, fs_mtime
 
@@ -254,7 +253,9 @@ class VolumesFileSystem(AbstractFileSystem):
             if "w" in mode or "x" in mode:
                 folder, name = os.path.split(loc.path)
                 dir_fd = open_dir(folder, loc.root, create=True)  # verified inside the volume, made if missing
-                return AtomicWriter(dir_fd, name, url, exclusive="x" in mode)  # owns dir_fd from here
+                return AtomicFile(  # owns dir_fd from here
+                    dir_fd, name, url, exclusive="x" in mode, hint="open it with mode 'wb' to replace it"
+                )
             # reads, and appends (in place: an append cannot be a rename), through the confined open
             return open_file(loc.path, loc.root, "ab" if "a" in mode else "rb")
 
