@@ -140,3 +140,20 @@ def test_threads_by_kind_and_override():
         threads("gpu")
     with pytest.raises(SettingError, match="whole number >= 1, not 0"):
         set_threads("cpu", 0)
+
+
+def test_staging_folder_is_fresh_and_goes_on_exit(tmp_path):
+    from air_magics.io.folders import publish_staged, staging_folder
+
+    final = _folder(tmp_path / "shard", old="kept")
+    _folder(tmp_path / "shard.tmp", dead="a killed writer's")  # what a dead writer left
+    with staging_folder(f"{final}.tmp") as staging:
+        assert os.listdir(staging) == []
+        (staging / "0").write_text("member")
+        publish_staged(str(staging / "0"), os.path.join(final, "m"))
+        (staging / "1").write_text("never verified")
+    assert _content(final) == {"m": "member", "old": "kept"} and not os.path.exists(f"{final}.tmp")
+    with pytest.raises(RuntimeError, match="stop"), staging_folder(f"{final}.tmp") as staging:
+        (staging / "0").write_text("half")
+        raise RuntimeError("stop")
+    assert not os.path.exists(f"{final}.tmp") and _content(final) == {"m": "member", "old": "kept"}

@@ -13,6 +13,10 @@ deleted. Elsewhere it takes two renames, the old folder first to a trash name
 leaves *no* folder at the final name (never a half-published one) and two leftovers that
 listings hide and :func:`~.leftovers.sweep_stale` removes. All renames are made relative to the
 verified parent folder (:func:`~.confined.open_dir`): no link on the way is followed.
+
+Files published into a folder one by one (a shard's members, :mod:`air_magics.shards.fetch`) are
+written in a :func:`staging_folder` beside it and moved in by :func:`publish_staged`: the folder
+only ever holds whole files, and the staging folder's names never share its namespace.
 """
 
 from __future__ import annotations
@@ -21,13 +25,15 @@ import errno
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from ..errors import VolumeExistsError
 from .confined import open_dir
 from .leftovers import TRASH_EXPORT_PREFIX, owned_name
 
-__all__ = ["publish_folder", "withdraw_folder"]
+__all__ = ["publish_folder", "withdraw_folder", "staging_folder", "publish_staged"]
 
 _RENAME_EXCHANGE = 2  # linux/fs.h
 _BETWEEN: Callable[[], None] | None = None  # tests: runs between the two renames of the fallback
@@ -120,3 +126,24 @@ def withdraw_folder(path: str, trash: str, *, root: str | None = None) -> None:
         os.rename(name, tname, src_dir_fd=dfd, dst_dir_fd=dfd)
     finally:
         os.close(dfd)
+
+
+@contextmanager
+def staging_folder(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A fresh, empty folder at *path* for files that :func:`publish_staged` moves out one by one.
+
+    What a dead writer left at *path* is removed first, so the caller must be its only writer (it
+    holds the lock of what it publishes into); the folder goes, with whatever is left in it, on
+    exit."""
+    shutil.rmtree(path, ignore_errors=True)
+    os.mkdir(path)
+    try:
+        yield Path(path)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def publish_staged(temp: str, path: str) -> None:
+    """Move the complete (verified) file *temp*, in a :func:`staging_folder` on the same file
+    system, to *path* in one rename: readers of *path* see the whole file or none."""
+    os.rename(temp, path)

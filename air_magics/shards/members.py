@@ -21,6 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import ShardError
+from ..io.folders import publish_staged
 from ..io.pools import ProcessPool, threads
 from .format import BLOCK, Member
 from .verify import MemberCheck, check_header
@@ -86,7 +87,7 @@ class MemberWriter:
         return os.path.join(self.into, *m.name.split("/"))
 
     def _publish(self, tmp: str, path: str, m: Member) -> None:
-        os.rename(tmp, path)
+        publish_staged(tmp, path)
         self.staged.discard(tmp)
         self.published(m.name)
 
