@@ -174,6 +174,7 @@ class LoaderTimes:
     compute: float = field(metadata={"key": "compute_s"})
     last_wait: float = field(default=0.0, metadata=HIDDEN)
     verdict: str = ""  # the input pipeline's verdict in one line (from the 10th step on)
+    stages: Mapping[str, float] = field(default_factory=dict)  # wall seconds per input stage (LoaderTiming.stages)
 
     @property
     def wait_share(self) -> float:

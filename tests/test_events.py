@@ -259,7 +259,10 @@ def test_mlflow_is_untouched_unless_its_listener_is_attached(vol, fake_mlflow):
     with channel.attach(MlflowListener()):
         for _ in dl:
             pass
-    assert fake_mlflow and set(fake_mlflow[-1][0]) == {"air.data_wait_s", "air.compute_s", "air.wait_share"}
+    keys = set(fake_mlflow[-1][0]) if fake_mlflow else set()
+    assert {"air.data_wait_s", "air.compute_s", "air.wait_share", "dataloader/fetch_seconds/rank_0"} <= keys
+    stages = {"listing", "storage_read", "cache_write", "handover", "transform", "collate", "wait", "compute"}
+    assert {f"air.stage/{s}_s/rank_0" for s in stages} <= keys  # the stage series, per rank
     assert fake_mlflow[-1][1] == 12  # the epoch's done event, always logged: step = batches delivered
 
 

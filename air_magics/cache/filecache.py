@@ -29,9 +29,10 @@ source is unchanged.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ from .validate import Validation, timed_stat
 
 __all__ = ["FileCache", "CacheInfo", "ClearReport", "Residency"]
 
+_DERIVED = re.compile(r"@[0-9a-f]{8}$")  # a key claim() made: a copy named after its content
 _CLEAR_WAIT = 2.0  # seconds clear() waits for a stripe busy with a fetch; its entries are kept after that
 
 
@@ -141,7 +143,7 @@ class FileCache:
             self.limit,
             self.reserve,
             self.pin_seconds,
-            self.store.exists,
+            self._source_exists,
             wal_check.ready,
         )
 
@@ -264,6 +266,56 @@ class FileCache:
             return False
         self._entries.touch_many([key], time.time())
         return True
+
+    # -- entries the caller writes (cached shards, extracted folders) -----------------------------
+    def claim(self, key: str, size: int, keep: Residency | None = None) -> str | None:
+        """Room for *size* bytes under *key*, a derived copy the caller writes itself (a cached
+        shard: ``<volume path>@<content id>``, named after its content so it is never stale):
+        its slot (:meth:`slot`, a file or a folder) when the bytes are claimed within the limit,
+        least recently used unpinned entries evicted as for a miss; ``None`` when there is no room
+        (serve it from outside the cache: an overflow copy). Follow with :meth:`commit` once the
+        slot is complete, or :meth:`release` when writing it failed."""
+        if self.limit is not None and size > self.limit:
+            return None
+        f = VolumeFile(key, Location(""), size, 0.0)
+        f.slot = self.slot(key)
+        # under the key's stripe, as a miss: an eviction of an older entry for the key is not split by it
+        with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
+            return f.slot if self._claim(f, keep) else None
+
+    def commit(self, key: str, size: int, mtime: float = 0.0) -> None:
+        """The slot of *key*, claimed by :meth:`claim`, is complete: *size* bytes (counted as a miss)."""
+        self._recorded(key, self.slot(key), size, mtime)
+
+    def release(self, key: str) -> None:
+        """Give back the bytes claimed for *key*: writing its slot failed (the caller removed it)."""
+        self._entries.forget(key)
+
+    def renew(self, key: str, *, hit: int = 0) -> bool:
+        """Renew the pin of *key*, an entry from :meth:`claim` in use (call it every few seconds
+        while it is read); *hit*: bytes newly served from it, counted as a hit. False when the
+        cache holds no entry for *key* (evicted: write it again)."""
+        if self._entries.row(key) is None:
+            return False
+        self._entries.touch({key: time.time()}, hits=1 if hit else 0, bytes_hit=hit)
+        return True
+
+    def drop_derived(self, keep: Collection[str] = ()) -> list[str]:
+        """Remove the entries made with :meth:`claim` (cached shards, extracted folders) but those
+        in *keep*, in use or not (unsafe while a loop reads them); the keys removed."""
+        keys = [k for k in self._entries.keys() if _DERIVED.search(k) and k not in keep]
+        self._evictor.drop(keys, None, wait=_CLEAR_WAIT, evictions=False)
+        return [k for k in keys if self._entries.row(k) is None]
+
+    def overflow_folder(self) -> Path:
+        """This process's overflow folder: a copy that found no room within the limit goes under it
+        (removed when the process ends, or swept once it is dead)."""
+        return self._overflow.folder()
+
+    def _source_exists(self, key: str) -> bool:
+        """Whether *key*'s source still exists (eviction spares the only copy of a file). A derived
+        copy (``...@<8 hex digits>``, from :meth:`claim`) is never the only copy: always evictable."""
+        return bool(_DERIVED.search(key)) or self.store.exists(key)
 
     def known_version(self, path: str | VolumePath) -> tuple[int, float] | None:
         """The source (size, mtime) this process last fetched or validated *path* against, or None."""
@@ -450,7 +502,9 @@ class FileCache:
 
     def publish_status(self) -> None:
         """Report the statistics now (a ``CacheEvent`` with ``state="done"``): the default listeners
-        write the ``cache`` status document that the widgets and the sidebar read."""
+        write the ``cache`` status document that the widgets and the sidebar read. This process's
+        batched hits are written to the shared index first, listened to or not."""
+        self.flush_hits()
         self._emit("done")
 
     def _publish(self, force: bool = False) -> None:

@@ -69,8 +69,8 @@ class HitLog:
         age = now - k[2]
         if age >= self._fresh:
             return False
-        if age >= self._renew:
-            self.note(key, size, now)
+        if age >= self._renew or self._timer_pid is None:
+            self.note(key, size, now)  # renews the pin (and makes sure a flush is scheduled)
         else:
             with self._lock:
                 self._hits += 1
@@ -101,7 +101,9 @@ class HitLog:
             self._access[key] = now
             self._hits += 1
             self._bytes += size
-            start = self._flush is not None and self._timer_pid != os.getpid()
+            start = (
+                self._flush is not None and self._timer_pid is None
+            )  # None again after each flush and in a forked child
             if start:
                 self._timer_pid = os.getpid()
         if start:

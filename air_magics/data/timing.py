@@ -99,8 +99,13 @@ class LoaderTiming:
         return v
 
     def snapshot(self) -> LoaderTimes:
-        line = str(self.verdict()) if self.steps >= MIN_STEPS else ""
-        return LoaderTimes(self.steps, self.data_wait, self.compute, self.last_wait, line)
+        st = self.stages()
+        line = (
+            str(verdict(st, steps=self.steps, source=self.source, workers=self.workers))
+            if self.steps >= MIN_STEPS
+            else ""
+        )
+        return LoaderTimes(self.steps, self.data_wait, self.compute, self.last_wait, line, st.stages())
 
     def to_dict(self) -> dict[str, float]:
         return self.snapshot().to_dict()

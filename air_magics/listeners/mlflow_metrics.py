@@ -6,12 +6,17 @@ Nothing is logged into mlflow unless you attach it::
     from air_magics.listeners import MlflowListener
     channel.attach(MlflowListener())
 
-It logs ``air.data_wait_s``, ``air.compute_s`` and ``air.wait_share`` (step = batches delivered)
-at most every ``interval`` seconds and at the end of each epoch, only while an mlflow run is active.
+It logs ``air.data_wait_s``, ``air.compute_s``, ``air.wait_share`` and the input stages as a series
+per rank, ``air.stage/<stage>_s/rank_N`` (wall seconds per stage: storage reads, transform, hand-over,
+...; see :meth:`air_magics.data.LoaderTiming.stages`), plus the reference's own name for the storage
+time, ``dataloader/fetch_seconds/rank_N`` (step = batches delivered), at most every ``interval``
+seconds and at the end of each epoch, only while an mlflow run is active. The rank is torchrun's
+``RANK`` (0 without it).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ..errors import AirError
@@ -44,14 +49,17 @@ class MlflowListener:
         if self._mlflow.active_run() is None:
             return
         t = event.timing
-        self._mlflow.log_metrics(
-            {
-                f"{self.prefix}data_wait_s": t.data_wait,
-                f"{self.prefix}compute_s": t.compute,
-                f"{self.prefix}wait_share": t.wait_share,
-            },
-            step=t.steps,
-        )
+        rank = os.environ.get("RANK", "0")
+        metrics = {
+            f"{self.prefix}data_wait_s": t.data_wait,
+            f"{self.prefix}compute_s": t.compute,
+            f"{self.prefix}wait_share": t.wait_share,
+        }
+        for stage, seconds in t.stages.items():
+            metrics[f"{self.prefix}stage/{stage}_s/rank_{rank}"] = seconds
+        if "storage_read" in t.stages:  # the reference's name for the time spent reading storage
+            metrics[f"dataloader/fetch_seconds/rank_{rank}"] = t.stages["storage_read"]
+        self._mlflow.log_metrics(metrics, step=t.steps)
 
     def __repr__(self) -> str:
         return f"MlflowListener(prefix={self.prefix!r})"

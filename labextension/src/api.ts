@@ -80,6 +80,8 @@ export interface ILoaderStats {
   num_workers?: number;
   /** the input pipeline's verdict in one line, from the 10th step on ("" before) */
   verdict?: string;
+  /** wall seconds per input stage (listing, storage_read, cache_write, handover, transform, collate, wait, compute) */
+  stages?: Record<string, number>;
   done?: boolean;
   updated?: number;
 }
