@@ -71,10 +71,11 @@ def test_read_bytes_gives_every_member_without_a_file_per_member(vol, tmp_path):
     assert {ref.name: ref.read_bytes(cache) for ref in folder.members} == _source(vol)
     # a shard's last member is served as soon as it verifies, just before the file is renamed
     assert _wait_complete(folder.reader(cache), range(r.shards)) == set(range(r.shards))
-    files = [p for p in (tmp_path / "cache" / "shards").rglob("*") if p.is_file()]
-    tars = [p for p in files if p.name.endswith(".tar")]
+    files = [p for p in (tmp_path / "cache" / "files").rglob("*") if p.is_file()]
+    tars = [p for p in files if re.search(r"\.tar@[0-9a-f]{8}$", p.name)]
     assert len(tars) == r.shards  # one cached file per shard, nothing per member
-    assert not [p for p in files if not p.name.endswith((".tar", ".tar.lock"))]
+    assert not [p for p in files if p not in tars and not p.name.endswith(".lock")]
+    assert cache.total_bytes == sum(s.bytes for s in folder.manifest.shards)  # each an entry of the cache
     for i in range(r.shards):  # each cached file is the shard, byte for byte
         assert folder.cached_shard(cache, i).read_bytes() == (_dest(vol) / folder.manifest.shards[i].name).read_bytes()
     assert folder.reader(cache).shards_fetched == r.shards
@@ -198,7 +199,8 @@ def test_prune_extracted_removes_cached_shards_but_keeps_those_asked_for(vol, tm
     assert prune_extracted(cache, keep=[folder]) == 0
     assert all(folder.cached_shard(cache, i).exists() for i in range(r.shards))
     assert prune_extracted(cache) == r.shards
-    assert not [p for p in (tmp_path / "cache" / "shards").rglob("shard-*")]
+    assert not [p for p in (tmp_path / "cache" / "files").rglob("shard-*")]
+    assert cache.total_bytes == 0
 
 
 _READ_ALL = textwrap.dedent("""
@@ -303,6 +305,8 @@ def test_members_are_read_from_another_processs_part_file_as_they_verify(vol, tm
     final.parent.mkdir(parents=True, exist_ok=True)
     holder = ProcessFileLock(f"{final}.lock")  # another open file: flock excludes this process's reader too
     holder.acquire()
+    key = folder.source.cache_key(i)
+    assert cache.claim(key, len(raw)) == str(final)  # as a fetching process does: the room claimed first
     try:
         early, late = members[1], members[-1]
         part = bytearray(len(raw))
@@ -317,6 +321,7 @@ def test_members_are_read_from_another_processs_part_file_as_they_verify(vol, tm
             assert not waiting.done()  # not served: its bytes do not verify yet
             Path(f"{final}.part").write_bytes(raw)
             os.replace(f"{final}.part", final)
+            cache.commit(key, len(raw))
             holder.release()
             assert waiting.result(timeout=30) == src[late.name]
     finally:

@@ -123,7 +123,7 @@ def test_prune_extracted_frees_folders_and_their_locks(tmp_path):
         r.local_path(cache)
     folder._extractor._drivers.shutdown(wait=True)  # fetches finished (staging folders gone)
     shards = len(folder.manifest.shards)
-    root = tmp_path / "cache" / "shards"
+    root = tmp_path / "cache" / "files"
     assert prune_extracted(cache, keep=[folder]) == 0
     assert len([p for p in root.rglob("shard-*") if p.is_dir()]) == shards
     assert prune_extracted(cache) == shards

@@ -126,4 +126,11 @@ def unlink_owned(root: Path, key: str, local: str, files: str, real_dirs: dict[s
         os.unlink(local)
     except FileNotFoundError:
         pass  # removed behind the cache's back: nothing left to free
+    except IsADirectoryError:  # a folder entry (an extracted shard): moved aside at once, then removed
+        aside = f"{local}.evicted-{os.getpid()}-{time.monotonic_ns()}"
+        try:
+            os.rename(local, aside)
+        except FileNotFoundError:
+            return True
+        shutil.rmtree(aside, ignore_errors=True)
     return True

@@ -173,6 +173,11 @@ class OverflowWindow:
             self.added += 1
         return local, n, False
 
+    def folder(self) -> Path:
+        """This process's folder (made on first use; removed at exit, or swept once the process is dead)."""
+        with self._lock:
+            return self._folder()
+
     # -- inside the lock ----------------------------------------------------------------------
     def _folder(self) -> Path:
         """This process's folder, made (after sweeping dead ones) on first use in each process."""

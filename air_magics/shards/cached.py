@@ -2,11 +2,21 @@
 
 One :class:`ShardReader` per packed folder (its :class:`~.source.ShardSource`) and process. The
 first read of a member of shard *i* fetches the whole shard from the volume once
-(:func:`~.source.stream_shard`: parallel range reads, size and CRC-32 checked) into
-``<base>.tar`` under the cache root (``base``: :meth:`~.source.ShardSource.local_base`, named after
-the shard's content, so it is never stale). Members are then sliced out of that one file by the
-offsets of the index, through a read-only memory map: a read is one copy out of the page cache,
-with no file opened, no path resolved and no descriptor held per shard.
+(:func:`~.source.stream_shard`: parallel range reads, size and CRC-32 checked) into its cache slot
+``<cache root>/files/<catalog>/<schema>/<volume>/.../shard-00001.tar@<crc32>`` (key:
+:meth:`~.source.ShardSource.cache_key`, named after the shard's content, so it is never stale).
+Members are then sliced out of that one file by the offsets of the index, through a read-only
+memory map: a read is one copy out of the page cache, with no file opened, no path resolved and no
+descriptor held per shard.
+
+A cache entry like any file: the shard's bytes are claimed within the cache's byte limit before it
+is fetched (:meth:`~air_magics.cache.FileCache.claim`, evicting least recently used entries), its
+entry is renewed every ``_RENEW`` s while members are read from it (so it stays pinned), and it is
+evicted as a unit. A shard that finds no room (everything else in use) is fetched into this
+process's overflow folder instead and deleted once ``overflow_files`` more members were handed out
+by this process, as files are. A process whose shard was evicted (not read for ``pin_seconds``)
+drops its map and fetches the shard again when it next needs it (an evicted file stays readable
+through a map made before: Linux keeps the inode while it is mapped).
 
 Served as the bytes land: the range reads write straight into a map of ``<base>.tar.part`` (made
 at its full size first; no copy in between) and the bytes are checked in order as they pass
@@ -38,9 +48,11 @@ import threading
 import time
 import zlib
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ShardError
 from ..io.locks import ProcessFileLock
@@ -49,13 +61,18 @@ from .memberfile import MemberFile
 from .source import PLANNED_AHEAD, ShardSource, stream_shard
 from .verify import StreamCheck, check_header, header_start
 
+if TYPE_CHECKING:
+    from ..cache import FileCache
+
 __all__ = ["ShardReader", "SUFFIXES", "PLANNED_AHEAD"]
 
-SUFFIXES = (".tar.part-new", ".tar.part", ".tar.lock", ".tar")  # the cached file and its sidecars
+SUFFIXES = (".tar.part-new", ".tar.part", ".tar.lock", ".tar")  # a legacy (uncounted) cached file and its sidecars
+SIDECARS = (".part-new", ".part", ".lock")  # beside a cached shard's slot
 _AHEAD = 1  # shards fetched ahead of the one asked for, without a plan (the next in name order)
 _FETCHES = 2 + PLANNED_AHEAD  # shards fetched at once (their range reads share one pool, first come first served)
 _POLL = 0.002  # polling another process's fetch: from 2 ms, doubling up to 32 ms
 _POLL_MAX = 0.032
+_RENEW = 2.0  # seconds between renewals of a shard's cache entry while it is read (its pin)
 _FLAGS = os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -71,6 +88,11 @@ class _Shard:
         self.done = False
         self.error: BaseException | None = None
         self.used = False  # a member was asked for: the read-ahead from this shard has started
+        self.renewed = 0.0  # monotonic time its cache entry was last renewed by this process
+        self.counted = False  # this process counted its hit (or fetched it)
+        self.over = -1  # an overflow copy: the hand-out count at its last use (-1: the cached slot)
+        self.over_path = ""  # the overflow copy's path
+        self.evicted = False  # its entry was found gone: any file at its slot is not the cache's
 
     def use(self, mm: mmap.mmap, ino: int) -> None:
         """Read from *mm* from now on (call with ``cond`` held); a different file's checks do not carry."""
@@ -98,8 +120,12 @@ class ShardReader:
     """Serves members of one packed folder as bytes sliced from cached shards in ``root`` (see the
     module docstring)."""
 
-    def __init__(self, source: ShardSource, root: Path) -> None:
-        self.source, self.root, self.pid = source, root, os.getpid()
+    def __init__(self, source: ShardSource, cache: FileCache) -> None:
+        self.source, self.cache, self.root, self.pid = source, cache, cache.root, os.getpid()
+        self._keys = [source.cache_key(i) for i in range(len(source.shards))]
+        self._count = 0  # members handed out by this process (the overflow window's clock)
+        self._overflowed: deque[tuple[int, int]] = deque()  # (hand-out count, shard) of overflow copies
+        self._swept = time.monotonic()
         self._states = [_Shard(len(ms)) for ms in source.shard_members]
         self._offsets: list[list[int] | None] = [None] * len(source.shards)
         self._drivers = ThreadPoolExecutor(max_workers=_FETCHES, thread_name_prefix="air-shard-cache")
@@ -119,8 +145,8 @@ class ShardReader:
             self._fetch_ahead(i)
 
     def file(self, i: int) -> str:
-        """Shard *i*'s cached file (present once complete)."""
-        return f"{self.source.local_base(self.root, i)}.tar"
+        """Shard *i*'s cached file, its cache slot (present once complete)."""
+        return self.cache.slot(self._keys[i])
 
     def complete(self, i: int) -> bool:
         """True when shard *i* is cached whole (any process finished its fetch)."""
@@ -139,7 +165,7 @@ class ShardReader:
         """The member's bytes if this process has them verified in its map (no wait, no fetch)."""
         st = self._states[i]
         mm = st.mm
-        if mm is not None and st.ok[self._j(i, m)]:
+        if mm is not None and st.ok[self._j(i, m)] and self._handed_out(i, st):
             if not st.used:  # the first member of a shard fetched ahead: the shards after it go next
                 st.used = True
                 self._read_ahead(i)
@@ -156,13 +182,83 @@ class ShardReader:
         mm = self._wait(i, self._j(i, m))
         return io.BufferedReader(MemberFile(mm, m.offset, m.size, m.name))
 
+    # -- the shard's cache entry ---------------------------------------------------------------------
+    def _handed_out(self, i: int, st: _Shard) -> bool:
+        """Count a member of shard *i* handed out: an overflow copy's last use moves, a cached
+        shard's entry is renewed every ``_RENEW`` s; False when that entry is gone (evicted): the
+        map is dropped and the shard fetched again."""
+        self._count += 1
+        if st.over >= 0:
+            st.over = self._count
+        elif st.done and time.monotonic() - st.renewed > _RENEW and not self._renew(i, st):
+            return False  # (a map of another process's part file is not renewed here: its fetcher does)
+        window = self._overflowed
+        if window and window[0][0] < self._count - self.cache.overflow_files:
+            self._trim()
+        return True
+
+    def _renew(self, i: int, st: _Shard) -> bool:
+        now = time.monotonic()
+        hit = 0 if st.counted else self.source.shards[i].bytes
+        if not self.cache.renew(self._keys[i], hit=hit):
+            self._drop(st, "")
+            st.evicted = True
+            return False
+        st.renewed, st.counted = now, True
+        if now - self._swept > _RENEW:
+            self._swept = now
+            self._sweep(now)
+        return True
+
+    def _sweep(self, now: float) -> None:
+        """Drop the maps of cached shards not read for ``pin_seconds``: no longer pinned, they may be
+        evicted, and a map would keep an evicted file's disk space."""
+        for st in self._states:
+            if st.mm is not None and st.over < 0 and not st.running and now - st.renewed > self.cache.pin_seconds:
+                self._drop(st, "")
+
+    def _drop(self, st: _Shard, unlink: str) -> None:
+        """Forget *st*'s map (readers holding it keep it); *unlink*: its overflow copy, removed."""
+        with st.cond:
+            if st.running:
+                return
+            st.mm, st.ino, st.done, st.ok = None, -1, False, bytearray(len(st.ok))
+            st.over, st.over_path, st.renewed = -1, "", 0.0
+        if unlink:
+            try:
+                os.unlink(unlink)
+            except FileNotFoundError:
+                pass
+
+    def _trim(self) -> None:
+        """Remove the overflow copies not used in the last ``overflow_files`` hand-outs."""
+        window, horizon = self._overflowed, self._count - self.cache.overflow_files
+        while window and window[0][0] < horizon:
+            _, i = window.popleft()
+            st = self._states[i]
+            if st.running:  # still being fetched: counted from now
+                window.append((self._count, i))
+            elif st.over >= horizon:  # used since: stays, with its new time
+                window.append((st.over, i))
+            elif st.over >= 0:
+                self._drop(st, st.over_path)
+
     # -- waiting for a member ------------------------------------------------------------------------
     def _wait(self, i: int, j: int) -> mmap.mmap:
         st = self._states[i]
-        mm = st.mm
         if not st.used:  # the first member asked for: the shards after this one go next
             st.used = True
             self._read_ahead(i)
+        while True:
+            mm = self._verified(i, j)
+            if self._handed_out(i, st):
+                return mm
+            # its cache entry is gone (evicted): the map was dropped; fetch it again
+
+    def _verified(self, i: int, j: int) -> mmap.mmap:
+        """A map of shard *i* in which member *j* is verified, fetching the shard if needed."""
+        st = self._states[i]
+        mm = st.mm
         if mm is not None and st.ok[j]:
             return mm
         nap = _POLL
@@ -176,13 +272,14 @@ class ShardReader:
                 if st.error is not None:
                     raise st.error
             if st.done and st.mm is not None:  # the finished file is mapped: check the member in it
-                got = self._verify_in(i, j, st.mm, st.ino, self.file(i), final=True)
+                got = self._verify_in(i, j, st.mm, st.ino, st.over_path or self.file(i), final=True)
                 if got is not None:
                     return got
                 continue
-            got = self._check_file(i, j, self.file(i), final=True)
-            if got is not None:
-                return got
+            if not st.evicted:  # (an evicted entry's file, if any, is an orphan: _start removes it)
+                got = self._check_file(i, j, self.file(i), final=True)
+                if got is not None:
+                    return got
             if self._start(i):
                 continue
             got = self._check_file(i, j, f"{self.file(i)}.part", final=False)  # another process fetches
@@ -260,8 +357,10 @@ class ShardReader:
         self._start(i)
 
     def _start(self, i: int) -> bool:
-        """Start fetching shard *i* unless another process is; True when this process fetches it."""
-        st, path = self._states[i], self.file(i)
+        """Start fetching shard *i* unless another process is; True when this process fetches it
+        (or found it cached). Into its cache slot when the cache has room for it (claimed), else
+        into this process's overflow folder."""
+        st, path, key, size = self._states[i], self.file(i), self._keys[i], self.source.shards[i].bytes
         with st.cond:
             if st.running:
                 return True
@@ -272,19 +371,40 @@ class ShardReader:
             except TimeoutError:
                 lock.close()
                 return False
-            if self.complete(i):  # finished meanwhile: read it from there
+            st.evicted = False
+            held: ProcessFileLock | None = lock
+            if self.complete(i):
+                if self.cache.renew(key):  # finished meanwhile: read it from there
+                    lock.release()
+                    lock.close()
+                    return True
+                _unlink(path)  # a file the cache has no entry for (left by a crash or a reset): not counted
+            if self.cache.claim(key, size) is None:  # no room: an overflow copy of this process's own
                 lock.release()
                 lock.close()
-                return True
-            st.running, st.error = True, None
-        self._drivers.submit(self._fetch, i, lock)
+                held = None
+                over = self.cache.overflow_folder() / ".shards" / key[len("/Volumes/") :]
+                over.parent.mkdir(parents=True, exist_ok=True)
+                path = str(over)
+                st.over, st.over_path = self._count, path  # removed once overflow_files more were handed out
+                self._overflowed.append((self._count, i))
+            st.running, st.error, st.counted, st.renewed = True, None, True, time.monotonic()
+        self._drivers.submit(self._fetch, i, held, path)
         return True
 
     # -- fetching a shard ----------------------------------------------------------------------------
-    def _fetch(self, i: int, lock: ProcessFileLock) -> None:
-        st, path = self._states[i], self.file(i)
+    def _fetch(self, i: int, lock: ProcessFileLock | None, path: str) -> None:
+        st, key, size = self._states[i], self._keys[i], self.source.shards[i].bytes
         try:
-            self._fetch_into(i, path, st)
+            try:
+                self._fetch_into(i, path, st, key if lock is not None else "")
+                if lock is not None:
+                    self.cache.commit(key, size)
+            except BaseException:
+                if lock is not None:
+                    _unlink(path)
+                    self.cache.release(key)
+                raise
         except BaseException as exc:  # members verified so far stay readable from the map
             with st.cond:
                 st.error = exc
@@ -292,10 +412,11 @@ class ShardReader:
             with st.cond:
                 st.running = False
                 st.cond.notify_all()
-            lock.release()
-            lock.close()
+            if lock is not None:
+                lock.release()
+                lock.close()
 
-    def _fetch_into(self, i: int, path: str, st: _Shard) -> None:
+    def _fetch_into(self, i: int, path: str, st: _Shard, key: str) -> None:
         src = self.source
         s, members = src.shards[i], src.shard_members[i]
         new, part = f"{path}.part-new", f"{path}.part"
@@ -315,6 +436,9 @@ class ShardReader:
             def consume(off: int, data: bytes | memoryview) -> None:
                 nonlocal seen
                 self.bytes_read += len(data)
+                if key and time.monotonic() - st.renewed > _RENEW:  # a long fetch keeps its claim pinned
+                    st.renewed = time.monotonic()
+                    self.cache.renew(key)
                 try:
                     check.feed(data)
                 finally:  # those verified before a damaged one are served
@@ -348,3 +472,10 @@ class ShardReader:
                 except BufferError:  # pragma: no cover - a view still alive: the collector closes it
                     pass
             os.close(fd)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -18,6 +18,14 @@ meets the verdict. On a failure every later request for a member of the shard th
 published raises the :class:`ShardError`; members already published stay (they were verified, and
 paths already handed out must keep working).
 
+A cache entry like any file: the extracted folder is the cache slot of the key
+``.../shard-00001@<crc32>`` (:meth:`~.source.ShardSource.cache_key`), its shard's bytes claimed
+within the cache's byte limit before it is fetched, renewed every ``_RENEW`` s while its paths are
+handed out (so they stay pinned), and evicted as a unit (the folder moved aside, then removed). A
+shard that finds no room is extracted into this process's overflow folder instead, and removed once
+``overflow_files`` more paths were handed out by this process, as files are. A process whose folder
+was evicted extracts the shard again when it next needs it.
+
 Processes (DataLoader workers) share the extracted folders: the fetch of a shard holds a
 ``flock`` on ``<folder>.lock``; another process that wants the shard meanwhile waits for its member
 files to appear (a member file exists only complete and verified), and takes the fetch over if the
@@ -31,13 +39,19 @@ import os
 import shutil
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..io.folders import staging_folder
 from ..io.locks import ProcessFileLock
 from .members import MemberWriter
 from .source import PLANNED_AHEAD, ShardSource, stream_shard
+
+if TYPE_CHECKING:
+    from ..cache import FileCache
 
 __all__ = ["Extractor", "SIDECARS"]
 
@@ -45,6 +59,7 @@ SIDECARS = (".lock", ".complete", ".tmp")  # beside an extracted folder: fetch l
 _AHEAD = 1  # shards fetched ahead of the one asked for, without a plan (the next in name order)
 _POLL = 0.002  # polling for a member another process fetches: from 2 ms, doubling up to 32 ms
 _POLL_MAX = 0.032
+_RENEW = 2.0  # seconds between renewals of a folder's cache entry while its paths are handed out
 
 
 class _State:
@@ -58,14 +73,23 @@ class _State:
         self.done = False
         self.error: BaseException | None = None
         self.used = False  # a member was asked for: the read-ahead from this shard has started
+        self.final = ""  # the folder its members are in (the cache slot, or an overflow copy)
+        self.renewed = 0.0  # monotonic time its cache entry was last renewed by this process
+        self.counted = False  # this process counted its hit (or fetched it)
+        self.over = -1  # an overflow copy: the hand-out count at its last use (-1: the cached slot)
 
 
 class Extractor:
     """Serves members of one packed folder as local paths in ``root`` (see the module docstring)."""
 
-    def __init__(self, source: ShardSource, root: Path) -> None:
-        self.source, self.root, self.pid = source, root, os.getpid()
+    def __init__(self, source: ShardSource, cache: FileCache) -> None:
+        self.source, self.cache, self.root, self.pid = source, cache, cache.root, os.getpid()
+        self._keys = [source.cache_key(i, extracted=True) for i in range(len(source.shards))]
         self._states = [_State() for _ in source.shards]
+        for key, st in zip(self._keys, self._states, strict=True):
+            st.final = cache.slot(key)
+        self._count = 0  # paths handed out by this process (the overflow window's clock)
+        self._overflowed: deque[tuple[int, int]] = deque()  # (hand-out count, shard) of overflow copies
         self._drivers = ThreadPoolExecutor(max_workers=2 + PLANNED_AHEAD, thread_name_prefix="air-shard-fetch")
         self._plan: list[int] = []
         self._plan_pos: dict[int, int] = {}
@@ -73,12 +97,14 @@ class Extractor:
         self.bytes_read = 0
 
     def final(self, i: int) -> Path:
-        """Shard *i*'s extracted folder."""
-        return self.source.local_base(self.root, i)
+        """Shard *i*'s extracted folder: its cache slot (or this process's overflow copy)."""
+        return Path(self._states[i].final)
 
     def complete(self, i: int) -> bool:
-        """True when shard *i*'s extracted folder is complete (any process finished its fetch)."""
-        return os.path.exists(f"{self.final(i)}.complete")
+        """True when shard *i*'s extracted folder in the cache is complete (any process finished its
+        fetch, and it was not evicted since)."""
+        slot = self.cache.slot(self._keys[i])
+        return os.path.exists(f"{slot}.complete") and os.path.isdir(slot)
 
     def plan(self, shards: Sequence[int]) -> None:
         """The order this process will need shards in (repeats ignored): fetches start now for the
@@ -92,24 +118,80 @@ class Extractor:
         """The member's path if this process knows it is there (no I/O), else None."""
         st = self._states[i]
         if st.done or name in st.published:
+            final = st.final
+            if not self._handed_out(i, st):
+                return None
             if not st.used:  # the first member of a shard fetched ahead: the shards after it go next
                 st.used = True
                 self._read_ahead(i)
-            return os.path.join(self.final(i), *name.split("/"))
+            return os.path.join(final, *name.split("/"))
         return None
 
     def path(self, i: int, name: str) -> str:
         """The member's local path, waiting until its bytes are in (fetching the shard if needed)."""
-        st, final = self._states[i], self.final(i)
-        p = os.path.join(final, *name.split("/"))
+        st = self._states[i]
         if not st.used:
             st.used = True
             self._read_ahead(i)
+        while True:
+            final = self._wait(i, st, name)
+            if self._handed_out(i, st):
+                return os.path.join(final, *name.split("/"))
+            # its cache entry is gone (evicted): extract it again
+
+    # -- the folder's cache entry --------------------------------------------------------------------
+    def _handed_out(self, i: int, st: _State) -> bool:
+        """Count a path of shard *i* handed out: an overflow copy's last use moves, a cached folder's
+        entry is renewed every ``_RENEW`` s; False when that entry is gone (evicted): forgotten here,
+        and extracted again."""
+        self._count += 1
+        if st.over >= 0:
+            st.over = self._count
+        elif not st.running and time.monotonic() - st.renewed > _RENEW and not self._renew(i, st):
+            return False
+        window = self._overflowed
+        if window and window[0][0] < self._count - self.cache.overflow_files:
+            self._trim()
+        return True
+
+    def _renew(self, i: int, st: _State) -> bool:
+        now = time.monotonic()
+        hit = 0 if st.counted else self.source.shards[i].bytes
+        if not self.cache.renew(self._keys[i], hit=hit):
+            self._forget(i, st, remove=False)
+            return False
+        st.renewed, st.counted = now, True
+        return True
+
+    def _forget(self, i: int, st: _State, *, remove: bool) -> None:
+        """This process knows nothing of shard *i*'s folder any more; *remove*: its overflow copy goes."""
+        with st.cond:
+            if st.running:
+                return
+            gone = st.final
+            st.done, st.published, st.over, st.renewed = False, set(), -1, 0.0
+            st.final = self.cache.slot(self._keys[i])
+        if remove:
+            shutil.rmtree(gone, ignore_errors=True)
+
+    def _trim(self) -> None:
+        """Remove the overflow copies not used in the last ``overflow_files`` hand-outs."""
+        window, horizon = self._overflowed, self._count - self.cache.overflow_files
+        while window and window[0][0] < horizon:
+            _, i = window.popleft()
+            st = self._states[i]
+            if st.over >= horizon:  # used since: stays, with its new time
+                window.append((st.over, i))
+            elif st.over >= 0:
+                self._forget(i, st, remove=True)
+
+    def _wait(self, i: int, st: _State, name: str) -> str:
+        """Shard *i*'s folder once member *name* is in it (fetching the shard if needed)."""
         nap = _POLL
         while True:
             with st.cond:
                 if st.done or name in st.published:  # verified: served even after a later member failed
-                    return p
+                    return st.final
                 if st.error is not None:
                     raise st.error
                 ev = st.events.setdefault(name, threading.Event()) if st.running else None
@@ -119,11 +201,11 @@ class Extractor:
             if self.complete(i):
                 with st.cond:
                     st.done = True
-                return p
+                return st.final
             if self._start(i):
                 continue
-            if os.path.exists(p):  # another process fetches this shard and has published the member
-                return p
+            if os.path.exists(os.path.join(st.final, *name.split("/"))):  # another process fetches it
+                return st.final
             time.sleep(nap)
             nap = min(nap * 2, _POLL_MAX)
 
@@ -151,32 +233,55 @@ class Extractor:
     def _start(self, i: int) -> bool:
         """Start fetching shard *i* unless another process is; True when this process fetches it
         (or found it complete)."""
-        st, final = self._states[i], self.final(i)
+        st, key, size = self._states[i], self._keys[i], self.source.shards[i].bytes
+        slot = self.cache.slot(key)
         with st.cond:
             if st.running or st.done:
                 return True
-            final.parent.mkdir(parents=True, exist_ok=True)
-            lock = ProcessFileLock(f"{final}.lock")
+            Path(slot).parent.mkdir(parents=True, exist_ok=True)
+            lock = ProcessFileLock(f"{slot}.lock")
             try:
                 lock.acquire(timeout=0)
             except TimeoutError:
                 lock.close()
                 return False
-            if self.complete(i):
+            if self.complete(i) and self.cache.renew(key):
                 lock.release()
                 lock.close()
-                st.done = True
+                st.done, st.final = True, slot
                 return True
-            st.running = True
-        self._drivers.submit(self._fetch, i, lock)
+            if self.complete(i):  # left without an entry (a crash, a reset): not counted, extracted again
+                _unlink(f"{slot}.complete")  # first: no process takes the folder for complete from here on
+                shutil.rmtree(slot, ignore_errors=True)
+            _unlink(f"{slot}.complete")  # an evicted folder's marker
+            held: ProcessFileLock | None = lock
+            final = slot
+            if self.cache.claim(key, size) is None:  # no room: an overflow copy of this process's own
+                lock.release()
+                lock.close()
+                held = None
+                final = str(self.cache.overflow_folder() / ".shards" / key[len("/Volumes/") :])
+                shutil.rmtree(final, ignore_errors=True)
+            st.running, st.final, st.counted, st.renewed = True, final, True, time.monotonic()
+        self._drivers.submit(self._fetch, i, held, final)
         return True
 
-    def _fetch(self, i: int, lock: ProcessFileLock) -> None:
-        st, final = self._states[i], self.final(i)
+    def _fetch(self, i: int, lock: ProcessFileLock | None, final: str) -> None:
+        st, key, size = self._states[i], self._keys[i], self.source.shards[i].bytes
         try:
-            self._fetch_into(i, final, st)
+            try:
+                self._fetch_into(i, Path(final), st, key if lock is not None else "")
+                if lock is not None:
+                    self.cache.commit(key, size)
+            except BaseException:
+                if lock is not None:  # the claim goes back; what was published stays readable here
+                    self.cache.release(key)
+                raise
             with st.cond:
                 st.done = True
+                if lock is None:  # overflow: removed once overflow_files more paths were handed out
+                    st.over = self._count
+                    self._overflowed.append((self._count, i))
         except BaseException as exc:  # the folder stays: what it holds was verified, and may be in use
             with st.cond:
                 st.error = exc
@@ -187,16 +292,14 @@ class Extractor:
                     ev.set()
                 st.events.clear()
                 st.cond.notify_all()
-            lock.release()
-            lock.close()
+            if lock is not None:
+                lock.release()
+                lock.close()
 
-    def _fetch_into(self, i: int, final: Path, st: _State) -> None:
+    def _fetch_into(self, i: int, final: Path, st: _State, key: str) -> None:
         src = self.source
-        staging = Path(f"{final}.tmp")
-        try:
-            final.mkdir(parents=True, exist_ok=True)
-            shutil.rmtree(staging, ignore_errors=True)  # a dead fetcher's (this process holds the lock)
-            staging.mkdir()
+        final.mkdir(parents=True, exist_ok=True)
+        with staging_folder(f"{final}.tmp") as staging:  # a dead fetcher's is replaced (this process holds the lock)
 
             def published(name: str) -> None:
                 with st.cond:
@@ -210,6 +313,9 @@ class Extractor:
             def consume(off: int, data: bytes) -> None:
                 writer.feed(data)
                 self.bytes_read += len(data)
+                if key and time.monotonic() - st.renewed > _RENEW:  # a long fetch keeps its claim pinned
+                    st.renewed = time.monotonic()
+                    self.cache.renew(key)
 
             try:
                 stream_shard(src, i, consume)
@@ -219,5 +325,10 @@ class Extractor:
             writer.finish()
             os.close(os.open(f"{final}.complete", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
             self.shards_fetched += 1
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

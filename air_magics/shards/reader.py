@@ -3,22 +3,21 @@
 Two ways to a member, both verified against the index before anything is handed out:
 
 - **By offset** (:meth:`MemberRef.read_bytes`, :meth:`MemberRef.open`; :mod:`.cached`): the shard is
-  fetched whole into the cache once, as one file ``<cache root>/shards/<catalog>/<schema>/<volume>/
-  <packed folder>/<shard>-<crc32>.tar``, and members are sliced out of it by offset: no local file
+  fetched whole into the cache once, as one file ``<cache root>/files/<catalog>/<schema>/<volume>/
+  <packed folder>/<shard>.tar@<crc32>``, and members are sliced out of it by offset: no local file
   per member, and a member is served as soon as its own bytes are in. This is the fast way.
 - **As a path** (:meth:`MemberRef.local_path`; :mod:`.fetch`): the shard is extracted into the folder
-  ``.../<shard>-<crc32>/``, one file per member with the original's name, so ``open(p, "rb")``,
+  ``.../<shard>@<crc32>/``, one file per member with the original's name, so ``open(p, "rb")``,
   ``Image.open``, ``torch.load`` and ``np.load`` work on it. Costs a local file create per member.
 
-Lifetime: a cached shard or extracted folder is never modified or removed while a packed folder is
-read (a shard that fails a check keeps the verified members it published; the read of the others
-fails); it is named after the shard's content (digest of its members + CRC-32), so it cannot go
-stale, and it is reused by later epochs and other processes. It is removed only by
-:func:`prune_extracted` (explicitly, or with the cache directory).
-
-Disk: cached shards and extracted folders live under the cache root but are *not* counted against
-the :class:`~air_magics.cache.FileCache` byte limit, and LRU eviction never removes them;
-:func:`prune_extracted` frees them.
+Cache entries: a cached shard and an extracted folder are each one entry of the
+:class:`~air_magics.cache.FileCache` (:meth:`~air_magics.cache.FileCache.claim`), counted against
+its byte limit and evicted as a unit, least recently used first, never while pinned: reading from
+one renews its pin, so a path or map handed out stays valid for ``pin_seconds`` as a file's does.
+When the cache is full of entries in use, a shard is served from a copy in the process's overflow
+folder, removed once ``overflow_files`` more members were handed out by that process. They are
+named after the shard's content (its CRC-32), so they cannot go stale, and are reused by later
+epochs and other processes. ``FileCache.clear()`` and :func:`prune_extracted` remove them too.
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ from ..io.pools import threads
 from ..io.retry import retry_call
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
+from .cached import SIDECARS as CACHED_SIDECARS
 from .cached import SUFFIXES, ShardReader
 from .fetch import SIDECARS, Extractor
 from .format import MANIFEST_NAME, Manifest, Member, load_index, load_manifest
@@ -269,9 +269,24 @@ class PackedFolder:
 
 
 def prune_extracted(cache: FileCache, keep: list[PackedFolder] | tuple[PackedFolder, ...] = ()) -> int:
-    """Remove cached shards and extracted shard folders under the cache except those of the folders
-    in *keep*; returns how many. Unsafe while a dataset over a removed shard still runs with paths
+    """Remove cached shards and extracted shard folders in *cache* except those of the folders in
+    *keep*; returns how many. Unsafe while a dataset over a removed shard still runs with paths
     (its yielded paths go away; bytes already mapped stay readable)."""
+    keepers = {
+        f.source.cache_key(i, extracted=x) for f in keep for i in range(len(f.manifest.shards)) for x in (False, True)
+    }
+    gone = cache.drop_derived(keepers)
+    for key in gone:  # their fetch locks and markers
+        for suffix in (*SIDECARS, *CACHED_SIDECARS):
+            try:
+                os.unlink(cache.slot(key) + suffix)
+            except OSError:
+                pass
+    return len(gone) + _prune_legacy(cache, keep)
+
+
+def _prune_legacy(cache: FileCache, keep: Sequence[PackedFolder]) -> int:
+    """Cached shards and extracted folders an earlier version kept, uncounted, under ``<root>/shards``."""
     root = cache.root / "shards"
     keepers = {str(f.source.local_base(cache.root, i)) for f in keep for i in range(len(f.manifest.shards))}
     suffixes = SUFFIXES + SIDECARS  # longest first within each: ".tar.part" before ".tar"

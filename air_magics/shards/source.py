@@ -63,6 +63,16 @@ class ShardSource:
             "shards", vp.catalog, vp.schema, vp.volume, *vp.parts, f"{s.name[: -len('.tar')]}-{s.crc32:08x}"
         )
 
+    def cache_key(self, i: int, *, extracted: bool = False) -> str:
+        """Shard *i*'s key in the cache (:meth:`~air_magics.cache.FileCache.claim`): the shard's volume
+        path and its CRC-32, ``.../shard-00001.tar@1a2b3c4d`` for the cached file, or
+        ``.../shard-00001@1a2b3c4d`` for the folder it is extracted into. Named after the content, so
+        the copy at its slot can never be stale."""
+        key = str(self.shard_path(i))
+        if extracted:
+            key = key[: -len(".tar")]
+        return f"{key}@{self.shards[i].crc32:08x}"
+
     def opener(self, i: int) -> tuple[Callable[[int, memoryview | None, int], bytes | int], Callable[[], None]]:
         """``(read(offset, into, n), close())`` over shard *i* on its volume, its size checked:
         ``read`` returns the *n* bytes at *offset*, or, given a buffer *into*, reads them straight

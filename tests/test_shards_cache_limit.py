@@ -1,0 +1,131 @@
+"""Cached shards and extracted shard folders are cache entries: counted against the byte limit,
+evicted as units, and served from the overflow window when the cache is full of entries in use.
+
+Measured before: with the cache limited to half the packed bytes, the cache folder held 4x its limit
+after two epochs (the shards were not counted)."""
+
+import os
+import threading
+import zlib
+from pathlib import Path
+
+import pytest
+
+from air_magics.cache import FileCache
+from air_magics.data import DataLoader, UCVolumeDataset
+from air_magics.shards import open_packed, pack, prune_extracted
+from air_magics.volumes import VolumeStore
+
+SRC, DEST = "/Volumes/main/raw/lim/src", "/Volumes/main/raw/lim/packed"
+N = 96
+
+
+def content(i: int) -> bytes:
+    return (f"item {i:03d} ".encode() * 400)[: 3000 + 97 * i]
+
+
+@pytest.fixture
+def vol():
+    s = VolumeStore()
+    s.create("main.raw.lim")
+    for i in range(N):
+        with s.open(f"{SRC}/c{i % 3}/f{i:03d}.bin", "wb") as f:
+            f.write(content(i))
+    return s
+
+
+def _bytes_under(root: Path) -> int:
+    """Bytes of the regular files under the cache's data folders (the overflow window aside: it is
+    bounded on its own; the index and its locks aside: metadata)."""
+    total = 0
+    for sub in ("files", "shards"):
+        for dirpath, _, names in os.walk(root / sub):
+            for name in names:
+                try:
+                    total += os.lstat(os.path.join(dirpath, name)).st_size
+                except FileNotFoundError:
+                    pass  # removed while we looked
+    return total
+
+
+class _Sampler:
+    """The largest bytes on disk seen under the cache root, looked at every couple of milliseconds."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.peak, self.samples = root, 0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.002):
+            self.peak = max(self.peak, _bytes_under(self.root))
+            self.samples += 1
+
+    def __enter__(self) -> "_Sampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, _bytes_under(self.root))
+
+
+def test_packed_data_through_workers_never_takes_the_cache_past_its_limit(vol, tmp_path):
+    pack(SRC, DEST, shard_size="24KiB")
+    shards = open_packed(vol, DEST).manifest.shards
+    packed = sum(s.bytes for s in shards)
+    assert len(shards) >= 12
+    cache = FileCache(tmp_path / "c", limit=packed // 2)
+    want = {zlib.crc32(content(i)) for i in range(N)}
+    hits = []
+    with _Sampler(cache.root) as sampler:
+        for output in ("bytes", "bytes", "path"):
+            ds = UCVolumeDataset(DEST, output=output, cache=cache, shuffle=True)
+            got = set()
+            for item in DataLoader(ds, batch_size=None, num_workers=2):
+                got.add(zlib.crc32(item if output == "bytes" else Path(item).read_bytes()))  # read as it comes
+            assert got == want  # every item's bytes, from the cache or from the overflow window
+            hits.append(cache.info().hits)
+    assert sampler.samples > 10
+    assert sampler.peak <= cache.limit, f"{sampler.peak} bytes on disk, limit {cache.limit}"
+    assert cache.total_bytes <= cache.limit
+    assert hits[1] > hits[0]  # epoch 2 found shards epoch 1 cached
+    assert hits[2] > hits[1] or cache.info().entries  # the extraction: its own entries, within the limit too
+
+
+def test_a_shard_whose_entry_was_evicted_is_fetched_again(vol, tmp_path):
+    """The cache evicts a shard not read for pin_seconds: a reader in another process (here: the
+    same reader, its map older than the entry) notices on its next read and fetches it again."""
+    pack(SRC, DEST, shard_size="24KiB")
+    folder = open_packed(vol, DEST)
+    cache = FileCache(tmp_path / "c", pin_seconds=0.0)
+    ref = folder.members[0]
+    assert ref.read_bytes(cache) == content(0)
+    slot = folder.cached_shard(cache, ref.shard)
+    rd = folder.reader(cache)
+    rd._drivers.shutdown(wait=True)  # noqa: SLF001 - read-ahead fetches finished
+    assert slot.exists() and cache.total_bytes > 0
+    assert cache.clear().removed >= 1  # unpinned (pin_seconds=0): evicted, its file removed
+    assert not slot.exists() and cache.total_bytes == 0
+    fresh = open_packed(vol, DEST)  # a new process's view
+    assert fresh.members[0].read_bytes(cache) == content(0)
+    fresh.reader(cache)._drivers.shutdown(wait=True)  # noqa: SLF001
+    assert slot.exists() and cache.info().entries >= 1
+    assert prune_extracted(cache) >= 1 and not slot.exists() and cache.total_bytes == 0
+
+
+def test_an_extracted_folder_is_one_entry_evicted_as_a_unit(vol, tmp_path):
+    pack(SRC, DEST, shard_size="24KiB")
+    folder = open_packed(vol, DEST)
+    cache = FileCache(tmp_path / "c", pin_seconds=0.0)
+    ref = folder.members[0]
+    p = Path(ref.local_path(cache))
+    folder.extractor(cache)._drivers.shutdown(wait=True)  # noqa: SLF001
+    assert p.read_bytes() == content(0)
+    d = folder.extracted_dir(cache, ref.shard)
+    assert p.is_relative_to(cache.root / "files") and d.is_dir()
+    assert cache.clear().removed >= 1
+    assert not d.exists() and cache.total_bytes == 0  # the folder went as a whole
+    fresh = open_packed(vol, DEST)
+    assert Path(fresh.members[0].local_path(cache)).read_bytes() == content(0)  # extracted again
