@@ -129,3 +129,31 @@ def test_an_extracted_folder_is_one_entry_evicted_as_a_unit(vol, tmp_path):
     assert not d.exists() and cache.total_bytes == 0  # the folder went as a whole
     fresh = open_packed(vol, DEST)
     assert Path(fresh.members[0].local_path(cache)).read_bytes() == content(0)  # extracted again
+
+
+def _index(name: str) -> int:
+    return int(name.rsplit("/f", 1)[1][:3])
+
+
+@pytest.mark.parametrize("output", ["bytes", "path"])
+def test_with_no_room_a_shard_is_an_overflow_copy_until_overflow_files_more_are_handed_out(vol, tmp_path, output):
+    pack(SRC, DEST, shard_size="24KiB")
+    folder = open_packed(vol, DEST)
+    cache = FileCache(tmp_path / "c", limit=1024, overflow_files=8)  # smaller than a shard: none fits
+    refs = sorted(folder.members, key=lambda r: (r.shard, r.member.offset))  # shard after shard
+    first = None
+    for ref in refs:
+        if output == "bytes":
+            assert ref.read_bytes(cache) == content(_index(ref.name))
+        else:
+            p = Path(ref.local_path(cache))
+            assert p.read_bytes() == content(_index(ref.name))
+            first = first or p
+    assert cache.total_bytes == 0 and _bytes_under(cache.root) == 0  # nothing in the cache
+    copies = [
+        p for p in (cache.root / "overflow").rglob("shard-*") if "@" in p.name and not p.name.endswith(".complete")
+    ]
+    shards = len(folder.manifest.shards)
+    assert shards >= 12 and 1 <= len(copies) <= 6  # those of the last 8 hand-outs, and those read ahead
+    if first is not None:
+        assert not first.exists()  # its shard left the window: removed

@@ -269,17 +269,13 @@ class FileCache:
 
     # -- entries the caller writes (cached shards, extracted folders) -----------------------------
     def claim(self, key: str, size: int, keep: Residency | None = None) -> str | None:
-        """Room for *size* bytes under *key*, a derived copy the caller writes itself (a cached
-        shard: ``<volume path>@<content id>``, named after its content so it is never stale):
-        its slot (:meth:`slot`, a file or a folder) when the bytes are claimed within the limit,
-        least recently used unpinned entries evicted as for a miss; ``None`` when there is no room
-        (serve it from outside the cache: an overflow copy). Follow with :meth:`commit` once the
-        slot is complete, or :meth:`release` when writing it failed."""
+        """Claim *size* bytes for *key*, a copy the caller writes (a shard: ``<volume path>@<crc32>``,
+        never stale): its :meth:`slot` (file or folder), LRU entries evicted as for a miss; ``None``:
+        no room (use an overflow copy). Then :meth:`commit`, or :meth:`release` if writing failed."""
         if self.limit is not None and size > self.limit:
             return None
         f = VolumeFile(key, Location(""), size, 0.0)
         f.slot = self.slot(key)
-        # under the key's stripe, as a miss: an eviction of an older entry for the key is not split by it
         with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
             return f.slot if self._claim(f, keep) else None
 
@@ -292,9 +288,8 @@ class FileCache:
         self._entries.forget(key)
 
     def renew(self, key: str, *, hit: int = 0) -> bool:
-        """Renew the pin of *key*, an entry from :meth:`claim` in use (call it every few seconds
-        while it is read); *hit*: bytes newly served from it, counted as a hit. False when the
-        cache holds no entry for *key* (evicted: write it again)."""
+        """Renew the pin of *key* (a :meth:`claim` entry in use; every few seconds); *hit*: bytes
+        newly served from it, a hit. False: no entry for *key* (evicted: write it again)."""
         if self._entries.row(key) is None:
             return False
         self._entries.touch({key: time.time()}, hits=1 if hit else 0, bytes_hit=hit)
@@ -308,13 +303,12 @@ class FileCache:
         return [k for k in keys if self._entries.row(k) is None]
 
     def overflow_folder(self) -> Path:
-        """This process's overflow folder: a copy that found no room within the limit goes under it
-        (removed when the process ends, or swept once it is dead)."""
+        """This process's overflow folder (removed at exit, or swept once the process is dead)."""
         return self._overflow.folder()
 
     def _source_exists(self, key: str) -> bool:
-        """Whether *key*'s source still exists (eviction spares the only copy of a file). A derived
-        copy (``...@<8 hex digits>``, from :meth:`claim`) is never the only copy: always evictable."""
+        """Whether *key*'s source exists (eviction spares a file's only copy); a :meth:`claim` copy
+        (``...@<8 hex digits>``) never is one."""
         return bool(_DERIVED.search(key)) or self.store.exists(key)
 
     def known_version(self, path: str | VolumePath) -> tuple[int, float] | None:

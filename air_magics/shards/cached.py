@@ -9,14 +9,10 @@ Members are then sliced out of that one file by the offsets of the index, throug
 memory map: a read is one copy out of the page cache, with no file opened, no path resolved and no
 descriptor held per shard.
 
-A cache entry like any file: the shard's bytes are claimed within the cache's byte limit before it
-is fetched (:meth:`~air_magics.cache.FileCache.claim`, evicting least recently used entries), its
-entry is renewed every ``_RENEW`` s while members are read from it (so it stays pinned), and it is
-evicted as a unit. A shard that finds no room (everything else in use) is fetched into this
-process's overflow folder instead and deleted once ``overflow_files`` more members were handed out
-by this process, as files are. A process whose shard was evicted (not read for ``pin_seconds``)
-drops its map and fetches the shard again when it next needs it (an evicted file stays readable
-through a map made before: Linux keeps the inode while it is mapped).
+A cache entry like a file: its bytes are claimed within the cache's limit before the fetch
+(:meth:`~air_magics.cache.FileCache.claim`), its pin renewed while members are read from it, and
+it is evicted as a unit; with no room it is fetched into the process's overflow folder
+(:mod:`.handouts`). A process whose shard was evicted drops its map and fetches it again.
 
 Served as the bytes land: the range reads write straight into a map of ``<base>.tar.part`` (made
 at its full size first; no copy in between) and the bytes are checked in order as they pass
@@ -44,11 +40,11 @@ from __future__ import annotations
 import io
 import mmap
 import os
+import shutil
 import threading
 import time
 import zlib
 from bisect import bisect_left
-from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -57,8 +53,9 @@ from typing import TYPE_CHECKING
 from ..errors import ShardError
 from ..io.locks import ProcessFileLock
 from .format import Member
+from .handouts import RENEW_SECONDS, HandOuts
 from .memberfile import MemberFile
-from .source import PLANNED_AHEAD, ShardSource, stream_shard
+from .source import PLANNED_AHEAD, ShardSource, overflow_refused, stream_shard
 from .verify import StreamCheck, check_header, header_start
 
 if TYPE_CHECKING:
@@ -72,7 +69,6 @@ _AHEAD = 1  # shards fetched ahead of the one asked for, without a plan (the nex
 _FETCHES = 2 + PLANNED_AHEAD  # shards fetched at once (their range reads share one pool, first come first served)
 _POLL = 0.002  # polling another process's fetch: from 2 ms, doubling up to 32 ms
 _POLL_MAX = 0.032
-_RENEW = 2.0  # seconds between renewals of a shard's cache entry while it is read (its pin)
 _FLAGS = os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -90,8 +86,7 @@ class _Shard:
         self.used = False  # a member was asked for: the read-ahead from this shard has started
         self.renewed = 0.0  # monotonic time its cache entry was last renewed by this process
         self.counted = False  # this process counted its hit (or fetched it)
-        self.over = -1  # an overflow copy: the hand-out count at its last use (-1: the cached slot)
-        self.over_path = ""  # the overflow copy's path
+        self.over_path = ""  # an overflow copy's path ("": the cache slot)
         self.evicted = False  # its entry was found gone: any file at its slot is not the cache's
 
     def use(self, mm: mmap.mmap, ino: int) -> None:
@@ -123,8 +118,7 @@ class ShardReader:
     def __init__(self, source: ShardSource, cache: FileCache) -> None:
         self.source, self.cache, self.root, self.pid = source, cache, cache.root, os.getpid()
         self._keys = [source.cache_key(i) for i in range(len(source.shards))]
-        self._count = 0  # members handed out by this process (the overflow window's clock)
-        self._overflowed: deque[tuple[int, int]] = deque()  # (hand-out count, shard) of overflow copies
+        self._handouts = HandOuts(cache.overflow_files)
         self._swept = time.monotonic()
         self._states = [_Shard(len(ms)) for ms in source.shard_members]
         self._offsets: list[list[int] | None] = [None] * len(source.shards)
@@ -184,64 +178,42 @@ class ShardReader:
 
     # -- the shard's cache entry ---------------------------------------------------------------------
     def _handed_out(self, i: int, st: _Shard) -> bool:
-        """Count a member of shard *i* handed out: an overflow copy's last use moves, a cached
-        shard's entry is renewed every ``_RENEW`` s; False when that entry is gone (evicted): the
-        map is dropped and the shard fetched again."""
-        self._count += 1
-        if st.over >= 0:
-            st.over = self._count
-        elif st.done and time.monotonic() - st.renewed > _RENEW and not self._renew(i, st):
+        """Count a member of shard *i* handed out (renewing a cached shard's entry every few
+        seconds); False when that entry is gone (evicted): the map is dropped, to fetch it again."""
+        handouts = self._handouts
+        if handouts.tick(i):
+            pass  # an overflow copy
+        elif st.done and time.monotonic() - st.renewed > RENEW_SECONDS and not self._renew(i, st):
             return False  # (a map of another process's part file is not renewed here: its fetcher does)
-        window = self._overflowed
-        if window and window[0][0] < self._count - self.cache.overflow_files:
-            self._trim()
+        if handouts.due():
+            for k in handouts.expired(lambda k: self._states[k].running):
+                self._drop(self._states[k], unlink=True)
         return True
 
     def _renew(self, i: int, st: _Shard) -> bool:
         now = time.monotonic()
-        hit = 0 if st.counted else self.source.shards[i].bytes
-        if not self.cache.renew(self._keys[i], hit=hit):
-            self._drop(st, "")
+        if not self.cache.renew(self._keys[i], hit=0 if st.counted else self.source.shards[i].bytes):
+            self._drop(st)
             st.evicted = True
             return False
         st.renewed, st.counted = now, True
-        if now - self._swept > _RENEW:
-            self._swept = now
-            self._sweep(now)
+        if now - self._swept > RENEW_SECONDS:  # maps of shards not read for pin_seconds (evictable) go:
+            self._swept = now  # a map would hold an evicted file's disk space
+            for other in self._states:
+                if other.mm is not None and not other.over_path and now - other.renewed > self.cache.pin_seconds:
+                    self._drop(other)
         return True
 
-    def _sweep(self, now: float) -> None:
-        """Drop the maps of cached shards not read for ``pin_seconds``: no longer pinned, they may be
-        evicted, and a map would keep an evicted file's disk space."""
-        for st in self._states:
-            if st.mm is not None and st.over < 0 and not st.running and now - st.renewed > self.cache.pin_seconds:
-                self._drop(st, "")
-
-    def _drop(self, st: _Shard, unlink: str) -> None:
+    def _drop(self, st: _Shard, *, unlink: bool = False) -> None:
         """Forget *st*'s map (readers holding it keep it); *unlink*: its overflow copy, removed."""
         with st.cond:
             if st.running:
                 return
+            path = st.over_path
             st.mm, st.ino, st.done, st.ok = None, -1, False, bytearray(len(st.ok))
-            st.over, st.over_path, st.renewed = -1, "", 0.0
-        if unlink:
-            try:
-                os.unlink(unlink)
-            except FileNotFoundError:
-                pass
-
-    def _trim(self) -> None:
-        """Remove the overflow copies not used in the last ``overflow_files`` hand-outs."""
-        window, horizon = self._overflowed, self._count - self.cache.overflow_files
-        while window and window[0][0] < horizon:
-            _, i = window.popleft()
-            st = self._states[i]
-            if st.running:  # still being fetched: counted from now
-                window.append((self._count, i))
-            elif st.over >= horizon:  # used since: stays, with its new time
-                window.append((st.over, i))
-            elif st.over >= 0:
-                self._drop(st, st.over_path)
+            st.over_path, st.renewed = "", 0.0
+        if unlink and path:
+            _unlink(path)
 
     # -- waiting for a member ------------------------------------------------------------------------
     def _wait(self, i: int, j: int) -> mmap.mmap:
@@ -386,8 +358,11 @@ class ShardReader:
                 over = self.cache.overflow_folder() / ".shards" / key[len("/Volumes/") :]
                 over.parent.mkdir(parents=True, exist_ok=True)
                 path = str(over)
-                st.over, st.over_path = self._count, path  # removed once overflow_files more were handed out
-                self._overflowed.append((self._count, i))
+                if shutil.disk_usage(over.parent).free - size < self.cache.reserve:
+                    st.error = overflow_refused(self.cache, key, size)
+                    return True
+                st.over_path = path
+                self._handouts.hold(i)
             st.running, st.error, st.counted, st.renewed = True, None, True, time.monotonic()
         self._drivers.submit(self._fetch, i, held, path)
         return True
@@ -436,7 +411,7 @@ class ShardReader:
             def consume(off: int, data: bytes | memoryview) -> None:
                 nonlocal seen
                 self.bytes_read += len(data)
-                if key and time.monotonic() - st.renewed > _RENEW:  # a long fetch keeps its claim pinned
+                if key and time.monotonic() - st.renewed > RENEW_SECONDS:  # a long fetch keeps its claim pinned
                     st.renewed = time.monotonic()
                     self.cache.renew(key)
                 try:

@@ -18,13 +18,11 @@ meets the verdict. On a failure every later request for a member of the shard th
 published raises the :class:`ShardError`; members already published stay (they were verified, and
 paths already handed out must keep working).
 
-A cache entry like any file: the extracted folder is the cache slot of the key
+A cache entry like a file: the extracted folder is the cache slot of the key
 ``.../shard-00001@<crc32>`` (:meth:`~.source.ShardSource.cache_key`), its shard's bytes claimed
-within the cache's byte limit before it is fetched, renewed every ``_RENEW`` s while its paths are
-handed out (so they stay pinned), and evicted as a unit (the folder moved aside, then removed). A
-shard that finds no room is extracted into this process's overflow folder instead, and removed once
-``overflow_files`` more paths were handed out by this process, as files are. A process whose folder
-was evicted extracts the shard again when it next needs it.
+within the cache's limit before the fetch, its pin renewed while its paths are handed out, and
+evicted as a unit (moved aside, then removed); with no room it is extracted into the process's
+overflow folder (:mod:`.handouts`). A process whose folder was evicted extracts the shard again.
 
 Processes (DataLoader workers) share the extracted folders: the fetch of a shard holds a
 ``flock`` on ``<folder>.lock``; another process that wants the shard meanwhile waits for its member
@@ -39,7 +37,6 @@ import os
 import shutil
 import threading
 import time
-from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -47,8 +44,9 @@ from typing import TYPE_CHECKING
 
 from ..io.folders import staging_folder
 from ..io.locks import ProcessFileLock
+from .handouts import RENEW_SECONDS, HandOuts
 from .members import MemberWriter
-from .source import PLANNED_AHEAD, ShardSource, stream_shard
+from .source import PLANNED_AHEAD, ShardSource, overflow_refused, stream_shard
 
 if TYPE_CHECKING:
     from ..cache import FileCache
@@ -59,7 +57,6 @@ SIDECARS = (".lock", ".complete", ".tmp")  # beside an extracted folder: fetch l
 _AHEAD = 1  # shards fetched ahead of the one asked for, without a plan (the next in name order)
 _POLL = 0.002  # polling for a member another process fetches: from 2 ms, doubling up to 32 ms
 _POLL_MAX = 0.032
-_RENEW = 2.0  # seconds between renewals of a folder's cache entry while its paths are handed out
 
 
 class _State:
@@ -76,7 +73,6 @@ class _State:
         self.final = ""  # the folder its members are in (the cache slot, or an overflow copy)
         self.renewed = 0.0  # monotonic time its cache entry was last renewed by this process
         self.counted = False  # this process counted its hit (or fetched it)
-        self.over = -1  # an overflow copy: the hand-out count at its last use (-1: the cached slot)
 
 
 class Extractor:
@@ -88,8 +84,7 @@ class Extractor:
         self._states = [_State() for _ in source.shards]
         for key, st in zip(self._keys, self._states, strict=True):
             st.final = cache.slot(key)
-        self._count = 0  # paths handed out by this process (the overflow window's clock)
-        self._overflowed: deque[tuple[int, int]] = deque()  # (hand-out count, shard) of overflow copies
+        self._handouts = HandOuts(cache.overflow_files)
         self._drivers = ThreadPoolExecutor(max_workers=2 + PLANNED_AHEAD, thread_name_prefix="air-shard-fetch")
         self._plan: list[int] = []
         self._plan_pos: dict[int, int] = {}
@@ -141,49 +136,31 @@ class Extractor:
 
     # -- the folder's cache entry --------------------------------------------------------------------
     def _handed_out(self, i: int, st: _State) -> bool:
-        """Count a path of shard *i* handed out: an overflow copy's last use moves, a cached folder's
-        entry is renewed every ``_RENEW`` s; False when that entry is gone (evicted): forgotten here,
-        and extracted again."""
-        self._count += 1
-        if st.over >= 0:
-            st.over = self._count
-        elif not st.running and time.monotonic() - st.renewed > _RENEW and not self._renew(i, st):
-            return False
-        window = self._overflowed
-        if window and window[0][0] < self._count - self.cache.overflow_files:
-            self._trim()
+        """Count a path of shard *i* handed out (renewing a cached folder's entry every few seconds);
+        False when that entry is gone (evicted): forgotten here, to extract it again."""
+        handouts = self._handouts
+        if handouts.tick(i):
+            pass  # an overflow copy
+        elif not st.running and time.monotonic() - st.renewed > RENEW_SECONDS:
+            if not self.cache.renew(self._keys[i], hit=0 if st.counted else self.source.shards[i].bytes):
+                self._forget(i, st)
+                return False
+            st.renewed, st.counted = time.monotonic(), True
+        if handouts.due():
+            for k in handouts.expired(lambda k: self._states[k].running):
+                self._forget(k, self._states[k], remove=True)
         return True
 
-    def _renew(self, i: int, st: _State) -> bool:
-        now = time.monotonic()
-        hit = 0 if st.counted else self.source.shards[i].bytes
-        if not self.cache.renew(self._keys[i], hit=hit):
-            self._forget(i, st, remove=False)
-            return False
-        st.renewed, st.counted = now, True
-        return True
-
-    def _forget(self, i: int, st: _State, *, remove: bool) -> None:
+    def _forget(self, i: int, st: _State, *, remove: bool = False) -> None:
         """This process knows nothing of shard *i*'s folder any more; *remove*: its overflow copy goes."""
+        slot = self.cache.slot(self._keys[i])
         with st.cond:
             if st.running:
                 return
             gone = st.final
-            st.done, st.published, st.over, st.renewed = False, set(), -1, 0.0
-            st.final = self.cache.slot(self._keys[i])
-        if remove:
+            st.done, st.published, st.renewed, st.final = False, set(), 0.0, slot
+        if remove and gone != slot:
             shutil.rmtree(gone, ignore_errors=True)
-
-    def _trim(self) -> None:
-        """Remove the overflow copies not used in the last ``overflow_files`` hand-outs."""
-        window, horizon = self._overflowed, self._count - self.cache.overflow_files
-        while window and window[0][0] < horizon:
-            _, i = window.popleft()
-            st = self._states[i]
-            if st.over >= horizon:  # used since: stays, with its new time
-                window.append((st.over, i))
-            elif st.over >= 0:
-                self._forget(i, st, remove=True)
 
     def _wait(self, i: int, st: _State, name: str) -> str:
         """Shard *i*'s folder once member *name* is in it (fetching the shard if needed)."""
@@ -262,6 +239,10 @@ class Extractor:
                 held = None
                 final = str(self.cache.overflow_folder() / ".shards" / key[len("/Volumes/") :])
                 shutil.rmtree(final, ignore_errors=True)
+                if shutil.disk_usage(self.cache.overflow_folder()).free - size < self.cache.reserve:
+                    st.error = overflow_refused(self.cache, key, size)
+                    return True
+                self._handouts.hold(i)  # removed once overflow_files more paths were handed out
             st.running, st.final, st.counted, st.renewed = True, final, True, time.monotonic()
         self._drivers.submit(self._fetch, i, held, final)
         return True
@@ -269,20 +250,13 @@ class Extractor:
     def _fetch(self, i: int, lock: ProcessFileLock | None, final: str) -> None:
         st, key, size = self._states[i], self._keys[i], self.source.shards[i].bytes
         try:
-            try:
-                self._fetch_into(i, Path(final), st, key if lock is not None else "")
-                if lock is not None:
-                    self.cache.commit(key, size)
-            except BaseException:
-                if lock is not None:  # the claim goes back; what was published stays readable here
-                    self.cache.release(key)
-                raise
+            self._fetch_into(i, Path(final), st, key if lock is not None else "")
+            if lock is not None:
+                self.cache.commit(key, size)
             with st.cond:
                 st.done = True
-                if lock is None:  # overflow: removed once overflow_files more paths were handed out
-                    st.over = self._count
-                    self._overflowed.append((self._count, i))
         except BaseException as exc:  # the folder stays: what it holds was verified, and may be in use
+            # (and stays counted: its claim is kept, so eviction removes it once it is not pinned)
             with st.cond:
                 st.error = exc
         finally:
@@ -313,7 +287,7 @@ class Extractor:
             def consume(off: int, data: bytes) -> None:
                 writer.feed(data)
                 self.bytes_read += len(data)
-                if key and time.monotonic() - st.renewed > _RENEW:  # a long fetch keeps its claim pinned
+                if key and time.monotonic() - st.renewed > RENEW_SECONDS:  # a long fetch keeps its claim pinned
                     st.renewed = time.monotonic()
                     self.cache.renew(key)
 
