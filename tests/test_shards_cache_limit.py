@@ -157,3 +157,25 @@ def test_with_no_room_a_shard_is_an_overflow_copy_until_overflow_files_more_are_
     assert shards >= 12 and 1 <= len(copies) <= 6  # those of the last 8 hand-outs, and those read ahead
     if first is not None:
         assert not first.exists()  # its shard left the window: removed
+
+
+def test_shards_and_folders_evict_each_other_through_workers_within_the_limit(vol, tmp_path):
+    """Unpinned between epochs (pin_seconds passed): the extraction's folders evict the cached
+    shards, and then the other way round, while 2 workers read; every item right, the limit held."""
+    import time
+
+    pack(SRC, DEST, shard_size="24KiB")
+    packed = sum(s.bytes for s in open_packed(vol, DEST).manifest.shards)
+    cache = FileCache(tmp_path / "c", limit=packed // 2, pin_seconds=1.0)
+    want = {zlib.crc32(content(i)) for i in range(N)}
+    with _Sampler(cache.root) as sampler:
+        for output in ("bytes", "path", "bytes"):
+            ds = UCVolumeDataset(DEST, output=output, cache=cache, shuffle=True)
+            got = {
+                zlib.crc32(x if output == "bytes" else Path(x).read_bytes())
+                for x in DataLoader(ds, batch_size=None, num_workers=2)
+            }
+            assert got == want
+            time.sleep(1.3)  # past the pins: the next epoch may evict all of it
+    assert cache.info().evictions > 0
+    assert sampler.peak <= cache.limit, f"{sampler.peak} bytes on disk, limit {cache.limit}"

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 from ..errors import ShardError
 from ..io.locks import ProcessFileLock
 from .format import Member
-from .handouts import RENEW_SECONDS, HandOuts
+from .handouts import HandOuts, renew_every
 from .memberfile import MemberFile
 from .source import PLANNED_AHEAD, ShardSource, overflow_refused, stream_shard
 from .verify import StreamCheck, check_header, header_start
@@ -69,6 +69,7 @@ _AHEAD = 1  # shards fetched ahead of the one asked for, without a plan (the nex
 _FETCHES = 2 + PLANNED_AHEAD  # shards fetched at once (their range reads share one pool, first come first served)
 _POLL = 0.002  # polling another process's fetch: from 2 ms, doubling up to 32 ms
 _POLL_MAX = 0.032
+_SWEEP_SECONDS = 2.0  # how often a reader looks for maps of shards it no longer reads
 _FLAGS = os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -119,6 +120,7 @@ class ShardReader:
         self.source, self.cache, self.root, self.pid = source, cache, cache.root, os.getpid()
         self._keys = [source.cache_key(i) for i in range(len(source.shards))]
         self._handouts = HandOuts(cache.overflow_files)
+        self._renew_every = renew_every(cache.pin_seconds)
         self._swept = time.monotonic()
         self._states = [_Shard(len(ms)) for ms in source.shard_members]
         self._offsets: list[list[int] | None] = [None] * len(source.shards)
@@ -183,7 +185,7 @@ class ShardReader:
         handouts = self._handouts
         if handouts.tick(i):
             pass  # an overflow copy
-        elif st.done and time.monotonic() - st.renewed > RENEW_SECONDS and not self._renew(i, st):
+        elif st.done and time.monotonic() - st.renewed > self._renew_every and not self._renew(i, st):
             return False  # (a map of another process's part file is not renewed here: its fetcher does)
         if handouts.due():
             for k in handouts.expired(lambda k: self._states[k].running):
@@ -197,7 +199,7 @@ class ShardReader:
             st.evicted = True
             return False
         st.renewed, st.counted = now, True
-        if now - self._swept > RENEW_SECONDS:  # maps of shards not read for pin_seconds (evictable) go:
+        if now - self._swept > _SWEEP_SECONDS:  # maps of shards not read for pin_seconds (evictable) go:
             self._swept = now  # a map would hold an evicted file's disk space
             for other in self._states:
                 if other.mm is not None and not other.over_path and now - other.renewed > self.cache.pin_seconds:
@@ -411,7 +413,7 @@ class ShardReader:
             def consume(off: int, data: bytes | memoryview) -> None:
                 nonlocal seen
                 self.bytes_read += len(data)
-                if key and time.monotonic() - st.renewed > RENEW_SECONDS:  # a long fetch keeps its claim pinned
+                if key and time.monotonic() - st.renewed > self._renew_every:  # a long fetch keeps its claim pinned
                     st.renewed = time.monotonic()
                     self.cache.renew(key)
                 try:

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 
 from ..io.folders import staging_folder
 from ..io.locks import ProcessFileLock
-from .handouts import RENEW_SECONDS, HandOuts
+from .handouts import HandOuts, renew_every
 from .members import MemberWriter
 from .source import PLANNED_AHEAD, ShardSource, overflow_refused, stream_shard
 
@@ -85,6 +85,7 @@ class Extractor:
         for key, st in zip(self._keys, self._states, strict=True):
             st.final = cache.slot(key)
         self._handouts = HandOuts(cache.overflow_files)
+        self._renew_every = renew_every(cache.pin_seconds)
         self._drivers = ThreadPoolExecutor(max_workers=2 + PLANNED_AHEAD, thread_name_prefix="air-shard-fetch")
         self._plan: list[int] = []
         self._plan_pos: dict[int, int] = {}
@@ -141,7 +142,7 @@ class Extractor:
         handouts = self._handouts
         if handouts.tick(i):
             pass  # an overflow copy
-        elif not st.running and time.monotonic() - st.renewed > RENEW_SECONDS:
+        elif not st.running and time.monotonic() - st.renewed > self._renew_every:
             if not self.cache.renew(self._keys[i], hit=0 if st.counted else self.source.shards[i].bytes):
                 self._forget(i, st)
                 return False
@@ -287,7 +288,7 @@ class Extractor:
             def consume(off: int, data: bytes) -> None:
                 writer.feed(data)
                 self.bytes_read += len(data)
-                if key and time.monotonic() - st.renewed > RENEW_SECONDS:  # a long fetch keeps its claim pinned
+                if key and time.monotonic() - st.renewed > self._renew_every:  # a long fetch keeps its claim pinned
                     st.renewed = time.monotonic()
                     self.cache.renew(key)
 

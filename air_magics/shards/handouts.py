@@ -11,9 +11,15 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-__all__ = ["HandOuts", "RENEW_SECONDS"]
+__all__ = ["HandOuts", "renew_every"]
 
-RENEW_SECONDS = 2.0  # a cached shard's entry is renewed (its pin) at most this often while it is read
+_RENEW_SECONDS = 2.0  # a cached shard's entry is renewed (its pin) at most this often while it is read
+
+
+def renew_every(pin_seconds: float) -> float:
+    """Seconds between renewals of a shard's entry while it is read: often enough that whatever is
+    handed out stays pinned ``pin_seconds`` (eviction spares 1.25 x that since the last renewal)."""
+    return min(_RENEW_SECONDS, pin_seconds / 8)
 
 
 class HandOuts:
