@@ -202,7 +202,7 @@ class ShardReader:
         if now - self._swept > _SWEEP_SECONDS:  # maps of shards not read for pin_seconds (evictable) go:
             self._swept = now  # a map would hold an evicted file's disk space
             for other in self._states:
-                if other.mm is not None and not other.over_path and now - other.renewed > self.cache.pin_seconds:
+                if other.done and not other.over_path and now - other.renewed > self.cache.pin_seconds:
                     self._drop(other)
         return True
 
