@@ -150,6 +150,7 @@ def test_with_no_room_a_shard_is_an_overflow_copy_until_overflow_files_more_are_
             assert p.read_bytes() == content(_index(ref.name))
             first = first or p
     assert cache.total_bytes == 0 and _bytes_under(cache.root) == 0  # nothing in the cache
+    assert cache.info().overflows >= len(folder.manifest.shards)  # each served from an overflow copy
     copies = [
         p for p in (cache.root / "overflow").rglob("shard-*") if "@" in p.name and not p.name.endswith(".complete")
     ]
