@@ -28,7 +28,7 @@ def test_parse_sources_skips_blanks_and_comments():
 def test_folder_keeps_its_name_and_structure(store, tmp_path):
     plan = plan_copy(["/Volumes/main/raw/img/data/train"], str(tmp_path / "out"), store=store)
     assert rels(plan, tmp_path / "out") == ["train/a.jpg", "train/sub/b.jpg"]
-    assert all(t.size == -1 for t in plan.tasks)  # names only: sizes come from fstat when copying
+    assert all(t.size is None for t in plan.tasks)  # names only: sizes come from fstat when copying
 
 
 def test_glob_is_anchored_at_its_literal_prefix(store, tmp_path):

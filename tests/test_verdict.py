@@ -246,3 +246,13 @@ def test_the_module_imports_neither_torch_nor_ipython():
     code = "import sys, air_magics.data.verdict; print('torch' in sys.modules, 'IPython' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_sub_millisecond_requests_are_a_local_disk_not_latency():
+    """A folder on local disk answers in microseconds: its waits are the cache copies, and the
+    advice never says to pack it."""
+    from air_magics.data.verdict import StageTimes, verdict
+
+    t = StageTimes(storage_read=0.4, wait=0.3, compute=0.7, requests=480, read_bytes=480 * 12_000, request_seconds=0.05)
+    v = verdict(t, steps=30, source="/Volumes/main/demo/images/train")
+    assert v.bottleneck == "cache" and "pack" not in v.advice and "first epoch" in v.advice
