@@ -177,7 +177,8 @@ def test_help_pages_show_the_syntax(ip):
     vol_doc = ip.find_line_magic("air_volume").__doc__
     flat = " ".join(vol_doc.split())  # argparse wraps to the terminal's width
     assert (
-        "pack, probe, mount, unmount" in flat and "`%air_volume mount` makes /Volumes/... paths work in plain Python" in flat
+        "pack, probe, mount, unmount" in flat
+        and "`%air_volume mount` makes /Volumes/... paths work in plain Python" in flat
     )
     for usage in (
         "%air_volume ls PATH [-r] [--pattern GLOB]",

@@ -28,7 +28,9 @@ def test_copy_then_skip_unchanged_then_recopy_changed(vol, tmp_path):
     store, hashes = vol
     dest = tmp_path / "out"
     seen: list[CopyProgress] = []
-    r = air_magics.copy(["/Volumes/main/raw/img/data"], str(dest), store=store, workers=8, listeners=[lambda e: seen.append(e.progress)])
+    r = air_magics.copy(
+        ["/Volumes/main/raw/img/data"], str(dest), store=store, workers=8, listeners=[lambda e: seen.append(e.progress)]
+    )
     assert (
         r.ok
         and r.copied == 120
