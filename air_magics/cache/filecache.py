@@ -29,11 +29,9 @@ source is unchanged.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import time
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +46,7 @@ from ..transfer.file import source_stat
 from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location, VolumeStore
+from .claimed import CLEAR_WAIT, ClaimedEntries, ClearReport
 from .entries import Entries
 from .evict import Evictor
 from .hits import PIN_MARGIN, HitLog
@@ -58,30 +57,8 @@ from .validate import Validation, timed_stat
 
 __all__ = ["FileCache", "CacheInfo", "ClearReport", "Residency"]
 
-_DERIVED = re.compile(r"@[0-9a-f]{8}$")  # a key claim() made: a copy named after its content
-_CLEAR_WAIT = 2.0  # seconds clear() waits for a stripe busy with a fetch; its entries are kept after that
 
-
-@dataclass(frozen=True)
-class ClearReport:
-    """What ``clear()`` did: files removed, and entries kept because a reader may hold their path."""
-
-    removed: int
-    bytes: int
-    kept: int
-    pin_seconds: float
-
-    def __str__(self) -> str:
-        text = f"removed {self.removed:,} cached files ({fmt_bytes(self.bytes)})"
-        if self.kept:
-            text += (
-                f"; kept {self.kept:,} in use (used in the last {self.pin_seconds:g} s or being fetched; "
-                f"clear(force=True) removes them too, unsafe while a training loop reads them)"
-            )
-        return text
-
-
-class FileCache:
+class FileCache(ClaimedEntries):
     """Local copies of volume files. ``get(path)`` returns a local path valid for the current source.
 
     ``root`` defaults to ``$AIR_CACHE_DIR`` (``$AIR_HOME/cache``); ``limit`` to ``$AIR_CACHE_LIMIT``
@@ -267,52 +244,6 @@ class FileCache:
         self._entries.touch_many([key], time.time())
         return True
 
-    # -- entries the caller writes (cached shards, extracted folders) -----------------------------
-    def claim(self, key: str, size: int, keep: Residency | None = None) -> str | None:
-        """Claim *size* bytes for *key*, a copy the caller writes (a shard: ``<volume path>@<crc32>``,
-        never stale): its :meth:`slot` (file or folder), LRU entries evicted as for a miss; ``None``:
-        no room (use an overflow copy: counted as one). Then :meth:`commit`, or :meth:`release`."""
-        f = VolumeFile(key, Location(""), size, 0.0)
-        f.slot = self.slot(key)
-        with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
-            if (self.limit is None or size <= self.limit) and self._claim(f, keep):
-                return f.slot
-        self._entries.count_up(misses=1, bytes_fetched=size, overflows=1)
-        self._publish()
-        return None
-
-    def commit(self, key: str, size: int, mtime: float = 0.0) -> None:
-        """The slot of *key*, claimed by :meth:`claim`, is complete: *size* bytes (counted as a miss)."""
-        self._recorded(key, self.slot(key), size, mtime)
-
-    def release(self, key: str) -> None:
-        """Give back the bytes claimed for *key*: writing its slot failed (the caller removed it)."""
-        self._entries.forget(key)
-
-    def renew(self, key: str, *, hit: int = 0) -> bool:
-        """Renew the pin of *key* (a :meth:`claim` entry in use; every few seconds); *hit*: bytes
-        newly served from it, a hit. False: no entry for *key* (evicted: write it again)."""
-        if self._entries.row(key) is None:
-            return False
-        self._entries.touch({key: time.time()}, hits=1 if hit else 0, bytes_hit=hit)
-        return True
-
-    def drop_derived(self, keep: Collection[str] = ()) -> list[str]:
-        """Remove the entries made with :meth:`claim` (cached shards, extracted folders) but those
-        in *keep*, in use or not (unsafe while a loop reads them); the keys removed."""
-        keys = [k for k in self._entries.keys() if _DERIVED.search(k) and k not in keep]
-        self._evictor.drop(keys, None, wait=_CLEAR_WAIT, evictions=False)
-        return [k for k in keys if self._entries.row(k) is None]
-
-    def overflow_folder(self) -> Path:
-        """This process's overflow folder (removed at exit, or swept once the process is dead)."""
-        return self._overflow.folder()
-
-    def _source_exists(self, key: str) -> bool:
-        """Whether *key*'s source exists (eviction spares a file's only copy); a :meth:`claim` copy
-        (``...@<8 hex digits>``) never is one."""
-        return bool(_DERIVED.search(key)) or self.store.exists(key)
-
     def known_version(self, path: str | VolumePath) -> tuple[int, float] | None:
         """The source (size, mtime) this process last fetched or validated *path* against, or None."""
         return self._hits.version(str(VolumePath.parse(path)))
@@ -491,7 +422,7 @@ class FileCache:
         cache. ``reset_stats`` zeroes the hit/miss counters."""
         self.flush_hits()  # the pins of what this process handed out must be in the index
         cutoff = None if force else time.time() - self.pin_seconds * PIN_MARGIN
-        removed, nbytes, kept = self._evictor.drop(self._entries.keys(), cutoff, wait=_CLEAR_WAIT, evictions=False)
+        removed, nbytes, kept = self._evictor.drop(self._entries.keys(), cutoff, wait=CLEAR_WAIT, evictions=False)
         self._entries.heal_totals(reset_stats)  # heal any drift while we are at it
         self.publish_status()
         return ClearReport(removed, nbytes, kept, 0.0 if force else self.pin_seconds)

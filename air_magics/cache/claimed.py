@@ -1,0 +1,102 @@
+"""Entries the caller writes itself (cached shards, extracted member folders), and what ``clear()`` reports.
+
+Why a module of its own: a packed folder's shard is fetched by the shards package (parallel range
+reads, verified as they land), not by the cache's copy; it still has to count against the limit
+and be evicted as one unit. :class:`ClaimedEntries` is the part of :class:`~.filecache.FileCache`
+that lets it: ``claim`` room, ``commit`` or ``release`` it, ``renew`` its pin while it is read.
+Such a key is named after its content (``<volume path>@<crc32>``), so it is never stale.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..io.units import fmt_bytes
+from ..volumes.resolved import VolumeFile
+from ..volumes.store import Location
+from .overflow import Residency
+
+__all__ = ["ClaimedEntries", "ClearReport", "DERIVED", "CLEAR_WAIT"]
+
+DERIVED = re.compile(r"@[0-9a-f]{8}$")  # a key claim() made: a copy named after its content
+CLEAR_WAIT = 2.0  # seconds clear() waits for a stripe busy with a fetch; its entries are kept after that
+
+
+@dataclass(frozen=True)
+class ClearReport:
+    """What ``clear()`` did: files removed, and entries kept because a reader may hold their path."""
+
+    removed: int
+    bytes: int
+    kept: int
+    pin_seconds: float
+
+    def __str__(self) -> str:
+        text = f"removed {self.removed:,} cached files ({fmt_bytes(self.bytes)})"
+        if self.kept:
+            text += (
+                f"; kept {self.kept:,} in use (used in the last {self.pin_seconds:g} s or being fetched; "
+                f"clear(force=True) removes them too, unsafe while a training loop reads them)"
+            )
+        return text
+
+
+class ClaimedEntries:
+    """The claim API of :class:`~.filecache.FileCache` (a mixin: it works on the cache's own parts)."""
+
+    _entries: Any
+    _stripes: Any
+    _evictor: Any
+    _overflow: Any
+    limit: int | None
+    store: Any
+
+    def claim(self, key: str, size: int, keep: Residency | None = None) -> str | None:
+        """Claim *size* bytes for *key*, a copy the caller writes (a shard: ``<volume path>@<crc32>``,
+        never stale): its :meth:`slot` (file or folder), LRU entries evicted as for a miss; ``None``:
+        no room (use an overflow copy: counted as one). Then :meth:`commit`, or :meth:`release`."""
+        f = VolumeFile(key, Location(""), size, 0.0)
+        f.slot = self.slot(key)
+        with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
+            if (self.limit is None or size <= self.limit) and self._claim(f, keep):
+                return f.slot
+        self._entries.count_up(misses=1, bytes_fetched=size, overflows=1)
+        self._publish()
+        return None
+
+    def commit(self, key: str, size: int, mtime: float = 0.0) -> None:
+        """The slot of *key*, claimed by :meth:`claim`, is complete: *size* bytes (counted as a miss)."""
+        self._recorded(key, self.slot(key), size, mtime)
+
+    def release(self, key: str) -> None:
+        """Give back the bytes claimed for *key*: writing its slot failed (the caller removed it)."""
+        self._entries.forget(key)
+
+    def renew(self, key: str, *, hit: int = 0) -> bool:
+        """Renew the pin of *key* (a :meth:`claim` entry in use; every few seconds); *hit*: bytes
+        newly served from it, a hit. False: no entry for *key* (evicted: write it again)."""
+        if self._entries.row(key) is None:
+            return False
+        self._entries.touch({key: time.time()}, hits=1 if hit else 0, bytes_hit=hit)
+        return True
+
+    def drop_derived(self, keep: Collection[str] = ()) -> list[str]:
+        """Remove the entries made with :meth:`claim` (cached shards, extracted folders) but those
+        in *keep*, in use or not (unsafe while a loop reads them); the keys removed."""
+        keys = [k for k in self._entries.keys() if DERIVED.search(k) and k not in keep]
+        self._evictor.drop(keys, None, wait=CLEAR_WAIT, evictions=False)
+        return [k for k in keys if self._entries.row(k) is None]
+
+    def overflow_folder(self) -> Path:
+        """This process's overflow folder (removed at exit, or swept once the process is dead)."""
+        return self._overflow.folder()
+
+    def _source_exists(self, key: str) -> bool:
+        """Whether *key*'s source exists (eviction spares a file's only copy); a :meth:`claim` copy
+        (``...@<8 hex digits>``) never is one."""
+        return bool(DERIVED.search(key)) or self.store.exists(key)
