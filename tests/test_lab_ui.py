@@ -481,3 +481,16 @@ def test_a_pack_run_is_a_job_in_the_sidebar(lab, page):
         assert f"{report.files} / {report.files} files" in detail, detail
     finally:
         shutil.rmtree(VolumeStore().locate(dest).path, ignore_errors=True)
+
+
+def test_a_running_loader_shows_its_verdict_in_the_sidebar(lab, page):
+    """The loader's verdict (from the 10th step on) reaches the sidebar's cache section."""
+    from air_magics.data import DataLoader, UCVolumeDataset
+
+    loader = DataLoader(UCVolumeDataset(VOLUME), batch_size=2, num_workers=0)
+    steps = sum(1 for _ in loader)
+    assert steps >= 10
+    open_lab(page, lab)
+    verdict = page.locator("#air-magics-sidebar .air-loader-verdict")
+    verdict.wait_for(timeout=30_000)
+    assert str(loader.timing.verdict()).split(":")[0] in verdict.inner_text()

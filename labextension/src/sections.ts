@@ -141,6 +141,11 @@ export class CacheContent implements ISectionContent<ICacheDoc> {
           )
         )
       );
+      if (l.verdict) {
+        const verdict = stat(trans.__('verdict'), l.verdict);
+        verdict.classList.add('air-loader-verdict');
+        block.appendChild(verdict);
+      }
     }
     const foot = el('div', 'air-foot');
     foot.appendChild(el('span', 'air-muted', trans.__('updated %1', fmtClock(c.updated))));
