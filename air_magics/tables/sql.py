@@ -135,6 +135,33 @@ def _source(query: str, parts: list[Any]) -> str:
     )
 
 
+def _nested_comment(query: str) -> bool:
+    """Whether *query* opens a bracketed comment inside another (outside string literals and line
+    comments): Spark reads ``/* /* */ ...`` as one unclosed comment, sqlglot as a closed one."""
+    i, n, depth, quote = 0, len(query), 0, ""
+    while i < n:
+        two = query[i : i + 2]
+        if quote:
+            if query[i] == quote:
+                quote = ""
+            elif query[i] == "\\" and quote != "`":
+                i += 1
+        elif depth:
+            if two == "/*":
+                return True
+            if two == "*/":
+                depth, i = 0, i + 1
+        elif two == "/*":
+            depth, i = 1, i + 1
+        elif two == "--":
+            nl = query.find("\n", i)
+            i = n if nl < 0 else nl
+        elif query[i] in "'\"`":
+            quote = query[i]
+        i += 1
+    return False
+
+
 def rewrite_sql(query: str, *, temp_views: Callable[[], set[str]] | None = None) -> Rewrite:
     """*query* with ``catalog.schema.table`` references spelled for the embedded store, and every
     other character as written.
@@ -142,6 +169,8 @@ def rewrite_sql(query: str, *, temp_views: Callable[[], set[str]] | None = None)
     *temp_views* (called at most once, only if the query has one-part names) returns the session's
     temporary view names, which Spark resolves before tables and so are left alone. Raises
     :class:`~air_magics.errors.TableNameError` for a quoted name part that holds a dot."""
+    if _nested_comment(query):  # Spark nests /* */ comments, sqlglot does not: their extents differ
+        return Rewrite(query)
     statements = _parse(query)
     if not statements or any(s is None for s in statements):
         return Rewrite(query)
