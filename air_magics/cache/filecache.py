@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,6 +57,8 @@ from .stripes import Stripes
 from .validate import Validation, timed_stat
 
 __all__ = ["FileCache", "CacheInfo", "ClearReport", "Residency"]
+
+_REPORT_EVERY = 1.0  # seconds: a stream ending sooner after the last status report defers its own
 
 
 class FileCache(ClaimedEntries):
@@ -109,6 +112,9 @@ class FileCache(ClaimedEntries):
     # -- per-process state (never pickled) --------------------------------------------------------
     def _reset_process_state(self) -> None:
         self._status = Throttle(0.5)
+        self._last_report = float("-inf")  # publish_status(soon=True): see there
+        self._report_lock = threading.Lock()
+        self._report_timer: threading.Timer | None = None
         self._revalidated, self._revalidation_seconds = 0, 0.0  # this process's checks against the volume
         self._hits = HitLog(self.pin_seconds, flush=self.flush_hits)
         self._overflow = OverflowWindow(self.root, self.overflow_files, self.overflow_bytes, self.limit)
@@ -126,7 +132,7 @@ class FileCache(ClaimedEntries):
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for k in ("_status", "_hits", "_overflow", "_evictor"):
+        for k in ("_status", "_hits", "_overflow", "_evictor", "_last_report", "_report_lock", "_report_timer"):
             state.pop(k, None)
         return state
 
@@ -427,10 +433,23 @@ class FileCache(ClaimedEntries):
         self.publish_status()
         return ClearReport(removed, nbytes, kept, 0.0 if force else self.pin_seconds)
 
-    def publish_status(self) -> None:
+    def publish_status(self, *, soon: bool = False) -> None:
         """Report the statistics now (a ``CacheEvent`` with ``state="done"``): the default listeners
         write the ``cache`` status document that the widgets and the sidebar read. This process's
-        batched hits are written to the shared index first, listened to or not."""
+        batched hits are written to the shared index first, listened to or not.
+
+        ``soon``: the end of a stream. Within a second of the last report it is made a second later
+        on a background thread instead (once, however many streams end meanwhile): a loop of short
+        epochs does not pay an index write and a status document per epoch."""
+        now = time.monotonic()
+        if soon and now - self._last_report < _REPORT_EVERY:
+            with self._report_lock:
+                if self._report_timer is None or not self._report_timer.is_alive():
+                    self._report_timer = threading.Timer(_REPORT_EVERY, self.publish_status)
+                    self._report_timer.daemon = True
+                    self._report_timer.start()
+            return
+        self._last_report = now
         self.flush_hits()
         self._emit("done")
 

@@ -353,7 +353,7 @@ class UCVolumeDataset(EpochStream):
         finally:
             validation.close()
             try:
-                cache.publish_status()
+                cache.publish_status(soon=True)
             except Exception:  # e.g. a generator closed during interpreter shutdown
                 pass
 
