@@ -438,11 +438,12 @@ class FileCache(ClaimedEntries):
         write the ``cache`` status document that the widgets and the sidebar read. This process's
         batched hits are written to the shared index first, listened to or not.
 
-        ``soon``: the end of a stream. Within a second of the last report it is made a second later
-        on a background thread instead (once, however many streams end meanwhile): a loop of short
-        epochs does not pay an index write and a status document per epoch."""
+        ``soon``: the end of a stream. Within a second of the last report the report is made a
+        second later on a background thread instead (once, however many streams end meanwhile): a
+        loop of short epochs does not pay a statistics query and a status document per epoch."""
         now = time.monotonic()
         if soon and now - self._last_report < _REPORT_EVERY:
+            self.flush_hits()  # the counts are in the index when the stream ends; the report waits
             with self._report_lock:
                 if self._report_timer is None or not self._report_timer.is_alive():
                     self._report_timer = threading.Timer(_REPORT_EVERY, self.publish_status)
