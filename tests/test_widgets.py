@@ -95,3 +95,22 @@ def test_cache_view_explains_low_hits_and_data_wait():
     assert advice({"hits": 0, "misses": 50, "evictions": 0}, None)[0].startswith("every file so far was a miss")
     assert "compute-bound" in advice({"hits": 900, "misses": 100, "evictions": 0}, {"wait_share": 0.02, "steps": 9})[0]
     assert advice({"hits": 900, "misses": 100, "evictions": 0}, {"wait_share": 0.3, "steps": 9}) == []
+
+
+def test_cache_view_shows_the_loaders_verdict_once_it_has_one(tmp_path):
+    """From the 10th step on the loader's status document carries its verdict: the view says it."""
+    from air_magics.data import DataLoader, UCVolumeDataset
+    from air_magics.status import latest_loader
+    from air_magics.volumes import VolumeStore
+    from air_magics.widgets import cache_text
+
+    s = VolumeStore()
+    s.create("main.raw.vv")
+    for i in range(24):
+        with s.open(f"/Volumes/main/raw/vv/{i:02d}.bin", "wb") as f:
+            f.write(b"v" * 300)
+    loader = DataLoader(UCVolumeDataset("/Volumes/main/raw/vv"), batch_size=2, num_workers=0)
+    assert sum(1 for _ in loader) == 12
+    doc = latest_loader()
+    assert doc["verdict"] == str(loader.timing.verdict()) and doc["verdict"]
+    assert doc["verdict"] in cache_text()

@@ -1,4 +1,4 @@
-"""The live cache view: hit rate, traffic, size vs. limit, evictions and the loader's data-wait share.
+"""The live cache view: hit rate, traffic, size vs. limit, evictions, the loader's data-wait share and its verdict.
 
 It renders the status documents (``cache`` and ``loader-<pid>``) that every process using the
 cache or a DataLoader writes, so it shows work done in DataLoader worker processes too, and the
@@ -84,7 +84,9 @@ def advice(cache: dict[str, Any], loader: dict[str, Any] | None) -> list[str]:
             "every file so far was a miss: the first epoch fetches each file once; later epochs are served "
             "from local disk"
         )
-    if loader and loader.get("steps", 0):
+    if loader and loader.get("verdict"):  # the loader's own verdict (from the 10th step on): the cause and the fix
+        out.append(loader["verdict"])
+    elif loader and loader.get("steps", 0):
         share = loader.get("wait_share", 0)
         if share > 0.5:
             out.append(
