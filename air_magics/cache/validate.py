@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from ..io.pools import threads
 from ..io.stageclock import STAGES
 from ..io.versions import same_version
 from ..transfer.file import source_stat
@@ -33,7 +34,9 @@ from .hits import HitLog
 
 __all__ = ["Validation", "VALIDATION_THREADS", "timed_stat"]
 
-VALIDATION_THREADS = 128  # requests in flight: the knee on a 10 ms FUSE volume here (64: 5k stats/s, 128: 8-9k)
+VALIDATION_THREADS = 2 * threads(
+    "remote-io"
+)  # 128 requests in flight: the knee on a 10 ms FUSE volume here (64: 5k stats/s, 128: 8-9k)
 _BATCH = 64  # entries pinned per index transaction
 
 

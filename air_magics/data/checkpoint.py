@@ -47,6 +47,7 @@ from .. import settings
 from ..cache import FileCache
 from ..errors import CheckpointCorruptError, CheckpointError
 from ..events import CheckpointEvent, Listener, channel
+from ..io.pools import threads
 from ..transfer import CopyTask, copy_files, copy_one
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
@@ -181,7 +182,7 @@ class UCVolumeWriter(FileSystemWriter):
             st = local.stat()
             tasks.append(CopyTask(Location(str(local)), self.dest.join(name), st.st_size, st.st_mtime))
         self._emit("uploading", files=len(tasks), bytes=sum(t.size for t in tasks))
-        with ThreadPoolExecutor(max_workers=max(1, min(len(names), os.cpu_count() or 1))) as hasher:
+        with ThreadPoolExecutor(max_workers=max(1, min(len(names), threads("cpu")))) as hasher:
             hashing = hasher.map(lambda n: (n, file_digest(self.staging / n)), names)
             report = copy_files(tasks, workers=self.upload_workers, overwrite=True, dest=str(self.volume_path))
             digests = dict(hashing)
