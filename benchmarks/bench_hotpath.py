@@ -1,5 +1,6 @@
 """The warm hot path, side by side in one run: a bare read loop over the cached files vs the same
-files through ``iter(UCVolumeDataset)``, the default ``DataLoader`` and ``DataLoader(num_workers=0)``.
+files through ``iter(UCVolumeDataset)``, the default ``DataLoader`` and ``DataLoader(num_workers=0)``,
+and (``--packed``) the same folder packed into shards, read warm as bytes by offset.
 
 No FUSE, no latency: the folder is on an embedded volume and fully cached before the first rep, so
 what is left is each layer's own cost per item. Every row reads every file (``open().read()`` of
@@ -27,6 +28,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
 from benchmarks.harness.report import table  # noqa: E402
 
 FOLDER = "/Volumes/main/bench/hot/train"
+PACKED = "/Volumes/main/bench/hot/packed"
 
 
 def _seed(home: Path, files: int, size: int) -> None:
@@ -49,6 +51,10 @@ def _read_all(paths) -> int:
     return n
 
 
+def _byte_items(items) -> int:
+    return sum(len(b) for b in items)
+
+
 def _loader_paths(loader):
     for batch in loader:
         yield from batch if isinstance(batch, list) else [batch]
@@ -59,7 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files", type=int, default=3000)
     ap.add_argument("--size-kib", type=int, default=150)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--packed", action="store_true", help="also the packed folder, warm, output='bytes'")
+    ap.add_argument("--quick", action="store_true", help="smoke test: 200 files of 16 KiB, 1 rep")
+    ap.add_argument("--no-wait", action="store_true", help="accepted for the suite's runner (this bench never waits)")
     a = ap.parse_args(argv)
+    if a.quick:
+        a.files, a.size_kib, a.reps = 200, 16, 1
     home = Path(tempfile.mkdtemp(prefix="air-bench-hot-"))
     os.environ["AIR_HOME"] = str(home)
     os.environ.setdefault("AIR_VOLUMES_MOUNT", str(home / "no-mount"))
@@ -79,19 +90,29 @@ def _run(a: argparse.Namespace, home: Path) -> int:
     dl_default = DataLoader(ds)
     dl_zero = DataLoader(ds, num_workers=0)
     _read_all(_loader_paths(dl_default))  # workers started and warm
-    rows: dict[str, list[float]] = {k: [] for k in ("bare", "dataset", "default", "zero")}
-    ratios: dict[str, list[float]] = {k: [] for k in ("dataset", "default", "zero")}
+    names = ["bare", "dataset", "default", "zero"]
+    loops = {
+        "bare": lambda: _read_all(cached),
+        "dataset": lambda: _read_all(iter(ds)),
+        "default": lambda: _read_all(_loader_paths(dl_default)),
+        "zero": lambda: _read_all(_loader_paths(dl_zero)),
+    }
+    if a.packed:
+        from air_magics.shards import pack
+
+        pack(FOLDER, PACKED, shard_size="64MiB")
+        packed = UCVolumeDataset(PACKED, output="bytes")
+        assert _byte_items(packed) == a.files * (a.size_kib << 10)  # cold: the shards cached
+        names.append("packed")
+        loops["packed"] = lambda: _byte_items(packed)
+    rows: dict[str, list[float]] = {k: [] for k in names}
+    ratios: dict[str, list[float]] = {k: [] for k in names if k != "bare"}
     cpu: list[float] = []
     for rep in range(a.reps):
         t = {}
-        for name, paths in (
-            ("bare", lambda: cached),
-            ("dataset", lambda: iter(ds)),
-            ("default", lambda: _loader_paths(dl_default)),
-            ("zero", lambda: _loader_paths(dl_zero)),
-        ):
+        for name in names:
             t0 = time.perf_counter()
-            n = _read_all(paths())
+            n = loops[name]()
             t[name] = time.perf_counter() - t0
             assert n == a.files * (a.size_kib << 10), (name, n)
             rows[name].append(a.files / t[name])
@@ -110,11 +131,9 @@ def _run(a: argparse.Namespace, home: Path) -> int:
         "dataset": "iter(UCVolumeDataset)",
         "default": "DataLoader(ds) defaults",
         "zero": "DataLoader(ds, num_workers=0)",
+        "packed": "iter(UCVolumeDataset(packed, output='bytes'))",
     }
-    body = [
-        [label[k], med(rows[k], ",.0f"), med(ratios[k], ".2f") if k in ratios else "1.00"]
-        for k in ("bare", "dataset", "default", "zero")
-    ]
+    body = [[label[k], med(rows[k], ",.0f"), med(ratios[k], ".2f") if k in ratios else "1.00"] for k in names]
     print()
     print(f"{a.files} x {a.size_kib} KiB, fully cached, embedded volume, {a.reps} interleaved reps, medians (min-max)")
     print(table(["loop", "files/s", "x bare loop"], body))

@@ -23,6 +23,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 # scenario -> (extra flags on top of --quick --no-wait, texts its report must contain)
 SCENARIOS = {
+    "hotpath": (
+        ["--packed"],
+        ["| loop | files/s | x bare loop |", "iter(UCVolumeDataset)", "output='bytes'", "CPU per warm hit"],
+    ),
     "copy": (
         [],
         [
