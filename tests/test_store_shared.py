@@ -49,3 +49,17 @@ def test_the_overview_looks_at_the_mount_point_again(ip, tmp_path, monkeypatch):
     assert "is not a folder" in repr(ip.run_line_magic("air_volume", ""))
     point.mkdir()  # a mount appeared behind this process's back
     assert "is an empty folder (no disks)" in repr(ip.run_line_magic("air_volume", ""))
+
+
+def test_a_long_lived_process_sees_a_mount_come_and_go_after_a_while(tmp_path, monkeypatch):
+    """The Jupyter server lives for days: an answer is looked at again after NO_MOUNT_TTL seconds,
+    and the shared store follows when it changed (a FUSE mount made or killed behind its back)."""
+    point = tmp_path / "Volumes"
+    monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(point))
+    assert VolumeStore.shared().kind == "embedded"
+    point.mkdir()  # appears: cached for now ...
+    assert VolumeStore.shared().kind == "embedded"
+    monkeypatch.setattr(detect, "NO_MOUNT_TTL", 0.0)  # ... until the answer is old enough
+    assert VolumeStore.shared().kind == "mount" and VolumeStore.shared().root == point
+    point.rmdir()  # goes: not a mount point any more, so the cheap check sends it to a full look
+    assert VolumeStore.shared().kind == "embedded"

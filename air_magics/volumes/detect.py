@@ -13,12 +13,22 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import time
 from pathlib import Path
 
 from ..settings import embedded_volumes_root, get
 from .path import is_name
 
-__all__ = ["EMBEDDED_MARKER", "probe", "volumes_mount_status", "volumes_mount", "forget", "generation", "settings_key"]
+__all__ = [
+    "EMBEDDED_MARKER",
+    "NO_MOUNT_TTL",
+    "probe",
+    "volumes_mount_status",
+    "volumes_mount",
+    "forget",
+    "generation",
+    "settings_key",
+]
 
 EMBEDDED_MARKER = ".air-embedded-root"  # left in an embedded root by air_magics.volumes.mount()
 _NETWORK_FS = ("fuse", "nfs", "cifs", "smb", "9p", "virtiofs", "ceph", "glusterfs", "lustre", "afs", "webdav")
@@ -26,6 +36,8 @@ _SAMPLE_ENTRIES = 64  # entries checked per folder
 _SAMPLE_CATALOGS = 4  # catalogs whose first schema is looked into: every listing may be a round trip
 
 _cache: dict[tuple[str, ...], tuple[Path | None, str]] = {}
+_seen: dict[tuple[str, ...], float] = {}  # when each answer was looked at (monotonic)
+NO_MOUNT_TTL = 2.0  # seconds a "no mount" answer is trusted before a cheap local look again
 _lock = threading.Lock()
 _generation = 0
 
@@ -49,18 +61,50 @@ def forget() -> None:
 
 
 def volumes_mount_status() -> tuple[Path | None, str]:
-    """``(mount or None, why)`` for the ``volumes_mount`` setting, probed once per settings (see :func:`probe`)."""
+    """``(mount or None, why)`` for the ``volumes_mount`` setting, probed once per settings (see :func:`probe`).
+
+    Answers are looked at again after :data:`NO_MOUNT_TTL` seconds, so a long-lived process (the
+    Jupyter server, a kernel) sees a mount that appears or goes behind its back; when the answer
+    changes, :func:`generation` moves on and the shared store is made again. A "no mount" look is
+    local and cheap; a "mount" answer is first checked with one ``ismount`` on a thread, waited
+    for at most a quarter second: a mount that does not answer (stuck) is still taken as one."""
+    global _generation
     key = settings_key()
     found = _cache.get(key)
-    if found is None:
-        seen = _generation
-        found = probe(Path(key[0]))
-        with _lock:
-            if seen == _generation:  # a forget() meanwhile: this look may be older than what changed
-                if len(_cache) > 64:  # settings changed many times (tests): keep it small
-                    _cache.clear()
-                _cache[key] = found
-    return found
+    if found is not None:
+        if time.monotonic() - _seen.get(key, 0.0) < NO_MOUNT_TTL:
+            return found
+        if found[0] is not None and _still_mounted(found[0]) is not False:
+            _seen[key] = time.monotonic()  # mounted, or not answering (a stuck mount is still one)
+            return found
+    seen = _generation
+    fresh = probe(Path(key[0]))
+    with _lock:
+        if seen == _generation:  # a forget() meanwhile: this look may be older than what changed
+            if len(_cache) > 64:  # settings changed many times (tests): keep it small
+                _cache.clear()
+                _seen.clear()
+            if found is not None and fresh[0] != found[0]:
+                _generation += 1  # a mount appeared: stores built on the old answer are rebuilt
+            _cache[key] = fresh
+            _seen[key] = time.monotonic()
+    return fresh
+
+
+_checking: list[threading.Thread] = []  # the one ismount check in flight (a stuck mount holds it)
+
+
+def _still_mounted(point: Path) -> bool | None:
+    """Whether *point* is still a mount point: True, False, or None when the check did not answer
+    within 0.25 s (or an earlier check is still stuck on it)."""
+    if _checking and _checking[0].is_alive():
+        return None
+    answer: list[bool] = []
+    t = threading.Thread(target=lambda: answer.append(os.path.ismount(point)), name="air-mount-check", daemon=True)
+    _checking[:] = [t]
+    t.start()
+    t.join(0.25)
+    return answer[0] if answer else None
 
 
 def volumes_mount() -> Path | None:

@@ -134,6 +134,7 @@ class VolumeStore:
     def shared(cls) -> VolumeStore:
         """The process's store for the current settings: made once, made again when ``AIR_HOME``,
         ``AIR_VOLUMES_ROOT`` or ``AIR_VOLUMES_MOUNT`` change or a mount/unmount ran (a dict lookup)."""
+        detect.volumes_mount_status()  # a "no mount" answer is looked at again now and then (see there)
         key = (cls, *detect.settings_key(), detect.generation())
         store = cls._shared.get(key)
         if store is None:
