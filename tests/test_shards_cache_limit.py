@@ -155,7 +155,8 @@ def test_with_no_room_a_shard_is_an_overflow_copy_until_overflow_files_more_are_
         p for p in (cache.root / "overflow").rglob("shard-*") if "@" in p.name and not p.name.endswith(".complete")
     ]
     shards = len(folder.manifest.shards)
-    assert shards >= 12 and 1 <= len(copies) <= 6  # those of the last 8 hand-outs, and those read ahead
+    # those of the last 8 hand-outs and those read ahead (a read-ahead may still be landing): never all
+    assert shards >= 12 and 1 <= len(copies) <= shards // 2
     if first is not None:
         assert not first.exists()  # its shard left the window: removed
 

@@ -55,7 +55,7 @@ from ..io.locks import ProcessFileLock
 from .format import Member
 from .handouts import HandOuts, renew_every
 from .memberfile import MemberFile
-from .source import PLANNED_AHEAD, ShardSource, overflow_refused, stream_shard
+from .source import PLANNED_AHEAD, ReadAhead, ShardSource, overflow_refused, stream_shard
 from .verify import StreamCheck, check_header, header_start
 
 if TYPE_CHECKING:
@@ -125,8 +125,7 @@ class ShardReader:
         self._states = [_Shard(len(ms)) for ms in source.shard_members]
         self._offsets: list[list[int] | None] = [None] * len(source.shards)
         self._drivers = ThreadPoolExecutor(max_workers=_FETCHES, thread_name_prefix="air-shard-cache")
-        self._plan: list[int] = []
-        self._plan_pos: dict[int, int] = {}
+        self._ahead = ReadAhead(source.next_shard, self._fetch_ahead, _AHEAD)
         self.shards_fetched = 0
         self.bytes_read = 0
 
@@ -135,10 +134,7 @@ class ShardReader:
         order; repeats are ignored): fetches start now for the first ones and then stay
         ``PLANNED_AHEAD`` shards ahead of the one in use, in this order, so a shuffled epoch's next
         shards are in before it reaches them. Without a plan, the next shard in name order is read ahead."""
-        seq = list(dict.fromkeys(shards))
-        self._plan, self._plan_pos = seq, {s: k for k, s in enumerate(seq)}
-        for i in seq[: 1 + PLANNED_AHEAD]:
-            self._fetch_ahead(i)
+        self._ahead.plan(shards)
 
     def file(self, i: int) -> str:
         """Shard *i*'s cached file, its cache slot (present once complete)."""
@@ -164,7 +160,7 @@ class ShardReader:
         if mm is not None and st.ok[self._j(i, m)] and self._handed_out(i, st):
             if not st.used:  # the first member of a shard fetched ahead: the shards after it go next
                 st.used = True
-                self._read_ahead(i)
+                self._ahead.after(i)
             return mm[m.offset : m.offset + m.size]
         return None
 
@@ -222,7 +218,7 @@ class ShardReader:
         st = self._states[i]
         if not st.used:  # the first member asked for: the shards after this one go next
             st.used = True
-            self._read_ahead(i)
+            self._ahead.after(i)
         while True:
             mm = self._verified(i, j)
             if self._handed_out(i, st):
@@ -311,18 +307,6 @@ class ShardReader:
             st.ok[j] = 1
             st.done = st.done or final
             return st.mm
-
-    def _read_ahead(self, i: int) -> None:
-        k = self._plan_pos.get(i)
-        if k is not None:
-            for j in self._plan[k + 1 : k + 1 + PLANNED_AHEAD]:
-                self._fetch_ahead(j)
-            return
-        for _ in range(_AHEAD):
-            i = self.source.next_shard[i]
-            if i < 0:
-                return
-            self._fetch_ahead(i)
 
     def _fetch_ahead(self, i: int) -> None:
         st = self._states[i]

@@ -46,7 +46,7 @@ from ..io.folders import staging_folder
 from ..io.locks import ProcessFileLock
 from .handouts import HandOuts, renew_every
 from .members import MemberWriter
-from .source import PLANNED_AHEAD, ShardSource, overflow_refused, stream_shard
+from .source import PLANNED_AHEAD, ReadAhead, ShardSource, overflow_refused, stream_shard
 
 if TYPE_CHECKING:
     from ..cache import FileCache
@@ -87,8 +87,7 @@ class Extractor:
         self._handouts = HandOuts(cache.overflow_files)
         self._renew_every = renew_every(cache.pin_seconds)
         self._drivers = ThreadPoolExecutor(max_workers=2 + PLANNED_AHEAD, thread_name_prefix="air-shard-fetch")
-        self._plan: list[int] = []
-        self._plan_pos: dict[int, int] = {}
+        self._ahead = ReadAhead(source.next_shard, self._fetch_ahead, _AHEAD)
         self.shards_fetched = 0
         self.bytes_read = 0
 
@@ -105,10 +104,7 @@ class Extractor:
     def plan(self, shards: Sequence[int]) -> None:
         """The order this process will need shards in (repeats ignored): fetches start now for the
         first ones and then stay ``PLANNED_AHEAD`` shards ahead of the one in use, in this order."""
-        seq = list(dict.fromkeys(shards))
-        self._plan, self._plan_pos = seq, {s: k for k, s in enumerate(seq)}
-        for i in seq[: 1 + PLANNED_AHEAD]:
-            self._fetch_ahead(i)
+        self._ahead.plan(shards)
 
     def ready(self, i: int, name: str) -> str | None:
         """The member's path if this process knows it is there (no I/O), else None."""
@@ -119,7 +115,7 @@ class Extractor:
                 return None
             if not st.used:  # the first member of a shard fetched ahead: the shards after it go next
                 st.used = True
-                self._read_ahead(i)
+                self._ahead.after(i)
             return os.path.join(final, *name.split("/"))
         return None
 
@@ -128,7 +124,7 @@ class Extractor:
         st = self._states[i]
         if not st.used:
             st.used = True
-            self._read_ahead(i)
+            self._ahead.after(i)
         while True:
             final = self._wait(i, st, name)
             if self._handed_out(i, st):
@@ -186,18 +182,6 @@ class Extractor:
                 return st.final
             time.sleep(nap)
             nap = min(nap * 2, _POLL_MAX)
-
-    def _read_ahead(self, i: int) -> None:
-        k = self._plan_pos.get(i)
-        if k is not None:
-            for j in self._plan[k + 1 : k + 1 + PLANNED_AHEAD]:
-                self._fetch_ahead(j)
-            return
-        for _ in range(_AHEAD):
-            i = self.source.next_shard[i]
-            if i < 0:
-                return
-            self._fetch_ahead(i)
 
     def _fetch_ahead(self, i: int) -> None:
         st = self._states[i]

@@ -17,7 +17,7 @@ import mmap
 import os
 import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +35,7 @@ from .format import Member, ShardInfo
 if TYPE_CHECKING:
     from ..cache import FileCache
 
-__all__ = ["ShardSource", "stream_shard", "overflow_refused", "BLOCK_BYTES", "PLANNED_AHEAD"]
+__all__ = ["ShardSource", "ReadAhead", "stream_shard", "overflow_refused", "BLOCK_BYTES", "PLANNED_AHEAD"]
 
 BLOCK_BYTES = 1 << 20  # one range read
 PLANNED_AHEAD = 4  # a fetcher with a plan stays a shuffle window's worth of shards ahead
@@ -214,3 +214,35 @@ def stream_shard(
                 whole.release()
     finally:
         close()
+
+
+class ReadAhead:
+    """Which shards to fetch ahead of the one in use: the next ``PLANNED_AHEAD`` of a plan (the order
+    a stream needs shards in, :meth:`plan`), else the next ``ahead`` in name order
+    (``next_shard``). Shared by the reader by offset and the extractor; *fetch(i)* starts shard *i*
+    unless it is in or under way."""
+
+    def __init__(self, next_shard: Sequence[int], fetch: Callable[[int], None], ahead: int = 1) -> None:
+        self._next, self._fetch, self._ahead = next_shard, fetch, ahead
+        self._plan: list[int] = []
+        self._pos: dict[int, int] = {}
+
+    def plan(self, shards: Sequence[int]) -> None:
+        """The order this process will need shards in (repeats ignored): the first ones start now."""
+        seq = list(dict.fromkeys(shards))
+        self._plan, self._pos = seq, {s: k for k, s in enumerate(seq)}
+        for i in seq[: 1 + PLANNED_AHEAD]:
+            self._fetch(i)
+
+    def after(self, i: int) -> None:
+        """Shard *i* is in use: start the ones that come after it."""
+        k = self._pos.get(i)
+        if k is not None:
+            for j in self._plan[k + 1 : k + 1 + PLANNED_AHEAD]:
+                self._fetch(j)
+            return
+        for _ in range(self._ahead):
+            i = self._next[i]
+            if i < 0:
+                return
+            self._fetch(i)
