@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 # scenario -> (extra flags on top of --quick --no-wait, texts its report must contain)
 SCENARIOS = {
+    "stages": ([], ["| stage | seconds (median) |", "stages / loop wall", "overhead", "verdict:"]),
     "hotpath": (
         ["--packed"],
         ["| loop | files/s | x bare loop |", "iter(UCVolumeDataset)", "output='bytes'", "CPU per warm hit"],
@@ -61,7 +62,7 @@ SCENARIOS = {
         ["## bench_shards_mosaic", "| air_magics `pack` |", "| air_magics, members by offset |", "read ceiling"],
     ),
 }
-NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic"}
+NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic", "stages"}
 
 
 def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess:
