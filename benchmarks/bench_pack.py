@@ -47,7 +47,7 @@ def _mount(backing: Path, mnt: Path, lat: float):
     return fusevol.mounted(backing, mnt, op_latency_ms=lat, read_latency_ms=lat, write_latency_ms=lat)
 
 
-def _loader(a, work: Path, link: Path, kind: str, rel: str, name: str) -> dict:
+def _loader(a, work: Path, link: Path, kind: str, rel: str, name: str, output: str | None = None) -> dict:
     """Cold and warm epoch of *kind*'s DataLoader (defaults) over *rel*, in a child on a fresh mount."""
     run = work / "runs" / name
     shutil.rmtree(run, ignore_errors=True)
@@ -61,6 +61,7 @@ def _loader(a, work: Path, link: Path, kind: str, rel: str, name: str) -> dict:
         "air_path": f"/Volumes/{rel}",
         "naive_path": f"{link}/{rel}",
         "result_file": str(run / "result.json"),
+        "output": output,
     }
     env = child_env(run, AIR_VOLUMES_MOUNT=str(link))
     python = a.ref_python if kind == "ref" else sys.executable
@@ -126,11 +127,16 @@ def main() -> int:
                 speed = "" if a.no_tar else f" ({tar_s / r.seconds:.1f}x tar's speed)"
                 rows += [(f"`pack` ({r.shards} shard(s))", f"{r.seconds:.1f} s{speed}")]
                 rows += [("unchanged re-pack", f"{again.seconds:.2f} s")]
-            runs = [("air", RAW, "air_magics DataLoader, raw folder"), ("air", PACKED, "air_magics DataLoader, packed")]
+            runs = [
+                ("air", RAW, "air_magics DataLoader, raw folder", None),
+                ("air", PACKED, "air_magics DataLoader, packed", None),
+                ("air", PACKED, "air_magics DataLoader, packed, `output='bytes'`", "bytes"),
+            ]
             if not ref_note:
-                runs.insert(0, ("ref", RAW, "reference DataLoader, raw folder"))
-            for kind, rel, label in runs:
-                loaders.append((label, _loader(a, work, link, kind, rel, f"{kind}-{rel.rsplit('/', 1)[-1]}")))
+                runs.insert(0, ("ref", RAW, "reference DataLoader, raw folder", None))
+            for kind, rel, label, output in runs:
+                name = f"{kind}-{rel.rsplit('/', 1)[-1]}" + (f"-{output}" if output else "")
+                loaders.append((label, _loader(a, work, link, kind, rel, name, output)))
     finally:
         os.environ.pop("AIR_VOLUMES_MOUNT", None)
         shutil.rmtree(work, ignore_errors=True)

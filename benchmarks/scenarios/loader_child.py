@@ -86,7 +86,10 @@ def _build(spec: dict, info: dict):
     if kind == "air":
         from air_magics.data import DataLoader, UCVolumeDataset
 
-        ds = UCVolumeDataset(spec["air_path"], **({} if prefetch is None else {"prefetch": prefetch}))
+        opts = {} if prefetch is None else {"prefetch": prefetch}
+        if spec.get("output"):  # "bytes": members read by offset from the cached shard
+            opts["output"] = spec["output"]
+        ds = UCVolumeDataset(spec["air_path"], **opts)
         if pf is not None:
             kw["prefetch_factor"] = pf
         info["prefetch"] = ds.prefetch
