@@ -55,8 +55,10 @@ def test_two_processes_with_prefetch_never_take_the_cache_past_its_limit(tmp_pat
     seen_index, seen_disk, stop = [], [], threading.Event()
     FileCache(root, limit=LIMIT).info()  # the index exists before the sampler reads it
 
+    cache = FileCache(root, limit=LIMIT)  # made and opened here: no lock of it is held when the pool forks
+    cache.info()
+
     def sample() -> None:
-        cache = FileCache(root, limit=LIMIT)
         while not stop.is_set():
             seen_index.append(cache.total_bytes)
             seen_disk.append(_files_bytes(root))

@@ -39,6 +39,14 @@ _cache: dict[tuple[str, ...], tuple[Path | None, str]] = {}
 _seen: dict[tuple[str, ...], float] = {}  # when each answer was looked at (monotonic)
 NO_MOUNT_TTL = 2.0  # seconds a "no mount" answer is trusted before a cheap local look again
 _lock = threading.Lock()
+
+
+def _fresh_lock() -> None:
+    global _lock
+    _lock = threading.Lock()  # a forked child: another thread of the parent may hold its copy
+
+
+os.register_at_fork(after_in_child=_fresh_lock)
 _generation = 0
 
 
