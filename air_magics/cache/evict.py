@@ -21,11 +21,12 @@ from .entries import Entries
 from .hits import PIN_MARGIN
 from .index import wal_budget
 from .overflow import Residency
-from .stripes import Stripes, stripe_of
+from .stripes import Stripes
 
 __all__ = ["Evictor", "unlink_owned"]
 
 _log = logging.getLogger(__name__)
+_BATCH = 256  # stripes held at once while removing their entries
 
 
 @dataclass
@@ -86,14 +87,16 @@ class Evictor:
         (``None``: no pin) is kept, and so is every entry of a stripe not free within *wait* s."""
         by_stripe: dict[int, list[str]] = {}
         for key in keys:
-            by_stripe.setdefault(stripe_of(key), []).append(key)
+            by_stripe.setdefault(self.stripes.of(key), []).append(key)
         files, real_dirs = str(self.root / "files"), {"": os.path.realpath(self.root / "files")}
         cut = float("inf") if cutoff is None else cutoff
         removed = nbytes = kept = 0
-        for i, group in by_stripe.items():
-            with self.stripes.try_held(i, wait) as held:
-                if not held:
-                    kept += len(group)
+        order = sorted(by_stripe)
+        for n in range(0, len(order), _BATCH):  # a batch of stripes held together: one transaction each
+            with self.stripes.all_held(order[n : n + _BATCH], wait) as held:
+                group = [k for i in order[n : n + _BATCH] if i in held for k in by_stripe[i]]
+                kept += sum(len(by_stripe[i]) for i in order[n : n + _BATCH] if i not in held)
+                if not group:
                     continue
                 gone = self.entries.remove(group, cut, evictions=evictions)
                 owned = [r for r in gone if unlink_owned(self.root, r[0], r[1], files, real_dirs)]

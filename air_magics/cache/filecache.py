@@ -319,6 +319,8 @@ class FileCache(ClaimedEntries):
     def _claim(self, f: VolumeFile, keep: Residency | None) -> bool:
         """Room for *f* within the limit, claimed in the index (two tries: another process may take
         the room between the eviction and the claim); False: serve it from the overflow window."""
+        if self.limit is None:  # only the free-disk reserve bounds it: no claim to race for
+            return self._evictor.make_room(f.size or 0, keep)
         for _ in range(2):
             if self._evictor.make_room(f.size or 0, keep) and self._entries.reserve_room(
                 f.key, f.slot, f.size or 0, self.limit
