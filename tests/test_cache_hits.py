@@ -150,5 +150,5 @@ def test_pickled_cache_starts_with_no_local_state(warm):
     s, cache, files = warm
     clone = pickle.loads(pickle.dumps(cache))
     key, st = files[5]
-    assert not clone._hits.valid(key, st.st_size, st.st_mtime, 0.0)
+    assert not clone._hits.serve(key, st.st_size, st.st_mtime)
     assert clone.get(key, size=st.st_size, mtime=st.st_mtime) == str(cache.local_path(key))

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 
 from ..io.forksafe import renew_after_fork
-from ..io.versions import MTIME_TOLERANCE, same_version
+from ..io.versions import MTIME_TOLERANCE
 
 __all__ = ["HitLog", "PIN_MARGIN"]
 
@@ -51,12 +51,6 @@ class HitLog:
         """A forked child: a fresh lock (the parent's timer thread may hold its copy) and no timer."""
         self._lock = threading.Lock()
         self._timer_pid = None
-
-    def valid(self, key: str, size: int, mtime: float, now: float) -> bool:
-        """True when *key* was validated here for this size/mtime and its index access time is still
-        recent enough for the pin guarantee (the caller still checks the local file exists)."""
-        k = self._known.get(key)
-        return k is not None and same_version(k[0], k[1], size, mtime) and now - k[2] < self._fresh
 
     def serve(self, key: str, size: int, mtime: float) -> bool:
         """A warm hit decided from process-local state alone: True (and counted) when *key* was

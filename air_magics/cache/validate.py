@@ -82,6 +82,7 @@ class Validation:
         self._stop = False
         self._on_done = on_done
         self._waited = 0.0  # seconds spent waiting for the consumer (not validation time)
+        self._needs_room = False  # the thread waits for the consumer to come within ``ahead``
         self.revalidated = self.requests = self.valid = 0
         self.seconds = 0.0
         self.done = False
@@ -96,8 +97,6 @@ class Validation:
         if self._needs_room:
             with self._cond:
                 self._cond.notify_all()
-
-    _needs_room = False
 
     def wait(self, i: int, timeout: float | None = None) -> bool:
         """Block until file *i* is decided (or the validation ended); True when it was decided."""
