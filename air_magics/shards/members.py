@@ -23,8 +23,8 @@ from pathlib import Path
 from ..errors import ShardError
 from ..io.folders import publish_staged
 from ..io.pools import ProcessPool, threads
-from .format import BLOCK, Member
-from .verify import MemberCheck, check_header
+from .format import Member
+from .verify import OrderedParse
 
 __all__ = ["MemberWriter", "writer_pool"]
 
@@ -53,21 +53,16 @@ def _write_file(path: str, data: memoryview | bytes, mtime: float) -> None:
         os.close(fd)
 
 
-class MemberWriter:
+class MemberWriter(OrderedParse):
     """Member files of one shard in *into*, staged in *staging* (see the module docstring).
     *where* names the shard in errors; *published(name)* is called once a member is in place."""
 
     def __init__(
         self, into: Path, staging: Path, members: list[Member], where: str, published: Callable[[str], None]
     ) -> None:
-        self.into, self.staging, self.members = str(into), str(staging), members
-        self.where, self.published = where, published
-        self.pos = 0  # shard offset of the next byte fed
-        self.j = 0  # the member being read
-        self.hstart = 0  # where member j's header starts
-        self.header = bytearray()
+        super().__init__(where, members)
+        self.into, self.staging, self.published = str(into), str(staging), published
         self.fd = -1  # member j's staged file, when it is streamed
-        self.check: MemberCheck | None = None
         self.held: tuple[str, str, Member] | None = None
         self.staged: set[str] = set()
         self.made: set[str] = {""}
@@ -100,29 +95,14 @@ class MemberWriter:
         while len(self.pending) > keep or (self.pending and self.pending[0].done()):
             self.pending.popleft().result()
 
-    def _next(self, m: Member) -> None:
-        self.j += 1
-        self.hstart = m.offset + m.size + (-m.size % BLOCK)
-        self.check = None
-
     def feed(self, data: bytes) -> None:
         """The shard's next bytes (in order, from offset 0)."""
         view = memoryview(data)
         members, last = self.members, len(self.members) - 1
         while view and self.j <= last:
             m = members[self.j]
-            if self.pos < self.hstart:  # the previous member's padding
-                skip = min(len(view), self.hstart - self.pos)
-                view, self.pos = view[skip:], self.pos + skip
-                continue
-            if self.pos < m.offset:  # the member's tar header
-                take = min(len(view), m.offset - self.pos)
-                self.header += view[:take]
-                view, self.pos = view[take:], self.pos + take
-                if self.pos == m.offset:
-                    check_header(self.where, m, bytes(self.header))
-                    self.header.clear()
-                    self.check = MemberCheck(self.where, m)
+            if self.pos < m.offset:  # the previous member's padding, then this one's tar header
+                view = self.gap(view, m)
                 continue
             check = self.check
             assert check is not None  # set when the header was checked: parse_index keeps one in front
@@ -134,7 +114,7 @@ class MemberWriter:
                 self.pending.append(writer_pool().submit(self._whole, tmp, path, m, body))
                 self._drain(_PENDING)
                 view, self.pos = view[m.size :], self.pos + m.size
-                self._next(m)
+                self.next_member(m)
                 continue
             if self.fd < 0:
                 self.fd = os.open(self._tmp(self.j), _FLAGS, 0o644)
@@ -161,7 +141,7 @@ class MemberWriter:
             self.held = (tmp, path, m)  # published by finish(), after the shard's checksum
         else:
             self._publish(tmp, path, m)
-        self._next(m)
+        self.next_member(m)
 
     def finish(self) -> None:
         """After the shard's checksum: wait for the member files, publish the last member."""

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from ..errors import ShardError
 from .format import BLOCK, Member
 
-__all__ = ["header_start", "check_header", "MemberCheck", "StreamCheck", "verify_member"]
+__all__ = ["header_start", "check_header", "MemberCheck", "OrderedParse", "StreamCheck", "verify_member"]
 
 
 def header_start(members: Sequence[Member], j: int) -> int:
@@ -106,16 +106,45 @@ def verify_member(where: str, m: Member, header: bytes, data: bytes | memoryview
     c.verify()
 
 
-class StreamCheck:
-    """:func:`verify_member` for a whole shard's bytes fed in order (from offset 0): ``feed`` checks
-    each member's header and data as they pass (raising the :class:`ShardError` of the first that
-    fails) and returns how many members, in offset order, are verified so far (also in ``j``)."""
+class OrderedParse:
+    """A shard's bytes fed in offset order, from offset 0: where the parse is (``pos``), which
+    member is next (``j``), and the step over the padding after a member and its successor's tar
+    header, checked as it completes (then ``check`` takes the member's data). Shared by the
+    verifier below and the extractor's writer (:mod:`.members`)."""
 
     def __init__(self, where: str, members: list[Member]) -> None:
         self.where, self.members = where, members
-        self.j = self.pos = self.hstart = 0
+        self.j = self.pos = self.hstart = 0  # hstart: where member j's header starts
         self.header = bytearray()
         self.check: MemberCheck | None = None
+
+    def gap(self, view: memoryview, m: Member) -> memoryview:
+        """Consume what of *view* lies before member *m*'s data (padding, then its header, checked
+        once whole); returns the rest of *view*."""
+        if self.pos < self.hstart:
+            skip = min(len(view), self.hstart - self.pos)
+            self.pos += skip
+            return view[skip:]
+        take = min(len(view), m.offset - self.pos)
+        self.header += view[:take]
+        self.pos += take
+        if self.pos == m.offset:
+            check_header(self.where, m, bytes(self.header))
+            self.header.clear()
+            self.check = MemberCheck(self.where, m)
+        return view[take:]
+
+    def next_member(self, m: Member) -> None:
+        """Member *m* (number ``j``) is through: the next one's header follows its padding."""
+        self.j += 1
+        self.hstart = m.offset + m.size + (-m.size % BLOCK)
+        self.check = None
+
+
+class StreamCheck(OrderedParse):
+    """:func:`verify_member` for a whole shard's bytes fed in order (from offset 0): ``feed`` checks
+    each member's header and data as they pass (raising the :class:`ShardError` of the first that
+    fails) and returns how many members, in offset order, are verified so far (also in ``j``)."""
 
     def feed(self, data: bytes) -> int:
         view, members = memoryview(data), self.members
@@ -124,17 +153,7 @@ class StreamCheck:
             if self.pos < m.offset:  # the previous member's padding, then this one's tar header
                 if not view:
                     break
-                if self.pos < self.hstart:
-                    skip = min(len(view), self.hstart - self.pos)
-                    view, self.pos = view[skip:], self.pos + skip
-                    continue
-                take = min(len(view), m.offset - self.pos)
-                self.header += view[:take]
-                view, self.pos = view[take:], self.pos + take
-                if self.pos == m.offset:
-                    check_header(self.where, m, bytes(self.header))
-                    self.header.clear()
-                    self.check = MemberCheck(self.where, m)
+                view = self.gap(view, m)
                 continue
             check = self.check
             assert check is not None  # parse_index keeps a header in front of every member
@@ -145,8 +164,6 @@ class StreamCheck:
             if self.pos < m.offset + m.size:
                 break
             check.verify()
-            self.j += 1
-            self.hstart = m.offset + m.size + (-m.size % BLOCK)
-            self.check = None
+            self.next_member(m)
         self.pos += len(view)
         return self.j
