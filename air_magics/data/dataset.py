@@ -24,7 +24,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cache import FileCache, Residency
 from ..errors import DatasetError
@@ -38,6 +38,9 @@ from .listing import list_files, shard_groups
 from .order import EpochState, Grid, OrderStateError, epoch_order, stream_index, stream_items
 from .prefetch import Prefetcher
 from .stream import EpochStream
+
+if TYPE_CHECKING:
+    from ..shards.slices import SliceMaps
 
 __all__ = ["UCVolumeDataset", "SkippedFile"]
 
@@ -166,6 +169,7 @@ class UCVolumeDataset(EpochStream):
         self._prefix = os.path.commonpath([self.files[0].key, self.files[-1].key])
         self._last_start = 0.0  # when the previous epoch began (0: keep all of the prefix)
         self.validation: Any = None  # this process's latest cache validation (FileCache.validate)
+        self._slicing = False  # this iteration hands packed members out as MemberSlices (see attach)
 
     def __len__(self) -> int:
         return len(self.files)
@@ -194,6 +198,17 @@ class UCVolumeDataset(EpochStream):
 
     def plan_root(self) -> Path:
         return self.cache.root
+
+    def slice_maps(self) -> SliceMaps | None:
+        """The loader's reader of this dataset's :class:`~air_magics.shards.MemberSlice` items
+        (packed members with ``output="bytes"``): a member whose cached shard is gone by then is
+        read again through this dataset."""
+        if self._groups is None or self.output != "bytes":
+            return None
+        from ..shards.slices import SliceMaps
+
+        files, cache = self.files, self.cache
+        return SliceMaps(lambda i: files[i].member.read_bytes(cache))
 
     # -- epochs and state ---------------------------------------------------------------------------
     def _epoch_state(self) -> EpochState:
@@ -252,9 +267,9 @@ class UCVolumeDataset(EpochStream):
             raise DatasetError(str(exc)) from None
         return grid, s, items, in_worker is not None
 
-    def _fetch(self, f: VolumeFile, keep: Residency | None = None) -> Any:
+    def _fetch(self, f: VolumeFile, keep: Residency | None = None, i: int = -1) -> Any:
         try:
-            item = self._item(f, keep)
+            item = self._item(f, keep, i)
         except Exception as exc:
             if self.on_error == "skip" and (is_transient(exc) or isinstance(exc, OSError)):
                 return SkippedFile(f.key, f"{type(exc).__name__}: {exc}")
@@ -267,13 +282,16 @@ class UCVolumeDataset(EpochStream):
         finally:
             STAGES.add("transform", perf_counter() - t0)
 
-    def _item(self, f: VolumeFile, keep: Residency | None) -> Any:
-        """*f* as ``output`` asks, fetched through the cache (a member: from its cached shard)."""
+    def _item(self, f: VolumeFile, keep: Residency | None, i: int = -1) -> Any:
+        """*f* as ``output`` asks, fetched through the cache (a member: from its cached shard; for
+        a loader that reads slices itself, dataset index *i*'s place in it)."""
         output, member = self.output, f.member
         if output == "path":
             return member.local_path(self.cache) if member is not None else self.cache.fetch(f, keep)
         if member is not None:
-            return member.read_bytes(self.cache) if output == "bytes" else member.open(self.cache)
+            if output == "bytes":
+                return member.read_slice(self.cache, i) if self._slicing and i >= 0 else member.read_bytes(self.cache)
+            return member.open(self.cache)
         return _read(self.cache.fetch(f, keep), output)
 
     def __iter__(self) -> Iterator[Any]:
@@ -301,6 +319,8 @@ class UCVolumeDataset(EpochStream):
             files, items, ahead=max(512, 4 * self.prefetch), trusted_since=self._trusted_since
         )
         hit = cache.hit
+        # a loader that reads packed members out of the cached shards itself gets their places
+        slices = self._slicing = self._slices and in_worker and output == "bytes" and self.transform is None
 
         def ready(i: int) -> Any | None:  # a warm file needs no thread; a transform runs on the threads
             f = files[i]
@@ -310,6 +330,8 @@ class UCVolumeDataset(EpochStream):
             if member is not None:
                 if output == "path":
                     return member.ready()
+                if slices:
+                    return member.ready_slice(i)
                 data = member.ready_bytes()
                 return data if data is None or output == "bytes" else _named(io.BytesIO(data), member.name)
             path = hit(f)
@@ -317,7 +339,7 @@ class UCVolumeDataset(EpochStream):
 
         def fetch(i: int) -> Any:
             validation.wait(i)  # its version is being found: no second request for it
-            return self._fetch(files[i], keep)
+            return self._fetch(files[i], keep, i)
 
         try:
             rest: Iterator[int] | None = iter(items)

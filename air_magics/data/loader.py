@@ -36,6 +36,7 @@ from torch.utils.data._utils.collate import default_collate, default_convert
 from ..errors import DatasetError
 from ..events import Listener, LoaderEvent, channel
 from ..io.stageclock import STAGES
+from ..shards.slices import MemberSlice, SliceMaps
 from . import _dist
 from .order import Grid
 from .plan import PlanFile
@@ -51,9 +52,26 @@ _EMIT_EVERY = 0.2  # seconds between two "running" loader events
 
 class _Chunk(list):
     """Batches (or items) of one worker message that the loader hands out one at a time;
-    ``sizes[i]``: how many stream items batch *i* holds."""
+    ``sizes[i]``: how many stream items batch *i* holds; ``slices``: some items are
+    member slices, to be read here."""
 
     sizes: list[int]
+    slices: bool = False
+
+
+def _as_is(x: Any) -> Any:
+    """The collate of a loader that reads :class:`MemberSlice` items itself: a batch stays the list
+    of its items (what ``default_collate`` makes of bytes), an item stays itself."""
+    return x
+
+
+def _bytes_of(batch: Any, read: Callable[[MemberSlice], bytes]) -> Any:
+    """*batch* with every :class:`MemberSlice` read into its bytes."""
+    if batch.__class__ is MemberSlice:
+        return read(batch)
+    if batch.__class__ is list:
+        return [read(x) if x.__class__ is MemberSlice else x for x in batch]
+    return batch
 
 
 class _ChunkCollate:
@@ -69,6 +87,8 @@ class _ChunkCollate:
         if not k:
             out = _Chunk(fn(x) for x in items)
             out.sizes = [1] * len(out)
+            if fn is _as_is:
+                out.slices = any(x.__class__ is MemberSlice for x in items)
             return out
         out, sizes = _Chunk(), []
         for j in range(0, len(items), k):
@@ -79,6 +99,8 @@ class _ChunkCollate:
             out.append(fn(part))
             sizes.append(len(part))
         out.sizes = sizes
+        if fn is _as_is:
+            out.slices = any(x.__class__ is MemberSlice for x in items)
         return out
 
 
@@ -144,6 +166,7 @@ class DataLoader(tud.DataLoader):
         self._inner: EpochStream | None = dataset if self._air else _wrapped(dataset)
         workers = DEFAULT_WORKERS if num_workers is None else num_workers
         self._chunked = False
+        self._slice_maps: SliceMaps | None = None  # reads the workers' MemberSlices (see _as_is)
         self._chunk_items = 0  # items per worker message (whole batches)
         self._batch = batch_size or 1
         self._plan: PlanFile | None = None
@@ -156,6 +179,9 @@ class DataLoader(tud.DataLoader):
                     "instead of sampler/batch_sampler/shuffle"
                 )
             base = collate_fn or (default_collate if batch_size is not None else default_convert)
+            # packed members with output="bytes": with the default collate the workers send where
+            # the bytes lie in the cached shard and this process copies them out (no pipe for them)
+            slice_maps = dataset.slice_maps() if collate_fn is None and workers > 0 else None
             if workers > 0 and (batch_size is None or dataset.batches_in_chunks):
                 # one message per chunk of ready items, collated into whole batches in the worker;
                 # torch itself then batches nothing (batch_size=None)
@@ -163,6 +189,8 @@ class DataLoader(tud.DataLoader):
                 self._chunked = True
                 k = batch_size or 1
                 self._chunk_items = -(-CHUNK // k) * k
+                if slice_maps is not None:
+                    self._slice_maps, base = slice_maps, _as_is
                 base = _ChunkCollate(base, batch_size or 0, drop_last)
                 batch_size = None
             collate_fn = _TaggingCollate(base, dataset)
@@ -246,7 +274,9 @@ class DataLoader(tud.DataLoader):
     # -- iteration ----------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Any]:
         if self._inner is not None:  # what this loader's workers take with them (set before they start)
-            self._inner.attach(self._plan, self._chunk_items if self._chunked else 0, self._batch)
+            self._inner.attach(
+                self._plan, self._chunk_items if self._chunked else 0, self._batch, slices=self._slice_maps is not None
+            )
         if not self._air:
             if self._inner is None:  # a plain dataset: torch's loader, untouched
                 yield from super().__iter__()
@@ -269,7 +299,8 @@ class DataLoader(tud.DataLoader):
     def _timed(self, inner: Iterator[Any], *, track: bool) -> Iterator[Any]:
         """The loop's side: batches handed out one at a time (a chunk's one by one), the wait for
         each and the time between them timed, the delivered count per stream kept (``track``)."""
-        timing, delivered, chunked = self.timing, self._delivered, self._chunked
+        timing, delivered, chunked, maps = self.timing, self._delivered, self._chunked, self._slice_maps
+        slices = False  # the message in hand holds MemberSlices
         clock = time.perf_counter
         t_last: float | None = None
         pending: list[Any] = []  # the rest of a chunk, handed out one batch at a time
@@ -287,17 +318,21 @@ class DataLoader(tud.DataLoader):
                     message, (stream, produced, clock_totals) = next(inner)
                 except StopIteration:
                     self._epoch_done = track
+                    if maps is not None:
+                        maps.close()
                     self._emit("done")
                     return
                 timing.worker_clock(stream, clock_totals)
                 if not chunked:
                     pending, sizes, at = [message], [0], 0
                 else:
-                    pending, sizes, at = message, message.sizes, 0
+                    pending, sizes, at, slices = message, message.sizes, 0, message.slices
                     produced -= sum(sizes)
                     if not pending:
                         continue
             batch = pending[at]
+            if slices:
+                batch = _bytes_of(batch, maps.read)  # type: ignore[union-attr]
             produced += sizes[at]  # delivered count per batch, not per chunk
             timing.items += sizes[at] or self._batch
             at += 1

@@ -23,13 +23,16 @@ public methods below (in the spirit of torchdata's ``Stateful`` nodes), never a 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torch.utils.data import IterableDataset
 
 from ..errors import DatasetError
 from .order import EpochState, Grid, OrderStateError, with_progress
 from .plan import PlanFile
+
+if TYPE_CHECKING:
+    from ..shards.slices import SliceMaps
 
 __all__ = ["EpochStream"]
 
@@ -52,6 +55,7 @@ class EpochStream(IterableDataset):
         self._plan: PlanFile | None = None  # set by a DataLoader with persistent workers
         self._chunk = 0  # set by a DataLoader with workers: they yield lists of items
         self._batch = 1  # ... whose length is a multiple of this (the loader's batch size) but at the end
+        self._slices = False  # set by a DataLoader that reads MemberSlices in its own process
         self._started: float | None = None  # when the loader began this epoch (persistent workers)
 
     # -- the loader's contract -------------------------------------------------------------------
@@ -60,10 +64,18 @@ class EpochStream(IterableDataset):
         self.epoch = int(epoch)
         self._resume = None
 
-    def attach(self, plan: PlanFile | None, chunk: int, batch: int = 1) -> None:
+    def attach(self, plan: PlanFile | None, chunk: int, batch: int = 1, *, slices: bool = False) -> None:
         """What a loader's workers take with them: the plan to follow, the items per message
-        (``chunk``, 0: one item per message) and the batch size a message's length is a multiple of."""
-        self._plan, self._chunk, self._batch = plan, chunk, max(1, batch)
+        (``chunk``, 0: one item per message) and the batch size a message's length is a multiple of.
+        ``slices``: the loader's collate leaves items as they are and it turns any
+        :class:`~air_magics.shards.MemberSlice` back into bytes (see :meth:`slice_maps`), so a
+        worker may send packed members by their place instead of their bytes."""
+        self._plan, self._chunk, self._batch, self._slices = plan, chunk, max(1, batch), slices
+
+    def slice_maps(self) -> SliceMaps | None:
+        """What turns this dataset's :class:`~air_magics.shards.MemberSlice` items back into bytes
+        in the loader's process, or None when it never makes any."""
+        return None
 
     def position(self) -> tuple[int, int]:
         """``(stream, items this stream produced so far)``, skipped items included."""

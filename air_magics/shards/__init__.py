@@ -12,6 +12,7 @@ from ..snapshots import PackProgress, PackReport
 from .format import MANIFEST_NAME, Manifest, Member, ShardInfo
 from .order import windowed_order
 from .reader import MemberRef, PackedFolder, is_packed, open_packed, prune_extracted
+from .slices import MemberSlice, SliceMaps
 from .writer import ENGINES, pack, plan_pack
 
 __all__ = [
@@ -26,6 +27,8 @@ __all__ = [
     "is_packed",
     "PackedFolder",
     "MemberRef",
+    "MemberSlice",
+    "SliceMaps",
     "prune_extracted",
     "MANIFEST_NAME",
     "Manifest",

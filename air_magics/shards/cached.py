@@ -55,6 +55,7 @@ from ..io.locks import ProcessFileLock
 from .format import Member
 from .handouts import HandOuts, renew_every
 from .memberfile import MemberFile
+from .slices import MemberSlice
 from .source import PLANNED_AHEAD, ReadAhead, ShardSource, overflow_refused, stream_shard
 from .verify import StreamCheck, check_header, header_start
 
@@ -153,21 +154,42 @@ class ShardReader:
             raise ValueError(f"member {m.name!r} is not in shard {self.source.shards[i].name}")
         return j
 
-    def ready(self, i: int, m: Member) -> bytes | None:
-        """The member's bytes if this process has them verified in its map (no wait, no fetch)."""
+    def _ready_map(self, i: int, m: Member) -> mmap.mmap | None:
         st = self._states[i]
         mm = st.mm
         if mm is not None and st.ok[self._j(i, m)] and self._handed_out(i, st):
             if not st.used:  # the first member of a shard fetched ahead: the shards after it go next
                 st.used = True
                 self._ahead.after(i)
-            return mm[m.offset : m.offset + m.size]
+            return mm
         return None
+
+    def ready(self, i: int, m: Member) -> bytes | None:
+        """The member's bytes if this process has them verified in its map (no wait, no fetch)."""
+        mm = self._ready_map(i, m)
+        return None if mm is None else mm[m.offset : m.offset + m.size]
 
     def read(self, i: int, m: Member) -> bytes:
         """The member's bytes, waiting until they are in (fetching the shard if needed)."""
         mm = self._wait(i, self._j(i, m))
         return mm[m.offset : m.offset + m.size]
+
+    def ready_slice(self, i: int, m: Member, item: int) -> MemberSlice | bytes | None:
+        """:meth:`ready` as a :class:`~.slices.MemberSlice` a DataLoader's loop reads itself
+        (dataset index *item*); the bytes when they come from an overflow copy (gone soon)."""
+        mm = self._ready_map(i, m)
+        return None if mm is None else self._slice(i, m, mm, item)
+
+    def read_slice(self, i: int, m: Member, item: int) -> MemberSlice | bytes:
+        """:meth:`read` as a :class:`~.slices.MemberSlice` (see :meth:`ready_slice`)."""
+        return self._slice(i, m, self._wait(i, self._j(i, m)), item)
+
+    def _slice(self, i: int, m: Member, mm: mmap.mmap, item: int) -> MemberSlice | bytes:
+        st = self._states[i]
+        ino = st.ino
+        if st.over_path or st.mm is not mm:
+            return mm[m.offset : m.offset + m.size]
+        return MemberSlice(self.file(i), ino, m.offset, m.size, m.crc32, item)
 
     def open(self, i: int, m: Member) -> io.BufferedReader:
         """A read-only, seekable file object over the member's bytes (see :class:`MemberFile`)."""

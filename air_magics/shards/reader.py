@@ -39,6 +39,7 @@ from .cached import SIDECARS as CACHED_SIDECARS
 from .cached import SUFFIXES, ShardReader
 from .fetch import SIDECARS, Extractor
 from .format import MANIFEST_NAME, Manifest, Member, load_index, load_manifest
+from .slices import MemberSlice
 from .source import ShardSource
 
 if TYPE_CHECKING:
@@ -137,6 +138,18 @@ class MemberRef:
         """The bytes if this process has them verified in its cached shard already (no wait, no
         fetch; a copy out of the page cache), else None: the warm path."""
         return self.folder.ready_bytes(self)
+
+    def read_slice(self, cache: FileCache, item: int) -> MemberSlice | bytes:
+        """:meth:`read_bytes` for a DataLoader worker: where the verified bytes lie in the cached
+        shard (a :class:`~.slices.MemberSlice`, *item* the dataset index), for the training loop's
+        process to copy out itself instead of receiving them through a pipe; bytes where the
+        shard is an overflow copy."""
+        return self.folder.reader(cache).read_slice(self.shard, self.member, item)
+
+    def ready_slice(self, item: int) -> MemberSlice | bytes | None:
+        """:meth:`read_slice` when this process has the bytes verified already (no wait), else None."""
+        rd = self.folder.ready_reader()
+        return None if rd is None else rd.ready_slice(self.shard, self.member, item)
 
     def local_path(self, cache: FileCache) -> str:
         """A local file holding the member's bytes (its shard extracted under *cache* on first use)."""
@@ -252,8 +265,13 @@ class PackedFolder:
 
     def ready_bytes(self, ref: MemberRef) -> bytes | None:
         """*ref*'s bytes when this process has them verified already (no wait, no fetch), else None."""
+        rd = self.ready_reader()
+        return None if rd is None else rd.ready(ref.shard, ref.member)
+
+    def ready_reader(self) -> ShardReader | None:
+        """This process's reader by offset if it has one (no reader is made here)."""
         rd = self._reader
-        return None if rd is None or rd.pid != os.getpid() else rd.ready(ref.shard, ref.member)
+        return None if rd is None or rd.pid != os.getpid() else rd
 
     def ready_path(self, ref: MemberRef) -> str | None:
         """*ref*'s extracted path when this process has it already (no I/O), else None."""

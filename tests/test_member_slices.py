@@ -1,0 +1,118 @@
+"""Packed members handed from DataLoader workers to the loop by their place in the cached shard
+(``MemberSlice``) and copied out in the loop's process (``SliceMaps``): the loop still gets every
+member's exact bytes, and a slice whose file is gone, replaced or damaged is read again through the
+dataset, never served as it is."""
+
+import os
+import zlib
+from pathlib import Path
+
+import pytest
+
+from air_magics.cache import FileCache
+from air_magics.data import DataLoader, UCVolumeDataset
+from air_magics.shards import MemberSlice, SliceMaps, pack
+from air_magics.shards import slices as slices_mod
+from air_magics.volumes import VolumeStore
+
+SRC, DEST = "/Volumes/main/raw/sl/src", "/Volumes/main/raw/sl/packed"
+N = 60
+
+
+def content(i: int) -> bytes:
+    return f"member {i:03d} ".encode() * (40 + 3 * i)
+
+
+@pytest.fixture
+def packed():
+    s = VolumeStore()
+    s.create("main.raw.sl")
+    for i in range(N):
+        with s.open(f"{SRC}/c{i % 3}/f{i:03d}.bin", "wb") as f:
+            f.write(content(i))
+    pack(SRC, DEST, shard_size="8KiB")
+    return s
+
+
+class CountingMaps(SliceMaps):
+    reads = 0
+
+    def read(self, s):
+        CountingMaps.reads += 1
+        return super().read(s)
+
+
+@pytest.mark.parametrize("batch_size", [None, 4])
+def test_loader_gets_every_members_bytes_through_slices(packed, tmp_path, monkeypatch, batch_size):
+    monkeypatch.setattr(slices_mod, "SliceMaps", CountingMaps)
+    CountingMaps.reads = 0
+    ds = UCVolumeDataset(DEST, output="bytes", cache=FileCache(tmp_path / "c"), shuffle=True)
+    dl = DataLoader(ds, batch_size=batch_size, num_workers=2)
+    want = sorted(content(i) for i in range(N))
+    for _epoch in range(2):  # cold, then warm
+        got = [x for b in dl for x in (b if batch_size else [b])]
+        assert all(type(x) is bytes for x in got)
+        assert sorted(got) == want
+    assert CountingMaps.reads >= N  # the members came as slices, read in this process
+
+
+def test_a_users_collate_gets_bytes(packed, tmp_path):
+    def collate(items):
+        assert all(type(x) is bytes for x in items), [type(x) for x in items]
+        return sorted(items)
+
+    ds = UCVolumeDataset(DEST, output="bytes", cache=FileCache(tmp_path / "c"))
+    dl = DataLoader(ds, batch_size=5, num_workers=2, collate_fn=collate)
+    assert sorted(x for b in dl for x in b) == sorted(content(i) for i in range(N))
+
+
+def test_a_transform_gets_bytes(packed, tmp_path):
+    ds = UCVolumeDataset(
+        DEST, output="bytes", cache=FileCache(tmp_path / "c"), transform=lambda b: len(b) if type(b) is bytes else -1
+    )
+    got = sorted(int(x) for b in DataLoader(ds, batch_size=3, num_workers=2) for x in b)
+    assert got == sorted(len(content(i)) for i in range(N))
+
+
+# -- SliceMaps on its own: what it trusts ------------------------------------------------------------
+def _slice(path: Path, data: bytes, offset: int, size: int, item: int = 7) -> MemberSlice:
+    return MemberSlice(str(path), os.stat(path).st_ino, offset, size, zlib.crc32(data[offset : offset + size]), item)
+
+
+def test_slice_is_read_from_the_named_file(tmp_path):
+    data = os.urandom(4096)
+    path = tmp_path / "shard.tar"
+    path.write_bytes(data)
+    maps = SliceMaps(lambda i: pytest.fail("no fallback expected"))
+    assert maps.read(_slice(path, data, 100, 50)) == data[100:150]
+    maps.close()
+
+
+def test_part_file_is_read_while_the_shard_is_fetched(tmp_path):
+    data = os.urandom(4096)
+    part = tmp_path / "shard.tar.part"
+    part.write_bytes(data)
+    s = _slice(part, data, 10, 20)._replace(path=str(tmp_path / "shard.tar"))
+    assert SliceMaps(lambda i: b"fallback").read(s) == data[10:30]
+
+
+@pytest.mark.parametrize("damage", ["gone", "replaced", "changed", "short"])
+def test_gone_replaced_or_damaged_is_read_again_through_the_dataset(tmp_path, damage):
+    data = os.urandom(4096)
+    path = tmp_path / "shard.tar"
+    path.write_bytes(data)
+    s = _slice(path, data, 1000, 500, item=3)
+    if damage == "gone":
+        path.unlink()
+    elif damage == "replaced":  # another file (another inode) at the same name
+        keep = tmp_path / "old"
+        os.rename(path, keep)
+        path.write_bytes(data)
+    elif damage == "changed":  # a byte of the member flipped after the worker checked it
+        path.write_bytes(data[:1200] + bytes([data[1200] ^ 1]) + data[1201:])
+    else:
+        with open(path, "r+b") as f:
+            f.truncate(1200)
+    asked = []
+    assert SliceMaps(lambda i: asked.append(i) or b"from the dataset").read(s) == b"from the dataset"
+    assert asked == [3]
