@@ -294,7 +294,27 @@ class ShardReader:
                 mm = st.mm
                 if st.ok[j]:
                     return mm
+            new_file = st.ino != ino
+        if final and new_file:  # a finished file this process has not checked: all of it, in one pass
+            self._verify_all(i, mm, ino)
+            with st.cond:
+                if st.ino == ino and st.ok[j]:
+                    return st.mm
         return self._verify_in(i, j, mm, ino, path, final=final)
+
+    def _verify_all(self, i: int, mm: mmap.mmap, ino: int) -> None:
+        """Check every member of the finished shard file mapped as *mm* (headers and CRC-32s, ~20 ms
+        per 64 MiB here) so that all are served inline from now on, not one by one on fetch
+        threads; from a damaged member on, each is checked when asked for (and refused by name)."""
+        st, check = self._states[i], StreamCheck(str(self.source.shard_path(i)), self.source.shard_members[i])
+        try:
+            check.feed(memoryview(mm))
+        except ShardError:
+            pass
+        with st.cond:
+            st.use(mm, ino)
+            st.ok[: check.j] = b"\1" * check.j
+            st.done = True
 
     def _verify_in(self, i: int, j: int, mm: mmap.mmap, ino: int, path: str, *, final: bool) -> mmap.mmap | None:
         st, members = self._states[i], self.source.shard_members[i]
