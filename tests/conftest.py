@@ -145,6 +145,7 @@ def spark_server(tmp_path_factory):
     import subprocess
 
     from air_magics import tables
+    from air_magics.tables import activity
 
     store = os.environ.get("AIR_SPARK_DIR") or str(tmp_path_factory.mktemp("spark"))
     saved = {k: os.environ.get(k) for k in ("AIR_SPARK_DIR", "SPARK_REMOTE")}
@@ -158,6 +159,12 @@ def spark_server(tmp_path_factory):
         outs = [p.communicate(timeout=280)[0] for p in starters]
         assert all(p.returncode == 0 for p in starters), outs
         started = [json.loads(o.strip().splitlines()[-1]) for o in outs]
+        # This process is a client of the server from now on, as an open notebook is: with both starters
+        # gone and no lease of a live process, the supervisor stopped the server AIR_SPARK_NO_CLIENT_TIMEOUT
+        # (300 s) later whenever the first users (the tables benchmark's child processes) were followed by
+        # five minutes of other tests, and the next table call started another one (a flake in
+        # test_tables' concurrent-starters test: pid 25890 vs 23670).
+        activity.touch(Path(store))
         yield {"store": store, "servers": started, "starters": [p.pid for p in starters]}
     finally:
         os.environ["AIR_SPARK_DIR"] = store
