@@ -350,3 +350,34 @@ def test_a_limit_or_reserve_of_inf_or_nan_is_refused_in_one_clear_line(vol, valu
     with pytest.raises(TraitError, match=r"cache_limit = .* is not a size"):
         cfg.cache_limit = value  # %config AirMagics.cache_limit = ...
     assert cfg.cache_limit is None  # refused, not kept
+
+
+def _count_disk_checks(monkeypatch):
+    import shutil
+    import types
+
+    from air_magics.cache import evict
+
+    calls = []  # the eviction's own checks (the module's shutil, counted; others use the real one)
+    counted = types.SimpleNamespace(disk_usage=lambda p: calls.append(p) or shutil.disk_usage(p), rmtree=shutil.rmtree)
+    monkeypatch.setattr(evict, "shutil", counted)
+    return calls
+
+
+def test_misses_far_from_the_reserve_skip_the_disk_check(vol, tmp_path, monkeypatch):
+    """A cold miss used to take a statvfs, a stat of the index's log and the index's lock before its
+    copy; with no byte limit and the disk far above the reserve, one check serves a second of misses."""
+    calls = _count_disk_checks(monkeypatch)
+    c = FileCache(tmp_path / "cache", reserve=0)
+    for i in range(10):
+        c.get(f"/Volumes/main/raw/img/f{i:02d}.bin")
+    assert c.info().misses == 10
+    assert 1 <= len(calls) <= 2  # (a second one if the loop took over REMEASURE seconds)
+
+
+def test_misses_near_the_reserve_check_the_disk_each_time(vol, small_disk, monkeypatch):
+    calls = _count_disk_checks(monkeypatch)
+    c = FileCache(small_disk / "cache", reserve=0, pin_seconds=0)
+    for i in range(3):
+        c.get(f"/Volumes/main/raw/img/f{i:02d}.bin")
+    assert len(calls) >= 3  # a 2 MiB disk is never "far" from running out

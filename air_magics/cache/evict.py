@@ -13,7 +13,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..io.confined import is_within
@@ -23,10 +23,13 @@ from .index import wal_budget
 from .overflow import Residency
 from .stripes import Stripes
 
-__all__ = ["Evictor", "unlink_owned"]
+__all__ = ["Evictor", "unlink_owned", "AMPLE", "REMEASURE", "SMALL"]
 
 _log = logging.getLogger(__name__)
 _BATCH = 256  # stripes held at once while removing their entries
+AMPLE = 2 << 30  # free disk above the reserve that lets a miss skip the check (other processes write too) ...
+REMEASURE = 1.0  # ... for this many seconds after it was measured
+SMALL = AMPLE >> 6  # files up to this size may skip it (64 fetch threads racing stay within AMPLE)
 
 
 @dataclass
@@ -42,18 +45,29 @@ class Evictor:
     pin_seconds: float
     source_exists: Callable[[str], bool]
     wal_ready: Callable[[], bool]  # whether a checkpoint of an oversized WAL may be tried now (throttled)
+    # the free disk last measured, less what this process fetched since, and when it was measured
+    _free: int = field(default=0, init=False, repr=False)
+    _measured: float = field(default=-1e9, init=False, repr=False)
 
     def make_room(self, incoming: int, keep: Residency | None = None) -> bool:
         """Evict least recently used, unpinned entries whose source still exists and that are not in
         *keep* until *incoming* bytes fit; False when they still do not (serve it as overflow).
 
         The index's WAL is bounded here too, and what it may still grow by is counted against the
-        reserve (it shares the disk with the cached files)."""
+        reserve (it shares the disk with the cached files). With no byte limit and the disk far from
+        the reserve (``AMPLE`` more, measured within ``REMEASURE`` s), nothing is looked at: a cold
+        miss skips the ``statvfs``, the WAL's ``stat`` and the index's lock."""
+        if self.limit is None and incoming <= SMALL:  # (threads race on _free: each loses at most SMALL)
+            free = self._free - incoming
+            if free - self.reserve > AMPLE and time.monotonic() - self._measured < REMEASURE:
+                self._free = free
+                return True
         try:
             disk_free = shutil.disk_usage(self.root).free
         except FileNotFoundError:  # the cache folder was deleted under us: start it again
             self.root.mkdir(parents=True, exist_ok=True)
             disk_free = shutil.disk_usage(self.root).free
+        self._free, self._measured = disk_free - incoming, time.monotonic()
         limit, headroom = wal_budget(self.root, disk_free)  # shrinks with the space left
         self.entries.bound_wal(limit, headroom == 0 and self.wal_ready())
         free = disk_free - headroom
