@@ -381,3 +381,17 @@ def test_misses_near_the_reserve_check_the_disk_each_time(vol, small_disk, monke
     for i in range(3):
         c.get(f"/Volumes/main/raw/img/f{i:02d}.bin")
     assert len(calls) >= 3  # a 2 MiB disk is never "far" from running out
+
+
+def test_a_cache_folder_removed_behind_its_back_is_made_again(vol, tmp_path):
+    """Misses keep their folders open (verified once per process); a folder removed since (by hand,
+    or a clear) is opened and made again, not written through a stale descriptor."""
+    import shutil
+
+    c = FileCache(tmp_path / "cache")
+    first = c.get("/Volumes/main/raw/img/f00.bin")
+    shutil.rmtree(os.path.dirname(first))
+    c.clear(force=True)
+    again = c.get("/Volumes/main/raw/img/f01.bin")
+    assert os.path.dirname(again) == os.path.dirname(first)
+    assert open(again, "rb").read() == bytes([1]) * 1000

@@ -43,7 +43,7 @@ from ..io.stageclock import STAGES
 from ..io.units import fmt_bytes, parse_size
 from ..snapshots import CacheInfo  # the value cache events carry; it lives below the events
 from ..transfer import CopyTask, copy_one
-from ..transfer.file import source_stat
+from ..transfer.file import DirMaker, source_stat
 from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location, VolumeStore
@@ -117,6 +117,7 @@ class FileCache(ClaimedEntries):
         self._report_timer: threading.Timer | None = None
         self._revalidated, self._revalidation_seconds = 0, 0.0  # this process's checks against the volume
         self._hits = HitLog(self.pin_seconds, flush=self.flush_hits)
+        self._dirs = DirMaker()  # the cache's folders, verified once per process (see copy_one)
         self._overflow = OverflowWindow(self.root, self.overflow_files, self.overflow_bytes, self.limit)
         wal_check = Throttle(5.0)
         self._evictor = Evictor(
@@ -132,7 +133,16 @@ class FileCache(ClaimedEntries):
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for k in ("_status", "_hits", "_overflow", "_evictor", "_last_report", "_report_lock", "_report_timer"):
+        for k in (
+            "_status",
+            "_hits",
+            "_overflow",
+            "_evictor",
+            "_last_report",
+            "_report_lock",
+            "_report_timer",
+            "_dirs",
+        ):
             state.pop(k, None)
         return state
 
@@ -310,7 +320,7 @@ class FileCache(ClaimedEntries):
         """One source file copied in (a storage request, timed for the loader's verdict)."""
         t0 = time.perf_counter()
         try:
-            n = copy_one(task, retries=self.retries)
+            n = copy_one(task, retries=self.retries, dirs=self._dirs)
         except FileNotFoundError:  # the cache's folder removed mid-copy (or the source gone): once more
             n = copy_one(task, retries=self.retries)
         STAGES.request(time.perf_counter() - t0, n)

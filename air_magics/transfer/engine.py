@@ -43,17 +43,29 @@ DEFAULT_WORKERS = settings.DEFAULT_COPY_WORKERS  # built-in default of the `work
 CHECK_THREADS = 4 * threads("remote-io")
 
 
-def copy_one(task: CopyTask, *, retries: int = 4, backoff: float = 0.05) -> int:
+def copy_one(task: CopyTask, *, retries: int = 4, backoff: float = 0.05, dirs: DirMaker | None = None) -> int:
     """Copy one file atomically (temp + rename), retrying transient errors; raises the last error.
 
     The single-file form of :func:`copy_files`, used by the cache. Returns the bytes written.
+    *dirs*: the caller's destination folders, kept open across calls (the cache keeps one per
+    process: a folder is verified once, not at every miss); a folder removed since is made again.
     """
+    if dirs is None:
 
-    def attempt() -> int:
-        with DirMaker() as dirs:
+        def attempt() -> int:
+            with DirMaker() as fresh:
+                return copy_file(task, fresh)
+
+        return retry_call(attempt, retries=retries, backoff=backoff)
+
+    def kept() -> int:
+        try:
+            return copy_file(task, dirs)
+        except FileNotFoundError:  # its folder was removed (a clear, an eviction) since it was opened
+            dirs.forget(task.dst)
             return copy_file(task, dirs)
 
-    return retry_call(attempt, retries=retries, backoff=backoff)
+    return retry_call(kept, retries=retries, backoff=backoff)
 
 
 class _CopyRun:

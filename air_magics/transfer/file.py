@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import IO
 
 from ..io.confined import open_dir, open_read, publish_at, write_all
+from ..io.forksafe import renew_after_fork
 from ..io.leftovers import TEMP_MARK, sweep_stale, temp_name
 from ..io.pools import threads
 from ..io.versions import MTIME_TOLERANCE, same_version
@@ -67,6 +68,11 @@ class DirMaker:
         self._made: set[str] = set()
         self._lock = threading.Lock()
         self._sweep = sweep
+        renew_after_fork(self)  # a long-lived one (the cache's) is shared with forked workers
+
+    def after_fork(self) -> None:
+        """A forked child: a fresh lock (the descriptors stay valid, the parent's threads do not)."""
+        self._lock = threading.Lock()
 
     def ensure(self, loc: Location) -> None:
         """Make the folder of an fsspec destination (local ones are handled by :meth:`folder`)."""
@@ -102,6 +108,13 @@ class DirMaker:
         finally:
             if not cached:
                 os.close(fd)
+
+    def forget(self, loc: Location) -> None:
+        """Drop the descriptor kept for *loc*'s folder (it was removed and made again since)."""
+        with self._lock:
+            fd = self._fds.pop(os.path.dirname(loc.path), None)
+        if fd is not None:
+            os.close(fd)
 
     def close(self) -> None:
         with self._lock:
