@@ -41,7 +41,6 @@ import io
 import mmap
 import os
 import shutil
-import threading
 import time
 import zlib
 from bisect import bisect_left
@@ -55,6 +54,7 @@ from ..io.locks import ProcessFileLock
 from .format import Member
 from .handouts import HandOuts, renew_every
 from .memberfile import MemberFile
+from .shardmap import ShardMap, map_file, unlink_quiet
 from .slices import MemberSlice
 from .source import PLANNED_AHEAD, ReadAhead, ShardSource, overflow_refused, stream_shard
 from .verify import StreamCheck, check_header, header_start
@@ -74,45 +74,6 @@ _SWEEP_SECONDS = 2.0  # how often a reader looks for maps of shards it no longer
 _FLAGS = os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-class _Shard:
-    """This process's view of one shard: the map its verified members are read from."""
-
-    def __init__(self, members: int) -> None:
-        self.cond = threading.Condition()  # guards the fields; notified as members verify
-        self.mm: mmap.mmap | None = None
-        self.ino = -1  # the mapped file's inode: ok[] holds for that file only
-        self.ok = bytearray(members)  # member j (offset order) verified in self.mm
-        self.running = False
-        self.done = False
-        self.error: BaseException | None = None
-        self.used = False  # a member was asked for: the read-ahead from this shard has started
-        self.renewed = 0.0  # monotonic time its cache entry was last renewed by this process
-        self.counted = False  # this process counted its hit (or fetched it)
-        self.over_path = ""  # an overflow copy's path ("": the cache slot)
-        self.evicted = False  # its entry was found gone: any file at its slot is not the cache's
-
-    def use(self, mm: mmap.mmap, ino: int) -> None:
-        """Read from *mm* from now on (call with ``cond`` held); a different file's checks do not carry."""
-        if ino != self.ino:
-            self.ok = bytearray(len(self.ok))
-        self.mm, self.ino = mm, ino
-
-
-def _map(path: str, size: int) -> tuple[mmap.mmap, int] | None:
-    """A read-only map of *path* and its inode, or None when it is missing or not *size* bytes yet."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if st.st_size != size:
-            return None
-        return mmap.mmap(fd, size, access=mmap.ACCESS_READ), st.st_ino
-    finally:
-        os.close(fd)
-
-
 class ShardReader:
     """Serves members of one packed folder as bytes sliced from cached shards in ``root`` (see the
     module docstring)."""
@@ -123,7 +84,7 @@ class ShardReader:
         self._handouts = HandOuts(cache.overflow_files)
         self._renew_every = renew_every(cache.pin_seconds)
         self._swept = time.monotonic()
-        self._states = [_Shard(len(ms)) for ms in source.shard_members]
+        self._states = [ShardMap(len(ms)) for ms in source.shard_members]
         self._offsets: list[list[int] | None] = [None] * len(source.shards)
         self._drivers = ThreadPoolExecutor(max_workers=_FETCHES, thread_name_prefix="air-shard-cache")
         self._ahead = ReadAhead(source.next_shard, self._fetch_ahead, _AHEAD)
@@ -154,7 +115,7 @@ class ShardReader:
             raise ValueError(f"member {m.name!r} is not in shard {self.source.shards[i].name}")
         return j
 
-    def _ready_map(self, i: int, m: Member) -> mmap.mmap | None:
+    def _readymap_file(self, i: int, m: Member) -> mmap.mmap | None:
         st = self._states[i]
         mm = st.mm
         if mm is not None and st.ok[self._j(i, m)] and self._handed_out(i, st):
@@ -166,7 +127,7 @@ class ShardReader:
 
     def ready(self, i: int, m: Member) -> bytes | None:
         """The member's bytes if this process has them verified in its map (no wait, no fetch)."""
-        mm = self._ready_map(i, m)
+        mm = self._readymap_file(i, m)
         return None if mm is None else mm[m.offset : m.offset + m.size]
 
     def read(self, i: int, m: Member) -> bytes:
@@ -177,7 +138,7 @@ class ShardReader:
     def ready_slice(self, i: int, m: Member, item: int) -> MemberSlice | bytes | None:
         """:meth:`ready` as a :class:`~.slices.MemberSlice` a DataLoader's loop reads itself
         (dataset index *item*); the bytes when they come from an overflow copy (gone soon)."""
-        mm = self._ready_map(i, m)
+        mm = self._readymap_file(i, m)
         return None if mm is None else self._slice(i, m, mm, item)
 
     def read_slice(self, i: int, m: Member, item: int) -> MemberSlice | bytes:
@@ -197,7 +158,7 @@ class ShardReader:
         return io.BufferedReader(MemberFile(mm, m.offset, m.size, m.name))
 
     # -- the shard's cache entry ---------------------------------------------------------------------
-    def _handed_out(self, i: int, st: _Shard) -> bool:
+    def _handed_out(self, i: int, st: ShardMap) -> bool:
         """Count a member of shard *i* handed out (renewing a cached shard's entry every few
         seconds); False when that entry is gone (evicted): the map is dropped, to fetch it again."""
         handouts = self._handouts
@@ -210,7 +171,7 @@ class ShardReader:
                 self._drop(self._states[k], unlink=True)
         return True
 
-    def _renew(self, i: int, st: _Shard) -> bool:
+    def _renew(self, i: int, st: ShardMap) -> bool:
         now = time.monotonic()
         if not self.cache.renew(self._keys[i], hit=0 if st.counted else self.source.shards[i].bytes):
             self._drop(st)
@@ -224,7 +185,7 @@ class ShardReader:
                     self._drop(other)
         return True
 
-    def _drop(self, st: _Shard, *, unlink: bool = False) -> None:
+    def _drop(self, st: ShardMap, *, unlink: bool = False) -> None:
         """Forget *st*'s map (readers holding it keep it); *unlink*: its overflow copy, removed."""
         with st.cond:
             if st.running:
@@ -233,7 +194,7 @@ class ShardReader:
             st.mm, st.ino, st.done, st.ok = None, -1, False, bytearray(len(st.ok))
             st.over_path, st.renewed = "", 0.0
         if unlink and path:
-            _unlink(path)
+            unlink_quiet(path)
 
     # -- waiting for a member ------------------------------------------------------------------------
     def _wait(self, i: int, j: int) -> mmap.mmap:
@@ -285,7 +246,7 @@ class ShardReader:
         map when it verifies. In the finished file a failure is a ShardError; in another process's
         part file it means "not in yet" (None)."""
         st, s = self._states[i], self.source.shards[i]
-        got = _map(path, s.bytes)
+        got = map_file(path, s.bytes)
         if got is None:
             return None
         mm, ino = got
@@ -378,7 +339,7 @@ class ShardReader:
                     lock.release()
                     lock.close()
                     return True
-                _unlink(path)  # a file the cache has no entry for (left by a crash or a reset): not counted
+                unlink_quiet(path)  # a file the cache has no entry for (left by a crash or a reset): not counted
             if self.cache.claim(key, size) is None:  # no room: an overflow copy of this process's own
                 lock.release()
                 lock.close()
@@ -405,7 +366,7 @@ class ShardReader:
                     self.cache.commit(key, size)
             except BaseException:
                 if lock is not None:
-                    _unlink(path)
+                    unlink_quiet(path)
                     self.cache.release(key)
                 raise
         except BaseException as exc:  # members verified so far stay readable from the map
@@ -419,7 +380,7 @@ class ShardReader:
                 lock.release()
                 lock.close()
 
-    def _fetch_into(self, i: int, path: str, st: _Shard, key: str) -> None:
+    def _fetch_into(self, i: int, path: str, st: ShardMap, key: str) -> None:
         src = self.source
         s, members = src.shards[i], src.shard_members[i]
         new, part = f"{path}.part-new", f"{path}.part"
@@ -475,10 +436,3 @@ class ShardReader:
                 except BufferError:  # pragma: no cover - a view still alive: the collector closes it
                     pass
             os.close(fd)
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass

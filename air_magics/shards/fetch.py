@@ -46,6 +46,7 @@ from ..io.folders import staging_folder
 from ..io.locks import ProcessFileLock
 from .handouts import HandOuts, renew_every
 from .members import MemberWriter
+from .shardmap import unlink_quiet
 from .source import PLANNED_AHEAD, ReadAhead, ShardSource, overflow_refused, stream_shard
 
 if TYPE_CHECKING:
@@ -213,9 +214,9 @@ class Extractor:
                 st.done, st.final = True, slot
                 return True
             if self.complete(i):  # left without an entry (a crash, a reset): not counted, extracted again
-                _unlink(f"{slot}.complete")  # first: no process takes the folder for complete from here on
+                unlink_quiet(f"{slot}.complete")  # first: no process takes the folder for complete from here on
                 shutil.rmtree(slot, ignore_errors=True)
-            _unlink(f"{slot}.complete")  # an evicted folder's marker
+            unlink_quiet(f"{slot}.complete")  # an evicted folder's marker
             held: ProcessFileLock | None = lock
             final = slot
             if self.cache.claim(key, size) is None:  # no room: an overflow copy of this process's own
@@ -284,10 +285,3 @@ class Extractor:
             writer.finish()
             os.close(os.open(f"{final}.complete", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
             self.shards_fetched += 1
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
