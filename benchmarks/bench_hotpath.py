@@ -103,8 +103,11 @@ def _run(a: argparse.Namespace, home: Path) -> int:
         pack(FOLDER, PACKED, shard_size="64MiB")
         packed = UCVolumeDataset(PACKED, output="bytes")
         assert _byte_items(packed) == a.files * (a.size_kib << 10)  # cold: the shards cached
-        names.append("packed")
+        packed_dl = DataLoader(packed)  # the default collate: the workers send slices, read here
+        assert _byte_items(_loader_paths(packed_dl)) == a.files * (a.size_kib << 10)  # workers started
+        names += ["packed", "packed_dl"]
         loops["packed"] = lambda: _byte_items(packed)
+        loops["packed_dl"] = lambda: _byte_items(_loader_paths(packed_dl))
     rows: dict[str, list[float]] = {k: [] for k in names}
     ratios: dict[str, list[float]] = {k: [] for k in names if k != "bare"}
     cpu: list[float] = []
@@ -132,6 +135,7 @@ def _run(a: argparse.Namespace, home: Path) -> int:
         "default": "DataLoader(ds) defaults",
         "zero": "DataLoader(ds, num_workers=0)",
         "packed": "iter(UCVolumeDataset(packed, output='bytes'))",
+        "packed_dl": "DataLoader(UCVolumeDataset(packed, output='bytes')) defaults",
     }
     body = [[label[k], med(rows[k], ",.0f"), med(ratios[k], ".2f") if k in ratios else "1.00"] for k in names]
     print()
