@@ -9,26 +9,20 @@ from pathlib import Path
 
 import pytest
 import torch.utils.data as tud
+from _seed import seeded_volume
 
 from air_magics.cache import FileCache
 from air_magics.data import Checkpointable, DataLoader, UCVolumeDataset
 from air_magics.errors import DatasetError, VolumeNotFoundError, VolumePathError
 from air_magics.status import read_status
-from air_magics.volumes import VolumeStore
 
 N = 57  # deliberately not a multiple of any grid
 
 
 @pytest.fixture
 def vol():
-    s = VolumeStore()
-    s.create("main.raw.img")
-    for i in range(N):
-        with s.open(f"/Volumes/main/raw/img/train/c{i % 3}/{i:03d}.bin", "wb") as f:
-            f.write(f"item {i}".encode())
-    with s.open("/Volumes/main/raw/img/README.md", "wb") as f:
-        f.write(b"readme")
-    return s
+    files = {f"/Volumes/main/raw/img/train/c{i % 3}/{i:03d}.bin": f"item {i}".encode() for i in range(N)}
+    return seeded_volume("main.raw.img", {**files, "/Volumes/main/raw/img/README.md": b"readme"})
 
 
 def key(local_path):

@@ -6,12 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
+from _seed import seeded_volume
 
 from air_magics.cache import FileCache
 from air_magics.data import DataLoader, UCVolumeDataset
 from air_magics.errors import DatasetError
 from air_magics.shards import pack
-from air_magics.volumes import VolumeStore
 
 SRC, DEST = "/Volumes/main/raw/out/src", "/Volumes/main/raw/out/packed"
 N = 40
@@ -23,12 +23,7 @@ def content(i: int) -> bytes:
 
 @pytest.fixture
 def vol():
-    s = VolumeStore()
-    s.create("main.raw.out")
-    for i in range(N):
-        with s.open(f"{SRC}/c{i % 4}/f{i:03d}.bin", "wb") as f:
-            f.write(content(i))
-    return s
+    return seeded_volume("main.raw.out", {f"{SRC}/c{i % 4}/f{i:03d}.bin": content(i) for i in range(N)})
 
 
 def _files_under(root: Path) -> int:

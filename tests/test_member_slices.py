@@ -8,12 +8,12 @@ import zlib
 from pathlib import Path
 
 import pytest
+from _seed import seeded_volume
 
 from air_magics.cache import FileCache
 from air_magics.data import DataLoader, UCVolumeDataset
 from air_magics.shards import MemberSlice, SliceMaps, pack
 from air_magics.shards import slices as slices_mod
-from air_magics.volumes import VolumeStore
 
 SRC, DEST = "/Volumes/main/raw/sl/src", "/Volumes/main/raw/sl/packed"
 N = 60
@@ -25,11 +25,7 @@ def content(i: int) -> bytes:
 
 @pytest.fixture
 def packed():
-    s = VolumeStore()
-    s.create("main.raw.sl")
-    for i in range(N):
-        with s.open(f"{SRC}/c{i % 3}/f{i:03d}.bin", "wb") as f:
-            f.write(content(i))
+    s = seeded_volume("main.raw.sl", {f"{SRC}/c{i % 3}/f{i:03d}.bin": content(i) for i in range(N)})
     pack(SRC, DEST, shard_size="8KiB")
     return s
 

@@ -10,11 +10,11 @@ import zlib
 from pathlib import Path
 
 import pytest
+from _seed import seeded_volume
 
 from air_magics.cache import FileCache
 from air_magics.data import DataLoader, UCVolumeDataset
 from air_magics.shards import open_packed, pack, prune_extracted
-from air_magics.volumes import VolumeStore
 
 SRC, DEST = "/Volumes/main/raw/lim/src", "/Volumes/main/raw/lim/packed"
 N = 96
@@ -26,12 +26,7 @@ def content(i: int) -> bytes:
 
 @pytest.fixture
 def vol():
-    s = VolumeStore()
-    s.create("main.raw.lim")
-    for i in range(N):
-        with s.open(f"{SRC}/c{i % 3}/f{i:03d}.bin", "wb") as f:
-            f.write(content(i))
-    return s
+    return seeded_volume("main.raw.lim", {f"{SRC}/c{i % 3}/f{i:03d}.bin": content(i) for i in range(N)})
 
 
 def _bytes_under(root: Path) -> int:

@@ -4,11 +4,11 @@ the widget view (real ipywidgets, no browser) and the text fallback of `%air_vol
 import json
 
 import pytest
+from _seed import seeded_volume
 
 from air_magics.errors import PackError
 from air_magics.events import channel
 from air_magics.shards import PackEvent, pack
-from air_magics.volumes import VolumeStore
 from air_magics.widgets.pack_progress import TextPackProgress, WidgetPackProgress, pack_progress_view
 
 SRC, DEST = "/Volumes/main/raw/img/train", "/Volumes/main/raw/img/packed"
@@ -17,12 +17,7 @@ N = 40
 
 @pytest.fixture
 def vol():
-    s = VolumeStore()
-    s.create("main.raw.img")
-    for i in range(N):
-        with s.open(f"{SRC}/d{i % 2}/{i:03d}.bin", "wb") as f:
-            f.write(bytes([i]) * (3000 + i))
-    return s
+    return seeded_volume("main.raw.img", {f"{SRC}/d{i % 2}/{i:03d}.bin": bytes([i]) * (3000 + i) for i in range(N)})
 
 
 def test_pack_emits_running_then_done_with_the_report(vol):
