@@ -1,7 +1,6 @@
 """Tables against a real embedded Spark Connect server and a separately started one (sc:// URL)."""
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -231,43 +230,6 @@ def test_notebook_spark_object_is_used(remote_spark):
         pd.DataFrame({"v": [7]}), "spark_catalog.default.ns_t", mode="overwrite", user_ns={"spark": spark}
     )
     assert tables.read_table("spark_catalog.default.ns_t", user_ns={"spark": spark}).v[0] == 7
-
-
-def test_tables_survive_a_server_restart_and_a_crash(nums, tmp_path):
-    """Kills the shared server mid-query: the next call starts a new one on the same store (one JVM
-    start, the point of the test; later tests use the new server)."""
-    import threading
-
-    code = (
-        "import pandas as pd; from air_magics import tables; "
-        "tables.write_table(pd.DataFrame({'a': [1, 2]}), 'main.test.other_proc', mode='overwrite')"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ), timeout=300)
-    assert sorted(tables.read_table("main.test.other_proc").a) == [1, 2]  # written by another process
-    running = srv_mod.running_server()
-    errors = []
-
-    def long_query():
-        try:
-            tables.read_sql("SELECT count(*) FROM range(100000000000)")
-        except Exception as exc:
-            errors.append(exc)
-
-    t = threading.Thread(target=long_query)
-    t.start()
-    time.sleep(4)
-    os.killpg(running.pid, signal.SIGKILL)  # the server dies mid-query
-    t.join(timeout=60)
-    assert not t.is_alive() and len(errors) == 1
-    assert isinstance(errors[0], TablesError) and "\n" not in str(errors[0])
-    # the next call starts a new server on the same store: the tables are still there
-    assert len(tables.read_table("main.test.nums")) == 2000
-    assert srv_mod.running_server().pid != running.pid
-    # our session to the dead server is retired: pyspark asks its first session's conf in F.col,
-    # which failed a client export (UNAVAILABLE) after the restart
-    VolumeStore().create("main.test.exports", exist_ok=True)
-    r = tables.export_table("main.test.nums", "/Volumes/main/test/exports/restarted", via="client", mode="overwrite")
-    assert r.rows == 2000
 
 
 _AFTER_DEAD_REMOTE = """

@@ -1,20 +1,25 @@
-"""The embedded server's life: nothing starts for a bad request, and an unused server stops itself.
+"""The embedded server's life: nothing starts for a bad request, an unused server stops itself, a
+crashed one is started again, ``%air_table --stop`` stops it.
 
-Each test has its own store (AIR_SPARK_DIR), so it never touches the run's shared server (conftest
-``spark_server``): these tests start, stop and wait for a server, which the shared one must not do."""
+The tests that wait for a server to stop by itself start one of their own (own store, AIR_SPARK_DIR):
+the run's shared server (conftest ``spark_server``) must not stop while other tests use it. The last
+test crashes and stops the shared one: this module runs after every other module that uses it."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import pandas as pd
 import psutil
 import pytest
 
 from air_magics import tables
-from air_magics.errors import TableNameError
+from air_magics.errors import TableNameError, TablesError
 from air_magics.tables import activity
 from air_magics.tables import server as srv_mod
 from air_magics.tables.starting import last_start_seconds
@@ -30,6 +35,14 @@ def _store_processes(store) -> list[psutil.Process]:
         if str(store) in " ".join(p.info["cmdline"] or []) and p.pid != os.getpid():
             out.append(p)
     return out
+
+
+def _exited(p: psutil.Process) -> bool:
+    """*p* has exited: gone, or a zombie (this process started it and has not reaped it yet)."""
+    try:
+        return not p.is_running() or p.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 @pytest.fixture
@@ -68,15 +81,17 @@ def test_idle_server_stops_itself_but_not_while_in_use(own_store, monkeypatch):
         "import json; from air_magics import tables; from air_magics.tables.server import read_record, store_dir; "
         "tables.read_sql('SELECT 1'); print(json.dumps(read_record(store_dir())))"
     )
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=280).stdout
-    rec = json.loads(out.strip().splitlines()[-1])
-    jvm, sup = psutil.Process(rec["pid"]), psutil.Process(rec["supervisor"])
-    assert rec["heap_mb"] == 1024 and "-Xmx1024m" in jvm.cmdline() and rec["idle_timeout"] == 3
-    assert sup.ppid() != os.getpid() and os.getsid(sup.pid) == sup.pid  # detached: its own session
-    # an operation in flight (what every API call holds) keeps it up well past the idle timeout
+    own_store.mkdir(parents=True)
+    # an operation in flight (what every API call holds) keeps it up well past the idle timeout; held
+    # from before the start, so no gap between the starter's exit and the hold can count as idle
     with activity.operation(own_store):
-        for _ in range(4):
-            time.sleep(3)
+        run = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=280)
+        rec = json.loads(run.stdout.strip().splitlines()[-1])
+        jvm, sup = psutil.Process(rec["pid"]), psutil.Process(rec["supervisor"])
+        assert rec["heap_mb"] == 1024 and "-Xmx1024m" in jvm.cmdline() and rec["idle_timeout"] == 3
+        assert sup.ppid() != os.getpid() and os.getsid(sup.pid) == sup.pid  # detached: its own session
+        for _ in range(3):  # 7.5 s: 2.5 idle timeouts, 10 supervisor polls (every 0.75 s here)
+            time.sleep(2.5)
             assert jvm.is_running() and srv_mod.read_record(own_store)["pid"] == rec["pid"]
     # unused: it stops by itself, record removed, no process left
     deadline = time.monotonic() + 120
@@ -88,8 +103,6 @@ def test_idle_server_stops_itself_but_not_while_in_use(own_store, monkeypatch):
 
 
 def test_bad_settings_are_explained(own_store, monkeypatch):
-    from air_magics.errors import TablesError
-
     monkeypatch.setenv("AIR_SPARK_IDLE_TIMEOUT", "soon")
     with pytest.raises(TablesError, match="AIR_SPARK_IDLE_TIMEOUT='soon'"):
         tables.read_sql("SELECT 1")
@@ -146,8 +159,8 @@ def test_server_stops_soon_after_its_last_client_exits(own_store, monkeypatch):
         assert rec["no_client_timeout"] == 3 and last_start_seconds(own_store) > 0
         jvm, sup = psutil.Process(rec["pid"]), psutil.Process(rec["supervisor"])
         # its starter has exited, but a client is alive: it stays up well past the no-client timeout
-        for _ in range(3):
-            time.sleep(3)
+        for _ in range(3):  # 7.5 s: 2.5 no-client timeouts, 10 supervisor polls (every 0.75 s here)
+            time.sleep(2.5)
             assert jvm.is_running() and srv_mod.read_record(own_store)["pid"] == rec["pid"]
     finally:
         stay.kill()
@@ -160,18 +173,59 @@ def test_server_stops_soon_after_its_last_client_exits(own_store, monkeypatch):
     assert "after the last client process exited" in (own_store / "server.log").read_text()
 
 
-def test_notebook_says_the_server_is_starting_and_stop_stops_it(own_store, ip, monkeypatch, capsys):
-    """A server of its own (one JVM start, 20-60 s here): the test reads what its start says, then stops it
-    while another process still has a session to it. That process then exits quietly: pyspark's exit hook
-    sent a clean-up call to the stopped server, retried and printed ``[RETRIES_EXCEEDED]``; sessions we
-    open are closed before it."""
-    monkeypatch.setenv("AIR_SPARK_DRIVER_MEMORY", "1g")
-    assert ip.run_line_magic("air_table", '--sql "SELECT 41 + 1 AS n"').n[0] == 42
+_USE_THEN_WAIT = """
+import sys
+from air_magics import tables
+print(tables.read_sql('SELECT 41 + 1 AS n').n[0], flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_shared_server_survives_a_crash_says_it_restarts_and_stop_stops_it(shared_spark, ip, capsys):
+    """The run's shared server (conftest ``spark_server``), by its last user (modules run in name order;
+    a later one would just start it again). Killed mid-query: the query fails in one line and the
+    notebook's next call starts a new server on the same store, saying so, with the tables still there
+    (one JVM start, the point of the test). ``%air_table --stop`` then stops it while another process
+    still has a session to it, and that process exits quietly: pyspark's exit hook sent a clean-up
+    call to the stopped server, retried and printed ``[RETRIES_EXCEEDED]``; sessions we open are
+    closed before it."""
+    store = Path(shared_spark)
+    code = (
+        "import pandas as pd; from air_magics import tables; "
+        "tables.write_table(pd.DataFrame({'a': [1, 2]}), 'main.test.other_proc', mode='overwrite')"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ), timeout=300)
+    assert sorted(tables.read_table("main.test.other_proc").a) == [1, 2]  # written by another process
+    running = srv_mod.running_server()
+    errors = []
+
+    def long_query():
+        try:
+            tables.read_sql("SELECT count(*) FROM range(100000000000)")
+        except Exception as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=long_query)
+    t.start()
+    time.sleep(4)
+    os.killpg(running.pid, signal.SIGKILL)  # the server dies mid-query
+    t.join(timeout=60)
+    assert not t.is_alive() and len(errors) == 1
+    assert isinstance(errors[0], TablesError) and "\n" not in str(errors[0])
+    capsys.readouterr()
+    # the next call starts a new server on the same store and says so: the tables are still there
+    assert ip.run_line_magic("air_table", '--sql "SELECT sum(a) AS n FROM main.test.other_proc"').n[0] == 3
     err = capsys.readouterr().err
-    assert "Starting the embedded Spark Connect server (a first start takes 15-60 s on a small machine" in err
-    rec = srv_mod.read_record(own_store)
+    rec = srv_mod.read_record(store)
+    assert rec["pid"] != running.pid and srv_mod.running_server().pid == rec["pid"]
+    assert "Starting the embedded Spark Connect server (the last start here took " in err, err
     assert f"Started the embedded Spark Connect server at sc://127.0.0.1:{rec['port']} in " in err
     assert "5 min after the last process using it exits" in err and "%air_table --stop" in err
+    # our session to the dead server is retired: pyspark asks its first session's conf in F.col,
+    # which failed a client export (UNAVAILABLE) after the restart
+    VolumeStore().create("main.test.exports", exist_ok=True)
+    r = tables.export_table("main.test.other_proc", "/Volumes/main/test/exports/restarted", via="client")
+    assert r.rows == 2
     assert ip.run_line_magic("air_table", '--sql "SELECT 1 AS n"').n[0] == 1
     assert "embedded Spark Connect server" not in capsys.readouterr().err  # a running server is just used
     jvm, sup = psutil.Process(rec["pid"]), psutil.Process(rec["supervisor"])
@@ -181,22 +235,14 @@ def test_notebook_says_the_server_is_starting_and_stop_stops_it(own_store, ip, m
     try:
         assert client.stdout.readline() == b"42\n"  # it uses the running server, with a session of its own
         ip.run_line_magic("air_table", "--stop")
-        assert f"Stopped the embedded Spark Connect server of {own_store}" in capsys.readouterr().out
-        assert not jvm.is_running() and srv_mod.read_record(own_store) is None
+        assert f"Stopped the embedded Spark Connect server of {store}" in capsys.readouterr().out
+        assert not jvm.is_running() and srv_mod.read_record(store) is None
         _, client_err = client.communicate(b"\n", timeout=120)  # now it exits, its server gone
     finally:
         if client.poll() is None:
             client.kill()
     assert client.returncode == 0 and client_err.decode().strip() == "", client_err.decode()[-2000:]
     deadline = time.monotonic() + 30  # the supervisor notices within a second
-    while sup.is_running() and time.monotonic() < deadline:
+    while not _exited(sup) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _store_processes(own_store) == []
-
-
-_USE_THEN_WAIT = """
-import sys
-from air_magics import tables
-print(tables.read_sql('SELECT 41 + 1 AS n').n[0], flush=True)
-sys.stdin.readline()
-"""
+    assert _exited(sup) and _store_processes(store) == []
