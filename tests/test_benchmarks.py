@@ -4,9 +4,10 @@ Each scenario runs through its command-line entry point (``benchmarks/bench_<nam
 --no-wait``) in a subprocess, on real FUSE volumes (fusevol) and a real Spark Connect server; the test checks
 that it exits 0 and prints its report tables. No figure is asserted: benchmarks never assert speed
 in the suite. ``--no-wait`` keeps a busy machine from stretching a run (no quiet-machine waits, no
-repeats); the loader runs one configuration per kind and the tables a 20k-row table on the run's
-shared Spark server (conftest ``spark_server``: no JVM start of its own), so the whole file stays
-near 2 minutes on a quiet 2-core machine.
+repeats); the loader runs one configuration per kind over 96 small files, the checkpoint a 4 MB state
+and the tables a 2,000-row table on the run's shared Spark server (conftest ``spark_server``: no JVM
+start of its own): the sizes are the smallest that still take every path of each script, so the
+time is the scripts' child processes (interpreter, torch and pyspark imports, FUSE mounts).
 """
 
 from __future__ import annotations
@@ -39,12 +40,12 @@ SCENARIOS = {
         ],
     ),
     "confined": ([], ["### confined open vs plain open", "| read |", "| write |"]),
-    "loader": (
-        ["--configs", "ref:default,torch:8,copy,air:default,air:default+half"],
+    "loader": (  # 96 files x 32 KiB: each loader still runs its cold and warm epoch through its own processes
+        ["--configs", "ref:default,torch:8,copy,air:default,air:default+half", "--files", "96", "--size-kib", "32"],
         ["## bench_loader", "| loader | setup s", "`torch:8`", "`air:default`", "`copy`", "epoch-2 hits"],
     ),
-    "checkpoint": (
-        [],
+    "checkpoint": (  # a 4 MB state: still several tensors and files per checkpoint, a child process per method
+        ["--sizes-mb", "4"],
         [
             "## bench_checkpoint",
             "| method | save MB/s",
@@ -53,9 +54,9 @@ SCENARIOS = {
             "measurements ok",
         ],
     ),
-    "tables": (
-        ["--rows", "20000"],
-        ["## bench_tables", "| rows | method |", "air-export-client", "overhead at 20,000 rows"],
+    "tables": (  # 2,000 rows: two batches of the dataset part; the time is the children's imports, not the rows
+        ["--rows", "2000"],
+        ["## bench_tables", "| rows | method |", "air-export-client", "overhead at 2,000 rows"],
     ),
     "shards_mosaic": (  # 64 files x 8 KiB at 1 ms; mosaicml-streaming rows only where its venv is
         [],

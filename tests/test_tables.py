@@ -41,10 +41,15 @@ def test_concurrent_starters_share_one_server_that_outlives_them(spark_server):
     assert [p.pid for p in javas] == [pid_a]
 
 
-@pytest.fixture
-def nums():
+@pytest.fixture(scope="module")
+def nums(spark_server, tmp_path_factory):
+    """``main.test.nums`` (2,000 rows) on the shared server, written once for the module: no test here
+    changes it (each write took about half a second)."""
     df = pd.DataFrame({"id": range(2000), "name": [f"n{i}" for i in range(2000)], "x": [i / 4 for i in range(2000)]})
-    tables.write_table(df, "main.test.nums", mode="overwrite")
+    with pytest.MonkeyPatch.context() as mp:  # set up before the per-test AIR_HOME: one of its own
+        mp.setenv("AIR_HOME", str(tmp_path_factory.mktemp("nums-home")))
+        mp.setenv("AIR_SPARK_DIR", spark_server["store"])
+        tables.write_table(df, "main.test.nums", mode="overwrite")
     return df
 
 
