@@ -57,7 +57,10 @@ class _Decode(tud.IterableDataset):
 def test_small_files_at_10ms_are_storage_latency_bound_and_the_advice_is_pack(slowfs, tmp_path, monkeypatch):
     cm = _mount(slowfs, tmp_path, monkeypatch, 400, 4096, op_latency_ms=10, read_latency_ms=10)
     try:
-        ds = UCVolumeDataset(FOLDER, cache=FileCache(tmp_path / "c"))
+        # 4 fetches in flight per worker: with the default 32 the first 10 steps could be served
+        # from what was fetched while the workers started, and a loop slowed by a busy machine
+        # then looked compute-bound at step 10
+        ds = UCVolumeDataset(FOLDER, cache=FileCache(tmp_path / "c"), prefetch=4)
         early, final = _run(DataLoader(ds, batch_size=8, num_workers=2))
     finally:
         cm.__exit__(None, None, None)

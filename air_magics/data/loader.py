@@ -307,7 +307,7 @@ class DataLoader(tud.DataLoader):
         sizes: list[int] = []
         at = 0
         stream = produced = 0
-        next_emit = 0.0
+        next_emit = clock() + _EMIT_EVERY  # an epoch shorter than that reports once, when it is done
         first = True
         while True:
             t0 = clock()

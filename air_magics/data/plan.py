@@ -55,8 +55,8 @@ class PlanFile:
         if os.fstat(self._fd).st_nlink == 0:  # removed with the cache folder: the workers have its path
             os.close(self._fd)
             self._fd = self._create()
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, data, 0)
+        os.pwrite(self._fd, data, 0)  # then cut what a longer plan left: no truncation to zero (a
+        os.ftruncate(self._fd, len(data))  # block freed and taken again at every epoch)
 
     def read(self) -> dict[str, Any]:
         with open(self.path, "rb") as f:
