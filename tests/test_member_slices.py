@@ -123,3 +123,22 @@ def test_gone_replaced_or_damaged_is_read_again_through_the_dataset(tmp_path, da
     asked = []
     assert SliceMaps(lambda i: asked.append(i) or b"from the dataset").read(s) == b"from the dataset"
     assert asked == [3]
+
+
+def test_drop_last_and_a_resumed_epoch_with_slices(packed, tmp_path):
+    ds = UCVolumeDataset(DEST, output="bytes", cache=FileCache(tmp_path / "c"), shuffle=True, seed=3)
+    dl = DataLoader(ds, batch_size=7, num_workers=2, drop_last=True)
+    batches = list(dl)
+    assert all(len(b) == 7 and all(type(x) is bytes for x in b) for b in batches)
+    assert len({x for b in batches for x in b}) == 7 * len(batches) <= N
+    # stop after 3 batches, resume in a new loader: every member exactly once across the two
+    first = DataLoader(ds, batch_size=5, num_workers=2)
+    it = iter(first)
+    head = [x for _ in range(3) for x in next(it)]
+    state = first.state_dict()
+    del it
+    again = UCVolumeDataset(DEST, output="bytes", cache=FileCache(tmp_path / "c"), shuffle=True, seed=3)
+    rest_loader = DataLoader(again, batch_size=5, num_workers=2)
+    rest_loader.load_state_dict(state)
+    rest = [x for b in rest_loader for x in b]
+    assert sorted(head + rest) == sorted(content(i) for i in range(N))
