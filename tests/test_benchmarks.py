@@ -7,7 +7,8 @@ in the suite. ``--no-wait`` keeps a busy machine from stretching a run (no quiet
 repeats); the loader runs one configuration per kind over 96 small files, the checkpoint a 4 MB state
 and the tables a 2,000-row table on the run's shared Spark server (conftest ``spark_server``: no JVM
 start of its own): the sizes are the smallest that still take every path of each script, so the
-time is the scripts' child processes (interpreter, torch and pyspark imports, FUSE mounts).
+time is the scripts' child processes (interpreter, torch and pyspark imports, FUSE mounts). Two
+scripts run at a time (``LANES``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -66,9 +68,29 @@ SCENARIOS = {
 NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic", "stages"}
 
 
+# The scripts run two at a time, each lane in this order, started by the module's first test: each
+# script is mostly its child processes' start-up (interpreters, imports, mounts) and a 2-core machine
+# has room for two. The loader and the checkpoint share a lane because they must not overlap: the
+# checkpoint's reference run links /Volumes, which it refuses while a loader benchmark runs. The
+# tables' lane starts once the shared Spark server is up (20-40 s), so it has the shorter scripts.
+LANES = (("loader", "checkpoint", "shards_mosaic"), ("tables", "copy", "confined", "stages", "hotpath"))
+assert sorted(n for lane in LANES for n in lane) == sorted(SCENARIOS)
+
+
 def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _unavailable(name: str) -> str | None:
+    """Why *name* cannot run here (the test skips with it), or None."""
+    from benchmarks.harness import fusevol
+
+    if name in NEEDS_FUSE and (why := fusevol.unavailable() or fusevol.unavailable("c")):
+        return why  # the benchmarks count the server's CPU: only the C engine's is fair
+    if name == "tables":
+        return _tables_unavailable()
+    return None
 
 
 def _tables_unavailable() -> str | None:
@@ -81,7 +103,67 @@ def _tables_unavailable() -> str | None:
     return None
 
 
-@pytest.mark.timeout(420)
+class _Runs:
+    """The selected scripts' runs, two lanes in background threads; :meth:`result` waits for one."""
+
+    def __init__(self, names: set[str], spark_dir: str | None, base: Path) -> None:
+        self.done: dict[str, threading.Event] = {n: threading.Event() for n in names}
+        self.out: dict[str, subprocess.CompletedProcess | BaseException] = {}
+        self.spark_dir, self.base = spark_dir, base
+        self.threads = [threading.Thread(target=self._lane, args=(lane,), daemon=True) for lane in LANES]
+
+    def _lane(self, lane: tuple[str, ...]) -> None:
+        for name in lane:
+            if name in self.done and name not in self.out:
+                try:
+                    self.out[name] = self._run(name)
+                except BaseException as exc:  # reported by the test of that script
+                    self.out[name] = exc
+                self.done[name].set()
+
+    def _run(self, name: str) -> subprocess.CompletedProcess:
+        flags = SCENARIOS[name][0]
+        if name == "tables":  # the run's shared embedded server (conftest): no JVM start of its own
+            flags = [*flags, "--spark-dir", str(self.spark_dir)]
+        home = self.base / name  # each script its own AIR_HOME; nothing takes /Volumes for a mount
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AIR_VOLUMES_ROOT")}
+        env.update(AIR_HOME=str(home), AIR_VOLUMES_MOUNT=str(home / "no-such-mount"))
+        argv = [sys.executable, f"benchmarks/bench_{name}.py", "--quick", "--no-wait", *flags]
+        return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
+
+    def result(self, name: str) -> subprocess.CompletedProcess:
+        assert self.done[name].wait(timeout=800), f"bench_{name} still running after 800 s"
+        out = self.out[name]
+        if isinstance(out, BaseException):
+            raise out
+        return out
+
+
+@pytest.fixture(scope="module")
+def smoke_runs(request, tmp_path_factory):
+    """Starts every selected script that can run here (two at a time, see LANES); yields the :class:`_Runs`."""
+    selected = {
+        item.callspec.params["name"]
+        for item in request.session.items
+        if getattr(item, "originalname", "") == "test_quick_benchmark_runs_and_reports"
+        and item.module is request.module
+    }
+    names = {n for n in selected if _unavailable(n) is None}
+    runs = _Runs(names, None, tmp_path_factory.mktemp("bench-smoke"))
+    runs.threads[0].start()  # the loader lane runs while the shared Spark server starts
+    if "tables" in names:
+        try:
+            runs.spark_dir = request.getfixturevalue("spark_server")["store"]
+        except (Exception, pytest.skip.Exception) as exc:  # the tables test reports it; the others still run
+            runs.out["tables"] = exc
+            runs.done["tables"].set()
+    runs.threads[1].start()
+    yield runs
+    for t in runs.threads:
+        t.join(timeout=800)
+
+
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize(
     "name",
     [
@@ -89,19 +171,14 @@ def _tables_unavailable() -> str | None:
         for n in SCENARIOS
     ],
 )
-def test_quick_benchmark_runs_and_reports(name, request):
-    """One benchmark script end to end on real FUSE volumes or the shared Spark server: 20 s to two
-    minutes each on a busy 2-core machine (real child processes, torch imports, a FUSE server)."""
-    if name in NEEDS_FUSE:
-        fusevol = request.getfixturevalue("slowfs")  # skips where FUSE is missing
-        if why := fusevol.unavailable("c"):  # the benchmarks count the server's CPU: only the C engine's is fair
-            pytest.skip(why)
-    if name == "tables" and (why := _tables_unavailable()):
+def test_quick_benchmark_runs_and_reports(name, smoke_runs):
+    """One benchmark script end to end on real FUSE volumes or the shared Spark server: 5 s to a minute
+    each on a 2-core machine (real child processes, torch imports, a FUSE server), two at a time
+    (:func:`smoke_runs`): the first test of the module waits for most of them, about two minutes."""
+    if why := _unavailable(name):
         pytest.skip(why)
-    flags, expected = SCENARIOS[name]
-    if name == "tables":  # the run's shared embedded server (conftest): no JVM start of its own
-        flags = [*flags, "--spark-dir", request.getfixturevalue("spark_server")["store"]]
-    p = _run([sys.executable, f"benchmarks/bench_{name}.py", "--quick", "--no-wait", *flags], timeout=400)
+    p = smoke_runs.result(name)
+    expected = SCENARIOS[name][1]
     out = p.stdout
     assert p.returncode == 0, f"exit {p.returncode}\n--- stdout\n{out[-3000:]}\n--- stderr\n{p.stderr[-3000:]}"
     assert not out.lstrip().startswith(f"**bench_{name} skipped"), out  # it ran (a reference row may still skip)
