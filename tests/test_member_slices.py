@@ -142,3 +142,12 @@ def test_drop_last_and_a_resumed_epoch_with_slices(packed, tmp_path):
     rest_loader.load_state_dict(state)
     rest = [x for b in rest_loader for x in b]
     assert sorted(head + rest) == sorted(content(i) for i in range(N))
+
+
+def test_one_worker_by_default_over_a_packed_folder_read_by_offset(packed, tmp_path):
+    cache = FileCache(tmp_path / "c")
+    assert DataLoader(UCVolumeDataset(DEST, output="bytes", cache=cache)).num_workers == 1
+    assert DataLoader(UCVolumeDataset(DEST, output="bytes", cache=cache), num_workers=2).num_workers == 2
+    assert DataLoader(UCVolumeDataset(DEST, output="bytes", cache=cache, transform=len)).num_workers == 2
+    assert DataLoader(UCVolumeDataset(DEST, cache=cache)).num_workers == 2  # paths: extraction wants two
+    assert DataLoader(UCVolumeDataset(SRC, output="bytes", cache=cache)).num_workers == 2  # a raw folder

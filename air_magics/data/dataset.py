@@ -199,6 +199,13 @@ class UCVolumeDataset(EpochStream):
     def plan_root(self) -> Path:
         return self.cache.root
 
+    def default_workers(self) -> int | None:
+        """1 over a packed folder read by offset without a transform (a second worker only waits for
+        the first one's shards: a cold epoch took 1.5x as long with two), else the loader's default."""
+        if self._groups is not None and self.output != "path" and self.transform is None:
+            return 1
+        return None
+
     def slice_maps(self) -> SliceMaps | None:
         """The loader's reader of this dataset's :class:`~air_magics.shards.MemberSlice` items
         (packed members with ``output="bytes"``): a member whose cached shard is gone by then is

@@ -1,6 +1,7 @@
 """``DataLoader``: ``torch.utils.data.DataLoader`` with tuned defaults, delivered-progress state and timing.
 
-* Defaults suit :class:`UCVolumeDataset`: 2 worker processes (each prefetches with threads),
+* Defaults suit :class:`UCVolumeDataset`: 2 worker processes (each prefetches with threads; 1 over
+  a packed folder read by offset without a transform, see ``EpochStream.default_workers``),
   kept across epochs (``persistent_workers``: no re-fork, and each worker's cache knowledge stays
   warm; the epoch and resume point reach them through a small plan file under the cache root,
   written before every iteration: :mod:`air_magics.data.plan`), ``prefetch_factor`` sized to the
@@ -164,7 +165,10 @@ class DataLoader(tud.DataLoader):
         # a user's wrapper (e.g. an IterableDataset that decodes each path) around a UCVolumeDataset:
         # its workers persist too, and the inner dataset follows set_epoch through the plan file
         self._inner: EpochStream | None = dataset if self._air else _wrapped(dataset)
-        workers = DEFAULT_WORKERS if num_workers is None else num_workers
+        if num_workers is None:
+            suggested = self._inner.default_workers() if self._air and self._inner is not None else None
+            num_workers = DEFAULT_WORKERS if suggested is None else suggested
+        workers = num_workers
         self._chunked = False
         self._slice_maps: SliceMaps | None = None  # reads the workers' MemberSlices (see _as_is)
         self._chunk_items = 0  # items per worker message (whole batches)

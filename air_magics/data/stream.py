@@ -72,6 +72,11 @@ class EpochStream(IterableDataset):
         worker may send packed members by their place instead of their bytes."""
         self._plan, self._chunk, self._batch, self._slices = plan, chunk, max(1, batch), slices
 
+    def default_workers(self) -> int | None:
+        """The worker processes a ``DataLoader`` should start for this dataset when not told, or
+        None for its usual default."""
+        return None
+
     def slice_maps(self) -> SliceMaps | None:
         """What turns this dataset's :class:`~air_magics.shards.MemberSlice` items back into bytes
         in the loader's process, or None when it never makes any."""
