@@ -73,35 +73,6 @@ def test_hostile_names_start_no_server(own_store, bad):
     assert _store_processes(own_store) == []
 
 
-def test_idle_server_stops_itself_but_not_while_in_use(own_store, monkeypatch):
-    """A server of its own (one JVM start, 20-60 s here): the test waits for it to stop by itself."""
-    monkeypatch.setenv("AIR_SPARK_IDLE_TIMEOUT", "3")
-    monkeypatch.setenv("AIR_SPARK_DRIVER_MEMORY", "1g")
-    code = (
-        "import json; from air_magics import tables; from air_magics.tables.server import read_record, store_dir; "
-        "tables.read_sql('SELECT 1'); print(json.dumps(read_record(store_dir())))"
-    )
-    own_store.mkdir(parents=True)
-    # an operation in flight (what every API call holds) keeps it up well past the idle timeout; held
-    # from before the start, so no gap between the starter's exit and the hold can count as idle
-    with activity.operation(own_store):
-        run = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=280)
-        rec = json.loads(run.stdout.strip().splitlines()[-1])
-        jvm, sup = psutil.Process(rec["pid"]), psutil.Process(rec["supervisor"])
-        assert rec["heap_mb"] == 1024 and "-Xmx1024m" in jvm.cmdline() and rec["idle_timeout"] == 3
-        assert sup.ppid() != os.getpid() and os.getsid(sup.pid) == sup.pid  # detached: its own session
-        for _ in range(3):  # 7.5 s: 2.5 idle timeouts, 10 supervisor polls (every 0.75 s here)
-            time.sleep(2.5)
-            assert jvm.is_running() and srv_mod.read_record(own_store)["pid"] == rec["pid"]
-    # unused: it stops by itself, record removed, no process left
-    deadline = time.monotonic() + 120
-    while (jvm.is_running() or sup.is_running()) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert not jvm.is_running() and not sup.is_running()
-    assert srv_mod.read_record(own_store) is None and _store_processes(own_store) == []
-    assert "stopped after" in (own_store / "server.log").read_text()
-
-
 def test_bad_settings_are_explained(own_store, monkeypatch):
     monkeypatch.setenv("AIR_SPARK_IDLE_TIMEOUT", "soon")
     with pytest.raises(TablesError, match="AIR_SPARK_IDLE_TIMEOUT='soon'"):
@@ -128,24 +99,59 @@ print(json.dumps({"events": seen, "record": read_record(store_dir())}))
 """
 
 
-def test_server_stops_soon_after_its_last_client_exits(own_store, monkeypatch):
-    """A closed notebook (its kernel gone) no longer leaves the JVM up for the idle timeout (30 min):
-    it stops AIR_SPARK_NO_CLIENT_TIMEOUT seconds after the last process that used it has exited.
-    A server of its own (one JVM start, 20-60 s here): the test watches its start and its stop."""
-    monkeypatch.setenv("AIR_SPARK_NO_CLIENT_TIMEOUT", "3")
-    monkeypatch.setenv("AIR_SPARK_IDLE_TIMEOUT", "1800")
-    monkeypatch.setenv("AIR_SPARK_DRIVER_MEMORY", "1g")
-    own_store.mkdir(parents=True)
+def _env(store: Path, **settings: str) -> dict[str, str]:
+    """This process's environment for a client of *store*'s server with these AIR_SPARK_* settings."""
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
+    env.update(AIR_SPARK_DIR=str(store), AIR_SPARK_DRIVER_MEMORY="1g", **settings)
+    return env
+
+
+def _wait_stopped(store: Path, jvm: psutil.Process, sup: psutil.Process) -> None:
+    deadline = time.monotonic() + 120
+    while (jvm.is_running() or sup.is_running()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not jvm.is_running() and not sup.is_running()
+    assert srv_mod.read_record(store) is None and _store_processes(store) == []
+
+
+def _idle_server_stops_itself_but_not_while_in_use(store: Path) -> None:
+    code = (
+        "import json; from air_magics import tables; from air_magics.tables.server import read_record, store_dir; "
+        "tables.read_sql('SELECT 1'); print(json.dumps(read_record(store_dir())))"
+    )
+    env = _env(store, AIR_SPARK_IDLE_TIMEOUT="3")
+    store.mkdir(parents=True)
+    # an operation in flight (what every API call holds) keeps it up well past the idle timeout; held
+    # from before the start, so no gap between the starter's exit and the hold can count as idle
+    with activity.operation(store):
+        run = subprocess.run(
+            [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=280, env=env
+        )
+        rec = json.loads(run.stdout.strip().splitlines()[-1])
+        jvm, sup = psutil.Process(rec["pid"]), psutil.Process(rec["supervisor"])
+        assert rec["heap_mb"] == 1024 and "-Xmx1024m" in jvm.cmdline() and rec["idle_timeout"] == 3
+        assert sup.ppid() != os.getpid() and os.getsid(sup.pid) == sup.pid  # detached: its own session
+        for _ in range(3):  # 7.5 s: 2.5 idle timeouts, 10 supervisor polls (every 0.75 s here)
+            time.sleep(2.5)
+            assert jvm.is_running() and srv_mod.read_record(store)["pid"] == rec["pid"]
+    # unused: it stops by itself, record removed, no process left
+    _wait_stopped(store, jvm, sup)
+    assert "stopped after" in (store / "server.log").read_text()
+
+
+def _server_stops_soon_after_its_last_client_exits(store: Path) -> None:
+    env = _env(store, AIR_SPARK_NO_CLIENT_TIMEOUT="3", AIR_SPARK_IDLE_TIMEOUT="1800")
+    store.mkdir(parents=True)
     stay_code = (
         "import sys, time; from pathlib import Path; from air_magics.tables import activity; "
         "activity.touch(Path(sys.argv[1])); print('ok', flush=True); time.sleep(600)"
     )
     # a client that stays (a notebook left open): it used the server and lives on, idle
-    stay = subprocess.Popen([sys.executable, "-c", stay_code, str(own_store)], stdout=subprocess.PIPE, text=True)
+    stay = subprocess.Popen([sys.executable, "-c", stay_code, str(store)], stdout=subprocess.PIPE, text=True)
     try:
         assert stay.stdout.readline().strip() == "ok"
         run = subprocess.run(
-            [sys.executable, "-c", _START_AND_LISTEN], capture_output=True, text=True, timeout=280, check=True
+            [sys.executable, "-c", _START_AND_LISTEN], capture_output=True, text=True, timeout=280, check=True, env=env
         )
         out = json.loads(run.stdout.strip().splitlines()[-1])
         assert run.stderr.strip() == ""  # a script prints nothing by itself: the events are for listeners
@@ -156,21 +162,45 @@ def test_server_stops_soon_after_its_last_client_exits(own_store, monkeypatch):
         assert f"at sc://127.0.0.1:{rec['port']} in" in out["events"][-1][1]
         assert "3 s after the last process using it exits" in out["events"][-1][1]
         assert [e[2] for e in out["events"]] == sorted(e[2] for e in out["events"])  # seconds waited, rising
-        assert rec["no_client_timeout"] == 3 and last_start_seconds(own_store) > 0
+        assert rec["no_client_timeout"] == 3 and last_start_seconds(store) > 0
         jvm, sup = psutil.Process(rec["pid"]), psutil.Process(rec["supervisor"])
         # its starter has exited, but a client is alive: it stays up well past the no-client timeout
         for _ in range(3):  # 7.5 s: 2.5 no-client timeouts, 10 supervisor polls (every 0.75 s here)
             time.sleep(2.5)
-            assert jvm.is_running() and srv_mod.read_record(own_store)["pid"] == rec["pid"]
+            assert jvm.is_running() and srv_mod.read_record(store)["pid"] == rec["pid"]
     finally:
         stay.kill()
         stay.wait()
-    deadline = time.monotonic() + 120
-    while (jvm.is_running() or sup.is_running()) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert not jvm.is_running() and not sup.is_running()
-    assert srv_mod.read_record(own_store) is None and _store_processes(own_store) == []
-    assert "after the last client process exited" in (own_store / "server.log").read_text()
+    _wait_stopped(store, jvm, sup)
+    assert "after the last client process exited" in (store / "server.log").read_text()
+
+
+@pytest.fixture
+def two_stores(tmp_path):
+    stores = (tmp_path / "idle" / "spark", tmp_path / "noclient" / "spark")
+    yield stores
+    for store in stores:  # a failed test must not leave its JVM running
+        if (rec := srv_mod.read_record(store)) is not None:
+            srv_mod.terminate(int(rec.get("supervisor") or rec["pid"]))
+            srv_mod.terminate(int(rec["pid"]))
+
+
+def test_unused_servers_stop_themselves(two_stores):
+    """Two servers of their own, each started by a script and watched until it stops by itself, side by
+    side (each is a JVM start of 20-60 s here, then about 10 s of waiting):
+
+    * idle: ``AIR_SPARK_IDLE_TIMEOUT`` seconds unused, it stops; an operation in flight keeps it up;
+    * no client: a closed notebook (its kernel gone) no longer leaves the JVM up for the idle timeout
+      (30 min): it stops ``AIR_SPARK_NO_CLIENT_TIMEOUT`` seconds after the last process that used it
+      has exited, and not while one that used it still lives. This one also checks what a script's
+      start says to listeners (and that it prints nothing itself)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        idle = pool.submit(_idle_server_stops_itself_but_not_while_in_use, two_stores[0])
+        no_client = pool.submit(_server_stops_soon_after_its_last_client_exits, two_stores[1])
+        no_client.result()
+        idle.result()
 
 
 _USE_THEN_WAIT = """
