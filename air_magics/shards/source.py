@@ -39,7 +39,7 @@ __all__ = ["ShardSource", "ReadAhead", "stream_shard", "overflow_refused", "BLOC
 
 BLOCK_BYTES = 1 << 20  # one range read
 PLANNED_AHEAD = 4  # a fetcher with a plan stays a shuffle window's worth of shards ahead
-_THREADS = 32
+_THREADS = 64  # range reads in flight per process (one worker fetches a packed folder: 64 beat 32 by ~15%)
 _IN_FLIGHT = 64  # blocks read ahead of the consumer at most
 
 _POOL = ProcessPool(_THREADS, "air-shard-read")  # range reads (made again after a fork)
