@@ -215,7 +215,7 @@ def test_shared_server_survives_a_crash_says_it_restarts_and_stop_stops_it(share
     """The run's shared server (conftest ``spark_server``), by its last user (modules run in name order;
     a later one would just start it again). Killed mid-query: the query fails in one line and the
     notebook's next call starts a new server on the same store, saying so, with the tables still there
-    (one JVM start, the point of the test). ``%air_table --stop`` then stops it while another process
+    (one JVM start, the point of the test: 30-90 s in all on a 2-core machine, with two client processes). ``%air_table --stop`` then stops it while another process
     still has a session to it, and that process exits quietly: pyspark's exit hook sent a clean-up
     call to the stopped server, retried and printed ``[RETRIES_EXCEEDED]``; sessions we open are
     closed before it."""
