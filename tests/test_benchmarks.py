@@ -73,7 +73,7 @@ NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic", "stages"}
 # has room for two. The loader and the checkpoint share a lane because they must not overlap: the
 # checkpoint's reference run links /Volumes, which it refuses while a loader benchmark runs. The
 # tables' lane starts once the shared Spark server is up (20-40 s), so it has the shorter scripts.
-LANES = (("loader", "checkpoint", "shards_mosaic", "confined", "hotpath"), ("tables", "copy", "stages"))
+LANES = (("loader", "checkpoint", "shards_mosaic", "hotpath"), ("tables", "copy", "confined", "stages"))
 assert sorted(n for lane in LANES for n in lane) == sorted(SCENARIOS)
 
 
