@@ -147,3 +147,41 @@ def test_a_file_with_a_244_character_name_is_copied(tmp_path):
     assert os.listdir(tmp_path / "out" / "d") == [name] and (tmp_path / "out" / "d" / name).read_bytes() == b"x" * 5000
     r = air_magics.copy(["/Volumes/main/raw/long/d"], "/Volumes/main/raw/long/back", store=store)  # volume to volume
     assert r.ok and r.copied == 1, r.summary()
+
+
+def test_a_forgotten_folder_descriptor_stays_open_for_whoever_holds_it(tmp_path):
+    """A kept folder's descriptor is dropped (its folder removed since) while another thread may be
+    creating a file through it: it must stay open until the DirMaker closes (it was closed at once,
+    and a copy in another thread failed with EBADF, or could have written through a reused number)."""
+    from air_magics.transfer.file import DirMaker
+    from air_magics.volumes.store import Location
+
+    dst = Location(str(tmp_path / "d" / "f.bin"), root=str(tmp_path))
+    dirs = DirMaker()
+    with dirs.folder(dst) as fd:
+        dirs.forget(dst)
+        os.fstat(fd)  # still ours
+        with dirs.folder(dst) as again:
+            assert again != fd  # opened anew for the next user
+    dirs.close()
+    with pytest.raises(OSError):
+        os.fstat(fd)
+
+
+def test_a_missing_source_does_not_drop_the_destination_folder(tmp_path):
+    from air_magics.transfer import CopyTask, copy_one
+    from air_magics.transfer.file import DirMaker
+    from air_magics.volumes.store import Location
+
+    dirs = DirMaker()
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.bin").write_bytes(b"a")
+    dst = lambda n: Location(str(tmp_path / "dst" / n), root=str(tmp_path / "dst"))  # noqa: E731
+    copy_one(CopyTask(Location(str(tmp_path / "src" / "a.bin")), dst("a.bin"), None, None), dirs=dirs)
+    with dirs.folder(dst("x")) as held:
+        with pytest.raises(FileNotFoundError):
+            copy_one(CopyTask(Location(str(tmp_path / "src" / "gone.bin")), dst("gone.bin"), None, None), dirs=dirs)
+        with dirs.folder(dst("y")) as same:
+            assert same == held  # still the kept descriptor
+        os.fstat(held)
+    dirs.close()

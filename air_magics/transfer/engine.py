@@ -35,7 +35,7 @@ from ..io.leftovers import TEMP_MARK
 from ..io.pools import threads
 from ..io.retry import TRANSIENT_ERRNOS, retry_call
 from .file import DirMaker, copy_file, is_unchanged, source_stat
-from .task import SIDE_LABELS, CopyFailure, CopyProgress, CopyReport, CopyTask, side_of
+from .task import DESTINATION, SIDE_LABELS, CopyFailure, CopyProgress, CopyReport, CopyTask, side_of
 
 __all__ = ["copy_files", "copy_one", "DEFAULT_WORKERS", "CHECK_THREADS", "TEMP_MARK", "TRANSIENT_ERRNOS"]
 
@@ -61,8 +61,10 @@ def copy_one(task: CopyTask, *, retries: int = 4, backoff: float = 0.05, dirs: D
     def kept() -> int:
         try:
             return copy_file(task, dirs)
-        except FileNotFoundError:  # its folder was removed (a clear, an eviction) since it was opened
-            dirs.forget(task.dst)
+        except FileNotFoundError as exc:
+            if side_of(exc) != DESTINATION:  # the source is gone: nothing to do with the folders
+                raise
+            dirs.forget(task.dst)  # its folder was removed (a clear, an eviction) since it was opened
             return copy_file(task, dirs)
 
     return retry_call(kept, retries=retries, backoff=backoff)

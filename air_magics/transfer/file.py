@@ -68,6 +68,7 @@ class DirMaker:
         self._made: set[str] = set()
         self._lock = threading.Lock()
         self._sweep = sweep
+        self._retired: list[int] = []  # descriptors of removed folders, closed with the rest
         renew_after_fork(self)  # a long-lived one (the cache's) is shared with forked workers
 
     def after_fork(self) -> None:
@@ -110,15 +111,18 @@ class DirMaker:
                 os.close(fd)
 
     def forget(self, loc: Location) -> None:
-        """Drop the descriptor kept for *loc*'s folder (it was removed and made again since)."""
+        """Stop using the descriptor kept for *loc*'s folder (the folder was removed since; the next
+        copy there opens it again). It is closed only by :meth:`close`: other threads may be
+        creating files through it right now, and a closed number can be reused by any open."""
         with self._lock:
             fd = self._fds.pop(os.path.dirname(loc.path), None)
-        if fd is not None:
-            os.close(fd)
+            if fd is not None:
+                self._retired.append(fd)
 
     def close(self) -> None:
         with self._lock:
-            fds, self._fds = list(self._fds.values()), {}
+            fds, self._fds = [*self._fds.values(), *self._retired], {}
+            self._retired = []
         for fd in fds:
             os.close(fd)
 
