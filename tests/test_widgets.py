@@ -69,7 +69,8 @@ def test_cache_view_renders_and_follows_worker_processes(tmp_path):
         for _ in dl:
             pass
         deadline = _t.time() + 10
-        while "40 misses" not in view.table.value and _t.time() < deadline:
+        # the loader's document comes when its epoch ends (a short epoch reports once): wait for both
+        while not ("40 misses" in view.table.value and "data wait" in view.table.value) and _t.time() < deadline:
             _t.sleep(0.05)
         assert "40 misses" in view.table.value  # fetched in the workers, seen by the view's poll
         assert "data wait" in view.table.value and "2 workers" in view.table.value
