@@ -355,3 +355,32 @@ def test_a_packed_folder_on_an_fsspec_volume_is_read_by_offset(vol, tmp_path):
     ref = next(r for r in fresh.members if r.name == m.name)
     with pytest.raises(ShardError, match=rf"member {m.name!r} does not match the checksum"):
         ref.read_bytes(FileCache(root=tmp_path / "cache2", store=vol))
+
+
+def test_a_finished_shard_from_elsewhere_is_checked_once_however_many_threads_ask(vol, tmp_path, monkeypatch):
+    """Another process's finished cached shard is checked whole on first use: by one thread, while
+    the others asking for its members meanwhile wait and find it done (32 prefetch threads each
+    checked the whole shard again)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from air_magics.shards import cached
+
+    pack(SRC, DEST, shard_size="1MiB")  # one shard
+    cache = FileCache(root=tmp_path / "cache")
+    _read_all(open_packed(vol, DEST), cache)  # "another process" fetched it
+    calls = []
+    real = cached.ShardReader._verify_all
+
+    def counted(self, *a):
+        calls.append(a[0])
+        time.sleep(0.05)  # long enough for every thread to arrive while it runs
+        return real(self, *a)
+
+    monkeypatch.setattr(cached.ShardReader, "_verify_all", counted)
+    fresh = open_packed(vol, DEST)
+    with ThreadPoolExecutor(16) as ex:
+        got = dict(
+            zip([r.name for r in fresh.members], ex.map(lambda r: r.read_bytes(cache), fresh.members), strict=True)
+        )
+    assert got == _source(vol)
+    assert calls == [0]

@@ -257,7 +257,11 @@ class ShardReader:
                     return mm
             new_file = st.ino != ino
         if final and new_file:  # a finished file this process has not checked: all of it, in one pass
-            self._verify_all(i, mm, ino)
+            with st.verifying:  # by one thread: the others asking meanwhile find it done
+                with st.cond:
+                    checked = st.ino == ino
+                if not checked:
+                    self._verify_all(i, mm, ino)
             with st.cond:
                 if st.ino == ino and st.ok[j]:
                     return st.mm

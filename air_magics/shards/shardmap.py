@@ -15,6 +15,7 @@ class ShardMap:
 
     def __init__(self, members: int) -> None:
         self.cond = threading.Condition()  # guards the fields; notified as members verify
+        self.verifying = threading.Lock()  # held by the one thread checking a whole finished file
         self.mm: mmap.mmap | None = None
         self.ino = -1  # the mapped file's inode: ok[] holds for that file only
         self.ok = bytearray(members)  # member j (offset order) verified in self.mm
