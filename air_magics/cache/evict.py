@@ -107,9 +107,10 @@ class Evictor:
         removed = nbytes = kept = 0
         order = sorted(by_stripe)
         for n in range(0, len(order), _BATCH):  # a batch of stripes held together: one transaction each
-            with self.stripes.all_held(order[n : n + _BATCH], wait) as held:
-                group = [k for i in order[n : n + _BATCH] if i in held for k in by_stripe[i]]
-                kept += sum(len(by_stripe[i]) for i in order[n : n + _BATCH] if i not in held)
+            batch = order[n : n + _BATCH]
+            with self.stripes.all_held(batch, wait) as held:
+                group = [k for i in batch if i in held for k in by_stripe[i]]
+                kept += sum(len(by_stripe[i]) for i in batch if i not in held)
                 if not group:
                     continue
                 gone = self.entries.remove(group, cut, evictions=evictions)

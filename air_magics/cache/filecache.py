@@ -319,10 +319,7 @@ class FileCache(ClaimedEntries):
     def _copy(self, task: CopyTask) -> int:
         """One source file copied in (a storage request, timed for the loader's verdict)."""
         t0 = time.perf_counter()
-        try:
-            n = copy_one(task, retries=self.retries, dirs=self._dirs)
-        except FileNotFoundError:  # the cache's folder removed mid-copy (or the source gone): once more
-            n = copy_one(task, retries=self.retries)
+        n = copy_one(task, retries=self.retries, dirs=self._dirs)  # (a cache folder removed since: made again)
         STAGES.request(time.perf_counter() - t0, n)
         return n
 

@@ -115,7 +115,7 @@ class ShardReader:
             raise ValueError(f"member {m.name!r} is not in shard {self.source.shards[i].name}")
         return j
 
-    def _readymap_file(self, i: int, m: Member) -> mmap.mmap | None:
+    def _ready_map(self, i: int, m: Member) -> mmap.mmap | None:
         st = self._states[i]
         mm = st.mm
         if mm is not None and st.ok[self._j(i, m)] and self._handed_out(i, st):
@@ -127,7 +127,7 @@ class ShardReader:
 
     def ready(self, i: int, m: Member) -> bytes | None:
         """The member's bytes if this process has them verified in its map (no wait, no fetch)."""
-        mm = self._readymap_file(i, m)
+        mm = self._ready_map(i, m)
         return None if mm is None else mm[m.offset : m.offset + m.size]
 
     def read(self, i: int, m: Member) -> bytes:
@@ -138,7 +138,7 @@ class ShardReader:
     def ready_slice(self, i: int, m: Member, item: int) -> MemberSlice | bytes | None:
         """:meth:`ready` as a :class:`~.slices.MemberSlice` a DataLoader's loop reads itself
         (dataset index *item*); the bytes when they come from an overflow copy (gone soon)."""
-        mm = self._readymap_file(i, m)
+        mm = self._ready_map(i, m)
         return None if mm is None else self._slice(i, m, mm, item)
 
     def read_slice(self, i: int, m: Member, item: int) -> MemberSlice | bytes:
