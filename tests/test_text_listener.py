@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import io
 
+from _seed import seeded_volume
+
 import air_magics
 from air_magics.events import CopyEvent
 from air_magics.listeners import TqdmListener
 from air_magics.transfer import CopyProgress
-from air_magics.volumes import VolumeStore
 
 
 def _drawn(out: str) -> list[str]:
@@ -49,11 +50,7 @@ def test_without_leave_the_bar_is_cleared_at_the_end():
 
 
 def test_a_real_copy_ends_with_one_final_line(tmp_path):
-    store = VolumeStore()
-    store.create("main.tq.data")
-    for i in range(20):
-        with store.open(f"/Volumes/main/tq/data/f{i:02d}.bin", "wb") as f:
-            f.write(b"x" * 64)
+    store = seeded_volume("main.tq.data", {f"/Volumes/main/tq/data/f{i:02d}.bin": b"x" * 64 for i in range(20)})
     out, heard = io.StringIO(), []
     air_magics.copy(
         ["/Volumes/main/tq/data"], str(tmp_path / "d"), store=store, listeners=[TqdmListener(file=out), heard.append]

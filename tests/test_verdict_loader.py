@@ -5,6 +5,7 @@ import time
 
 import pytest
 import torch.utils.data as tud
+from _seed import seeded_volume
 
 from air_magics.cache import FileCache
 from air_magics.data import DataLoader, UCVolumeDataset
@@ -107,13 +108,7 @@ def test_a_30ms_step_over_cached_data_is_compute_bound(slowfs, tmp_path, monkeyp
 
 
 def test_before_ten_steps_the_verdict_says_it_is_warming_up(tmp_path):
-    from air_magics.volumes import VolumeStore
-
-    s = VolumeStore()
-    s.create("main.raw.w")
-    for i in range(6):
-        with s.open(f"/Volumes/main/raw/w/f{i}.bin", "wb") as f:
-            f.write(b"x" * 10)
+    seeded_volume("main.raw.w", {f"/Volumes/main/raw/w/f{i}.bin": b"x" * 10 for i in range(6)})
     loader = DataLoader(UCVolumeDataset("/Volumes/main/raw/w"), batch_size=1, num_workers=0)
     assert len(list(loader)) == 6
     v = loader.timing.verdict()
@@ -123,13 +118,7 @@ def test_before_ten_steps_the_verdict_says_it_is_warming_up(tmp_path):
 @pytest.mark.parametrize("workers", [0, 2])
 def test_stage_times_cover_the_loop(workers, tmp_path):
     """Every stage is a number, the loop's wait and compute are the loader's own, and items are counted."""
-    from air_magics.volumes import VolumeStore
-
-    s = VolumeStore()
-    s.create("main.raw.st")
-    for i in range(64):
-        with s.open(f"/Volumes/main/raw/st/f{i:02d}.bin", "wb") as f:
-            f.write(b"y" * 100)
+    seeded_volume("main.raw.st", {f"/Volumes/main/raw/st/f{i:02d}.bin": b"y" * 100 for i in range(64)})
     loader = DataLoader(UCVolumeDataset("/Volumes/main/raw/st"), batch_size=4, num_workers=workers)
     assert sum(len(b) for b in loader) == 64
     st = loader.timing.stages()

@@ -1,5 +1,7 @@
 """The progress views: the ipywidgets view (created for real, without a browser) and the text bar."""
 
+from _seed import seeded_volume
+
 from air_magics.events import CopyEvent
 from air_magics.transfer import CopyFailure, CopyProgress, CopyReport
 from air_magics.widgets import TextCopyProgress, WidgetCopyProgress, copy_progress_view, describe, has_widget_frontend
@@ -54,15 +56,10 @@ def test_cache_view_renders_and_follows_worker_processes(tmp_path):
     import time as _t
 
     from air_magics.data import DataLoader, UCVolumeDataset
-    from air_magics.volumes import VolumeStore
     from air_magics.widgets import CacheView, cache_text
 
     assert "no activity yet" in cache_text()
-    s = VolumeStore()
-    s.create("main.raw.w")
-    for i in range(40):
-        with s.open(f"/Volumes/main/raw/w/{i:02d}.bin", "wb") as f:
-            f.write(b"w" * 500)
+    seeded_volume("main.raw.w", {f"/Volumes/main/raw/w/{i:02d}.bin": b"w" * 500 for i in range(40)})
     view = CacheView(interval=0.05)
     try:
         dl = DataLoader(UCVolumeDataset("/Volumes/main/raw/w"), batch_size=4, num_workers=2)
@@ -102,14 +99,9 @@ def test_cache_view_shows_the_loaders_verdict_once_it_has_one(tmp_path):
     """From the 10th step on the loader's status document carries its verdict: the view says it."""
     from air_magics.data import DataLoader, UCVolumeDataset
     from air_magics.status import latest_loader
-    from air_magics.volumes import VolumeStore
     from air_magics.widgets import cache_text
 
-    s = VolumeStore()
-    s.create("main.raw.vv")
-    for i in range(24):
-        with s.open(f"/Volumes/main/raw/vv/{i:02d}.bin", "wb") as f:
-            f.write(b"v" * 300)
+    seeded_volume("main.raw.vv", {f"/Volumes/main/raw/vv/{i:02d}.bin": b"v" * 300 for i in range(24)})
     loader = DataLoader(UCVolumeDataset("/Volumes/main/raw/vv"), batch_size=2, num_workers=0)
     assert sum(1 for _ in loader) == 12
     doc = latest_loader()
