@@ -173,6 +173,14 @@ class FileCache(ClaimedEntries):
         self._overflow.handed_out()
         return f.slot
 
+    def hit_run(self, files: Sequence[VolumeFile]) -> int:
+        """How many of *files*, from the first, :meth:`hit` serves (their paths are their ``slot``):
+        the warm path for a run of items, one clock read and one lock for all of them."""
+        n = self._hits.serve_run(files)
+        if n:
+            self._overflow.handed_out(n)
+        return n
+
     def fetch(self, f: VolumeFile, keep: Residency | None = None) -> str:
         """*f*'s cached path for its current version, fetching it on a miss (see :meth:`get`)."""
         try:

@@ -126,11 +126,11 @@ class OverflowWindow:
         """Bytes the window holds now."""
         return self._bytes
 
-    def handed_out(self) -> None:
-        """Count one file handed out by this process; delete overflow files now out of the window."""
+    def handed_out(self, n: int = 1) -> None:
+        """Count *n* files handed out by this process; delete overflow files now out of the window."""
         # no lock for the count: two threads counting at once may lose one, which only lets a
         # window file live one hand-out longer (the hot path of a warm epoch takes no lock here)
-        self._count += 1
+        self._count += n
         files = self._files
         if files and files[0][0] < self._count - self.size:
             with self._lock:

@@ -47,6 +47,7 @@ __all__ = ["UCVolumeDataset", "SkippedFile"]
 _STATE_VERSION = 1
 OUTPUTS = ("path", "bytes", "file")
 _ADVANCE_EVERY = 64  # items between two reports of the consumer's position to the validation
+_RUN = 64  # items a warm run looks up at once (one call into the cache)
 
 
 @dataclass(frozen=True)
@@ -402,49 +403,58 @@ class UCVolumeDataset(EpochStream):
         """:meth:`_warm_run` for a DataLoader worker: lists of *chunk* paths (a multiple of the
         batch size); returns the rest of the stream (or None) and the paths gathered since the
         last list, which the prefetcher's lists carry on."""
-        files, hit, outside, ready = self.files, self.cache.hit, 0.0, []
+        files, outside, ready = self.files, 0.0, []
         try:
-            for i in items:
-                f = files[i]
-                member = f.member
-                path = hit(f) if member is None else member.ready()
-                if path is None:
-                    return itertools.chain((i,), items), ready
-                n = self._yielded = self._yielded + 1
-                if n % _ADVANCE_EVERY == 0:
-                    validation.advance(n)
-                ready.append(path)
-                if len(ready) >= chunk:
+            while block := list(itertools.islice(items, _RUN)):
+                paths = self._ready_paths([files[i] for i in block])
+                n = self._yielded = self._yielded + len(paths)
+                validation.advance(n)
+                ready += paths
+                while len(ready) >= chunk:
                     t0 = perf_counter()
-                    yield ready
+                    yield ready[:chunk]
                     outside += perf_counter() - t0  # the worker's collate and hand-over
-                    ready = []
+                    ready = ready[chunk:]
+                if len(paths) < len(block):
+                    return itertools.chain(block[len(paths) :], items), ready
             return None, ready
         finally:
             if outside:
                 STAGES.add("outside", outside)
 
+    def _ready_paths(self, run: list[VolumeFile]) -> list[str]:
+        """The paths of *run*'s leading files that are at hand (cached and validated here, or a
+        packed member already extracted): a plain folder's run is one call into the cache."""
+        if self._groups is None:
+            return [f.slot for f in run[: self.cache.hit_run(run)]]
+        hit, paths = self.cache.hit, []
+        for f in run:
+            member = f.member
+            path = hit(f) if member is None else member.ready()
+            if path is None:
+                break
+            paths.append(path)
+        return paths
+
     def _warm_run(self, items: Iterator[int], validation: Any, *, timed: bool) -> Generator[str, None, Any]:
-        """The stream's paths while they are at hand, on the consumer's thread (a warm epoch: one
-        dictionary lookup per item, no thread, no lock per item); returns the rest of the stream
-        from the first item that is not (for the prefetcher), or None when the stream ended."""
-        files, hit, outside = self.files, self.cache.hit, 0.0
+        """The stream's paths while they are at hand, on the consumer's thread (a warm epoch: runs
+        of ``_RUN`` items looked up at once, no thread, no lock per item); returns the rest of the
+        stream from the first item that is not (for the prefetcher), or None when the stream ended."""
+        files, outside, n = self.files, 0.0, self._yielded
         try:
-            for i in items:
-                f = files[i]
-                member = f.member
-                path = hit(f) if member is None else member.ready()
-                if path is None:
-                    return itertools.chain((i,), items)
-                n = self._yielded = self._yielded + 1
-                if n % _ADVANCE_EVERY == 0:
-                    validation.advance(n)
-                if timed:  # in a worker, the time outside the stream is its consumer's (a wrapper's decode)
-                    t0 = perf_counter()
-                    yield path
-                    outside += perf_counter() - t0
-                else:
-                    yield path
+            while block := list(itertools.islice(items, _RUN)):
+                paths = self._ready_paths([files[i] for i in block])
+                validation.advance(n + len(paths))
+                for path in paths:
+                    n = self._yielded = n + 1
+                    if timed:  # in a worker, the time outside the stream is its consumer's (a wrapper's decode)
+                        t0 = perf_counter()
+                        yield path
+                        outside += perf_counter() - t0
+                    else:
+                        yield path
+                if len(paths) < len(block):
+                    return itertools.chain(block[len(paths) :], items)
             return None
         finally:
             if outside:
