@@ -152,3 +152,43 @@ def test_pickled_cache_starts_with_no_local_state(warm):
     key, st = files[5]
     assert not clone._hits.serve(key, st.st_size, st.st_mtime)
     assert clone.get(key, size=st.st_size, mtime=st.st_mtime) == str(cache.local_path(key))
+
+
+def _files(s, cache, files):
+    from air_magics.volumes.resolved import VolumeFile
+
+    fs = [VolumeFile(key, s.locate(key), st.st_size, st.st_mtime) for key, st in files]
+    cache.bind(fs)
+    return fs
+
+
+def test_a_warm_run_is_served_up_to_the_first_file_not_at_hand(warm):
+    """``hit_run`` (a dataset's warm path, many items per call): the leading files this process
+    validated for their version; a changed source or a file never validated here ends the run, and
+    every file served is counted once."""
+    s, cache, files = warm
+    fs = _files(s, cache, files)
+    assert cache.hit_run(fs) == N  # all validated by the fixture's fetches
+    fs[7].size += 1  # as if the listing saw another version of file 7
+    assert cache.hit_run(fs) == 7
+    assert cache.hit_run(fs[7:]) == 0
+    fresh = FileCache(cache.root, store=s)  # another process: nothing validated there yet
+    assert fresh.hit_run(_files(s, fresh, files)) == 0
+    assert cache.info().hits == N + 7
+
+
+def test_a_warm_run_renews_old_pins_and_reaches_the_index(warm):
+    import time
+
+    s, cache, files = warm
+    cache = FileCache(cache.root, store=s, pin_seconds=4)  # renewal after 0.5 s, served while < 1 s
+    fs = _files(s, cache, files)
+    for f in fs:
+        cache.get(f.key, size=f.size, mtime=f.mtime)  # validated on the shared index here
+    before = [index_access(cache, f.key) for f in fs]
+    time.sleep(0.6)
+    assert cache.hit_run(fs) == N
+    cache.flush_hits()
+    assert all(index_access(cache, f.key) > b for f, b in zip(fs, before))  # each hand-out pinned anew
+    time.sleep(1.05)  # past pin_seconds / 4 since the renewal: no longer served from local state
+    assert cache.hit_run(fs) == 0
