@@ -57,7 +57,8 @@ class Validation:
     against a source request; ``requests``: those requests; ``valid``: entries found valid and
     pinned; ``seconds``: how long it worked (its waits for the consumer to come within ``ahead``
     items left out, so a long epoch does not count as validation time). ``on_done(self)`` runs
-    once it has ended, on its thread."""
+    once it has ended, on its thread. It starts with the first ``wait`` (the stream's first item
+    not at hand in the hit log) or :meth:`start`."""
 
     def __init__(
         self,
@@ -87,8 +88,18 @@ class Validation:
         self.seconds = 0.0
         self.done = False
         self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="air-cache-validate", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None  # started by the first wait(): see start()
+        self._start_lock = threading.Lock()
+
+    def start(self) -> None:
+        """Begin checking (once). The first :meth:`wait` starts it: a stream whose items are all at
+        hand in the hit log (a warm epoch in the same process) never needs it, and a thread started
+        at every epoch's first item competed with the consumer for the interpreter."""
+        if self._thread is None:
+            with self._start_lock:
+                if self._thread is None and not self._stop:
+                    self._thread = threading.Thread(target=self._run, name="air-cache-validate", daemon=True)
+                    self._thread.start()
 
     # -- the consumer's side ---------------------------------------------------------------------
     def advance(self, consumed: int) -> None:
@@ -102,12 +113,17 @@ class Validation:
         """Block until file *i* is decided (or the validation ended); True when it was decided."""
         if self._decided[i]:
             return True
+        if self._thread is None:
+            self.start()
         with self._cond:
             return self._cond.wait_for(lambda: self._decided[i] or self.done, timeout) and bool(self._decided[i])
 
     def close(self) -> None:
         """Stop early (the consumer left); what is decided stays valid."""
-        self._stop = True
+        with self._start_lock:  # never started: nothing will run, so it is done now
+            self._stop = True
+            if self._thread is None:
+                self.done = True
         with self._cond:
             self._cond.notify_all()
 
