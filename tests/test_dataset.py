@@ -231,8 +231,12 @@ def test_names_only_listing_then_versions_in_the_background(vol, tmp_path):
     assert first == sorted(f"item {i}" for i in range(N))
     assert cache.info().misses == N and all(f.size is not None for f in ds.files)
     assert ds.validation.requests == 0  # nothing was cached: nothing to ask the volume
+    assert ds.validation.started  # the cold epoch's misses waited on it
     assert sorted(key(p) for p in ds) == first and cache.info().hits == N  # warm: validated, no refetch
     assert ds.validation.requests == 0  # the versions the copies carried: no request either
+    assert not ds.validation.started  # every item at hand in the hit log: no checking thread this epoch
+    fresh = UCVolumeDataset("/Volumes/main/raw/img/train", cache=FileCache(tmp_path / "c"))  # as a new process
+    assert sorted(key(p) for p in fresh) == first and fresh.validation.started  # it checks what it serves
 
 
 def test_a_changed_source_is_seen_by_a_new_names_only_dataset(vol, tmp_path):

@@ -91,6 +91,11 @@ class Validation:
         self._thread: threading.Thread | None = None  # started by the first wait(): see start()
         self._start_lock = threading.Lock()
 
+    @property
+    def started(self) -> bool:
+        """Whether it has begun checking (a warm stream served from the hit log never starts it)."""
+        return self._thread is not None
+
     def start(self) -> None:
         """Begin checking (once). The first :meth:`wait` starts it: a stream whose items are all at
         hand in the hit log (a warm epoch in the same process) never needs it, and a thread started
