@@ -189,6 +189,6 @@ def test_a_warm_run_renews_old_pins_and_reaches_the_index(warm):
     time.sleep(0.6)
     assert cache.hit_run(fs) == N
     cache.flush_hits()
-    assert all(index_access(cache, f.key) > b for f, b in zip(fs, before))  # each hand-out pinned anew
+    assert all(index_access(cache, f.key) > b for f, b in zip(fs, before, strict=True))  # each hand-out pinned anew
     time.sleep(1.05)  # past pin_seconds / 4 since the renewal: no longer served from local state
     assert cache.hit_run(fs) == 0

@@ -9,8 +9,9 @@ from statistics import mean
 from air_magics.data.order import epoch_order
 from air_magics.shards import open_packed, pack
 from air_magics.shards.format import member_bytes
-from air_magics.shards.plan import SourceFile, assign
+from air_magics.shards.plan import assign
 from air_magics.volumes import VolumeStore
+from air_magics.volumes.walk import Entry
 
 CLASSES, PER_CLASS, SIZE, BATCH = 4, 300, 512, 64
 SHARD = 150 * member_bytes("class0/000.bin", SIZE, 0) + 1024  # 8 shards of 150, as in the issue
@@ -32,8 +33,8 @@ def _mix(groups: list[int] | None, labels: list[str], epochs: int = 5) -> float:
     )
 
 
-def _files() -> list[SourceFile]:
-    return [SourceFile(f"class{c}/{i:03d}.bin", SIZE, 0.0) for c in range(CLASSES) for i in range(PER_CLASS)]
+def _files() -> list[Entry]:
+    return [Entry(f"class{c}/{i:03d}.bin", SIZE, 0.0) for c in range(CLASSES) for i in range(PER_CLASS)]
 
 
 def _groups(shards, names: list[str]) -> list[int]:
@@ -78,6 +79,6 @@ def test_a_real_pack_of_a_class_sorted_folder_mixes_every_shard():
 def test_the_mixed_order_is_stable_when_files_are_added():
     files = _files()
     before = assign(files, SHARD)
-    after = assign(files + [SourceFile("class9/new.bin", SIZE, 0.0)], SHARD)
+    after = assign(files + [Entry("class9/new.bin", SIZE, 0.0)], SHARD)
     where = [f.rel for sp in after for f in sp.files]
     assert [f.rel for sp in before for f in sp.files] == [r for r in where if r != "class9/new.bin"]

@@ -171,16 +171,26 @@ def test_a_forgotten_folder_descriptor_stays_open_for_whoever_holds_it(tmp_path)
 def test_a_missing_source_does_not_drop_the_destination_folder(tmp_path):
     from air_magics.transfer import CopyTask, copy_one
     from air_magics.transfer.file import DirMaker
+    from air_magics.volumes.resolved import VolumeFile
     from air_magics.volumes.store import Location
 
     dirs = DirMaker()
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.bin").write_bytes(b"a")
     dst = lambda n: Location(str(tmp_path / "dst" / n), root=str(tmp_path / "dst"))  # noqa: E731
-    copy_one(CopyTask(Location(str(tmp_path / "src" / "a.bin")), dst("a.bin"), None, None), dirs=dirs)
+    copy_one(
+        CopyTask(VolumeFile(str(tmp_path / "src" / "a.bin"), Location(str(tmp_path / "src" / "a.bin"))), dst("a.bin")),
+        dirs=dirs,
+    )
     with dirs.folder(dst("x")) as held:
         with pytest.raises(FileNotFoundError):
-            copy_one(CopyTask(Location(str(tmp_path / "src" / "gone.bin")), dst("gone.bin"), None, None), dirs=dirs)
+            copy_one(
+                CopyTask(
+                    VolumeFile(str(tmp_path / "src" / "gone.bin"), Location(str(tmp_path / "src" / "gone.bin"))),
+                    dst("gone.bin"),
+                ),
+                dirs=dirs,
+            )
         with dirs.folder(dst("y")) as same:
             assert same == held  # still the kept descriptor
         os.fstat(held)

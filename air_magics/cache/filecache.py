@@ -317,7 +317,7 @@ class FileCache(ClaimedEntries):
             if not self._claim(f, keep):
                 return self._overflow_fetch(f)
             try:
-                n = self._copy(CopyTask(f.src, Location(local, root=self._files_root), size, mtime))
+                n = self._copy(CopyTask(f, Location(local, root=self._files_root)))
             except BaseException:
                 self._entries.forget(key)  # the claimed bytes go back
                 raise
@@ -353,7 +353,7 @@ class FileCache(ClaimedEntries):
             if os.path.exists(local) and self._entries.row(key) is not None:  # another process fetched it meanwhile
                 return False
             self._evictor.make_room(0)  # the reserve (no limit is set here): at most this one file's size over it
-            n = self._copy(CopyTask(f.src, Location(local, root=self._files_root)))
+            n = self._copy(CopyTask(f, Location(local, root=self._files_root)))
             f.size, f.mtime = n, os.stat(local).st_mtime  # the copy carries the source's mtime
             self._recorded(key, local, n, f.mtime)
         return True
@@ -364,7 +364,7 @@ class FileCache(ClaimedEntries):
         size, mtime = f.size or 0, f.mtime or 0.0
 
         def copy(dest: str) -> int:
-            return self._copy(CopyTask(f.src, Location(dest, root=root), size, mtime))
+            return self._copy(CopyTask(f, Location(dest, root=root)))
 
         headroom = wal_headroom(self.root)  # the index's log shares the disk
         local, n, reused = self._overflow.fetch(f.key[9:], size, mtime, copy, reserve=self.reserve, headroom=headroom)

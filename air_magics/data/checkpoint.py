@@ -50,7 +50,8 @@ from ..events import CheckpointEvent, Listener, channel
 from ..io.pools import threads
 from ..transfer import CopyTask, copy_files, copy_one
 from ..volumes.path import VolumePath
-from ..volumes.store import Location, VolumeStore
+from ..volumes.resolved import VolumeFile
+from ..volumes.store import VolumeStore
 from .commit import CHECKSUMS, COMMITTED, METADATA, STEP_RE, checksums_json, file_digest, parse_checksums, read_text
 
 __all__ = ["UCVolumeWriter", "UCVolumeReader", "CheckpointError", "CheckpointCorruptError", "METADATA"]
@@ -178,9 +179,7 @@ class UCVolumeWriter(FileSystemWriter):
         meanwhile (the hashing overlaps the upload instead of re-reading the volume)."""
         tasks = []
         for name in names:
-            local = self.staging / name
-            st = local.stat()
-            tasks.append(CopyTask(Location(str(local)), self.dest.join(name), st.st_size, st.st_mtime))
+            tasks.append(CopyTask(VolumeFile.staged(str(self.staging / name)), self.dest.join(name)))
         self._emit("uploading", files=len(tasks), bytes=sum(t.size for t in tasks))
         with ThreadPoolExecutor(max_workers=max(1, min(len(names), threads("cpu")))) as hasher:
             hashing = hasher.map(lambda n: (n, file_digest(self.staging / n)), names)
@@ -218,10 +217,9 @@ class UCVolumeWriter(FileSystemWriter):
             files[CHECKSUMS] = file_digest(self.staging / CHECKSUMS)
             last.insert(0, CHECKSUMS)
         for name in last:  # the manifest, then .metadata last
-            local = self.staging / name
-            st = local.stat()
-            copy_one(CopyTask(Location(str(local)), self.dest.join(name), st.st_size, st.st_mtime))
-            self.bytes_uploaded += st.st_size
+            task = CopyTask(VolumeFile.staged(str(self.staging / name)), self.dest.join(name))
+            copy_one(task)
+            self.bytes_uploaded += task.size or 0
         self.checksums = files if complete else {}
         self._emit("uploaded", bytes=self.bytes_uploaded)
         shutil.rmtree(self.staging, ignore_errors=True)

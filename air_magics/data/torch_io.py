@@ -19,7 +19,8 @@ from .. import settings
 from ..cache import FileCache
 from ..transfer import CopyTask, copy_one
 from ..volumes.path import VolumePath
-from ..volumes.store import Location, VolumeStore
+from ..volumes.resolved import VolumeFile
+from ..volumes.store import VolumeStore
 
 __all__ = ["save_torch", "load_torch"]
 
@@ -37,8 +38,7 @@ def save_torch(obj: Any, path: str | VolumePath, *, store: VolumeStore | None = 
     os.close(fd)
     try:
         torch.save(obj, tmp)
-        st = os.stat(tmp)
-        return copy_one(CopyTask(Location(tmp), dest, st.st_size, st.st_mtime))
+        return copy_one(CopyTask(VolumeFile.staged(tmp), dest))
     finally:
         os.unlink(tmp)
 

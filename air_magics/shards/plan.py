@@ -29,18 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..io.versions import same_version
+from ..volumes.walk import Entry
 from .format import Manifest, Member, ShardInfo, member_bytes, shard_id, shard_names
 
-__all__ = ["SourceFile", "ShardPlan", "PackPlan", "fingerprint", "mix_key", "assign", "make_plan"]
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    """A file of the source listing: ``rel`` is its ``/``-path below the source folder."""
-
-    rel: str
-    size: int
-    mtime: float
+__all__ = ["ShardPlan", "PackPlan", "fingerprint", "mix_key", "assign", "make_plan"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +40,7 @@ class ShardPlan:
     """A shard to write (or to find complete from a killed run): its files in order and its bytes."""
 
     sid: str
-    files: tuple[SourceFile, ...]
+    files: tuple[Entry, ...]
     bytes: int
 
     @property
@@ -71,7 +63,7 @@ class PackPlan:
     ``superseded``: the shard and index names the published manifest names (removable once the new
     one is published); ``base_generation``: that of a folder in an older format, rewritten whole."""
 
-    files: list[SourceFile]
+    files: list[Entry]
     fingerprint: str
     kept: list[ShardInfo] = field(default_factory=list)
     new: list[ShardPlan] = field(default_factory=list)
@@ -99,7 +91,7 @@ class PackPlan:
         return sum(f.size for f in self.files)
 
 
-def fingerprint(files: Sequence[SourceFile]) -> str:
+def fingerprint(files: Sequence[Entry]) -> str:
     """Digest of the listing (names, sizes, mtimes, sorted): equal digests, nothing to do."""
     h = hashlib.sha256()
     for f in files:
@@ -112,12 +104,12 @@ def mix_key(rel: str) -> bytes:
     return hashlib.blake2b(rel.encode("utf-8", "surrogateescape"), digest_size=8, person=b"air-mix").digest()
 
 
-def assign(files: Sequence[SourceFile], shard_size: int, *, mixed: bool = True) -> list[ShardPlan]:
+def assign(files: Sequence[Entry], shard_size: int, *, mixed: bool = True) -> list[ShardPlan]:
     """*files* into shards of at most *shard_size* tar bytes (end blocks included), in the mixed
     order (:func:`mix_key`) or, with ``mixed=False``, by name; a file that alone exceeds it gets a
     shard of its own."""
     out: list[ShardPlan] = []
-    cur: list[SourceFile] = []
+    cur: list[Entry] = []
     cur_bytes = 1024  # end-of-archive blocks
 
     def close() -> None:
@@ -138,12 +130,12 @@ def assign(files: Sequence[SourceFile], shard_size: int, *, mixed: bool = True) 
     return out
 
 
-def _same(m: Member, f: SourceFile | None) -> bool:
+def _same(m: Member, f: Entry | None) -> bool:
     return f is not None and same_version(f.size, f.mtime, m.src_size, m.mtime)
 
 
 def make_plan(
-    files: Sequence[SourceFile],
+    files: Sequence[Entry],
     shard_size: int,
     previous: Manifest | None,
     previous_members: dict[str, list[Member] | None],

@@ -19,8 +19,9 @@ from ..io.pools import threads
 from ..io.retry import retry_call
 from ..io.versions import same_version
 from ..volumes.store import Location
+from ..volumes.walk import Entry
 from .format import END_OF_ARCHIVE, Index, Member, dump_index, member_header, padding
-from .plan import ShardPlan, SourceFile
+from .plan import ShardPlan
 
 __all__ = ["Feed", "RangeWriter", "read_source", "write_shard"]
 
@@ -30,7 +31,7 @@ _WINDOW_BYTES = 256 << 20  # source bytes read ahead of the writer at most
 _WRITE_RANGES = threads("ranges")  # shard ranges being written at once
 
 
-def read_source(sloc: Location, f: SourceFile, retries: int) -> bytes | tuple[int, int]:
+def read_source(sloc: Location, f: Entry, retries: int) -> bytes | tuple[int, int]:
     """A source file's bytes (or, when large, its open descriptor), checked against the listing."""
 
     def once() -> bytes | tuple[int, int]:
@@ -69,8 +70,8 @@ class Feed:
     """Source reads in plan order on a thread pool, at most ``_WINDOW_BYTES`` ahead of the writer."""
 
     def __init__(self, pool: ThreadPoolExecutor, sloc: Location, shards: list[ShardPlan], retries: int) -> None:
-        self._todo: Iterator[SourceFile] = (f for sp in shards for f in sp.files)
-        self._window: deque[tuple[SourceFile, Future]] = deque()
+        self._todo: Iterator[Entry] = (f for sp in shards for f in sp.files)
+        self._window: deque[tuple[Entry, Future]] = deque()
         self._ahead = 0
         self._pool, self._sloc, self._retries = pool, sloc, retries
         self._fill()
@@ -83,7 +84,7 @@ class Feed:
             self._window.append((f, self._pool.submit(read_source, self._sloc, f, self._retries)))
             self._ahead += min(f.size, _ONE_READ_MAX)
 
-    def next(self, want: SourceFile) -> bytes | tuple[int, int]:
+    def next(self, want: Entry) -> bytes | tuple[int, int]:
         f, fut = self._window.popleft()
         if f is not want:  # pragma: no cover - an invariant of the plan order
             raise RuntimeError(f"pack feed out of order: {f.rel} != {want.rel}")

@@ -27,8 +27,9 @@ from typing import Any
 from ..errors import AirError, PackError
 from ..io.confined import open_dir
 from ..volumes.store import Location
+from ..volumes.walk import Entry
 from .format import Index, parse_index
-from .plan import ShardPlan, SourceFile
+from .plan import ShardPlan
 from .shardfile import Feed, write_shard
 
 __all__ = ["write_shards_spark", "pack_task"]
@@ -56,7 +57,7 @@ def pack_task(payload: str) -> str:
     (an error travels back as text so the driver raises it as one line naming the file)."""
     try:
         p = json.loads(payload)
-        sp = ShardPlan(p["sid"], tuple(SourceFile(r, int(s), float(t)) for r, s, t in p["files"]), int(p["bytes"]))
+        sp = ShardPlan(p["sid"], tuple(Entry(r, int(s), float(t)) for r, s, t in p["files"]), int(p["bytes"]))
         sloc, dloc = Location(p["src"][0], root=p["src"][1]), Location(p["dest"][0], root=p["dest"][1])
         dfd = open_dir(dloc.path, dloc.root, create=True)
         try:

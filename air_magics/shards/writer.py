@@ -48,6 +48,7 @@ from ..snapshots import PackProgress, PackReport
 from ..volumes.glob import glob_regex
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
+from ..volumes.walk import Entry
 from .dest import check_destination, lock_destination, read_local, remove_unnamed
 from .format import (
     MANIFEST_NAME,
@@ -61,7 +62,7 @@ from .format import (
     load_manifest,
     parse_index,
 )
-from .plan import PackPlan, ShardPlan, SourceFile, make_plan
+from .plan import PackPlan, ShardPlan, make_plan
 from .shardfile import Feed, write_shard
 
 __all__ = ["pack", "PackReport", "PackProgress", "plan_pack", "ENGINES"]
@@ -74,16 +75,12 @@ def _nested(a: VolumePath, b: VolumePath) -> bool:
     return a.volume_id == b.volume_id and tuple(a.parts[: len(b.parts)]) == tuple(b.parts)
 
 
-def _list_source(store: VolumeStore, src: VolumePath, pattern: str | None) -> list[SourceFile]:
+def _list_source(store: VolumeStore, src: VolumePath, pattern: str | None) -> list[Entry]:
     entries = store.entries(src, recursive=True, with_dirs=False, stat=True)
     if len(entries) == 1 and entries[0].rel == "":
         raise PackError(f"{src} is a file; pack takes a folder: pass its parent with --pattern NAME")
     rx = glob_regex(pattern) if pattern else None
-    files = [
-        SourceFile(e.rel, e.size, e.mtime)
-        for e in entries
-        if rx is None or rx.match(e.rel) or rx.match(e.rel.rsplit("/", 1)[-1])
-    ]
+    files = [e for e in entries if rx is None or rx.match(e.rel) or rx.match(e.rel.rsplit("/", 1)[-1])]
     if not files:
         raise PackError(
             f"no files to pack in {src}"
@@ -165,7 +162,7 @@ def _check_request(
     return size, sloc, dloc
 
 
-def _plan(dvp: VolumePath, dloc: Location, files: list[SourceFile], size: int) -> PackPlan:
+def _plan(dvp: VolumePath, dloc: Location, files: list[Entry], size: int) -> PackPlan:
     previous, members, legacy = _previous(dvp, dloc)
     plan = make_plan(files, size, previous, members)
     if legacy is not None:

@@ -22,6 +22,7 @@ from ..io.confined import is_within
 from ..io.retry import retry_call
 from ..volumes.glob import filter_glob, split_glob
 from ..volumes.path import PREFIX, VolumePath
+from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location, VolumeStore
 from ..volumes.walk import Entry, scan_local
 from .task import CopyTask
@@ -55,6 +56,7 @@ def _is_volume(text: str) -> bool:
 class _Selection:
     line: str
     anchor_parent: Location  # where entry rels are relative to
+    key: str  # the files' names are this + "/" + rel: the volume path, or the local path, of the anchor
     prefix: str  # prepended to each rel for the destination layout
     entries: list[Entry]
     tree: Location | None  # the folder copied from (for dest-inside-source checks)
@@ -66,11 +68,12 @@ def _select_volume(line: str, store: VolumeStore, default: VolumePath | None) ->
     if pat:
         base = VolumePath(vp.catalog, vp.schema, vp.volume, fixed)
         loc = store.locate(base)
-        return _Selection(line, loc, "", filter_glob(store.entries(base, recursive=True, stat=False), pat), loc)
+        entries = filter_glob(store.entries(base, recursive=True, stat=False), pat)
+        return _Selection(line, loc, str(base), "", entries, loc)
     loc = store.locate(vp)
     entries = store.entries(vp, recursive=True, stat=False)
     is_file = len(entries) == 1 and entries[0].rel == ""
-    return _Selection(line, loc, vp.name, entries, None if is_file else loc)
+    return _Selection(line, loc, str(vp), vp.name, entries, None if is_file else loc)
 
 
 def _select_local(line: str) -> _Selection:
@@ -84,15 +87,15 @@ def _select_local(line: str) -> _Selection:
         if not base.is_dir():
             raise VolumeNotFoundError(f"source folder {str(base)!r} of {line!r} does not exist; check the path")
         entries = filter_glob(scan_local(base, confine=base, stat=False), pat)
-        return _Selection(line, Location(str(base), root=str(base)), "", entries, Location(str(base)))
+        return _Selection(line, Location(str(base), root=str(base)), str(base), "", entries, Location(str(base)))
     if not p.exists():
         raise VolumeNotFoundError(f"source {line!r} does not exist; check the path")
     if p.is_dir():  # confined to the folder named: a link inside it never reads from elsewhere
         return _Selection(
-            line, Location(str(p), root=str(p)), p.name, scan_local(p, confine=p, stat=False), Location(str(p))
+            line, Location(str(p), root=str(p)), str(p), p.name, scan_local(p, confine=p, stat=False), Location(str(p))
         )
     st = p.stat()  # a file named on its own line: read wherever it is, but never a FIFO or device
-    return _Selection(line, Location(str(p)), p.name, [Entry("", st.st_size, st.st_mtime)], None)
+    return _Selection(line, Location(str(p)), str(p), p.name, [Entry("", st.st_size, st.st_mtime)], None)
 
 
 def _dest_location(dest: str, store: VolumeStore) -> Location:
@@ -180,7 +183,8 @@ def plan_copy(
                     f"{line!r} and {owner[rel]!r} both copy to {rel!r} under {dest!r}; copy them to different destinations"
                 )
             owner[rel] = line
-            tasks.append(CopyTask(sel.anchor_parent.join(e.rel), dst_root.join(rel), e.size, e.mtime))
+            src = VolumeFile(f"{sel.key}/{e.rel}" if e.rel else sel.key, sel.anchor_parent.join(e.rel), e.size, e.mtime)
+            tasks.append(CopyTask(src, dst_root.join(rel)))
     _check_file_folder_clash(owner, dest)
     return CopyPlan(tasks, dest, lines)
 

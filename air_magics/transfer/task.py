@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from ..io.units import fmt_bytes, fmt_rate
 from ..snapshots import CopyProgress  # the value copy events carry; it lives below the events
+from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location
 
 __all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport", "SOURCE", "DESTINATION", "mark_side", "side_of"]
@@ -36,14 +37,26 @@ def side_of(exc: BaseException) -> str | None:
     return getattr(exc, _SIDE_ATTR, None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CopyTask:
-    """Copy ``src`` to ``dst``. ``size``/``mtime`` come from the listing (``None``: not known)."""
+    """Copy ``file`` (the listing's resolved file: its source and version, ``None`` while not
+    known) to ``dst``: the copy engine, the cache and the checkpoint upload share one value of a
+    file, :class:`~air_magics.volumes.resolved.VolumeFile`."""
 
-    src: Location
+    file: VolumeFile
     dst: Location
-    size: int | None = None
-    mtime: float | None = None
+
+    @property
+    def src(self) -> Location:
+        return self.file.src
+
+    @property
+    def size(self) -> int | None:
+        return self.file.size
+
+    @property
+    def mtime(self) -> float | None:
+        return self.file.mtime
 
 
 @dataclass(frozen=True)

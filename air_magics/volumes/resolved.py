@@ -6,11 +6,13 @@ of every epoch. A ``VolumeFile`` is made once, when the listing is made: its vol
 where its bytes are (``src``), the cache slot it is copied to (``slot``, filled by the cache that
 serves it) and its source version (``size``, ``mtime``: ``None`` while unknown, the one spelling of
 "not known yet"; a validation fills them in without a second request). A packed member or a local
-file read in place carries its own reader in ``member``.
+file read in place carries its own reader in ``member``. The copy engine takes the same value: a
+:class:`~air_magics.transfer.CopyTask` is a ``VolumeFile`` and where to copy it.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,12 +25,19 @@ __all__ = ["VolumeFile"]
 class VolumeFile:
     """One file of a listing: volume path, source location, cache slot and source version."""
 
-    key: str  # "/Volumes/<catalog>/<schema>/<volume>/<path>"
+    key: str  # "/Volumes/<catalog>/<schema>/<volume>/<path>"; a file outside any volume: its own path
     src: Location
     size: int | None = None  # None: not known yet
     mtime: float | None = None
     slot: str = ""  # the local path a cache serves it at ("" until a cache binds it)
     member: Any = None  # a packed folder's member (shards.MemberRef), or a local file read in place (InPlace)
+
+    @classmethod
+    def staged(cls, path: str) -> VolumeFile:
+        """A local file outside any volume (a checkpoint's staged copy, a file named on its own),
+        its version from one ``stat``."""
+        st = os.stat(path)
+        return cls(path, Location(path), st.st_size, st.st_mtime)
 
     @property
     def version(self) -> tuple[int, float] | None:
