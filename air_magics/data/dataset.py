@@ -16,12 +16,9 @@ handed out ``cache.overflow_files`` (1,024) more files, far more than a DataLoad
 from __future__ import annotations
 
 import hashlib
-import io
-import itertools
 import os
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
@@ -34,9 +31,9 @@ from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import VolumeStore
 from . import _dist
+from .feed import Feed, SkippedFile, Tally, feed, read_local
 from .listing import list_files, shard_groups
 from .order import EpochState, Grid, OrderStateError, epoch_order, stream_index, stream_items
-from .prefetch import Prefetcher
 from .stream import EpochStream
 
 if TYPE_CHECKING:
@@ -46,48 +43,6 @@ __all__ = ["UCVolumeDataset", "SkippedFile"]
 
 _STATE_VERSION = 1
 OUTPUTS = ("path", "bytes", "file")
-_ADVANCE_EVERY = 64  # items between two reports of the consumer's position to the validation
-_RUN = 64  # items a warm run looks up at once (one call into the cache)
-
-
-@dataclass(frozen=True)
-class SkippedFile:
-    """A file left out after a permanent error (``on_error="skip"``)."""
-
-    path: str
-    reason: str
-
-
-class _StreamClock:
-    """A stream's wall seconds blocked on its fetches and spent outside it (by its consumer),
-    added to the process's stage clock every few items (see :mod:`air_magics.io.stageclock`)."""
-
-    __slots__ = ("fetched", "outside", "_blocked")
-
-    def __init__(self, fetched: Prefetcher) -> None:
-        self.fetched, self.outside, self._blocked = fetched, 0.0, 0.0
-
-    def flush(self) -> None:
-        blocked = self.fetched.blocked
-        if blocked > self._blocked:
-            STAGES.add("blocked", blocked - self._blocked)
-            self._blocked = blocked
-        if self.outside:
-            STAGES.add("outside", self.outside)
-            self.outside = 0.0
-
-
-def _read(path: str, output: str) -> Any:
-    """A cached file's content (``"bytes"``) or a file object over it (``"file"``)."""
-    if output == "file":
-        return open(path, "rb")  # noqa: SIM115 - the consumer owns the file object
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def _named(f: io.BytesIO, name: str) -> io.BytesIO:
-    f.name = name  # type: ignore[attr-defined]  # decoders (PIL) guess the format from it
-    return f
 
 
 class UCVolumeDataset(EpochStream):
@@ -132,6 +87,7 @@ class UCVolumeDataset(EpochStream):
         output: str = "path",
     ) -> None:
         super().__init__()
+        self._tally = Tally()  # what the streams handed out (EpochStream's _yielded and skipped read it)
         if on_error not in ("raise", "skip"):
             raise DatasetError(f"on_error={on_error!r}: use 'raise' or 'skip'")
         if output not in OUTPUTS:
@@ -163,7 +119,6 @@ class UCVolumeDataset(EpochStream):
         self.prefetch, self.on_error, self.output = prefetch, on_error, output
         self._init_stream()
         self.fingerprint = hashlib.sha1("\n".join(f.key for f in self.files).encode()).hexdigest()[:16]
-        self.skipped: list[SkippedFile] = []
         self._groups = shard_groups(self.files)  # packed members: shuffled a few shards at a time
         # the resident subset this dataset's misses must not evict (see FileCache.get's keep)
         # (files are sorted: what the first and last share, every key between shares)
@@ -174,6 +129,23 @@ class UCVolumeDataset(EpochStream):
 
     def __len__(self) -> int:
         return len(self.files)
+
+    @property
+    def _yielded(self) -> int:  # EpochStream's count of the current stream's items (skipped included)
+        return self._tally.yielded
+
+    @_yielded.setter
+    def _yielded(self, n: int) -> None:
+        self._tally.yielded = n
+
+    @property
+    def skipped(self) -> list[SkippedFile]:
+        """The files left out after a permanent error (``on_error="skip"``)."""
+        return self._tally.skipped
+
+    @skipped.setter
+    def skipped(self, files: list[SkippedFile]) -> None:
+        self._tally.skipped = files
 
     def __getitem__(self, i: int) -> Any:
         """File *i* (in listing order, sorted by volume path) as its local cached path, or
@@ -300,15 +272,21 @@ class UCVolumeDataset(EpochStream):
             if output == "bytes":
                 return member.read_slice(self.cache, i) if self._slicing and i >= 0 else member.read_bytes(self.cache)
             return member.open(self.cache)
-        return _read(self.cache.fetch(f, keep), output)
+        return read_local(self.cache.fetch(f, keep), output)
 
     def __iter__(self) -> Iterator[Any]:
+        # the stream is planned when its first item is asked for (iter() alone starts nothing), and
+        # its items pass through no generator of this class (see feed.feed)
+        return feed(self._open_stream)
+
+    def _open_stream(self) -> Feed:
+        """This process's stream of the epoch, ready to be handed out."""
         grid, stream, items, in_worker = self._plan_items()
         # in a DataLoader worker: lists of the items that are ready (up to _chunk, a multiple of the
         # loader's batch size but at the end), so one message carries many items warm and the first
         # item leaves at once cold
         chunk, batch = (self._chunk, self._batch) if in_worker else (0, 1)
-        self._grid, self._stream, self._yielded = grid, stream, 0
+        self._grid, self._stream, self._tally.yielded = grid, stream, 0
         # what this process read since its previous epoch began stays resident through this one
         # (with persistent workers the loader's clock, so a worker that started late keeps what the
         # others fetched early in the previous epoch)
@@ -326,66 +304,13 @@ class UCVolumeDataset(EpochStream):
         validation = self.validation = cache.validate(
             files, items, ahead=max(512, 4 * self.prefetch), trusted_since=self._trusted_since
         )
-        hit = cache.hit
         # a loader that reads packed members out of the cached shards itself gets their places
         slices = self._slicing = self._slices and in_worker and output == "bytes" and self.transform is None
-
-        def ready(i: int) -> Any | None:  # a warm file needs no thread; a transform runs on the threads
-            f = files[i]
-            if self.transform is not None:
-                return None
-            member = f.member
-            if member is not None:
-                if output == "path":
-                    return member.ready()
-                if slices:
-                    return member.ready_slice(i)
-                data = member.ready_bytes()
-                return data if data is None or output == "bytes" else _named(io.BytesIO(data), member.name)
-            path = hit(f)
-            return path if path is None or output == "path" else _read(path, output)
-
-        def fetch(i: int) -> Any:
-            validation.wait(i)  # its version is being found: no second request for it
-            return self._fetch(files[i], keep, i)
-
-        try:
-            rest: Iterator[int] | None = iter(items)
-            carry: list[Any] = []
-            if self.transform is None and output == "path":  # a warm stream needs no prefetcher
-                if not chunk:
-                    rest = yield from self._warm_run(rest, validation, timed=in_worker)
-                else:
-                    rest, carry = yield from self._warm_chunks(rest, validation, chunk)
-                if rest is None:
-                    if carry:
-                        yield carry
-                    return
-            with Prefetcher(rest, fetch, self.prefetch, ready=ready) as fetched:
-                clock = _StreamClock(fetched)
-                try:
-                    if not chunk:
-                        for value in fetched:
-                            n = self._yielded = self._yielded + 1
-                            if n % _ADVANCE_EVERY == 0:
-                                validation.advance(n)
-                                clock.flush()
-                            if value.__class__ is SkippedFile:
-                                self.skipped.append(value)
-                            else:
-                                t0 = perf_counter()
-                                yield value
-                                clock.outside += perf_counter() - t0
-                        return
-                    yield from self._chunks(fetched, validation, clock, chunk, batch, carry)
-                finally:
-                    clock.flush()
-        finally:
-            validation.close()
-            try:
-                cache.publish_status(soon=True)
-            except Exception:  # e.g. a generator closed during interpreter shutdown
-                pass
+        return Feed(
+            files=files, items=items, cache=cache, output=output, transform=self.transform, fetch=self._fetch,
+            keep=keep, validation=validation, tally=self._tally, prefetch=self.prefetch, chunk=chunk, batch=batch,
+            timed=in_worker, packed=self._groups is not None, slices=slices,
+        )  # fmt: skip
 
     def _plan_shards(self, items: Sequence[int]) -> None:
         """Each packed folder's shards in the order this stream first needs them (its reader then
@@ -396,91 +321,3 @@ class UCVolumeDataset(EpochStream):
             plans.setdefault(id(m.folder), (m.folder, []))[1].append(m.shard)
         for folder, shards in plans.values():
             folder.plan_reads(self.cache, list(dict.fromkeys(shards)), paths=self.output == "path")
-
-    def _warm_chunks(
-        self, items: Iterator[int], validation: Any, chunk: int
-    ) -> Generator[list[str], None, tuple[Iterator[int] | None, list[str]]]:
-        """:meth:`_warm_run` for a DataLoader worker: lists of *chunk* paths (a multiple of the
-        batch size); returns the rest of the stream (or None) and the paths gathered since the
-        last list, which the prefetcher's lists carry on."""
-        files, outside, ready = self.files, 0.0, []
-        try:
-            while block := list(itertools.islice(items, _RUN)):
-                paths = self._ready_paths([files[i] for i in block])
-                n = self._yielded = self._yielded + len(paths)
-                validation.advance(n)
-                ready += paths
-                while len(ready) >= chunk:
-                    t0 = perf_counter()
-                    yield ready[:chunk]
-                    outside += perf_counter() - t0  # the worker's collate and hand-over
-                    ready = ready[chunk:]
-                if len(paths) < len(block):
-                    return itertools.chain(block[len(paths) :], items), ready
-            return None, ready
-        finally:
-            if outside:
-                STAGES.add("outside", outside)
-
-    def _ready_paths(self, run: list[VolumeFile]) -> list[str]:
-        """The paths of *run*'s leading files that are at hand (cached and validated here, or a
-        packed member already extracted): a plain folder's run is one call into the cache."""
-        if self._groups is None:
-            return [f.slot for f in run[: self.cache.hit_run(run)]]
-        hit, paths = self.cache.hit, []
-        for f in run:
-            member = f.member
-            path = hit(f) if member is None else member.ready()
-            if path is None:
-                break
-            paths.append(path)
-        return paths
-
-    def _warm_run(self, items: Iterator[int], validation: Any, *, timed: bool) -> Generator[str, None, Any]:
-        """The stream's paths while they are at hand, on the consumer's thread (a warm epoch: runs
-        of ``_RUN`` items looked up at once, no thread, no lock per item); returns the rest of the
-        stream from the first item that is not (for the prefetcher), or None when the stream ended."""
-        files, outside, n = self.files, 0.0, self._yielded
-        try:
-            while block := list(itertools.islice(items, _RUN)):
-                paths = self._ready_paths([files[i] for i in block])
-                validation.advance(n + len(paths))
-                for path in paths:
-                    n = self._yielded = n + 1
-                    if timed:  # in a worker, the time outside the stream is its consumer's (a wrapper's decode)
-                        t0 = perf_counter()
-                        yield path
-                        outside += perf_counter() - t0
-                    else:
-                        yield path
-                if len(paths) < len(block):
-                    return itertools.chain(block[len(paths) :], items)
-            return None
-        finally:
-            if outside:
-                STAGES.add("outside", outside)
-
-    def _chunks(
-        self, fetched: Prefetcher, validation: Any, clock: _StreamClock, chunk: int, batch: int, carry: list[Any]
-    ) -> Iterator[list[Any]]:
-        """Lists of ready items for a DataLoader worker: up to *chunk* items, a multiple of *batch*
-        unless the stream ends, sent as soon as the next item is not ready yet (*carry*: items
-        the warm run had gathered when it met one that was not)."""
-        ready_items: list[Any] = carry
-        for value in fetched:
-            n = self._yielded = self._yielded + 1
-            if n % _ADVANCE_EVERY == 0:
-                validation.advance(n)
-            if value.__class__ is SkippedFile:
-                self.skipped.append(value)
-            else:
-                ready_items.append(value)
-            k = len(ready_items)
-            if k and (k >= chunk or (k % batch == 0 and not fetched.next_ready())):
-                clock.flush()
-                t0 = perf_counter()
-                yield ready_items
-                clock.outside += perf_counter() - t0
-                ready_items = []
-        if ready_items:
-            yield ready_items

@@ -1,0 +1,47 @@
+"""data/feed.py, through UCVolumeDataset: the count is exact at every yield on each path an item
+takes (cold through the prefetcher, warm runs, warm through ``ready``), and ``iter()`` alone plans
+nothing (the stream is planned at its first ``next()``, as a generator ``__iter__``'s body was)."""
+
+import pickle
+
+import pytest
+from _seed import seeded_volume
+
+from air_magics.data import UCVolumeDataset
+
+N = 150  # more than two warm runs of 64
+
+
+@pytest.fixture
+def vol():
+    return seeded_volume("main.raw.feed", {f"/Volumes/main/raw/feed/{i:03d}.bin": b"x%d" % i for i in range(N)})
+
+
+@pytest.mark.parametrize("output", ["path", "bytes"])
+def test_position_counts_every_item_before_it_leaves(vol, output):
+    ds = UCVolumeDataset("/Volumes/main/raw/feed", output=output)
+    for epoch in ("cold", "warm"):
+        seen = [ds.position() for _ in ds]
+        assert seen == [(0, k) for k in range(1, N + 1)], epoch
+
+
+def test_iter_alone_plans_nothing(vol):
+    ds = UCVolumeDataset("/Volumes/main/raw/feed")
+    first = iter(ds)
+    for _ in range(5):
+        next(first)
+    validation = ds.validation
+    second = iter(ds)  # not started: the first stream's count and validation stand
+    assert ds.position() == (0, 5) and ds.validation is validation
+    assert ds.state_dict()["segments"][-1]["delivered"] == [5]
+    next(second)
+    assert ds.position() == (0, 1) and ds.validation is not validation
+
+
+def test_the_count_and_skipped_files_travel_with_the_dataset(vol):
+    ds = UCVolumeDataset("/Volumes/main/raw/feed", on_error="skip")
+    it = iter(ds)
+    for _ in range(7):
+        next(it)
+    copy = pickle.loads(pickle.dumps(ds))
+    assert copy.position() == (0, 7) and copy.skipped == [] and copy.skipped is not ds.skipped
