@@ -17,6 +17,16 @@ if str(REPO) not in sys.path:  # plain `pytest` puts only tests/ on the path; th
 from benchmarks.harness import fusevol  # noqa: E402
 
 
+def pytest_configure(config):
+    """Ctrl-C reaches the tests' child processes even when pytest inherited SIGINT as ignored (a shell
+    runs a background job so): the children (a Jupyter server stopped with SIGINT, a copy interrupted
+    by one) would inherit the ignore and only end when killed after a timeout or run to completion."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @pytest.fixture(autouse=True)
 def air_home(tmp_path, monkeypatch):
     """Every test gets its own AIR_HOME; no test sees a real /Volumes or the user's ~/.air."""
