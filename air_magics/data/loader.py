@@ -193,10 +193,6 @@ class DataLoader(tud.DataLoader):
                 self._chunked = True
                 k = batch_size or 1
                 self._chunk_items = -(-CHUNK // k) * k
-                # a message's length already depends on what was ready, so taking the workers'
-                # messages as they arrive (not round-robin) loses no order the loop had; each
-                # worker's own stream stays in order, which is what the delivered counts track
-                kwargs.setdefault("in_order", False)
                 if slice_maps is not None:
                     self._slice_maps, base = slice_maps, _as_is
                 base = _ChunkCollate(base, batch_size or 0, drop_last)
