@@ -97,9 +97,10 @@ class Validation:
         return self._thread is not None
 
     def start(self) -> None:
-        """Begin checking (once). The first :meth:`wait` starts it: a stream whose items are all at
-        hand in the hit log (a warm epoch in the same process) never needs it, and a thread started
-        at every epoch's first item competed with the consumer for the interpreter."""
+        """Begin checking (once). A stream starts it at its first item not at hand in the hit log
+        (and the first :meth:`wait` would): a stream whose items are all at hand (a warm epoch in
+        the same process) never needs it, and a thread started at every epoch's first item
+        competed with the consumer for the interpreter."""
         if self._thread is None:
             with self._start_lock:
                 if self._thread is None and not self._stop:

@@ -151,6 +151,9 @@ def feed(plan: Callable[[], Feed]) -> Iterator[Any]:
                 if carry:
                     yield carry
                 return
+        # an item not at hand (or a stream that does not run warm): its version may need checking
+        # against the volume, so the validation starts now, not at the first fetch thread's wait
+        validation.start()
         with Prefetcher(rest, fetch, fd.prefetch, ready=ready) as fetched:
             clock = _StreamClock(fetched)
             try:
