@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -167,11 +168,16 @@ def test_reiterating_mid_epoch_continues(vol):
 
 def test_timing_and_status(vol):
     dl = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/train"), batch_size=8, num_workers=1)
-    run(dl)
+    for _ in dl:
+        time.sleep(0.002)  # the loop's own work per step: compute
     t = dl.timing
-    assert t.steps == 8 and t.data_wait > 0 and 0 < t.wait_share <= 1
+    assert t.steps == 8 and t.startup > 0 and t.compute > 0 and 0 <= t.wait_share < 1
+    waited = t.data_wait
+    assert sorted(run(dl)) == sorted(f"item {i}" for i in range(N))  # warm: the worker sends all 64 at once
+    # the 7 batches after the message's first were in hand: counted as steps, never as a wait
+    assert t.steps == 16 and t.data_wait == waited
     doc = read_status(f"loader-{os.getpid()}")
-    assert doc["steps"] == 8 and doc["done"] and doc["files"] == N
+    assert doc["steps"] == 16 and doc["done"] and doc["files"] == N
     cache_doc = read_status("cache")
     assert cache_doc["misses"] + cache_doc["hits"] >= N  # worker processes reported into the shared totals
 

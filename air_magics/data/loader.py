@@ -302,14 +302,19 @@ class DataLoader(tud.DataLoader):
 
     def _timed(self, inner: Iterator[Any], *, track: bool) -> Iterator[Any]:
         """The loop's side: batches handed out one at a time (a chunk's one by one), the wait for
-        each and the time between them timed, the delivered count per stream kept (``track``)."""
-        timing, delivered, chunked, maps = self.timing, self._delivered, self._chunked, self._slice_maps
+        each message and the time between them timed, the delivered count per stream kept exact at
+        every batch (``track``). A chunk's batches after its first are in hand: they cost a count,
+        not a wait (their time is the loop's, ``compute``, accounted at the next message)."""
+        timing, delivered, chunked, maps, one = (
+            self.timing,
+            self._delivered,
+            self._chunked,
+            self._slice_maps,
+            self._batch,
+        )
         slices = False  # the message in hand holds MemberSlices
         clock = time.perf_counter
         t_last: float | None = None
-        pending: list[Any] = []  # the rest of a chunk, handed out one batch at a time
-        sizes: list[int] = []
-        at = 0
         stream = produced = 0
         next_emit = clock() + _EMIT_EVERY  # an epoch shorter than that reports once, when it is done
         first = True
@@ -317,29 +322,29 @@ class DataLoader(tud.DataLoader):
             t0 = clock()
             if t_last is not None:
                 timing.compute += t0 - t_last
-            if at >= len(pending):
-                try:
-                    message, (stream, produced, clock_totals) = next(inner)
-                except StopIteration:
-                    self._epoch_done = track
-                    if maps is not None:
-                        maps.close()
-                    self._emit("done")
-                    return
-                timing.worker_clock(stream, clock_totals)
-                if not chunked:
-                    pending, sizes, at = [message], [0], 0
-                else:
-                    pending, sizes, at, slices = message, message.sizes, 0, message.slices
-                    produced -= sum(sizes)
-                    if not pending:
-                        continue
-            batch = pending[at]
+            try:
+                message, (stream, produced, clock_totals) = next(inner)
+            except StopIteration:
+                self._epoch_done = track
+                if maps is not None:
+                    maps.close()
+                self._emit("done")
+                return
+            timing.worker_clock(stream, clock_totals)
+            if not chunked:
+                pending, sizes = [message], [0]
+            else:
+                pending, sizes, slices = message, message.sizes, message.slices
+                produced -= sum(sizes)
+                if not pending:
+                    timing.data_wait += clock() - t0
+                    t_last = clock()
+                    continue
+            batch = pending[0]
             if slices:
                 batch = _bytes_of(batch, maps.read)  # type: ignore[union-attr]
-            produced += sizes[at]  # delivered count per batch, not per chunk
-            timing.items += sizes[at] or self._batch
-            at += 1
+            produced += sizes[0]  # delivered count per batch, not per chunk
+            timing.items += sizes[0] or one
             t1 = clock()
             wait = t1 - t0
             if first:  # the first batch waits for the workers (and the listing) to start
@@ -356,6 +361,22 @@ class DataLoader(tud.DataLoader):
                 self._emit("running")
             t_last = clock()
             yield batch
+            if len(pending) == 1:
+                continue
+            timing.last_wait = 0.0
+            for k in range(1, len(pending)):  # the rest of the message: in hand
+                batch = pending[k]
+                if slices:
+                    batch = _bytes_of(batch, maps.read)  # type: ignore[union-attr]
+                produced += sizes[k]
+                timing.items += sizes[k] or one
+                timing.steps += 1
+                if track:
+                    delivered[stream] = produced
+                if clock() >= next_emit:
+                    next_emit = clock() + _EMIT_EVERY
+                    self._emit("running")
+                yield batch
 
     def _write_plan(self, ds: EpochStream) -> None:
         """Where persistent workers start this iteration: the epoch and, mid-epoch, the resume
