@@ -37,13 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import settings
-from ..errors import CacheLimitError, VolumeNotFoundError
+from ..errors import CacheLimitError
 from ..events import CacheEvent, Throttle, channel
-from ..io.stageclock import STAGES
-from ..io.units import fmt_bytes, parse_size
+from ..io.units import parse_size
 from ..snapshots import CacheInfo  # the value cache events carry; it lives below the events
-from ..transfer import CopyTask, copy_one
-from ..transfer.file import DirMaker, source_stat
 from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location, VolumeStore
@@ -51,10 +48,10 @@ from .claimed import CLEAR_WAIT, ClaimedEntries, ClearReport
 from .entries import Entries
 from .evict import Evictor
 from .hits import PIN_MARGIN, HitLog
-from .index import wal_headroom
+from .miss import MissPath
 from .overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency
 from .stripes import Stripes
-from .validate import Validation, timed_stat
+from .validate import Validation
 
 __all__ = ["FileCache", "CacheInfo", "ClearReport", "Residency"]
 
@@ -117,7 +114,6 @@ class FileCache(ClaimedEntries):
         self._report_timer: threading.Timer | None = None
         self._revalidated, self._revalidation_seconds = 0, 0.0  # this process's checks against the volume
         self._hits = HitLog(self.pin_seconds, flush=self.flush_hits)
-        self._dirs = DirMaker()  # the cache's folders, verified once per process (see copy_one)
         self._overflow = OverflowWindow(self.root, self.overflow_files, self.overflow_bytes, self.limit)
         wal_check = Throttle(5.0)
         self._evictor = Evictor(
@@ -130,6 +126,17 @@ class FileCache(ClaimedEntries):
             self._source_exists,
             wal_check.ready,
         )
+        self._miss = MissPath(
+            self.root,
+            self._files_root,
+            entries=self._entries,
+            stripes=self._stripes,
+            evictor=self._evictor,
+            hits=self._hits,
+            overflow=self._overflow,
+            bounds=self,
+            publish=self._publish,
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -141,7 +148,7 @@ class FileCache(ClaimedEntries):
             "_last_report",
             "_report_lock",
             "_report_timer",
-            "_dirs",
+            "_miss",
         ):
             state.pop(k, None)
         return state
@@ -183,10 +190,7 @@ class FileCache(ClaimedEntries):
 
     def fetch(self, f: VolumeFile, keep: Residency | None = None) -> str:
         """*f*'s cached path for its current version, fetching it on a miss (see :meth:`get`)."""
-        try:
-            local = self._fetch(f, keep)
-        except FileNotFoundError as exc:
-            raise self._vanished(f, exc) from None
+        local = self._miss.fetch(f, keep)
         self._overflow.handed_out()
         return local
 
@@ -254,7 +258,7 @@ class FileCache(ClaimedEntries):
     def try_hit(self, path: str | VolumePath, size: int, mtime: float) -> str | None:
         """The local path if *path* is cached and valid for this size/mtime, else ``None`` (no fetch)."""
         f = self._resolve(path, size, mtime, Location(""))
-        if not self._validated_hit(f):  # the local file is looked at: this form serves no missing path
+        if not self._miss.validated_hit(f):  # the local file is looked at: this form serves no missing path
             return None
         self._overflow.handed_out()
         return f.slot
@@ -272,135 +276,14 @@ class FileCache(ClaimedEntries):
         """The source (size, mtime) this process last fetched or validated *path* against, or None."""
         return self._hits.version(str(VolumePath.parse(path)))
 
-    # -- fetching ----------------------------------------------------------------------------------
-    def _vanished(self, f: VolumeFile, exc: FileNotFoundError) -> FileNotFoundError:
-        """The error for a fetch that found no file: named (:class:`VolumeNotFoundError`) when the
-        source is gone, e.g. removed after a dataset listed it; the original when it is still there
-        (then the cache's own side failed)."""
-        if isinstance(exc, VolumeNotFoundError):
-            return exc
-        try:
-            source_stat(f.src)
-        except FileNotFoundError:
-            return VolumeNotFoundError(
-                f"{f.key!r} does not exist (removed from the volume after it was listed?); check the path with "
-                f"`%air_volume ls {f.key.rsplit('/', 1)[0]}`, or pass on_error='skip' to a dataset to leave such "
-                f"files out"
-            )
-        except Exception:  # the source cannot be asked: report what the fetch saw
-            pass
-        return exc
-
-    def _fetch(self, f: VolumeFile, keep: Residency | None) -> str:
-        key, local = f.key, f.slot
-        if f.size is None or f.mtime is None:
-            # with a byte limit, room is made for the file's size before it is fetched: stat first
-            try:
-                if f.src.is_local and self.limit is None and self._unindexed_fetch(f):
-                    return local
-                f.size, f.mtime = timed_stat(f.src)
-            except FileNotFoundError:
-                raise VolumeNotFoundError(
-                    f"{key!r} does not exist; check the path with `%air_volume ls {key.rsplit('/', 1)[0]}`"
-                ) from None
-        size, mtime = f.size, f.mtime
-        if self._validated_hit(f):
-            return local
-        with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
-            if self._validated_hit(f):  # another process fetched it meanwhile
-                return local
-            if self.limit is not None and size > self.limit:
-                raise CacheLimitError(
-                    f"{key} is {fmt_bytes(size)} but the cache limit is {fmt_bytes(self.limit)}; raise the limit "
-                    f"(FileCache(limit=...) or AIR_CACHE_LIMIT) above the largest file"
-                )
-            if not self._claim(f, keep):
-                return self._overflow_fetch(f)
-            try:
-                n = self._copy(CopyTask(f, Location(local, root=self._files_root)))
-            except BaseException:
-                self._entries.forget(key)  # the claimed bytes go back
-                raise
-            self._recorded(key, local, n, mtime)
-        return local
-
-    def _copy(self, task: CopyTask) -> int:
-        """One source file copied in (a storage request, timed for the loader's verdict)."""
-        t0 = time.perf_counter()
-        n = copy_one(task, retries=self.retries, dirs=self._dirs)  # (a cache folder removed since: made again)
-        STAGES.request(time.perf_counter() - t0, n)
-        return n
-
+    # -- the miss path (:mod:`.miss`) ------------------------------------------------------------------
     def _claim(self, f: VolumeFile, keep: Residency | None) -> bool:
-        """Room for *f* within the limit, claimed in the index (two tries: another process may take
-        the room between the eviction and the claim); False: serve it from the overflow window."""
-        if self.limit is None:  # only the free-disk reserve bounds it: no claim to race for
-            return self._evictor.make_room(f.size or 0, keep)
-        for _ in range(2):
-            if self._evictor.make_room(f.size or 0, keep) and self._entries.reserve_room(
-                f.key, f.slot, f.size or 0, self.limit
-            ):
-                return True
-        return False
-
-    def _unindexed_fetch(self, f: VolumeFile) -> bool:
-        """Fetch *f* without knowing its size when the index has no entry for it (the cold case of a
-        names-only listing); False when there is an entry to validate instead."""
-        key, local = f.key, f.slot
-        if os.path.exists(local) and self._entries.row(key) is not None:
-            return False
-        with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
-            if os.path.exists(local) and self._entries.row(key) is not None:  # another process fetched it meanwhile
-                return False
-            self._evictor.make_room(0)  # the reserve (no limit is set here): at most this one file's size over it
-            n = self._copy(CopyTask(f, Location(local, root=self._files_root)))
-            f.size, f.mtime = n, os.stat(local).st_mtime  # the copy carries the source's mtime
-            self._recorded(key, local, n, f.mtime)
-        return True
-
-    def _overflow_fetch(self, f: VolumeFile) -> str:
-        """Serve from the overflow window: no room within the limit without evicting what is in use."""
-        root = str(self._overflow.base)
-        size, mtime = f.size or 0, f.mtime or 0.0
-
-        def copy(dest: str) -> int:
-            return self._copy(CopyTask(f, Location(dest, root=root)))
-
-        headroom = wal_headroom(self.root)  # the index's log shares the disk
-        local, n, reused = self._overflow.fetch(f.key[9:], size, mtime, copy, reserve=self.reserve, headroom=headroom)
-        if reused:  # still in the window, same version: no second copy
-            self._entries.count_up(hits=1, bytes_hit=size)
-        else:
-            self._entries.count_up(misses=1, bytes_fetched=n, overflows=1)
-        self._publish()
-        return local
-
-    def _validated_hit(self, f: VolumeFile) -> bool:
-        """Serve from the cache if valid. Entries this process validated recently are served from
-        process-local state (:mod:`.hits`; LRU time and counters batched); others take one read
-        and one write transaction on the shared index. The local file is looked at first: a cold
-        miss costs one ``stat`` and never waits for the index's lock."""
-        key, size, mtime = f.key, f.size, f.mtime
-        try:
-            here = os.stat(f.slot).st_size == size
-        except OSError:
-            here = False
-        if not here:
-            self._hits.forget(key)
-            return False
-        if self._hits.serve(key, size, mtime):  # type: ignore[arg-type]
-            return True
-        now = time.time()
-        if not self._entries.touch_if_same(key, size, mtime, now):  # type: ignore[arg-type]
-            return False
-        self._hits.remember(key, size, mtime, now)  # type: ignore[arg-type]
-        self._publish()
-        return True
+        """Room for *f* within the limit, claimed (for :meth:`claim`; see :meth:`.MissPath.claim`)."""
+        return self._miss.claim(f, keep)
 
     def _recorded(self, key: str, local: str, size: int, mtime: float) -> None:
-        self._entries.record(key, local, size, mtime)
-        self._hits.remember(key, size, mtime, time.time())
-        self._publish()
+        """*key*'s file is in place (for :meth:`commit`; see :meth:`.MissPath.recorded`)."""
+        self._miss.recorded(key, local, size, mtime)
 
     def flush_hits(self) -> None:
         """Write this process's batched hits (access times, counters) to the shared index. Called a

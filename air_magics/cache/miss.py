@@ -1,0 +1,213 @@
+"""The miss path of :class:`~air_magics.cache.FileCache`: how one file not at hand gets into the cache.
+
+Why a module of its own: the cache's public API (hits, validation, statistics, clearing) and the
+fetch of one missing file are two concepts. A miss is validated against the index (a local
+``stat`` first), then, under the key's stripe lock and the index's full-disk translation (in that
+order), validated again (another process may have fetched it meanwhile: fetch once across
+processes), room is claimed within the limit (or the file is served from the overflow window),
+and the file is copied in by the copy engine and recorded. :class:`MissPath` holds the cache's
+parts it works on, given explicitly; it is per-process state, made anew in every process.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import CacheLimitError, VolumeNotFoundError
+from ..io.stageclock import STAGES
+from ..io.units import fmt_bytes
+from ..transfer import CopyTask, copy_one
+from ..transfer.file import DirMaker, source_stat
+from ..volumes.resolved import VolumeFile
+from ..volumes.store import Location
+from .entries import Entries
+from .evict import Evictor
+from .hits import HitLog
+from .index import wal_headroom
+from .overflow import OverflowWindow, Residency
+from .stripes import Stripes
+from .validate import timed_stat
+
+__all__ = ["MissPath", "Bounds"]
+
+
+class Bounds(Protocol):
+    """What a miss reads of its cache at the moment it needs it: public attributes a caller may
+    change after the cache was made (a :class:`~air_magics.cache.FileCache` is one)."""
+
+    limit: int | None  # bytes the index may count (None: only the reserve bounds it)
+    reserve: int  # free disk always left
+    retries: int  # per copy
+
+
+class MissPath:
+    """Fetches files not at hand into the cache at *root* (its files under *files_root*).
+
+    *entries*, *stripes*, *evictor*, *hits* and *overflow* are the cache's parts; *bounds* its
+    limit, reserve and retries (read when a miss needs them, so they follow the cache's
+    attributes); *publish*: the cache's (throttled) status report after a change. The cache's
+    folders are kept open in one :class:`DirMaker` per process.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        files_root: str,
+        *,
+        entries: Entries,
+        stripes: Stripes,
+        evictor: Evictor,
+        hits: HitLog,
+        overflow: OverflowWindow,
+        bounds: Bounds,
+        publish: Callable[[], None],
+    ) -> None:
+        self._root, self._files_root = root, files_root
+        self._entries, self._stripes, self._evictor = entries, stripes, evictor
+        self._hits, self._overflow = hits, overflow
+        self._bounds, self._publish = bounds, publish
+        self._dirs = DirMaker()  # the cache's folders, verified once per process (see copy_one)
+
+    def fetch(self, f: VolumeFile, keep: Residency | None) -> str:
+        """*f*'s cached path for its current version, fetched on a miss; a source gone since it was
+        listed is a :class:`~air_magics.errors.VolumeNotFoundError` naming it."""
+        try:
+            key, local = f.key, f.slot
+            if f.size is None or f.mtime is None:
+                # with a byte limit, room is made for the file's size before it is fetched: stat first
+                try:
+                    if f.src.is_local and self._bounds.limit is None and self._unindexed_fetch(f):
+                        return local
+                    f.size, f.mtime = timed_stat(f.src)
+                except FileNotFoundError:
+                    raise VolumeNotFoundError(
+                        f"{key!r} does not exist; check the path with `%air_volume ls {key.rsplit('/', 1)[0]}`"
+                    ) from None
+            size, mtime = f.size, f.mtime
+            if self.validated_hit(f):
+                return local
+            with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
+                if self.validated_hit(f):  # another process fetched it meanwhile
+                    return local
+                limit = self._bounds.limit
+                if limit is not None and size > limit:
+                    raise CacheLimitError(
+                        f"{key} is {fmt_bytes(size)} but the cache limit is {fmt_bytes(limit)}; raise the limit "
+                        f"(FileCache(limit=...) or AIR_CACHE_LIMIT) above the largest file"
+                    )
+                if not self.claim(f, keep):
+                    return self._overflow_fetch(f)
+                try:
+                    n = self._copy(CopyTask(f, Location(local, root=self._files_root)))
+                except BaseException:
+                    self._entries.forget(key)  # the claimed bytes go back
+                    raise
+                self.recorded(key, local, n, mtime)
+            return local
+        except FileNotFoundError as exc:
+            raise self._vanished(f, exc) from None
+
+    def _vanished(self, f: VolumeFile, exc: FileNotFoundError) -> FileNotFoundError:
+        """The error for a fetch that found no file: named (:class:`VolumeNotFoundError`) when the
+        source is gone, e.g. removed after a dataset listed it; the original when it is still there
+        (then the cache's own side failed)."""
+        if isinstance(exc, VolumeNotFoundError):
+            return exc
+        try:
+            source_stat(f.src)
+        except FileNotFoundError:
+            return VolumeNotFoundError(
+                f"{f.key!r} does not exist (removed from the volume after it was listed?); check the path with "
+                f"`%air_volume ls {f.key.rsplit('/', 1)[0]}`, or pass on_error='skip' to a dataset to leave such "
+                f"files out"
+            )
+        except Exception:  # the source cannot be asked: report what the fetch saw
+            pass
+        return exc
+
+    def _copy(self, task: CopyTask) -> int:
+        """One source file copied in (a storage request, timed for the loader's verdict)."""
+        t0 = time.perf_counter()
+        n = copy_one(task, retries=self._bounds.retries, dirs=self._dirs)  # (a cache folder removed since: made again)
+        STAGES.request(time.perf_counter() - t0, n)
+        return n
+
+    def claim(self, f: VolumeFile, keep: Residency | None) -> bool:
+        """Room for *f* within the limit, claimed in the index (two tries: another process may take
+        the room between the eviction and the claim); False: serve it from the overflow window.
+        The caller holds *f*'s stripe."""
+        limit = self._bounds.limit
+        if limit is None:  # only the free-disk reserve bounds it: no claim to race for
+            return self._evictor.make_room(f.size or 0, keep)
+        for _ in range(2):
+            if self._evictor.make_room(f.size or 0, keep) and self._entries.reserve_room(
+                f.key, f.slot, f.size or 0, limit
+            ):
+                return True
+        return False
+
+    def _unindexed_fetch(self, f: VolumeFile) -> bool:
+        """Fetch *f* without knowing its size when the index has no entry for it (the cold case of a
+        names-only listing); False when there is an entry to validate instead."""
+        key, local = f.key, f.slot
+        if os.path.exists(local) and self._entries.row(key) is not None:
+            return False
+        with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
+            if os.path.exists(local) and self._entries.row(key) is not None:  # another process fetched it meanwhile
+                return False
+            self._evictor.make_room(0)  # the reserve (no limit is set here): at most this one file's size over it
+            n = self._copy(CopyTask(f, Location(local, root=self._files_root)))
+            f.size, f.mtime = n, os.stat(local).st_mtime  # the copy carries the source's mtime
+            self.recorded(key, local, n, f.mtime)
+        return True
+
+    def _overflow_fetch(self, f: VolumeFile) -> str:
+        """Serve from the overflow window: no room within the limit without evicting what is in use."""
+        root = str(self._overflow.base)
+        size, mtime = f.size or 0, f.mtime or 0.0
+
+        def copy(dest: str) -> int:
+            return self._copy(CopyTask(f, Location(dest, root=root)))
+
+        headroom = wal_headroom(self._root)  # the index's log shares the disk
+        local, n, reused = self._overflow.fetch(
+            f.key[9:], size, mtime, copy, reserve=self._bounds.reserve, headroom=headroom
+        )
+        if reused:  # still in the window, same version: no second copy
+            self._entries.count_up(hits=1, bytes_hit=size)
+        else:
+            self._entries.count_up(misses=1, bytes_fetched=n, overflows=1)
+        self._publish()
+        return local
+
+    def validated_hit(self, f: VolumeFile) -> bool:
+        """Serve from the cache if valid. Entries this process validated recently are served from
+        process-local state (:mod:`.hits`; LRU time and counters batched); others take one read
+        and one write transaction on the shared index. The local file is looked at first: a cold
+        miss costs one ``stat`` and never waits for the index's lock."""
+        key, size, mtime = f.key, f.size, f.mtime
+        try:
+            here = os.stat(f.slot).st_size == size
+        except OSError:
+            here = False
+        if not here:
+            self._hits.forget(key)
+            return False
+        if self._hits.serve(key, size, mtime):  # type: ignore[arg-type]
+            return True
+        now = time.time()
+        if not self._entries.touch_if_same(key, size, mtime, now):  # type: ignore[arg-type]
+            return False
+        self._hits.remember(key, size, mtime, now)  # type: ignore[arg-type]
+        self._publish()
+        return True
+
+    def recorded(self, key: str, local: str, size: int, mtime: float) -> None:
+        """*key*'s file is in place at *local*: its entry written, and served from this process's hits."""
+        self._entries.record(key, local, size, mtime)
+        self._hits.remember(key, size, mtime, time.time())
+        self._publish()
