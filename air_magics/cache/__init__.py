@@ -3,7 +3,7 @@
 One public API, :class:`FileCache` (``get``, ``try_hit``, ``pin``, ``clear``, ``info``, ``limit``,
 and the resolved-file forms ``bind``/``hit``/``fetch``/``validate`` the datasets use); the modules
 inside are its parts, each one concept: the index's rows (:mod:`.entries`) and its durability
-(:mod:`.index`), stripe locks (:mod:`.stripes`), process-local hits (:mod:`.hits`), eviction
+(:mod:`.index`), stripe locks (:mod:`.stripes`), the miss path (:mod:`.miss`), process-local hits (:mod:`.hits`), eviction
 (:mod:`.evict`), the overflow window (:mod:`.overflow`) and a new process's validation
 (:mod:`.validate`). Nothing outside the package touches their private members.
 """
