@@ -74,6 +74,35 @@ def test_eviction_keeps_under_limit_lru_first(vol):
     assert kept == [f"f{i:02d}.bin" for i in range(15, 20)]
 
 
+def test_a_limit_set_on_a_live_cache_governs_eviction_too(vol):
+    """``cache.limit = ...`` after construction: the next misses evict down to the new limit (the
+    eviction and the overflow window follow it, not only the claim), also given as a string."""
+    c = FileCache(pin_seconds=0)
+    for i in range(10):
+        c.get(f"/Volumes/main/raw/img/f{i:02d}.bin")
+    assert c.info().bytes == 10_000
+    c.limit = "4000B"
+    assert c.limit == 4000
+    for i in range(10, 14):
+        c.get(f"/Volumes/main/raw/img/f{i:02d}.bin")
+        assert c.info().bytes <= 4000
+    info = c.info()
+    assert info.overflows == 0 and info.evictions >= 10  # room was made by evicting, not by the window
+    kept = sorted(os.listdir(c.local_path("/Volumes/main/raw/img")))
+    assert kept == [f"f{i:02d}.bin" for i in range(10, 14)]
+    clone = pickle.loads(pickle.dumps(c))  # a DataLoader worker's copy keeps the new limit
+    assert clone.limit == 4000
+    c.limit = None  # no limit again: nothing evicted for the next files
+    for i in range(14, 20):
+        c.get(f"/Volumes/main/raw/img/f{i:02d}.bin")
+    assert c.info().bytes == 10_000
+    with pytest.raises(CacheLimitError, match="positive"):
+        c.limit = 0
+    with pytest.raises(ValueError, match="not a size"):
+        c.limit = "lots"
+    assert c.limit is None  # a refused value changes nothing
+
+
 def test_pinned_files_are_not_evicted(vol):
     c = FileCache(limit=3000, pin_seconds=60)
     paths = [c.get(f"/Volumes/main/raw/img/f{i:02d}.bin") for i in range(5)]

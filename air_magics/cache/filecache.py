@@ -86,10 +86,8 @@ class FileCache(ClaimedEntries):
         overflow_bytes: int | str | None = None,
     ) -> None:
         self.root = Path(root) if root is not None else settings.cache_dir()
-        self.limit = parse_size(limit, "cache limit") if limit is not None else settings.cache_limit()
+        self.limit = limit if limit is not None else settings.cache_limit()
         self.reserve = parse_size(reserve, "cache reserve") if reserve is not None else settings.cache_reserve()
-        if self.limit is not None and self.limit <= 0:
-            raise CacheLimitError(f"cache limit {limit!r} must be positive: give e.g. '10GiB', or None for no limit")
         if overflow_files < 1:
             raise CacheLimitError(
                 f"overflow_files={overflow_files!r} must be at least 1: it bounds how many files past a full "
@@ -105,6 +103,23 @@ class FileCache(ClaimedEntries):
         self._entries = Entries(self.root, self.reserve)
         self._stripes = Stripes(self.root)
         self._reset_process_state()
+
+    @property
+    def limit(self) -> int | None:
+        """The byte limit (``None``: only the free-disk reserve bounds the cache)."""
+        return self._limit
+
+    @limit.setter
+    def limit(self, value: int | str | None) -> None:
+        """A new limit (bytes or ``"10GiB"``; ``None``: none) for this process's next misses,
+        evictions and overflow decisions alike."""
+        limit = parse_size(value, "cache limit") if value is not None else None
+        if limit is not None and limit <= 0:
+            raise CacheLimitError(f"cache limit {value!r} must be positive: give e.g. '10GiB', or None for no limit")
+        self._limit = limit
+        for part in (self.__dict__.get("_evictor"), self.__dict__.get("_overflow")):
+            if part is not None:  # made after the first assignment (in __init__)
+                part.limit = limit
 
     # -- per-process state (never pickled) --------------------------------------------------------
     def _reset_process_state(self) -> None:
