@@ -255,3 +255,13 @@ _CAP_S = 5.0  # a guard against exponential blow-up (the regex version took minu
 )
 def test_pathological_patterns_stay_fast(code):
     assert _child_cpu_seconds(code) < _CAP_S
+
+
+def test_a_pattern_selects_by_path_below_the_root_or_by_name():
+    from air_magics.volumes.glob import filter_pattern
+    from air_magics.volumes.walk import Entry
+
+    rows = [Entry(r, 1, 0.0) for r in ("a.jpg", "train/b.jpg", "train/c.png", "val/x/d.jpg")]
+    assert [e.rel for e in filter_pattern(rows, "*.jpg")] == ["a.jpg", "train/b.jpg", "val/x/d.jpg"]  # by name
+    assert [e.rel for e in filter_pattern(rows, "train/*")] == ["train/b.jpg", "train/c.png"]  # by path
+    assert filter_pattern(rows, None) == rows and filter_pattern(rows, "") == rows

@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 
 from ..shards.reader import open_packed
-from ..volumes.glob import filter_glob, glob_regex, split_glob
+from ..volumes.glob import filter_glob, filter_pattern, split_glob
 from ..volumes.local import InPlace, local_files, local_source
 from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
@@ -28,7 +28,6 @@ def list_files(
     names only on local and mounted volumes (one readdir per folder; versions are then unknown,
     ``None``, until a validation or a fetch finds them)."""
     out: dict[str, VolumeFile] = {}
-    rx = glob_regex(pattern) if pattern else None
     for p in paths:
         if (local := local_source(p)) is not None:  # a local folder or file:// URL: no cache copy
             for key, loc, e in local_files(local, recursive=recursive, pattern=pattern):
@@ -44,11 +43,9 @@ def list_files(
             if packed is not None
             else store.entries(base, recursive=recursive or bool(pat), with_dirs=False, stat=stat)
         )
-        entries = filter_glob(entries, pat)
+        entries = filter_pattern(filter_glob(entries, pat), pattern)
         loc, base_key = store.locate(base), str(base)
         for e in entries:
-            if rx is not None and not (rx.match(e.rel) or rx.match(e.rel.rsplit("/", 1)[-1])):
-                continue
             # a listing's names are plain relative paths: joined as strings (3,000 VolumePath objects
             # cost ~0.1 s); a manifest's member names are data, validated by VolumePath
             key = (str(base.joinpath(e.rel)) if packed is not None else f"{base_key}/{e.rel}") if e.rel else base_key

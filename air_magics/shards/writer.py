@@ -45,7 +45,7 @@ from ..io.leftovers import sweep_stale
 from ..io.pools import threads
 from ..io.units import parse_size
 from ..snapshots import PackProgress, PackReport
-from ..volumes.glob import glob_regex
+from ..volumes.glob import filter_pattern
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
 from ..volumes.walk import Entry
@@ -79,8 +79,7 @@ def _list_source(store: VolumeStore, src: VolumePath, pattern: str | None) -> li
     entries = store.entries(src, recursive=True, with_dirs=False, stat=True)
     if len(entries) == 1 and entries[0].rel == "":
         raise PackError(f"{src} is a file; pack takes a folder: pass its parent with --pattern NAME")
-    rx = glob_regex(pattern) if pattern else None
-    files = [e for e in entries if rx is None or rx.match(e.rel) or rx.match(e.rel.rsplit("/", 1)[-1])]
+    files = filter_pattern(entries, pattern)
     if not files:
         raise PackError(
             f"no files to pack in {src}"

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Protocol, TypeVar
 
-__all__ = ["GlobMatcher", "compile_glob", "glob_regex", "has_magic", "split_glob", "filter_glob"]
+__all__ = ["GlobMatcher", "compile_glob", "glob_regex", "has_magic", "split_glob", "filter_glob", "filter_pattern"]
 
 _MAGIC = re.compile(r"[*?\[]")
 # DFA transitions kept per pattern; past this the matcher computes new ones without storing them
@@ -226,3 +226,12 @@ def filter_glob(entries: Iterable[E], pattern: tuple[str, ...]) -> list[E]:
     matcher = compile_glob("/".join(pattern))
     memo: dict[str, _State | None] = {}
     return [e for e in entries if matcher.selects(e.rel, memo)]
+
+
+def filter_pattern(entries: Iterable[E], pattern: str | None) -> list[E]:
+    """Entries a ``pattern`` option selects: the glob matches the path below the listing's root or
+    the file's name (``*.jpg``, ``train/**/*.png``); no pattern selects every entry."""
+    if not pattern:
+        return list(entries)
+    matcher = compile_glob(pattern)
+    return [e for e in entries if matcher.match(e.rel) or matcher.match(e.rel.rpartition("/")[2])]

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import VolumeNotFoundError, VolumePathError
-from .glob import filter_glob, glob_regex, split_glob
+from .glob import filter_glob, filter_pattern, split_glob
 from .path import VolumePath, is_volume_text
 from .store import Location
 from .walk import Entry, scan_local
@@ -91,12 +91,8 @@ def local_files(path: str, *, recursive: bool = True, pattern: str | None = None
         root = os.path.dirname(base)
         st = os.stat(base)
         entries = [Entry("", st.st_size, st.st_mtime)]
-    entries = filter_glob(entries, pat)
-    rx = glob_regex(pattern) if pattern else None
     out = []
-    for e in entries:
-        if rx is not None and not (rx.match(e.rel) or rx.match(e.rel.rsplit("/", 1)[-1])):
-            continue
+    for e in filter_pattern(filter_glob(entries, pat), pattern):
         where = os.path.join(base, *e.rel.split("/")) if e.rel else base
         out.append((where, Location(where, root=root), e))
     return sorted(out, key=lambda t: t[0])

@@ -26,7 +26,7 @@ from ..io.confined import makedirs as confined_makedirs
 from ..io.leftovers import is_leftover
 from ..settings import embedded_volumes_root, registry_file
 from . import detect
-from .glob import filter_glob, glob_regex, split_glob
+from .glob import filter_glob, filter_pattern, split_glob
 from .path import VolumePath, is_name
 from .registry import VolumeRegistry, normalise_url
 from .walk import Entry, scan_local
@@ -306,9 +306,7 @@ class VolumeStore:
         if pat:
             return self.glob(vp)
         entries = self.entries(vp, recursive=recursive)
-        if pattern:
-            rx = glob_regex(pattern)
-            entries = [e for e in entries if rx.match(e.rel) or rx.match(e.rel.rsplit("/", 1)[-1])]
+        entries = filter_pattern(entries, pattern)
         return [FileInfo(vp.joinpath(e.rel), e.size, e.mtime, e.is_dir) for e in entries]
 
     def glob(self, pattern: str | VolumePath) -> list[FileInfo]:
