@@ -119,8 +119,7 @@ class Validation:
         """Block until file *i* is decided (or the validation ended); True when it was decided."""
         if self._decided[i]:
             return True
-        if self._thread is None:
-            self.start()
+        self.start()  # (once: a check of one attribute after that)
         with self._cond:
             return self._cond.wait_for(lambda: self._decided[i] or self.done, timeout) and bool(self._decided[i])
 

@@ -166,7 +166,7 @@ class DataLoader(tud.DataLoader):
         # its workers persist too, and the inner dataset follows set_epoch through the plan file
         self._inner: EpochStream | None = dataset if self._air else _wrapped(dataset)
         if num_workers is None:
-            suggested = self._inner.default_workers() if self._air and self._inner is not None else None
+            suggested = dataset.default_workers() if self._air else None
             num_workers = DEFAULT_WORKERS if suggested is None else suggested
         workers = num_workers
         self._chunked = False
