@@ -84,17 +84,32 @@ def test_rewrite_changes_the_table_reference_only(parts, backticks, texts, quote
     assert r.sql == head + tn.embedded_sql() + tail and r.tables == (str(tn),)
 
 
+def test_an_unclosed_nested_comment_is_left_as_written():
+    """Spark reads ``/* /* */ ...`` as one comment never closed: the query goes to Spark untouched
+    (it reports the error), never with a name after the first ``*/`` rewritten."""
+    query = "SELECT 1 AS a, /* /* */ c2 FROM tb"
+    assert rewrite_sql(query).sql == query
+
+
 @pytest.mark.parametrize(
-    "query",
+    "query,want",
     [
-        "SELECT 1 AS a, /* /* */ c2 FROM tb",  # Spark: one unclosed comment from the first /*
-        "SELECT /* a /* b */ c */ x FROM tb",  # Spark: nested, closed; sqlglot would end it at the first */
+        ("SELECT /* a /* b */ c */ x FROM tb", "SELECT /* a /* b */ c */ x FROM {d}.`tb`"),
+        ("SELECT x FROM /* a /* ds.t */ main.ds.t */ main.ds.u", "SELECT x FROM /* a /* ds.t */ main.ds.t */ {e}.`u`"),
+        (
+            "SELECT x FROM ds.t -- /* \n/* a /* b */ */ WHERE 1=1",
+            "SELECT x FROM {e}.`t` -- /* \n/* a /* b */ */ WHERE 1=1",
+        ),
     ],
 )
-def test_a_nested_comment_is_left_as_written(query):
-    """Spark nests bracketed comments and sqlglot does not, so where they disagree on what is a
-    comment the query goes to Spark untouched (never a name inside a comment rewritten)."""
-    assert rewrite_sql(query).sql == query
+def test_a_nested_comment_is_one_comment_as_in_spark(query, want):
+    """Spark nests bracketed comments and sqlglot does not: the query is rewritten as Spark reads
+    it (the whole nested comment is one comment, left byte for byte; names after it are rewritten;
+    a name inside it never is). Issue 36: the rewrite used to give up, and the store's 3-part name
+    failed with REQUIRES_SINGLE_PART_NAMESPACE."""
+    r = rewrite_sql(query)
+    assert r.sql == want.format(d="`spark_catalog`.`main__default`", e=E)
+    assert r.changed
 
 
 def test_comment_markers_inside_strings_do_not_count_as_nesting():

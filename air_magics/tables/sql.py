@@ -9,6 +9,9 @@ nodes; not CTE names in their scope, not subquery aliases, not table functions s
 reference's token positions. Everything else goes to Spark byte for byte: sqlglot never regenerates
 the query (it would rewrite ``'it''s'`` as ``CONCAT('it', 's')``, comments, hints, functions), and a
 name inside a string literal or a comment is never touched.
+Comments follow Spark, which nests them: ``/* a /* b */ c */`` is one comment (the query is parsed
+with its comments blanked, positions kept), and a query whose bracketed comment Spark never closes
+goes as written.
 
 Scopes follow Spark: a CTE is visible in the query body and in the CTEs defined *after* it (in its
 own definition only under ``WITH RECURSIVE``), so in ``WITH t AS (SELECT * FROM t)`` the inner ``t``
@@ -135,10 +138,14 @@ def _source(query: str, parts: list[Any]) -> str:
     )
 
 
-def _nested_comment(query: str) -> bool:
-    """Whether *query* opens a bracketed comment inside another (outside string literals and line
-    comments): Spark reads ``/* /* */ ...`` as one unclosed comment, sqlglot as a closed one."""
-    i, n, depth, quote = 0, len(query), 0, ""
+def _spark_comments(query: str) -> tuple[bool, str | None]:
+    """Whether *query* nests a bracketed comment in another (outside string literals and line
+    comments), and *query* with every comment blanked by Spark's rules (each character but a
+    newline made a space: same length, so positions carry over), or ``None`` when a bracketed
+    comment is never closed. Spark reads ``/* a /* b */ c */`` as one comment, sqlglot ends it at
+    the first ``*/``: parsing the blanked text gives sqlglot Spark's view."""
+    out = list(query)
+    i, n, depth, quote, nested, start = 0, len(query), 0, "", False, 0
     while i < n:
         two = query[i : i + 2]
         if quote:
@@ -148,18 +155,21 @@ def _nested_comment(query: str) -> bool:
                 i += 1
         elif depth:
             if two == "/*":
-                return True
-            if two == "*/":
-                depth, i = 0, i + 1
+                depth, nested, i = depth + 1, True, i + 1
+            elif two == "*/":
+                depth, i = depth - 1, i + 1
+                if not depth:
+                    out[start : i + 1] = [" " if c != "\n" else c for c in query[start : i + 1]]
         elif two == "/*":
-            depth, i = 1, i + 1
+            depth, start, i = 1, i, i + 1
         elif two == "--":
             nl = query.find("\n", i)
             i = n if nl < 0 else nl
+            continue
         elif query[i] in "'\"`":
             quote = query[i]
         i += 1
-    return False
+    return nested, (None if depth else "".join(out))
 
 
 def rewrite_sql(query: str, *, temp_views: Callable[[], set[str]] | None = None) -> Rewrite:
@@ -169,11 +179,15 @@ def rewrite_sql(query: str, *, temp_views: Callable[[], set[str]] | None = None)
     *temp_views* (called at most once, only if the query has one-part names) returns the session's
     temporary view names, which Spark resolves before tables and so are left alone. Raises
     :class:`~air_magics.errors.TableNameError` for a quoted name part that holds a dot."""
-    if _nested_comment(query):  # Spark nests /* */ comments, sqlglot does not: their extents differ
-        return Rewrite(query)
+    original = query
+    nested, blanked = _spark_comments(query)
+    if nested:  # Spark nests /* */ comments, sqlglot does not: it parses the text without them
+        if blanked is None:  # never closed: Spark reports it; nothing here guesses
+            return Rewrite(query)
+        query = blanked  # same length: every position found in it is the original's
     statements = _parse(query)
     if not statements or any(s is None for s in statements):
-        return Rewrite(query)
+        return Rewrite(original)
     from sqlglot import exp
 
     views: set[str] | None = None
@@ -198,19 +212,19 @@ def rewrite_sql(query: str, *, temp_views: Callable[[], set[str]] | None = None)
                 continue
             spans = [_spelled(query, i) for i in idents]
             if any(s is None for s in spans):
-                return Rewrite(query)  # not placed in the text for sure: send it as written
+                return Rewrite(original)  # not placed in the text for sure: send it as written
             edits.append((spans[0][0], spans[-1][1], tn.embedded_sql(), str(tn)))  # type: ignore[index]
     if not edits:
-        return Rewrite(query)
+        return Rewrite(original)
     edits.sort()
     names = tuple(e[3] for e in edits)
     out, pos = [], 0
     for start, stop, text, _ in edits:
         if start < pos:
-            return Rewrite(query)  # overlapping references: never guess
-        out += [query[pos:start], text]
+            return Rewrite(original)  # overlapping references: never guess
+        out += [original[pos:start], text]
         pos = stop
-    out.append(query[pos:])
+    out.append(original[pos:])
     return Rewrite("".join(out), names, True)
 
 
