@@ -396,3 +396,15 @@ def test_verify_member_checks_bytes_read_by_offset(vol):
         verify_member("s", m, head, data)
     with pytest.raises(ShardError, match="tar header says"):
         verify_member("s", members[2], head, raw[m.offset : m.offset + m.size])
+
+
+@pytest.mark.parametrize("name", ["nl\nname.bin", "tab\there.bin"])
+def test_a_name_with_a_control_character_is_refused_at_pack_time_by_name(vol, name):
+    """One rule for pack and read (issue 36): a file whose name no volume path can hold used to be
+    packed, and then reading the packed folder refused it; now pack refuses it, naming the file,
+    and writes nothing."""
+    (_dir(vol, SRC) / "c0" / name).write_bytes(b"x" * 10)
+    with pytest.raises(PackError, match=r"control character") as err:
+        pack(SRC, DEST)
+    assert repr(f"c0/{name}") in str(err.value)
+    assert not (_dir(vol, DEST) / MANIFEST_NAME).exists()

@@ -32,6 +32,7 @@ air_magics packed (an older format version) is rewritten whole by the next pack.
 from __future__ import annotations
 
 import os
+import re
 import time
 import zlib
 from collections.abc import Callable, Iterable
@@ -68,6 +69,7 @@ from .shardfile import Feed, write_shard
 __all__ = ["pack", "PackReport", "PackProgress", "plan_pack", "ENGINES"]
 
 ENGINES = ("local", "spark")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # what a volume path refuses (volumes.path)
 
 
 def _nested(a: VolumePath, b: VolumePath) -> bool:
@@ -80,6 +82,13 @@ def _list_source(store: VolumeStore, src: VolumePath, pattern: str | None) -> li
     if len(entries) == 1 and entries[0].rel == "":
         raise PackError(f"{src} is a file; pack takes a folder: pass its parent with --pattern NAME")
     files = filter_pattern(entries, pattern)
+    for f in files:  # one rule for packing and reading: a name no volume path can hold is refused here
+        if _CONTROL.search(f.rel):
+            raise PackError(
+                f"cannot pack {src}/{f.rel!r}: its name holds a control character (newline, tab, ...), which "
+                f"no volume path may, so the packed folder could never serve it; rename the file, or leave it "
+                f"out with pattern="
+            )
     if not files:
         raise PackError(
             f"no files to pack in {src}"
