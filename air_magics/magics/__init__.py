@@ -21,7 +21,7 @@ from .. import settings
 from . import copy as _copy
 from . import table as _table
 from . import volume as _volume
-from ._common import expand_names, usage_errors
+from ._common import expand_names, strip_comment, usage_errors
 from .completion import install_completer
 
 __all__ = ["AirMagics", "register"]
@@ -61,7 +61,7 @@ class AirMagics(Magics, settings.AirConfig):
         PATH and DIR are /Volumes/catalog/schema/volume/..., catalog.schema.volume/..., or relative
         to the default volume (%air_volume use).
         """
-        return _volume.run(self, expand_names(line, self.shell.user_ns))
+        return _volume.run(self, expand_names(strip_comment(line), self.shell.user_ns))
 
     @line_magic
     @no_var_expand
@@ -69,7 +69,7 @@ class AirMagics(Magics, settings.AirConfig):
     @usage_errors
     def air_table(self, line: str) -> Any:
         """Tables through Spark Connect: preview, read to pandas/NumPy/Arrow, export to a volume."""
-        return _table.run(self, expand_names(line, self.shell.user_ns))
+        return _table.run(self, expand_names(strip_comment(line), self.shell.user_ns))
 
     @line_cell_magic
     @no_var_expand
@@ -96,7 +96,7 @@ class AirMagics(Magics, settings.AirConfig):
         If any file fails, the report is shown and the cell ends with an error (--allow-failures:
         return the report instead).
         """
-        return _copy.run(self, expand_names(line, self.shell.user_ns), cell)
+        return _copy.run(self, expand_names(strip_comment(line), self.shell.user_ns), cell)
 
 
 def register(ipython: Any) -> None:

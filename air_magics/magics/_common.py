@@ -20,6 +20,7 @@ from ..errors import AirError
 
 __all__ = [
     "usage_errors",
+    "strip_comment",
     "parse_line",
     "with_arguments",
     "expand_names",
@@ -46,6 +47,36 @@ def expand_names(line: str, user_ns: Mapping[str, Any]) -> str:
         return str(user_ns[name]) if name in user_ns else m.group(0)
 
     return _PLACEHOLDER.sub(sub, line)
+
+
+def strip_comment(line: str) -> str:
+    """*line* without its trailing shell comment: a ``#`` that starts a word, outside quotes.
+
+    As in a shell, ``%air_volume create main.demo.images  # a new volume`` is the command without the
+    comment, ``'a #b'`` and ``"a #b"`` keep their ``#`` (quoted), ``x#1`` keeps it (not a word's start),
+    ``\\#`` is a literal ``#``, and what follows the comment's ``#`` is never read as quotes (``# a
+    catalog's schemas``). An unclosed quote is left for the word splitter to report.
+    """
+    quote = ""
+    escaped = False
+    prev = " "
+    for i, ch in enumerate(line):
+        if escaped:
+            escaped, prev = False, "x"  # an escaped space does not end a word
+            continue
+        if quote:
+            if ch == quote:
+                quote = ""
+            elif ch == "\\" and quote == '"':
+                escaped = True
+        elif ch == "\\":
+            escaped = True
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and prev.isspace():
+            return line[:i].rstrip()
+        prev = ch
+    return line
 
 
 def usage_errors(func: F) -> F:

@@ -12,6 +12,7 @@ volume (``%air_volume use``). The destination is a local folder or a ``/Volumes/
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -44,8 +45,18 @@ class CopyPlan:
 
 
 def parse_sources(text: str) -> list[str]:
-    """One source per non-blank line; ``#`` starts a comment line."""
-    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    """One source per non-blank line, taken literally; a ``#`` at a line's start or after a space
+    starts a comment (``train  # the training split``), as on a shell line."""
+    sources = []
+    for line in text.splitlines():
+        m = _COMMENT.search(line)
+        line = (line[: m.start()] if m else line).strip()
+        if line:
+            sources.append(line)
+    return sources
+
+
+_COMMENT = re.compile(r"(?:^|(?<=\s))#")
 
 
 def _is_volume(text: str) -> bool:
