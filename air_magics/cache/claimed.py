@@ -53,6 +53,7 @@ class ClaimedEntries:
     _stripes: Any
     _evictor: Any
     _overflow: Any
+    _guard: Any
     limit: int | None
     store: Any
 
@@ -63,6 +64,7 @@ class ClaimedEntries:
         f = VolumeFile(key, Location(""), size, 0.0)
         f.slot = self.slot(key)
         with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
+            self._guard.verify()  # nothing is written through a root swapped for a link
             if (self.limit is None or size <= self.limit) and self._claim(f, keep):
                 return f.slot
         self._entries.count_up(misses=1, bytes_fetched=size, overflows=1)

@@ -12,7 +12,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ class Entries:
         self._pid = 0
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self.on_open: Callable[[], None] | None = None  # run once per process after the index opens
 
     def __getstate__(self) -> dict[str, Any]:
         return {"root": self.root, "reserve": self.reserve}
@@ -57,10 +58,14 @@ class Entries:
     def _open(self) -> Iterator[sqlite3.Connection]:
         """The connection, under this process's lock (SQLite connections are not shared by threads at once)."""
         if self._db is None or self._pid != os.getpid():
+            opened = False
             with _OPEN_LOCK:  # prefetch threads race here on first use
                 if self._db is None or self._pid != os.getpid():
                     self._lock = threading.Lock()  # a forked child's copy may be held by a dead thread
                     self._db, self._pid = open_index(self.root, self.reserve), os.getpid()
+                    opened = True
+            if opened and self.on_open is not None:  # (outside the locks: it may use the index itself)
+                self.on_open()
         with self._lock:
             yield self._db  # type: ignore[misc]
 

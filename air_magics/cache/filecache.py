@@ -50,6 +50,7 @@ from .evict import Evictor
 from .hits import PIN_MARGIN, HitLog
 from .miss import MissPath
 from .overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency
+from .rootguard import RootGuard
 from .stripes import Stripes
 from .validate import Validation
 
@@ -130,6 +131,8 @@ class FileCache(ClaimedEntries):
         self._revalidated, self._revalidation_seconds = 0, 0.0  # this process's checks against the volume
         self._hits = HitLog(self.pin_seconds, flush=self.flush_hits)
         self._overflow = OverflowWindow(self.root, self.overflow_files, self.overflow_bytes, self.limit)
+        self._guard = RootGuard(self.root)
+        self._entries.on_open = self._opened
         wal_check = Throttle(5.0)
         self._evictor = Evictor(
             self.root,
@@ -149,6 +152,7 @@ class FileCache(ClaimedEntries):
             evictor=self._evictor,
             hits=self._hits,
             overflow=self._overflow,
+            guard=self._guard,
             bounds=self,
             publish=self._publish,
         )
@@ -164,6 +168,7 @@ class FileCache(ClaimedEntries):
             "_report_lock",
             "_report_timer",
             "_miss",
+            "_guard",
         ):
             state.pop(k, None)
         return state
@@ -171,6 +176,12 @@ class FileCache(ClaimedEntries):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._reset_process_state()
+
+    def _opened(self) -> None:
+        """This process opened the index: the root's identity is remembered (a later swap is named),
+        and this process's presence lock is taken, sweeping dead processes' overflow folders."""
+        self._guard.verify()
+        self._overflow.folder()
 
     def __repr__(self) -> str:
         return f"FileCache(root={str(self.root)!r}, limit={self.limit}, reserve={self.reserve})"
@@ -342,6 +353,7 @@ class FileCache(ClaimedEntries):
         in the report. ``force=True`` drops them too, which is unsafe while anything reads from the
         cache. ``reset_stats`` zeroes the hit/miss counters."""
         self.flush_hits()  # the pins of what this process handed out must be in the index
+        self._guard.verify()
         cutoff = None if force else time.time() - self.pin_seconds * PIN_MARGIN
         removed, nbytes, kept = self._evictor.drop(self._entries.keys(), cutoff, wait=CLEAR_WAIT, evictions=False)
         self._entries.heal_totals(reset_stats)  # heal any drift while we are at it

@@ -29,6 +29,7 @@ from .evict import Evictor
 from .hits import HitLog
 from .index import wal_headroom
 from .overflow import OverflowWindow, Residency
+from .rootguard import RootGuard
 from .stripes import Stripes
 from .validate import timed_stat
 
@@ -47,7 +48,7 @@ class Bounds(Protocol):
 class MissPath:
     """Fetches files not at hand into the cache at *root* (its files under *files_root*).
 
-    *entries*, *stripes*, *evictor*, *hits* and *overflow* are the cache's parts; *bounds* its
+    *entries*, *stripes*, *evictor*, *hits*, *overflow* and *guard* (the root's identity) are the cache's parts; *bounds* its
     limit, reserve and retries (read when a miss needs them, so they follow the cache's
     attributes); *publish*: the cache's (throttled) status report after a change. The cache's
     folders are kept open in one :class:`DirMaker` per process.
@@ -63,12 +64,13 @@ class MissPath:
         evictor: Evictor,
         hits: HitLog,
         overflow: OverflowWindow,
+        guard: RootGuard,
         bounds: Bounds,
         publish: Callable[[], None],
     ) -> None:
         self._root, self._files_root = root, files_root
         self._entries, self._stripes, self._evictor = entries, stripes, evictor
-        self._hits, self._overflow = hits, overflow
+        self._hits, self._overflow, self._guard = hits, overflow, guard
         self._bounds, self._publish = bounds, publish
         self._dirs = DirMaker()  # the cache's folders, verified once per process (see copy_one)
 
@@ -93,6 +95,7 @@ class MissPath:
             with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
                 if self.validated_hit(f):  # another process fetched it meanwhile
                     return local
+                self._guard.verify()  # nothing is written through a root swapped for a link
                 limit = self._bounds.limit
                 if limit is not None and size > limit:
                     raise CacheLimitError(
@@ -159,6 +162,7 @@ class MissPath:
         with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
             if os.path.exists(local) and self._entries.row(key) is not None:  # another process fetched it meanwhile
                 return False
+            self._guard.verify()
             self._evictor.make_room(0)  # the reserve (no limit is set here): at most this one file's size over it
             n = self._copy(CopyTask(f, Location(local, root=self._files_root)))
             f.size, f.mtime = n, os.stat(local).st_mtime  # the copy carries the source's mtime

@@ -26,9 +26,11 @@ disk below the cache's free-disk reserve. A file that does not fit is refused wi
 :class:`~air_magics.errors.CacheLimitError` naming it, the limit, the reserve and the fixes; nothing
 in the window is deleted early to make room, since a loop may still read it.
 
-Liveness: each process holds an ``flock`` on ``<pid>-<token>.lock`` beside its folder for as long
-as it lives (the kernel drops it when the process dies, however it dies). The next process that
-overflows removes the folders whose lock it can take. A pid alone would not do: a process in
+Liveness: each process that uses the cache holds an ``flock`` on ``<pid>-<token>.lock`` beside its
+folder for as long as it lives (the kernel drops it when the process dies, however it dies); both
+are made when the process first opens the cache's index, and removed when it exits (a DataLoader
+worker too). The next process that opens the cache removes the folders whose lock it can take: a
+folder left so is the mark of a crashed process (see ``FileCache.check``). A pid alone would not do: a process in
 another pid namespace (a container sharing the cache folder) has a pid that means nothing here.
 """
 
@@ -115,6 +117,7 @@ class OverflowWindow:
         self._pending = 0  # bytes being fetched into the window right now
         self._count = 0
         self.added = 0
+        self.swept: list[str] = []  # dead processes' folders this process's first use removed
         renew_after_fork(self)
 
     def after_fork(self) -> None:
@@ -187,7 +190,7 @@ class OverflowWindow:
                 self._held.clear()
                 self._bytes = self._pending = 0
             self.base.mkdir(parents=True, exist_ok=True)
-            sweep_dead(self.base)
+            self.swept = sweep_dead(self.base)
             name = f"{os.getpid()}-{secrets.token_hex(4)}"
             # locked under a hidden name, then renamed: a sweeper never sees the lock file unlocked
             fd = os.open(self.base / f".{name}.new", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -198,6 +201,10 @@ class OverflowWindow:
             self._dir.mkdir()
             self._pid = os.getpid()
             atexit.register(_remove_own, self._dir, fd, self._pid)
+            from multiprocessing.util import Finalize  # (lazy: 0.1 s cold, not on the extension's import path)
+
+            # a multiprocessing child (a DataLoader worker) leaves through os._exit, past atexit
+            Finalize(None, _remove_own, (self._dir, fd, self._pid), exitpriority=0)
         return self._dir
 
     def _check_room(self, rel: str, size: int, reserve: int, headroom: int) -> None:
@@ -294,7 +301,7 @@ def _legacy_dead(folder: Path, name: str) -> bool:
 
 def _remove_own(folder: Path, fd: int, pid: int) -> None:
     """At exit: this process's folder and lock (never a parent's, in a forked child)."""
-    if os.getpid() != pid:
+    if os.getpid() != pid or fd not in _HELD_LOCKS:  # another process's, or removed already
         return
     shutil.rmtree(folder, ignore_errors=True)
     _unlink(str(folder) + _LOCK_SUFFIX)
