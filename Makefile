@@ -1,5 +1,6 @@
 # The two set-up commands of the README:
-#   make demo   install, seed a sample volume into $AIR_HOME, start JupyterLab on the tour notebook
+#   make demo   install, seed a sample volume into $AIR_HOME, start JupyterLab on the tour notebook and print its URL
+#               (a browser opens where there is a desktop; AIR_DEMO_BROWSER=0 never, =1 always)
 #   make test   install everything, check lint and format (ruff), run the whole suite (unit, FUSE integration, every notebook
 #               executed top to bottom as Run All does (tests/test_notebooks.py: magic errors fail it too),
 #               the sidebar's REST API and, with Chromium installed, the sidebar in a browser)
@@ -9,7 +10,6 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 AIR_HOME ?= $(HOME)/.air
-ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT   ?= 8888
 
 .PHONY: install demo lint test bench bench-quick clean
@@ -29,9 +29,7 @@ install: $(BIN)/python
 	PATH="$(WHEEL_NODE)$$PATH" $(BIN)/pip install -q -e '.[test,lab]'
 
 demo: install
-	AIR_HOME=$(AIR_HOME) $(BIN)/python -m air_magics.demo
-	AIR_HOME=$(AIR_HOME) $(BIN)/jupyter lab notebooks/01_volumes_and_copy.ipynb \
-	  --ip=127.0.0.1 --port=$(PORT) --no-browser $(ROOT_FLAG)
+	AIR_HOME=$(AIR_HOME) $(BIN)/python -m air_magics.demo --lab --port $(PORT)
 
 lint: install
 	$(BIN)/ruff check .

@@ -2,18 +2,31 @@
 
 The volume imitates an image-classification data set: many small files in class folders, the
 shape that makes per-file latency dominate on remote volumes. Seeding is idempotent.
+
+``python -m air_magics.demo --lab`` (what ``make demo`` runs) then starts JupyterLab on the tour
+notebook itself and prints that notebook's URL with its token, so the first page a newcomer sees
+is the tour, not the Launcher; a browser opens where there is one (``AIR_DEMO_BROWSER=0``: never,
+``=1``: always).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import secrets
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
 
 from .volumes import VolumePath, VolumeStore
 
-__all__ = ["seed_sample_volume", "SAMPLE_VOLUME"]
+__all__ = ["seed_sample_volume", "SAMPLE_VOLUME", "TOUR_NOTEBOOK", "tour_url", "run_lab"]
 
 SAMPLE_VOLUME = "main.demo.images"
+TOUR_NOTEBOOK = "notebooks/01_volumes_and_copy.ipynb"
 
 
 def seed_sample_volume(
@@ -38,13 +51,89 @@ def seed_sample_volume(
     return root
 
 
+def tour_url(port: int, token: str, notebook: str = TOUR_NOTEBOOK, host: str = "127.0.0.1") -> str:
+    """The URL that opens *notebook* (relative to the server's root) in JupyterLab, token included."""
+    return f"http://{host}:{port}/lab/tree/{notebook}?token={token}"
+
+
+def _browser_wanted() -> bool:
+    """Open a browser only where one can show: a desktop, or ``AIR_DEMO_BROWSER=1``.
+
+    A headless Linux box has no ``DISPLAY``; there ``webbrowser`` would pick a console browser
+    (lynx, w3m) that takes over the terminal the server logs to.
+    """
+    forced = os.environ.get("AIR_DEMO_BROWSER", "")
+    if forced in ("0", "1"):
+        return forced == "1"
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return False
+    import webbrowser
+
+    try:
+        webbrowser.get()
+    except webbrowser.Error:
+        return False
+    return True
+
+
+def _wait_ready(proc: subprocess.Popen, port: int, token: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    url = f"http://127.0.0.1:{port}/api/status?token={token}"
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"JupyterLab exited with status {proc.returncode} before it was ready (its log is above)")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise SystemExit(f"JupyterLab did not answer on port {port} within {timeout:.0f} s (its log is above)")
+
+
+def run_lab(port: int = 8888, *, root: str | Path = ".", notebook: str = TOUR_NOTEBOOK, timeout: float = 180.0) -> int:
+    """Serve JupyterLab from *root*, print *notebook*'s URL once it answers, open a browser where one
+    can show, and wait: Ctrl-C stops the server (its exit status is returned)."""
+    if not (Path(root) / notebook).is_file():
+        raise SystemExit(f"{notebook!r} is not under {str(root)!r}: run this from the repository's root")
+    token = secrets.token_hex(24)
+    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={Path(root).resolve()}"]
+    cmd += [f"--port={port}", "--port-retries=0", "--ip=127.0.0.1", "--no-browser"]
+    cmd += [f"--IdentityProvider.token={token}", f"--LabApp.default_url=/lab/tree/{notebook}"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-root")
+    proc = subprocess.Popen(cmd)
+    try:
+        _wait_ready(proc, port, token, timeout)
+        url = tour_url(port, token, notebook)
+        print(f"\n    The tour is at {url}\n", flush=True)
+        if _browser_wanted():
+            import webbrowser
+
+            webbrowser.open(url)
+        return proc.wait()
+    except KeyboardInterrupt:  # Ctrl-C reached the server too; stop it now rather than at its y/n prompt
+        print("stopping JupyterLab", flush=True)
+        return 0
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--volume", default=SAMPLE_VOLUME)
     ap.add_argument("--files", type=int, default=600)
+    ap.add_argument("--lab", action="store_true", help="then serve JupyterLab on the tour notebook")
+    ap.add_argument("--port", type=int, default=8888, help="JupyterLab's port (with --lab)")
     args = ap.parse_args(argv)
     root = seed_sample_volume(args.volume, files=args.files)
-    print(f"sample volume ready: {root} ({args.files} files) in {VolumeStore.shared().root}")
+    print(f"sample volume ready: {root} ({args.files} files) in {VolumeStore.shared().root}", flush=True)
+    if args.lab:
+        raise SystemExit(run_lab(args.port))
 
 
 if __name__ == "__main__":
