@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from .io.units import fmt_bytes
+from .io.units import fmt_bytes, share_percent
 
 __all__ = [
     "CopyProgress",
@@ -168,18 +168,26 @@ class CacheInfo:
 class LoaderTimes:
     """Where a training loop's time went so far: waiting for batches vs. everything else."""
 
-    DERIVED: ClassVar[tuple[str, ...]] = ("wait_share",)
+    DERIVED: ClassVar[tuple[str, ...]] = ("wait_share", "wait_percent")
     steps: int
     data_wait: float = field(metadata={"key": "data_wait_s"})
     compute: float = field(metadata={"key": "compute_s"})
     last_wait: float = field(default=0.0, metadata=HIDDEN)
     verdict: str = ""  # the input pipeline's verdict in one line (from the 10th step on)
     stages: Mapping[str, float] = field(default_factory=dict)  # wall seconds per input stage (LoaderTiming.stages)
+    # the verdict's kind (air_magics.data.verdict.kind_of: warming-up before the 10th step): views show
+    # this, never a threshold rule of their own
+    verdict_kind: str = ""
 
     @property
     def wait_share(self) -> float:
         total = self.data_wait + self.compute
         return self.data_wait / total if total > 0 else 0.0
+
+    @property
+    def wait_percent(self) -> float:
+        """The share as every view shows it (rounded once, to 0.1): what the verdict's kind is decided on."""
+        return share_percent(self.wait_share)
 
     def to_dict(self) -> dict[str, float]:
         return document(self)

@@ -58,11 +58,12 @@ def test_help_names_the_cell_magic(ip):
     assert "%%air_copy [--to DEST] [--from SRC]" in doc and "%air_copy [" not in doc.replace("%%air_copy", "")
 
 
-def test_rates_are_shown_in_the_units_of_sizes(ip, vol, tmp_path):
-    """``6.0 MiB ... 8.7 MB/s`` mixed binary and decimal units; a rate now reads like the size beside it."""
+def test_rates_are_shown_in_one_unit_family(ip, vol, tmp_path):
+    """Rates are MB/s (10**6 bytes) everywhere, as the probe, the verdict and the sidebar show them
+    (issue 37.7; issue 18 had made copy reports MiB/s while the probe said MB/s)."""
     report = ip.run_cell_magic("air_copy", f"--to {tmp_path / 'r'} -q", "/Volumes/main/raw/img/train")
-    assert re.search(r"\d (B|KiB|MiB|GiB)/s\)", report.summary()) and "MB/s" not in report.summary()
+    assert re.search(r"\d MB/s\)", report.summary()) and "iB/s" not in report.summary()
     from air_magics.widgets.checkpoint_view import _save_rows
 
     rows = _save_rows({"saves": [{"step": 1, "state": "committed", "bytes": 3 << 20, "seconds": 1.0, "mb_per_s": 3.1}]})
-    assert "3.0 MiB/s" in rows[0][2]
+    assert "3.1 MB/s" in rows[0][2]

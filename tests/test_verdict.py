@@ -176,7 +176,7 @@ def test_transform_bound_advice_says_how_many_workers():
     assert (v.kind, v.bottleneck) == ("input-bound", "transform")
     # a worker is busy 21.5 s / 100 steps = 0.215 s per step against 0.01 s of compute: 21.5 -> x1.25 -> 27
     assert "num_workers=27 (now 2)" in v.advice
-    assert "20.3 ms per item" in v.advice and "0.010 s of compute per step" in v.advice
+    assert "20.3 ms per item" in v.advice and "10.0 ms of compute per step" in v.advice
     _one_sentence(v.advice)
 
 
@@ -234,9 +234,9 @@ def test_stages_str_and_dict():
         "compute": 7.0,
     }
     line = str(v)
-    assert "\n" not in line and line.startswith("input-bound on storage-latency, waiting 30% of the time: ")
+    assert "\n" not in line and line.startswith("input-bound on storage-latency, waiting 30.0% of the time: ")
     assert v.to_dict()["bottleneck"] == "storage-latency"
-    assert str(verdict(t, steps=2)).startswith("warming-up, waiting 30%")
+    assert str(verdict(t, steps=2)).startswith("warming-up, waiting 30.0%")
     with pytest.raises(AttributeError):
         v.kind = "x"  # frozen
     assert isinstance(v, Verdict)

@@ -11,6 +11,7 @@ they are apportioned is documented there) and :meth:`LoaderTiming.verdict` into 
 from __future__ import annotations
 
 from ..io.stageclock import FIELDS, STAGES
+from ..io.units import fmt_share
 from ..snapshots import LoaderTimes
 from .verdict import MIN_STEPS, StageTimes, Verdict, verdict
 
@@ -100,12 +101,11 @@ class LoaderTiming:
 
     def snapshot(self) -> LoaderTimes:
         st = self.stages()
-        line = (
-            str(verdict(st, steps=self.steps, source=self.source, workers=self.workers))
-            if self.steps >= MIN_STEPS
-            else ""
+        v = verdict(st, steps=self.steps, source=self.source, workers=self.workers)
+        line = str(v) if self.steps >= MIN_STEPS else ""
+        return LoaderTimes(
+            self.steps, self.data_wait, self.compute, self.last_wait, line, st.stages(), verdict_kind=v.kind
         )
-        return LoaderTimes(self.steps, self.data_wait, self.compute, self.last_wait, line, st.stages())
 
     def to_dict(self) -> dict[str, float]:
         return self.snapshot().to_dict()
@@ -113,5 +113,5 @@ class LoaderTiming:
     def __repr__(self) -> str:
         return (
             f"LoaderTiming(steps={self.steps}, data_wait={self.data_wait:.2f}s, compute={self.compute:.2f}s, "
-            f"wait_share={self.wait_share:.1%})"
+            f"wait_share={fmt_share(self.wait_share)})"
         )

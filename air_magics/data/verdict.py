@@ -5,12 +5,20 @@ Pure: numbers in, a :class:`Verdict` out; no I/O, no torch. The loader measures 
 
 How the verdict is reached:
 
-1. *Kind*, from the share of the loop's time spent waiting for data, ``wait / (wait + compute)``:
+1. *Kind* (:func:`kind_of`), from the share of the loop's time spent waiting for data,
+   ``wait / (wait + compute)``, rounded once to the 0.1% every view shows (:func:`fmt_share`):
    under 5% ``compute-bound``, 5-20% ``moderately input-bound``, above 20% ``input-bound``; before
    :data:`MIN_STEPS` steps ``warming-up`` (the first batches wait on cold starts, not on the pipeline).
+   Deciding on the shown value means a view never says "5.0%" beside "compute-bound (under 5%)". This
+   is the one place the thresholds live: the cache view and the sidebar show the kind the status
+   document carries (``verdict_kind``), never a rule of their own.
 2. *Bottleneck* (input-bound kinds only): the stage group the loader's workers spent most seconds in:
    storage (``listing`` + ``storage_read``), ``transform`` (the user's transform + ``collate``),
    ``handover`` (batches moving from worker processes to the loop) or ``cache`` (``cache_write``).
+   A group is named only when it took at least :data:`MIN_STAGE_SECONDS` (it shows as 0.1 s or more):
+   a verdict never blames a stage that shows as 0.0 s. A storage group whose requests answered in
+   under a millisecond is a local disk: its reads are the copy into the cache, so it is named
+   ``cache`` (:func:`stage_seconds` gives the seconds a named bottleneck stands for).
 3. *Storage: latency or bandwidth?* From the storage facts, an average request carries
    ``size = read_bytes / requests`` in ``t = request_seconds / requests``. It is **latency-bound**
    when the request is small (under :data:`SMALL_REQUEST_BYTES`, 1 MiB: at a 10 ms round trip and
@@ -29,6 +37,8 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 
+from ..io.units import fmt_share, share_percent
+
 __all__ = [
     "StageTimes",
     "Verdict",
@@ -38,6 +48,13 @@ __all__ = [
     "ROUND_TRIP_MAX_S",
     "KINDS",
     "BOTTLENECKS",
+    "COMPUTE_BOUND_BELOW",
+    "INPUT_BOUND_ABOVE",
+    "MIN_STAGE_SECONDS",
+    "kind_of",
+    "share_percent",
+    "fmt_share",
+    "stage_seconds",
 ]
 
 MIN_STEPS = 10  # before this many steps: "warming-up"
@@ -46,6 +63,7 @@ INPUT_BOUND_ABOVE = 0.20  # wait share above which it is input-bound (between: m
 SMALL_REQUEST_BYTES = 1 << 20  # below this a storage request's round trip outweighs its transfer
 ROUND_TRIP_MAX_S = 0.1  # a small request slower than any round trip is queued behind the link
 ROUND_TRIP_MIN_S = 0.001  # a request faster than this never left the machine (a local disk)
+MIN_STAGE_SECONDS = 0.05  # a stage group under this shows as 0.0 s: never named as the bottleneck
 KINDS = ("warming-up", "compute-bound", "moderately input-bound", "input-bound")
 BOTTLENECKS = ("storage-latency", "storage-bandwidth", "transform", "handover", "cache")
 _DEFAULT_WORKERS = 2  # the DataLoader's default num_workers (data/loader.py imports torch; not imported here)
@@ -94,6 +112,33 @@ class StageTimes:
 _STAGES = ("listing", "storage_read", "cache_write", "handover", "transform", "collate", "wait", "compute")
 
 
+def kind_of(share: float, steps: int) -> str:
+    """The verdict's kind for a loop that waited *share* of its time over *steps* steps.
+
+    Decided on the shown (rounded) percentage, so the kind never contradicts the figure beside it."""
+    if steps < MIN_STEPS:
+        return "warming-up"
+    pct = share_percent(share)
+    if pct < share_percent(COMPUTE_BOUND_BELOW):
+        return "compute-bound"
+    return "input-bound" if pct > share_percent(INPUT_BOUND_ABOVE) else "moderately input-bound"
+
+
+def stage_seconds(times: StageTimes, bottleneck: str) -> float:
+    """The seconds a named *bottleneck* stands for (what makes it the bottleneck)."""
+    if bottleneck == "cache":
+        if _local_disk(times):  # the storage reads of a local disk are the copy into the cache
+            return times.listing + times.storage_read + times.cache_write
+        return times.cache_write
+    if bottleneck.startswith("storage"):
+        return times.listing + times.storage_read
+    if bottleneck == "transform":
+        return times.transform + times.collate
+    if bottleneck == "handover":
+        return times.handover
+    raise ValueError(f"unknown bottleneck {bottleneck!r}: one of {', '.join(BOTTLENECKS)}")
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What limits training: ``kind`` (one of :data:`KINDS`), the ``bottleneck`` stage (one of
@@ -108,7 +153,7 @@ class Verdict:
 
     def __str__(self) -> str:
         where = f" on {self.bottleneck}" if self.bottleneck else ""
-        return f"{self.kind}{where}, waiting {self.wait_share:.0%} of the time: {self.advice}"
+        return f"{self.kind}{where}, waiting {fmt_share(self.wait_share)} of the time: {self.advice}"
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready (status documents)."""
@@ -128,30 +173,25 @@ def verdict(
     *source*: the dataset's folder, for the exact ``%air_volume pack`` command; *workers*: the loader's
     ``num_workers`` now; *cpus*: cores available for workers (default ``os.cpu_count()``)."""
     stages, share = times.stages(), times.wait_share
-    if steps < MIN_STEPS:
+    kind = kind_of(share, steps)
+    if kind == "warming-up":
         return Verdict(
-            "warming-up", None, share, stages, f"not enough data yet: a verdict after {MIN_STEPS} steps (now {steps})"
+            kind, None, share, stages, f"not enough data yet: a verdict after {MIN_STEPS} steps (now {steps})"
         )
-    if share < COMPUTE_BOUND_BELOW:
+    if kind == "compute-bound":
         return Verdict(
-            "compute-bound",
-            None,
-            share,
-            stages,
-            f"the loop waits only {share:.1%} of its time for data: the model step is the limit, "
-            f"not the input pipeline (nothing to fix there)",
+            kind, None, share, stages, "the model step is the limit, not the input pipeline (nothing to fix there)"
         )
-    kind = "input-bound" if share > INPUT_BOUND_ABOVE else "moderately input-bound"
     bottleneck = _bottleneck(times)
     if bottleneck is None:
-        return Verdict(
-            kind,
-            None,
-            share,
-            stages,
-            f"the loop waits {share:.0%} of its time but no input stage was timed; "
-            f"time the stages (the DataLoader does) to see which one to fix",
+        timed = any(v > 0 for k, v in stages.items() if k not in ("wait", "compute"))
+        advice = (
+            f"no input stage took {MIN_STAGE_SECONDS} s or more ({times.wait:.2f} s of waiting in all): "
+            f"too little to name a cause; look again after more steps"
+            if timed
+            else "no input stage was timed; time the stages (the DataLoader does) to see which one to fix"
         )
+        return Verdict(kind, None, share, stages, advice)
     advice = _ADVICE[bottleneck](times, steps, source, max(workers, 0), cpus or os.cpu_count() or 1)
     return Verdict(kind, bottleneck, share, stages, advice)
 
@@ -164,14 +204,17 @@ def _bottleneck(t: StageTimes) -> str | None:
         "cache": t.cache_write,
     }
     name, secs = max(groups.items(), key=lambda kv: kv[1])
-    if secs <= 0:
+    if secs < MIN_STAGE_SECONDS:  # it would show as 0.0 s: nothing to blame
         return None
     if name != "storage":
         return name
-    if t.requests > 0 and t.request_seconds / t.requests < ROUND_TRIP_MIN_S:
-        # sub-millisecond requests are a local disk: copying into the cache is what took the time
+    if _local_disk(t):  # sub-millisecond requests: copying into the cache is what took the time
         return "cache"
     return "storage-latency" if _latency_bound(t) else "storage-bandwidth"
+
+
+def _local_disk(t: StageTimes) -> bool:
+    return t.requests > 0 and t.request_seconds / t.requests < ROUND_TRIP_MIN_S
 
 
 def _latency_bound(t: StageTimes) -> bool:
@@ -186,6 +229,12 @@ def _per_request(t: StageTimes) -> str:
         return ""
     size_kib = t.read_bytes / t.requests / 1024
     return f"each storage request waits {t.request_seconds / t.requests * 1000:.1f} ms for {size_kib:,.0f} KiB"
+
+
+def _ms(seconds: float) -> str:
+    """Milliseconds, never shown as 0.0 for time that was spent: ``12.5 ms``, ``0.04 ms``."""
+    ms = seconds * 1000
+    return f"{ms:.1f} ms" if ms >= 0.1 or ms == 0 else f"{ms:.1g} ms"
 
 
 def _latency_advice(t: StageTimes, steps: int, source: str | None, workers: int, cpus: int) -> str:
@@ -220,13 +269,13 @@ def _transform_advice(t: StageTimes, steps: int, source: str | None, workers: in
     busy = t.storage_read + t.cache_write + t.handover + t.transform + t.collate  # a worker does all of these
     per_step = t.compute / steps
     if t.items > 0:
-        cost = f"the transform takes {(t.transform + t.collate) / t.items * 1000:.1f} ms per item"
+        cost = f"the transform takes {_ms((t.transform + t.collate) / t.items)} per item"
     else:
-        cost = f"the transform takes {(t.transform + t.collate) / steps:.3f} s per batch"
+        cost = f"the transform takes {_ms((t.transform + t.collate) / steps)} per batch"
     if per_step <= 0:
         return f"{cost} and the loop computes nothing between batches: use num_workers={cpus} (one per core)"
     need = max(workers + 1, math.ceil(busy / steps / per_step * _HEADROOM))
-    against = f"{cost} against {per_step:.3f} s of compute per step"
+    against = f"{cost} against {_ms(per_step)} of compute per step"
     if need > cpus:
         return (
             f"{against}: it needs num_workers={need} but there are {cpus} cores; make the transform cheaper "
@@ -237,17 +286,19 @@ def _transform_advice(t: StageTimes, steps: int, source: str | None, workers: in
 
 def _handover_advice(t: StageTimes, steps: int, source: str | None, workers: int, cpus: int) -> str:
     return (
-        f"moving batches from worker processes to the loop takes {t.handover / steps * 1000:.1f} ms per step: "
+        f"moving batches from worker processes to the loop takes {_ms(t.handover / steps)} per step: "
         f"send fewer, bigger messages (a larger batch_size, items as tensors or bytes rather than Python objects)"
     )
 
 
 def _cache_advice(t: StageTimes, steps: int, source: str | None, workers: int, cpus: int) -> str:
-    spent = max(t.cache_write, t.storage_read)
+    spent = stage_seconds(t, "cache")
+    local = _local_disk(t)
+    source = " while the source answers in under a millisecond" if local else ""
     return (
-        f"copying files into the local cache takes {spent:.1f} s ({spent / steps * 1000:.1f} ms per step) while "
-        f"the source answers in under a millisecond: this is the first epoch's cost (later epochs hit the cache); "
-        f"if it stays, put the cache on a faster local disk (AIR_CACHE_DIR on NVMe, not a network or overlay disk)"
+        f"copying files into the local cache takes {spent:.1f} s ({_ms(spent / steps)} per step){source}: "
+        f"this is the first epoch's cost (later epochs hit the cache); if it stays, put the cache on a faster "
+        f"local disk (AIR_CACHE_DIR on NVMe, not a network or overlay disk)"
     )
 
 

@@ -1,4 +1,6 @@
-"""Sizes: parsing what people write (``10GiB``, ``500 MB``) and formatting bytes for people."""
+"""Numbers for people: parsing sizes people write (``10GiB``, ``500 MB``); formatting sizes (binary:
+``6.0 MiB``), rates (decimal, one family everywhere: ``22.0 MB/s``, as the probe and the sidebar
+show), shares (``4.9%``, rounded once) and counts (``1 shard``, ``2 shards``)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import re
 
 from ..errors import SettingError
 
-__all__ = ["parse_size", "fmt_bytes", "fmt_rate", "MAX_SIZE"]
+__all__ = ["parse_size", "fmt_bytes", "fmt_rate", "share_percent", "fmt_share", "plural", "MAX_SIZE"]
 
 _SIZE_RX = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE]\+?[0-9]+)?)\s*([a-zA-Z]*)\s*")
 
@@ -75,5 +77,24 @@ def fmt_bytes(n: float) -> str:
 
 
 def fmt_rate(bytes_per_second: float) -> str:
-    """A transfer rate in the units sizes are shown in (``8.3 MiB/s`` beside ``6.0 MiB``), so the two compare."""
-    return f"{fmt_bytes(bytes_per_second)}/s"
+    """A transfer rate in MB/s (10**6 bytes a second): ``22.0 MB/s``, ``0.45 MB/s``.
+
+    One unit for every rate the product shows (copy reports and bars, checkpoint saves, the probe,
+    the verdict, the sidebar), so two rates always compare at a glance."""
+    mb = bytes_per_second / 1e6
+    return f"{mb:,.1f} MB/s" if mb >= 1 or mb == 0 else f"{mb:.2g} MB/s"
+
+
+def share_percent(share: float) -> float:
+    """*share* (0..1) as the percentage every view shows, rounded once, to 0.1."""
+    return round(share * 100, 1)
+
+
+def fmt_share(share: float) -> str:
+    """*share* (0..1) as shown everywhere: ``4.9%`` (one rounding: :func:`share_percent`)."""
+    return f"{share_percent(share):.1f}%"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 shard``, ``2 shards``, ``1,204 files``: a count with its noun in the right number."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"

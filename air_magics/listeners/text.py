@@ -1,5 +1,6 @@
 """``TqdmListener``: text progress bars for copies (files), exports (Spark tasks), loaders (steps) and
-the embedded Spark server's start (seconds waited)."""
+the embedded Spark server's start (seconds waited). Each bar's clock starts when its job started
+(the event says when), so its rate is the job's, not the bar's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Hashable
 from typing import IO, Any
 
 from ..events import CopyEvent, Event, ExportEvent, LoaderEvent, ServerEvent
-from ..io.units import fmt_bytes
+from ..io.units import fmt_bytes, fmt_rate, fmt_share
 
 __all__ = ["TqdmListener"]
 
@@ -31,13 +32,13 @@ class TqdmListener:
         if isinstance(event, CopyEvent):
             p = event.progress
             total, n, unit = p.files_total, p.files_done, "file"
-            post = f"{fmt_bytes(p.bytes_done)} · {fmt_bytes(p.bytes_per_second)}/s · {p.failed} failed"
+            post = f"{fmt_bytes(p.bytes_done)} · {fmt_rate(p.bytes_per_second)} · {p.failed} failed"
         elif isinstance(event, ExportEvent):
             total, n, unit = event.progress.tasks or 0, event.progress.tasks_done or 0, "task"
             post = f"{event.progress.rows:,} rows"
         elif isinstance(event, LoaderEvent):
             total, n, unit = None, event.timing.steps, "step"
-            post = f"data wait {event.timing.wait_share:.0%}"
+            post = f"data wait {fmt_share(event.timing.wait_share)}"
         elif isinstance(event, ServerEvent):
             total, n, unit = None, int(event.elapsed), "s"
             post = event.message
@@ -63,6 +64,11 @@ class TqdmListener:
                     delay=_OWN_DRAWING,
                 )
             bar.total, bar.n = total, n
+            # tqdm's rate is n over the bar's own age: a bar made at a job's first event (a fast copy's
+            # first event is often its last) would divide 120 files by microseconds. Age it from the job's start.
+            started = _started(event)
+            if started is not None:
+                bar.start_t = started
             bar.set_postfix_str(post, refresh=False)
             if not event.terminal:
                 bar.refresh()
@@ -77,3 +83,11 @@ class TqdmListener:
 
     def __repr__(self) -> str:
         return "TqdmListener()"
+
+
+def _started(event: Event) -> float | None:
+    """When *event*'s job started (wall clock, as tqdm's ``time.time``), or None when unknown."""
+    if isinstance(event, CopyEvent):
+        return event.time - event.progress.elapsed  # the copy's own clock: the rate its report shows
+    started = getattr(event, "started", 0.0)
+    return started if isinstance(started, (int, float)) and started > 0 else None

@@ -12,7 +12,8 @@ import time
 from html import escape
 from typing import Any
 
-from ..io.units import fmt_bytes
+from ..data.verdict import MIN_STEPS, kind_of
+from ..io.units import fmt_bytes, fmt_share
 from ..status import latest_loader, read_status
 
 __all__ = ["CacheView", "cache_html", "cache_text", "advice", "latest_loader"]
@@ -52,7 +53,7 @@ def _rows(cache: dict[str, Any] | None, loader: dict[str, Any] | None) -> list[t
         rows.append(
             (
                 "data wait",
-                f"{loader.get('wait_share', 0):.1%} of loop time over {loader.get('steps', 0):,} steps "
+                f"{fmt_share(loader.get('wait_share', 0))} of loop time over {loader.get('steps', 0):,} steps "
                 f"(epoch {loader.get('epoch', 0)}, {loader.get('num_workers', 0)} workers)",
             )
         )
@@ -86,15 +87,12 @@ def advice(cache: dict[str, Any], loader: dict[str, Any] | None) -> list[str]:
         )
     if loader and loader.get("verdict"):  # the loader's own verdict (from the 10th step on): the cause and the fix
         out.append(loader["verdict"])
-    elif loader and loader.get("steps", 0):
-        share = loader.get("wait_share", 0)
-        if share > 0.5:
-            out.append(
-                f"the loop waits for data {share:.0%} of the time: data loading is the bottleneck; raise "
-                f"UCVolumeDataset(prefetch=...) or num_workers, or pack many small files into shards"
-            )
-        elif share < 0.1:
-            out.append(f"the loop waits for data only {share:.0%} of the time: it is compute-bound, loading keeps up")
+    elif loader and loader.get("steps", 0):  # before it: the kind the verdict's one rule gives (warming-up)
+        kind = loader.get("verdict_kind") or kind_of(loader.get("wait_share", 0), loader.get("steps", 0))
+        if kind == "warming-up":
+            out.append(f"warming up: the verdict on the input pipeline comes after {MIN_STEPS} steps")
+        else:
+            out.append(f"{kind}, waiting {fmt_share(loader.get('wait_share', 0))} of the time")
     return out
 
 

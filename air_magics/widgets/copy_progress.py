@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from ..events import CopyEvent
-from ..io.units import fmt_bytes
+from ..io.units import fmt_bytes, fmt_rate
 from ..transfer import CopyProgress, CopyReport
 from ._frontend import has_widget_frontend
 
@@ -29,7 +29,7 @@ def describe(p: CopyProgress) -> str:
     total = f" / {fmt_bytes(p.bytes_total)}" if p.bytes_total >= p.bytes_done and p.bytes_total else ""
     return (
         f"{p.files_done:,} / {p.files_total:,} files · {fmt_bytes(p.bytes_done)}{total} · "
-        f"{p.files_per_second:,.0f} files/s · {fmt_bytes(p.bytes_per_second)}/s · {_eta(p)} · "
+        f"{p.files_per_second:,.0f} files/s · {fmt_rate(p.bytes_per_second)} · {_eta(p)} · "
         f"{p.skipped:,} skipped · {p.failed:,} failed"
     )
 
@@ -76,8 +76,9 @@ class TextCopyProgress:
         p = event.progress
         self.bar.total = p.files_total
         self.bar.n = p.files_done
+        self.bar.start_t = event.time - p.elapsed  # the copy's own clock: tqdm's rate is n over the bar's age
         self.bar.set_postfix_str(
-            f"{fmt_bytes(p.bytes_done)} · {fmt_bytes(p.bytes_per_second)}/s · {p.failed} failed", refresh=False
+            f"{fmt_bytes(p.bytes_done)} · {fmt_rate(p.bytes_per_second)} · {p.failed} failed", refresh=False
         )
         self.bar.refresh()
 

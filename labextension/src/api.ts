@@ -75,11 +75,18 @@ export interface ILoaderStats {
   data_wait_s?: number;
   compute_s?: number;
   wait_share?: number;
+  /** the share as every view shows it, rounded once in Python (0.1): what the verdict's kind is decided on */
+  wait_percent?: number;
   epoch?: number;
   files?: number;
   num_workers?: number;
   /** the input pipeline's verdict in one line, from the 10th step on ("" before) */
   verdict?: string;
+  /**
+   * the verdict's kind, computed in Python (`air_magics.data.verdict.kind_of`): warming-up, compute-bound,
+   * moderately input-bound, input-bound; the sidebar shows it, never a threshold rule of its own
+   */
+  verdict_kind?: string;
   /** wall seconds per input stage (listing, storage_read, cache_write, handover, transform, collate, wait, compute) */
   stages?: Record<string, number>;
   done?: boolean;

@@ -129,21 +129,28 @@ export class CacheContent implements ISectionContent<ICacheDoc> {
     );
     const l = doc.loader;
     if (l) {
-      block.appendChild(
-        stat(
-          trans.__('data wait'),
-          trans.__(
-            '%1 over %2 steps (epoch %3, %4 workers)',
-            fmtPct(l.wait_share),
-            fmtInt(l.steps),
-            l.epoch ?? 0,
-            l.num_workers ?? 0
-          )
+      // the share as Python rounded it (the verdict's kind is decided on that very figure)
+      const wait = typeof l.wait_percent === 'number' ? `${l.wait_percent.toFixed(1)}%` : fmtPct(l.wait_share);
+      const waitLine = stat(
+        trans.__('data wait'),
+        trans.__(
+          '%1 over %2 steps (epoch %3, %4 workers)',
+          wait,
+          fmtInt(l.steps),
+          l.epoch ?? 0,
+          l.num_workers ?? 0
         )
       );
-      if (l.verdict) {
-        const verdict = stat(trans.__('verdict'), l.verdict);
+      waitLine.classList.add('air-loader-wait');
+      block.appendChild(waitLine);
+      // the verdict and its kind come from Python (air_magics.data.verdict); nothing is re-derived here
+      const line = l.verdict || l.verdict_kind || '';
+      if (line) {
+        const verdict = stat(trans.__('verdict'), line);
         verdict.classList.add('air-loader-verdict');
+        if (l.verdict_kind) {
+          verdict.dataset.kind = l.verdict_kind;
+        }
         block.appendChild(verdict);
       }
     }
