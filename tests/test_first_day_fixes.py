@@ -5,11 +5,17 @@ from __future__ import annotations
 import io
 import re
 
+import pytest
 from _seed import seeded_volume
+from IPython.core.error import UsageError
 
 import air_magics
+from air_magics.errors import TablesError
 from air_magics.events import CopyEvent
 from air_magics.listeners import TqdmListener
+from air_magics.tables.export import export_table
+from air_magics.tables.ops import read_table
+from air_magics.tables.row_limit import check_limit
 from air_magics.transfer import CopyProgress
 
 
@@ -36,3 +42,15 @@ def test_a_real_copys_bar_agrees_with_its_report(tmp_path):
     )
     assert report.copied == 120
     assert _rate(out.getvalue()) <= report.files_per_second * 1.5 + 1
+
+
+@pytest.mark.parametrize("n", ["3000000000", "-1"])
+def test_a_limit_out_of_range_says_the_range_before_any_server_starts(ip, n):
+    with pytest.raises(UsageError) as e:
+        ip.run_line_magic("air_table", f"main.demo.features --as pandas --limit {n}")
+    assert "out of range: use 0 to 2,147,483,647" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(TablesError, match="2,147,483,647"):
+        read_table("main.demo.features", limit=2**31)
+    with pytest.raises(TablesError, match="2,147,483,647"):
+        export_table("main.demo.features", "/Volumes/main/demo/out/x", limit=-5)
+    assert check_limit(2**31 - 1) == 2**31 - 1 and check_limit(None) is None

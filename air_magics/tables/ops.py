@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import TablesError
 from .names import TableName, split_database
+from .row_limit import check_limit
 from .session import Session, get_session, guarded
 from .size_guard import check_size, max_bytes_limit
 from .sql import rewrite_sql
@@ -43,9 +44,7 @@ def table_frame(
         df = df.select(*[c.strip() for c in columns])
     if where:
         df = df.where(where)
-    if limit is not None:
-        if limit < 0:
-            raise TablesError(f"limit {limit} must be >= 0")
+    if check_limit(limit) is not None:
         df = df.limit(limit)
     return df
 
@@ -91,8 +90,7 @@ def read_table(
     if to not in FORMATS:
         convert(None, to)
     TableName.parse(name)  # a bad name is refused before any server is started
-    if limit is not None and limit < 0:
-        raise TablesError(f"limit {limit} must be >= 0")
+    check_limit(limit)
     cap = max_bytes_limit(max_bytes)
     s = get_session(remote, user_ns=user_ns)
 
