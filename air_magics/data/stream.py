@@ -140,11 +140,12 @@ class EpochStream(IterableDataset):
                 f"state has shuffle={st.shuffle}, seed={st.seed}; this dataset has shuffle={self.shuffle}, seed={self.seed}"
             )
 
-    def _follow_plan(self) -> None:
+    def _follow_plan(self) -> dict[str, Any]:
         """In a persistent worker: the epoch, start time and resume point the loader wrote for
-        this iteration."""
+        this iteration; the plan itself is returned for what a subclass added (``epoch_plan``)."""
         assert self._plan is not None
         plan = self._plan.read()
         self.epoch = int(plan["epoch"])
         self._started = plan.get("started")
         self._resume = EpochState.from_dict(plan["resume"]) if plan.get("resume") else None
+        return plan

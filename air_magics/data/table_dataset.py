@@ -9,6 +9,9 @@ Rows are split evenly over ranks x DataLoader workers, shuffled per epoch at row
 granularity plus a bounded in-memory window, and the position is exact across a checkpoint on any
 grid (rows delivered, not prefetched). The splitting and resume rules are the pure functions of
 :mod:`air_magics.data.table.plan`; reading and batch conversion are in :mod:`.table.reader`.
+
+A folder with a ``_delta_log`` is a Delta table: one snapshot's live files are read
+(:mod:`.table.delta`), the version is part of the state, and a resume reads that same version.
 """
 
 from __future__ import annotations
@@ -24,12 +27,13 @@ from ..volumes.store import VolumeStore
 from . import _dist
 from .order import EpochState, Grid, OrderStateError, stream_index, with_progress
 from .stream import EpochStream
+from .table.delta import DeltaError
 from .table.filter import FilterError, filter_columns, parse_filter
 from .table.plan import StreamPlan, stream_plan
-from .table.reader import count_rows, iter_batches
-from .table.source import TableSchemaError, check_current, resolve
+from .table.reader import count_rows, count_view_rows, iter_batches
+from .table.source import Table, TableSchemaError, check_current, resolve
 
-__all__ = ["UCDataset", "TableSchemaError", "FilterError"]
+__all__ = ["UCDataset", "TableSchemaError", "FilterError", "DeltaError"]
 
 _STATE_KIND = "air_magics.UCDataset"
 _STATE_VERSION = 1
@@ -55,6 +59,12 @@ class UCDataset(EpochStream):
     (``set_epoch``): the order of row groups, and rows within windows of ``window`` rows.
     ``len(ds)`` is the number of rows (after the filter) per epoch over all ranks. Use it with
     ``air_magics.data.DataLoader(ds, batch_size=None)`` (the dataset batches itself).
+
+    A Delta table (a folder with ``_delta_log``; needs ``air_magics[delta]``) is read at one
+    snapshot: the latest, or ``version=N`` / ``timestamp=`` (``datetime`` or ISO 8601) for time
+    travel. ``ds.version`` is the version read; the state records it and a resume reads it again
+    (refused when it was vacuumed). ``refresh=True`` moves each new epoch (``set_epoch``) to the
+    latest version; without it every epoch reads the same snapshot.
     """
 
     def __init__(
@@ -69,15 +79,22 @@ class UCDataset(EpochStream):
         window: int = 16384,
         cache: FileCache | None = None,
         store: VolumeStore | None = None,
+        version: int | None = None,
+        timestamp: Any = None,
+        refresh: bool = False,
     ) -> None:
         super().__init__()
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise DatasetError(f"batch_size={batch_size!r} must be a positive integer")
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise DatasetError(f"window={window!r} must be a positive number of rows")
+        if refresh and (version is not None or timestamp is not None):
+            raise DatasetError("refresh=True reads the latest version at each epoch; it takes no version=/timestamp=")
         self.store = store or (cache.store if cache is not None else VolumeStore.shared())
-        self.table = resolve(source, self.store)
-        self.cache = cache or (FileCache(store=self.store) if self.table.parts[0].volume else None)
+        self.refresh, self.pinned = bool(refresh), version is not None or timestamp is not None
+        table = resolve(source, self.store, version=version, timestamp=timestamp)
+        self.table = table
+        self.cache = cache or (FileCache(store=self.store) if source.strip().startswith("/Volumes/") else None)
         names = list(self.table.schema.names)
         if isinstance(columns, str):
             columns = [c.strip() for c in columns.split(",") if c.strip()]
@@ -91,13 +108,7 @@ class UCDataset(EpochStream):
 
         self.out_schema = pa.schema([self.table.schema.field(c) for c in self.columns])
         self.source, self.batch_size, self.shuffle, self.seed, self.window = source, batch_size, shuffle, seed, window
-        self.units = [(i, rg) for i, p in enumerate(self.table.parts) for rg in range(len(p.row_groups))]
-        if self._expr is None:
-            self.unit_rows = [self.table.parts[i].row_groups[rg] for i, rg in self.units]
-        else:
-            self.unit_rows = [count_rows(self._local(i), rg, self._expr) for i, rg in self.units]
-        self.num_rows = sum(self.unit_rows)
-        self.fingerprint = hashlib.sha1(f"{self.table.fingerprint}\0{self.filter_text}".encode()).hexdigest()[:16]
+        self._use(table)
         self.prefetch = 64  # batches a DataLoader worker keeps queued (DataLoader sizes prefetch_factor by it)
         self._init_stream()  # _yielded counts batches; the state converts them to rows (_progress)
 
@@ -121,6 +132,66 @@ class UCDataset(EpochStream):
         result = export_table(table, dest, mode=mode, remote=remote, via=via)
         return cls(result.dest, **kwargs)
 
+    def _use(self, table: Table) -> None:
+        """Read *table* (a first resolve, or another Delta version): its units and their rows."""
+        if table.schema_text() != self.table.schema_text() and table is not self.table:
+            old, new = self.table.schema_text(), table.schema_text()
+            raise TableSchemaError(
+                f"the schema of {self.source} differs at version {table.version} (was "
+                f"{[c for c in old if c not in new]}, now {[c for c in new if c not in old]}); build a new UCDataset"
+            )
+        self.table = table
+        self.units = [(i, rg) for i, p in enumerate(table.parts) for rg in range(len(p.row_groups))]
+        self._views: list[tuple[Any, int]] | None = None
+        if any(p.view is not None for p in table.parts):
+            self._views = [(table.parts[i].view, sum(table.parts[i].row_groups[:rg])) for i, rg in self.units]
+        rows = []
+        for u, (i, rg) in enumerate(self.units):
+            view, offset = self._views[u] if self._views is not None else (None, 0)
+            if view is None and self._expr is None:
+                rows.append(table.parts[i].row_groups[rg])
+            elif view is None:
+                rows.append(count_rows(self._local(i), rg, self._expr))
+            elif self._expr is None and view.keep is None:
+                rows.append(table.parts[i].row_groups[rg])
+            elif self._expr is None:
+                n = table.parts[i].row_groups[rg]
+                rows.append(
+                    int(view.keep[offset : offset + n].sum()) + max(0, offset + n - max(len(view.keep), offset))
+                )
+            else:
+                rows.append(count_view_rows(self._local(i), rg, self._expr, view, offset, self._read_cols))
+        self.unit_rows = rows
+        self.num_rows = sum(rows)
+        self.fingerprint = hashlib.sha1(f"{table.fingerprint}\0{self.filter_text}".encode()).hexdigest()[:16]
+
+    @property
+    def version(self) -> int | None:
+        """The Delta table version this dataset reads (None: a folder of plain Parquet)."""
+        return self.table.version
+
+    def _at_version(self, version: int | None) -> None:
+        """Switch to Delta *version* (None: the latest) when it is not the one read now."""
+        if version is not None and version == self.table.version:
+            return
+        self._use(resolve(self.source, self.store, version=version))
+
+    def set_epoch(self, epoch: int) -> None:
+        """Start *epoch* from its beginning; with ``refresh=True`` a Delta table moves to its latest version."""
+        super().set_epoch(epoch)
+        if self.refresh and self.table.delta is not None:
+            self._at_version(None)
+
+    def epoch_plan(self, started: float) -> dict[str, Any]:
+        """The loader's plan for persistent workers, with the Delta version they must read."""
+        return {**super().epoch_plan(started), "delta_version": self.table.version}
+
+    def _follow_plan(self) -> dict[str, Any]:
+        plan = super()._follow_plan()
+        if plan.get("delta_version") is not None:
+            self._at_version(int(plan["delta_version"]))
+        return plan
+
     def _local(self, part: int) -> str:
         """A local path to read part *part* from: in place, or the cache's copy of a volume file."""
         p = self.table.parts[part]
@@ -135,7 +206,8 @@ class UCDataset(EpochStream):
         return (
             f"UCDataset({self.source!r}, rows={self.num_rows}, columns={self.columns}, filter={self.filter_text!r}, "
             f"batch_size={self.batch_size}, files={len(self.table.parts)}, row_groups={len(self.units)}, "
-            f"shuffle={self.shuffle}, epoch={self.epoch})"
+            f"shuffle={self.shuffle}, epoch={self.epoch}"
+            + (f", version={self.table.version})" if self.table.delta is not None else ")")
         )
 
     # -- epochs and state ---------------------------------------------------------------------------
@@ -174,6 +246,7 @@ class UCDataset(EpochStream):
             "schema": self.table.schema_text(),
             "filter": self.filter_text,
             "window": self.window,
+            "delta_version": self.table.version,
             **st.to_dict(),
         }
 
@@ -182,6 +255,7 @@ class UCDataset(EpochStream):
         if not isinstance(state, dict) or state.get("kind") != _STATE_KIND or state.get("version") != _STATE_VERSION:
             got = state.get("kind", state.get("version")) if isinstance(state, dict) else type(state).__name__
             raise DatasetError(f"not a UCDataset state ({got!r}); pass what UCDataset.state_dict() returned")
+        latest = self._follow_state_version(state)
         if state.get("schema") != self.table.schema_text():
             old, new = state.get("schema") or [], self.table.schema_text()
             gone = [c for c in old if c not in new]
@@ -196,6 +270,10 @@ class UCDataset(EpochStream):
                 f"filter={self.filter_text!r}, window={self.window}: build it the same way to resume"
             )
         st = self._parse_state(state)
+        if latest:  # an epoch's start moved to the latest version: nothing of the old one to resume
+            self._check_order(st)
+            self.epoch, self._resume = st.epoch, None
+            return
         if st.fingerprint != self.fingerprint or st.n != self.num_rows:
             raise DatasetError(
                 f"the data of {self.source} changed since the state was saved ({st.n} rows then, {self.num_rows} now; "
@@ -203,6 +281,37 @@ class UCDataset(EpochStream):
             )
         self._check_order(st)
         self.epoch, self._resume = st.epoch, st
+
+    def _follow_state_version(self, state: dict[str, Any]) -> bool:
+        """A Delta state resumes at the version it was saved at (a state at an epoch's start, with
+        ``refresh=True``: at the latest, and True is returned); refused when that version is gone or
+        this dataset pins another."""
+        saved = state.get("delta_version")
+        if (saved is None) != (self.table.delta is None):
+            what = f"Delta version {saved}" if saved is not None else "a folder of plain Parquet"
+            raise DatasetError(
+                f"state was saved reading {what} of {state.get('source')}; this dataset reads "
+                f"{'Delta version ' + str(self.table.version) if self.table.delta is not None else 'plain Parquet'}: "
+                f"start the epoch fresh (set_epoch) instead"
+            )
+        if self.refresh and saved is not None and not state.get("segments"):
+            self._at_version(None)  # nothing of that epoch delivered yet: it may read the latest
+            return saved != self.table.version
+        if saved is None or saved == self.table.version:
+            return False
+        if self.pinned:
+            raise DatasetError(
+                f"state was saved reading version {saved} of {self.source}; this dataset pins version "
+                f"{self.table.version}: build it without version=/timestamp= (or with version={saved}) to resume"
+            )
+        try:
+            self._at_version(int(saved))
+        except DeltaError as exc:
+            raise DeltaError(
+                f"cannot resume: the state read version {saved} of {self.source}, which is gone ({exc}); "
+                f"start the epoch fresh (set_epoch) on the latest version"
+            ) from None
+        return False
 
     # -- iteration ----------------------------------------------------------------------------------
     def batches_per_stream(self, grid: Grid | None = None) -> list[int]:
@@ -235,6 +344,7 @@ class UCDataset(EpochStream):
                 batch_size=self.batch_size,
                 window=self.window,
                 shuffle=self.shuffle,
+                views=self._views,
             ):
                 self._yielded += 1
                 if not chunk:

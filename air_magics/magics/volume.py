@@ -179,7 +179,8 @@ def _command(magics: Any, args: Any) -> Any:
         # a pattern naming subfolders ('train/*/x.bin', '**/*.png') can only match below PATH
         recursive = args.recursive or bool(args.pattern and ("/" in args.pattern or "**" in args.pattern))
         entries = st.ls(vp, recursive=recursive, pattern=args.pattern)
-        return ListingSummary(str(vp), entries, recursive, args.pattern, _packed_note(st, vp))
+        delta = None if recursive or args.pattern else _delta_note(st, vp)
+        return ListingSummary(str(vp), entries, recursive, args.pattern, _packed_note(st, vp), delta)
     if cmd == "create":
         try:
             info = st.create(args.args[0], exist_ok=args.exist_ok)
@@ -196,6 +197,24 @@ def _command(magics: Any, args: Any) -> Any:
     magics.default_volume = vp.volume_id
     print(f"default volume: {vp} (relative paths in %air_volume and %%air_copy now refer to it)")
     return info
+
+
+def _delta_note(st: Any, vp: VolumePath) -> str | None:
+    """What a Delta table folder holds (its latest version), shown instead of its files; None for
+    any other folder. A table that cannot be read says why in the same line."""
+    from ..data.table.delta import describe_delta, is_delta_folder
+    from ..errors import AirError
+
+    try:
+        loc = st.locate(vp)
+    except (AirError, OSError):
+        return None
+    if not loc.is_local or not is_delta_folder(loc.path):
+        return None
+    try:
+        return describe_delta(loc.path, str(vp))
+    except AirError as exc:
+        return f"Delta table, unreadable: {exc} (ls -r lists its files)"
 
 
 def _packed_note(st: Any, vp: VolumePath) -> str | None:

@@ -13,7 +13,9 @@ folders of processes that are gone). Two ways to write:
   holds the whole result.
 
 ``via="auto"`` picks ``server`` when the server can see the volume, else ``client``. Names, modes
-and the destination are checked before any server is started or reached.
+and the destination are checked before any server is started or reached. A destination that is a
+Delta table (a ``_delta_log`` folder) is refused even with ``overwrite``: the export's plain Parquet
+would replace the table and its history, and its readback is plain Parquet by construction.
 """
 
 from __future__ import annotations
@@ -200,6 +202,13 @@ def export_table(
             f"{target} is on {loc}: export needs a local or mounted volume (fsspec volumes: copy the files after)"
         )
     _check_target(loc.path, target)
+    from ..data.table.delta import is_delta_folder
+
+    if is_delta_folder(loc.path):  # replacing it with plain Parquet would drop the table and its history
+        raise ExportTargetError(
+            f"{target} is a Delta table (it has a _delta_log folder); an export writes plain Parquet and would "
+            f"replace the table and its history: export to another folder, or remove the table first"
+        )
     if os.path.exists(loc.path) and os.listdir(loc.path) and mode == "error":
         raise TablesError(f"{target} already exists; pass --mode overwrite (mode='overwrite') to replace it")
     s = get_session(remote, user_ns=user_ns)

@@ -12,6 +12,7 @@ from html import escape
 from typing import Any
 
 from ..errors import TablesError
+from .folder import is_folder_source, read_folder
 from .names import TableName, split_database
 from .row_limit import check_limit
 from .session import Session, get_session, guarded
@@ -81,14 +82,31 @@ def read_table(
     max_bytes: int | str | None = None,
     remote: str | None = None,
     user_ns: dict[str, Any] | None = None,
+    version: int | None = None,
+    timestamp: Any = None,
 ) -> Any:
     """A table (or a selection of it) as pandas, a NumPy structured array, or Arrow.
 
     Refused before anything is transferred when its estimated size is above *max_bytes* (bytes or
     ``"4GiB"``; default: the ``table_max_bytes`` setting, else 1/8 of memory), see
-    :mod:`air_magics.tables.size_guard`."""
+    :mod:`air_magics.tables.size_guard`. *name* may be a folder (``/Volumes/.../tbl``): its
+    Parquet files, or a Delta table's snapshot (*version* / *timestamp*), read without Spark
+    (:mod:`air_magics.tables.folder`)."""
     if to not in FORMATS:
         convert(None, to)
+    if is_folder_source(name):
+        return read_folder(
+            name,
+            columns=columns,
+            where=where,
+            limit=limit,
+            to=to,
+            max_bytes=max_bytes_limit(max_bytes),
+            version=version,
+            timestamp=timestamp,
+        )
+    if version is not None or timestamp is not None:
+        raise TablesError(f"version=/timestamp= read a Delta table folder (/Volumes/...), not table {name}")
     TableName.parse(name)  # a bad name is refused before any server is started
     check_limit(limit)
     cap = max_bytes_limit(max_bytes)
@@ -206,7 +224,12 @@ class TableSummary:
 def describe_table(
     name: str, *, preview: int = 5, remote: str | None = None, user_ns: dict[str, Any] | None = None
 ) -> TableSummary:
-    """Schema, row count and the first *preview* rows of table *name*."""
+    """Schema, row count and the first *preview* rows of table *name* (or of a folder: see :func:`read_table`)."""
+    if is_folder_source(name):
+        from .folder import describe_folder
+
+        cols, rows, head = describe_folder(name, preview)
+        return TableSummary(name.strip(), cols, rows, head)
     TableName.parse(name)  # a bad name is refused before any server is started
     s = get_session(remote, user_ns=user_ns)
 

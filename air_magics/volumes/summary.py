@@ -71,6 +71,7 @@ class ListingSummary:
     recursive: bool = False
     pattern: str | None = None
     packed: str | None = None  # what a packed folder holds (shards, members, generation), shown first
+    delta: str | None = None  # a Delta table: "Delta table, version N, K files, R rows", shown instead of files
 
     @property
     def files(self) -> list[FileInfo]:
@@ -101,6 +102,8 @@ class ListingSummary:
 
     def advice(self) -> str | None:
         """The small-files hint, or ``None`` when the folder is fine as it is."""
+        if self.delta:  # a table's files are the log's business, not a folder to copy or pack
+            return None
         n = len(self.files)
         if n < MANY_FILES or self.median_size >= SMALL_FILE_BYTES:
             return None
@@ -132,6 +135,8 @@ class ListingSummary:
         return rows
 
     def __repr__(self) -> str:
+        if self.delta:
+            return f"{self.path}: {self.delta}"
         lines = [self._head()] + ([self.packed] if self.packed else [])
         dist = self.distribution()
         if dist:
@@ -145,6 +150,8 @@ class ListingSummary:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
+        if self.delta:
+            return f"<div><b>{escape(self.path)}</b>: {escape(self.delta)}</div>"
         dist = "".join(
             f"<tr><td>{escape(label)}</td><td style='text-align:right'>{c:,}</td></tr>"
             for label, c in self.distribution()

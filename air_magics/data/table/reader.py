@@ -4,6 +4,10 @@ A stream's slice is read row group by row group with ``ParquetFile.iter_batches`
 needed columns, ``READ_ROWS`` rows at a time, the filter applied to each record batch), so memory
 holds one record batch, one shuffle window and one batch being converted, whatever the table's
 size. Each window is converted to NumPy/lists once; batches are slices of it.
+
+A Delta file whose batches need conforming (partition values, deletion vectors, column mapping:
+a :class:`~.delta.FileView`) is read the same way; each record batch passes through its view
+before the filter, so positions are counted over live rows. Other files take the plain path.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any
 
 from .plan import Piece, StreamPlan, take_range, total, window_perm
 
-__all__ = ["count_rows", "iter_batches", "to_columns", "READ_ROWS"]
+__all__ = ["count_rows", "count_view_rows", "iter_batches", "scan_row_group", "to_columns", "READ_ROWS"]
 
 READ_ROWS = 65536
 BUFFER = 1 << 20  # bytes read per column at a time: memory does not grow with the row group
@@ -28,17 +32,68 @@ def count_rows(path: str, row_group: int, expr: Any) -> int:
     return frag.count_rows(filter=expr)
 
 
+def count_view_rows(path: str, row_group: int, expr: Any, view: Any, offset: int, cols: list[str]) -> int:
+    """Rows of one row group of a Delta file that are live and pass *expr* (read through its view;
+    *offset*: the row group's first row in the file, *cols*: the columns *expr* reads)."""
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path, buffer_size=BUFFER)
+    return sum(b.num_rows for b in scan_row_group(pf, row_group, cols, cols, expr, view, offset))
+
+
+def scan_row_group(
+    pf: Any,
+    row_group: int,
+    read_cols: list[str],
+    out_cols: list[str],
+    expr: Any,
+    view: Any = None,
+    offset: int = 0,
+) -> Iterator[Any]:
+    """Every row of one row group of the open ``ParquetFile`` *pf* that is live and passes *expr*,
+    as record batches of *out_cols* (for whole-table reads: no plan, no torch)."""
+    cur = _Cursor(pf, row_group, read_cols, out_cols, expr, view, offset)
+    while cur.step():
+        yield cur.batch
+
+
 class _Cursor:
     """Sequential reader of one row group's rows that pass the filter; position counted after it."""
 
-    def __init__(self, pf: Any, row_group: int, read_cols: list[str], out_cols: list[str], expr: Any) -> None:
-        self._it = pf.iter_batches(batch_size=READ_ROWS, row_groups=[row_group], columns=read_cols, use_threads=False)
-        self.out_cols, self.expr = out_cols, expr
+    def __init__(
+        self,
+        pf: Any,
+        row_group: int,
+        read_cols: list[str],
+        out_cols: list[str],
+        expr: Any,
+        view: Any = None,
+        offset: int = 0,
+    ) -> None:
+        cols = read_cols if view is None else view.columns(read_cols)
+        self._it = pf.iter_batches(batch_size=READ_ROWS, row_groups=[row_group], columns=cols, use_threads=False)
+        self.read_cols, self.out_cols, self.expr = read_cols, out_cols, expr
+        self.view, self.offset = view, offset  # offset: the file row of the next batch read (views only)
         self.pos = 0  # filtered position of the first row in self._buf
         self._buf: Any = None
 
+    @property
+    def batch(self) -> Any:
+        """The record batch at the cursor (after :meth:`step`)."""
+        return self._buf
+
+    def step(self) -> bool:
+        """Move past the buffered rows to the next non-empty batch; False at the row group's end."""
+        if self._buf is not None:
+            self.pos += self._buf.num_rows
+        return self._next()
+
     def _next(self) -> bool:
         for b in self._it:
+            if self.view is not None:
+                n = b.num_rows
+                b = self.view.conform(b, self.read_cols, self.offset)
+                self.offset += n
             if self.expr is not None:
                 b = b.filter(self.expr)
             if b.num_rows:
@@ -76,8 +131,9 @@ class _Rows:
         read_cols: list[str],
         out_cols: list[str],
         expr: Any,
+        views: Sequence[tuple[Any, int]] | None = None,
     ) -> None:
-        self.units, self.local_path = units, local_path
+        self.units, self.local_path, self.views = units, local_path, views
         self.read_cols, self.out_cols, self.expr = read_cols, out_cols, expr
         self._files: dict[int, Any] = {}
         self._cursors: dict[int, _Cursor] = {}
@@ -98,7 +154,10 @@ class _Rows:
             part, rg = self.units[piece.unit]
             if len(self._cursors) >= 4:
                 self._cursors.pop(next(iter(self._cursors)))
-            cur = self._cursors[piece.unit] = _Cursor(self._file(part), rg, self.read_cols, self.out_cols, self.expr)
+            view, offset = self.views[piece.unit] if self.views is not None else (None, 0)
+            cur = self._cursors[piece.unit] = _Cursor(
+                self._file(part), rg, self.read_cols, self.out_cols, self.expr, view, offset
+            )
         return cur.read(piece.lo, piece.hi)
 
 
@@ -139,11 +198,13 @@ def iter_batches(
     batch_size: int,
     window: int,
     shuffle: bool,
+    views: Sequence[tuple[Any, int]] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """The stream's batches: windows of its slice read in order, permuted, cut into batches."""
+    """The stream's batches: windows of its slice read in order, permuted, cut into batches.
+    *views*: per unit, a Delta file's view (or None) and the unit's first row in its file."""
     import pyarrow as pa
 
-    rows = _Rows(units, local_path, read_cols, list(out_schema.names), expr)
+    rows = _Rows(units, local_path, read_cols, list(out_schema.names), expr, views)
     n = total(plan.pieces)
     w = plan.skip // window
     drop = plan.skip % window

@@ -4,20 +4,34 @@ A source is an embedded-store table name (``main.demo.features``: its warehouse 
 place, no Spark session needed), a volume folder (``/Volumes/c/s/v/export``: footers read through
 the volume store, data later through the cache) or a local folder (read in place). Only footers
 are read here, unless a row filter needs the matching rows of each row group counted.
+
+A folder holding ``_delta_log`` is a Delta table: its parts are the live files of one snapshot
+(:mod:`.delta`), each with a :class:`~.delta.FileView` when its batches need conforming (partition
+values, deletion vectors, column mapping), never every Parquet file in the folder.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import DatasetError, TableNameError, VolumePathError
 from ...volumes.path import VolumePath
 from ...volumes.store import VolumeStore
+from .delta import DELTA_LOG, DeltaError, DeltaSnapshot, FileView, is_delta_folder, open_snapshot
 
-__all__ = ["Part", "Table", "resolve", "check_current", "warehouse_folder", "is_data_file", "TableSchemaError"]
+__all__ = [
+    "Part",
+    "Table",
+    "resolve",
+    "check_current",
+    "warehouse_folder",
+    "is_data_file",
+    "TableSchemaError",
+    "DeltaError",
+]
 
 
 class TableSchemaError(DatasetError):
@@ -33,6 +47,7 @@ class Part:
     mtime: float
     volume: bool
     row_groups: tuple[int, ...]  # rows per row group, from the footer
+    view: FileView | None = field(default=None, compare=False)  # a Delta file whose batches need conforming
 
 
 @dataclass(frozen=True)
@@ -41,6 +56,12 @@ class Table:
     parts: tuple[Part, ...]
     schema: Any  # pyarrow.Schema
     fingerprint: str
+    delta: DeltaSnapshot | None = field(default=None, compare=False)  # the snapshot read, for a Delta table
+
+    @property
+    def version(self) -> int | None:
+        """The Delta version read, or None for a folder of plain Parquet."""
+        return self.delta.version if self.delta is not None else None
 
     def schema_text(self) -> list[str]:
         return [f"{f.name}: {f.type}" for f in self.schema]
@@ -101,7 +122,9 @@ def _footer(part_key: str, volume: bool, store: VolumeStore) -> Any:
     return pq.ParquetFile(part_key).metadata
 
 
-def _listing(source: str, store: VolumeStore) -> tuple[list[tuple[str, int, float]], str, bool]:
+def _listing(
+    source: str, store: VolumeStore, *, empty_ok: bool = False
+) -> tuple[list[tuple[str, int, float]], str, bool]:
     """The data files of *source* (key, size, mtime), its base folder, and whether it is on a volume."""
     if not isinstance(source, str) or not source.strip():
         raise DatasetError(f"UCDataset source {source!r}: give a table name (main.demo.features) or a folder")
@@ -132,15 +155,42 @@ def _listing(source: str, store: VolumeStore) -> tuple[list[tuple[str, int, floa
                 f"(tables.export_table(name, '/Volumes/...')) and pass that folder"
             )
         files = _local_parts(base)
-    if not files:
+    if not files and not empty_ok:
         raise DatasetError(f"no Parquet data files in {source} ({base})")
     return files, base, volume
 
 
-def resolve(source: str, store: VolumeStore) -> Table:
-    """The Parquet files of *source* with their row groups and the common schema."""
-    files, base, volume = _listing(source, store)
+def delta_root(base: str, volume: bool, store: VolumeStore) -> str | None:
+    """The local folder deltalake reads when *base* is a Delta table (it holds ``_delta_log``), else None."""
+    if not volume:
+        return base if is_delta_folder(base) else None
+    loc = store.locate(base)
+    if loc.is_local:
+        return loc.path if is_delta_folder(loc.path) else None
+    if loc.fs.isdir(f"{loc.path.rstrip('/')}/{DELTA_LOG}"):
+        raise DeltaError(
+            f"{base} is a Delta table on {loc.fs.protocol} storage; Delta tables are read from local or mounted "
+            f"volumes only: copy the table to one (%%air_copy) or export it with Spark"
+        )
+    return None
+
+
+def resolve(source: str, store: VolumeStore, *, version: int | None = None, timestamp: Any = None) -> Table:
+    """The Parquet files of *source* with their row groups and the common schema; for a Delta
+    table, the live files of its snapshot at *version* / *timestamp* (default: the latest)."""
+    files, base, volume = _listing(source, store, empty_ok=True)
     source = source.strip()
+    root = delta_root(base, volume, store)
+    if root is not None:
+        return _resolve_delta(
+            source, store, files, base, volume, open_snapshot(root, shown=source, version=version, timestamp=timestamp)
+        )
+    if version is not None or timestamp is not None:
+        raise DatasetError(
+            f"{source} is a folder of plain Parquet (no {DELTA_LOG}); version=/timestamp= read Delta tables only"
+        )
+    if not files:
+        raise DatasetError(f"no Parquet data files in {source} ({base})")
     _check_unpartitioned(source, [k for k, _, _ in files], base)
     parts, schema = [], None
     for key, size, mtime in files:
@@ -165,12 +215,49 @@ def resolve(source: str, store: VolumeStore) -> Table:
     return Table(source, tuple(parts), schema, h.hexdigest()[:16])
 
 
+def _resolve_delta(
+    source: str,
+    store: VolumeStore,
+    files: list[tuple[str, int, float]],
+    base: str,
+    volume: bool,
+    snap: DeltaSnapshot,
+) -> Table:
+    """The parts of a Delta snapshot: its live files (found in the folder's listing, else vacuumed)."""
+    listed = {k: (size, mtime) for k, size, mtime in files}
+    vp = VolumePath.parse(base) if volume else None
+    parts = []
+    h = hashlib.sha1(f"delta\0{snap.table_id}\0{snap.version}\n".encode())
+    for f in snap.files:
+        key = str(vp.joinpath(f.rel)) if vp is not None else os.path.join(base, f.rel)
+        if key not in listed:
+            raise DeltaError(
+                f"version {snap.version} of {source} is gone: its file {f.rel} was removed (vacuumed); "
+                f"read the latest version (a new UCDataset, or refresh=True) instead"
+            )
+        size, mtime = listed[key]
+        try:
+            meta = _footer(key, volume, store)
+        except FileNotFoundError:
+            raise DeltaError(f"{key} vanished while {source} was read (vacuumed?); try again") from None
+        except Exception as exc:  # pyarrow.ArrowInvalid: not Parquet
+            raise DatasetError(f"{key} of Delta table {source} is not a Parquet file ({exc})") from None
+        rgs = tuple(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
+        view = FileView(snap, f, meta.schema.to_arrow_schema())
+        parts.append(Part(key, size, mtime, volume, rgs, None if view.trivial else view))
+        live = -1 if f.keep is None else int(f.keep[: sum(rgs)].sum())
+        h.update(f"{f.rel}\0{size}\0{rgs}\0{live}\n".encode())
+    return Table(source, tuple(parts), snap.schema, h.hexdigest()[:16], snap)
+
+
 def check_current(table: Table, store: VolumeStore) -> None:
     """Refuse to read *table* if its files changed since it was resolved (one listing, no footers
     unless something changed): a table overwritten between epochs would otherwise fail deep in
     pyarrow (a vanished file, a missing column) or, rewritten in place, yield other rows than planned.
     Raises :class:`TableSchemaError` when the schema changed, :class:`DatasetError` otherwise."""
     fix = "build a new UCDataset to read the new data (and start the epoch fresh)"
+    if table.delta is not None:  # a snapshot's files never change; only a vacuum removes them
+        return _check_delta(table, store)
     try:
         files, _, _ = _listing(table.source, store)
     except DatasetError as exc:
@@ -191,3 +278,16 @@ def check_current(table: Table, store: VolumeStore) -> None:
         f"the data of {table.source} changed since this UCDataset was made ({len(table.parts)} files then, "
         f"{len(now.parts)} now; files rewritten); {fix}"
     )
+
+
+def _check_delta(table: Table, store: VolumeStore) -> None:
+    """Refuse a Delta snapshot whose files were vacuumed since it was resolved."""
+    assert table.delta is not None
+    files, _, _ = _listing(table.source, store, empty_ok=True)
+    have = {k for k, _, _ in files}
+    gone = [p.key for p in table.parts if p.key not in have]
+    if gone:
+        raise DeltaError(
+            f"version {table.delta.version} of {table.source} was vacuumed while it was read ({gone[0]} is gone); "
+            f"read the latest version (a new UCDataset, or refresh=True) and start the epoch fresh"
+        )
