@@ -33,15 +33,15 @@ def copy(sources: Any, dest: str, **kwargs: Any) -> Any:
     """Plan and run a parallel copy: ``copy(["/Volumes/c/s/v/data"], "/local_disk0/data")``.
 
     Keyword arguments go to :func:`air_magics.transfer.copy_files` (``workers``, ``overwrite``,
-    ``dry_run``, ``listeners``...) or :func:`air_magics.transfer.plan_copy` (``store``,
-    ``default_volume``). Returns a :class:`~air_magics.transfer.CopyReport`.
+    ``dry_run``, ``listeners``, ``job``...) or :func:`air_magics.transfer.plan_copy` (``store``,
+    ``default_volume``). Returns a :class:`~air_magics.transfer.CopyReport`. The copy shows in the
+    sidebar's Jobs under ``job``, else named after its first source (``train-3f2a1c``).
     """
     from .transfer import copy_files, plan_copy
 
     plan_kw = {k: kwargs.pop(k) for k in ("store", "default_volume") if k in kwargs}
     plan = plan_copy(sources, dest, **plan_kw)
-    if kwargs.get("job"):
-        kwargs.setdefault("sources", plan.sources)
+    kwargs.setdefault("sources", plan.sources)  # labels the job; names it when job= is not given
     return copy_files(plan.tasks, dest=plan.dest, **kwargs)
 
 

@@ -137,8 +137,13 @@ def test_copy_emits_events_and_writes_the_same_job_document(vol, tmp_path):
 
 
 def test_unnamed_copy_emits_but_writes_no_document(vol, tmp_path, air_home):
+    """``job=""``: an internal copy (a checkpoint upload); a Python copy without ``job=`` is named
+    after its source instead (issue 37.7, tests/test_first_day_fixes.py)."""
+    from air_magics.transfer import copy_files, plan_copy
+
     rec = Recorder()
-    air_magics.copy(["/Volumes/main/ev/data"], str(tmp_path / "u"), store=vol, listeners=[rec])
+    plan = plan_copy(["/Volumes/main/ev/data"], str(tmp_path / "u"), store=vol)
+    copy_files(plan.tasks, dest=plan.dest, job="", listeners=[rec])
     assert rec[-1].job is None and rec[-1].state == "done"
     assert not list((air_home / "run").glob("job-copy-*.json")) if (air_home / "run").exists() else True
 

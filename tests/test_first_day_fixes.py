@@ -17,6 +17,7 @@ from air_magics.tables.export import export_table
 from air_magics.tables.ops import read_table
 from air_magics.tables.row_limit import check_limit
 from air_magics.transfer import CopyProgress
+from air_magics.volumes import VolumeStore
 
 
 def _rate(text: str) -> float:
@@ -54,3 +55,40 @@ def test_a_limit_out_of_range_says_the_range_before_any_server_starts(ip, n):
     with pytest.raises(TablesError, match="2,147,483,647"):
         export_table("main.demo.features", "/Volumes/main/demo/out/x", limit=-5)
     assert check_limit(2**31 - 1) == 2**31 - 1 and check_limit(None) is None
+
+
+def test_python_api_copies_show_in_the_sidebars_jobs_named_after_their_source(tmp_path):
+    from air_magics.server.queries import jobs
+    from air_magics.status import read_status
+    from air_magics.transfer import copy_files, plan_copy
+
+    store = seeded_volume("main.tq.jobs", {f"/Volumes/main/tq/jobs/train/f{i}.bin": b"j" * 10 for i in range(5)})
+    report = air_magics.copy(["/Volumes/main/tq/jobs/train"], str(tmp_path / "a"), store=store)
+    assert report.copied == 5
+    named = {j["job"]: j for j in jobs()["jobs"] if j["kind"] == "copy"}
+    (name,) = [n for n in named if n.startswith("train-")]
+    assert named[name]["state"] == "done" and named[name]["progress"] == 1.0
+    assert named[name]["sources"] == ["/Volumes/main/tq/jobs/train"]
+    # the same copy again replaces its entry; an explicit job= is used as given
+    air_magics.copy(["/Volumes/main/tq/jobs/train"], str(tmp_path / "a"), store=store)
+    air_magics.copy(["/Volumes/main/tq/jobs/train"], str(tmp_path / "b"), store=store, job="mine")
+    names = [j["job"] for j in jobs()["jobs"] if j["kind"] == "copy"]
+    assert names.count(name) == 1 and "mine" in names
+    # bare tasks: named after the folder of the files; job="" (an internal copy): no document
+    plan = plan_copy(["/Volumes/main/tq/jobs/train"], str(tmp_path / "c"), store=store)
+    copy_files(plan.tasks, dest=plan.dest)
+    assert sum(n.startswith("train-") for n in (j["job"] for j in jobs()["jobs"])) == 2
+    before = len(jobs()["jobs"])
+    copy_files(plan_copy(["/Volumes/main/tq/jobs/train"], str(tmp_path / "d"), store=store).tasks, job="")
+    assert len(jobs()["jobs"]) == before and read_status(f"job-copy-{name}") is not None
+
+
+def test_a_checkpoint_save_is_no_copy_job():
+    import torch
+
+    from air_magics.data import CheckpointManager
+    from air_magics.server.queries import jobs
+
+    VolumeStore().create("main.raw.ck")
+    CheckpointManager("/Volumes/main/raw/ck/run", keep=2, show=False).save(1, {"w": torch.ones(2)})
+    assert [j for j in jobs()["jobs"] if j["kind"] == "copy"] == []

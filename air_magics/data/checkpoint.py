@@ -183,7 +183,9 @@ class UCVolumeWriter(FileSystemWriter):
         self._emit("uploading", files=len(tasks), bytes=sum(t.size for t in tasks))
         with ThreadPoolExecutor(max_workers=max(1, min(len(names), threads("cpu")))) as hasher:
             hashing = hasher.map(lambda n: (n, file_digest(self.staging / n)), names)
-            report = copy_files(tasks, workers=self.upload_workers, overwrite=True, dest=str(self.volume_path))
+            report = copy_files(  # job="": no job of its own, the sidebar shows it as the checkpoint's
+                tasks, workers=self.upload_workers, overwrite=True, dest=str(self.volume_path), job=""
+            )
             digests = dict(hashing)
         if not report.ok:
             f = report.failed[0]

@@ -35,6 +35,7 @@ from ..io.leftovers import TEMP_MARK
 from ..io.pools import threads
 from ..io.retry import TRANSIENT_ERRNOS, retry_call
 from .file import DirMaker, copy_file, is_unchanged, source_stat
+from .jobname import source_job_name
 from .task import DESTINATION, SIDE_LABELS, CopyFailure, CopyProgress, CopyReport, CopyTask, side_of
 
 __all__ = ["copy_files", "copy_one", "DEFAULT_WORKERS", "CHECK_THREADS", "TEMP_MARK", "TRANSIENT_ERRNOS"]
@@ -248,7 +249,10 @@ def copy_files(
     ``KeyboardInterrupt`` stops handing out files, lets in-flight files finish (or vanish: never a
     partial file under a final name) and is re-raised. ``job`` names the copy in its events (the
     default listeners write a named copy's progress to the status document ``job-copy-<job>`` for
-    the sidebar), ``sources`` are the lines it was planned from, to label it.
+    the sidebar's Jobs); ``None`` names it after its source (``train-3f2a1c``:
+    :func:`~air_magics.transfer.jobname.source_job_name`), ``""`` leaves it unnamed (no document:
+    an internal copy such as a checkpoint upload, which the sidebar shows as the checkpoint's).
+    ``sources`` are the lines it was planned from, to label it.
     """
     if workers is None:
         workers = settings.copy_workers()
@@ -262,10 +266,17 @@ def copy_files(
         retries=retries,
         backoff=backoff,
     )
-    emit = _Emitter(run, job, dest, sources, listeners)
+    if job is None and not dry_run:
+        job = source_job_name(sources or [_source_folder(run)], dest)
+    emit = _Emitter(run, job or None, dest, sources, listeners)
     _wait(run, run.start(), emit, progress_interval)
     emit("failed" if run.failed else "done")
     return run.report(dest)
+
+
+def _source_folder(run: _CopyRun) -> str:
+    """The folder of the first file a copy given bare tasks copies (what its job is named after)."""
+    return os.path.dirname(str(run.tasks[0].src)) if run.tasks else ""
 
 
 def _interleave(tasks: list[CopyTask]) -> list[CopyTask]:
