@@ -176,3 +176,16 @@ def test_shards_and_folders_evict_each_other_through_workers_within_the_limit(vo
             time.sleep(1.3)  # past the pins: the next epoch may evict all of it
     assert cache.info().evictions > 0
     assert sampler.peak <= cache.limit, f"{sampler.peak} bytes on disk, limit {cache.limit}"
+
+
+def test_a_folder_being_extracted_is_never_evicted_under_it(vol, tmp_path):
+    """Issue 36 item 2: with pin_seconds=0 every entry not being written is evictable at once, and
+    another shard's miss evicted the folder whose members were still being extracted
+    (FileNotFoundError in publish_staged). A claim being written is pinned by its fetch."""
+    pack(SRC, DEST, shard_size="48KiB")
+    total = sum(p.stat().st_size for p in Path(vol.locate(DEST).path).glob("*.tar"))
+    cache = FileCache(tmp_path / "c", limit=total // 2, pin_seconds=0)
+    for _ in range(2):
+        ds = UCVolumeDataset(DEST, cache=cache)
+        # (pin_seconds=0 promises no path outlives the next miss: the names are what is checked)
+        assert sorted(Path(p).name for p in ds) == [f"f{i:03d}.bin" for i in range(N)]

@@ -20,7 +20,7 @@ from typing import Any
 from ..io.versions import same_version
 from .index import checkpoint, open_index, transaction, translate_disk_full, tune_wal
 
-__all__ = ["Entries", "Row", "PENDING"]
+__all__ = ["Entries", "Row", "PENDING", "FETCH_PIN"]
 
 Row = tuple[int, float, float, float]  # (size, source mtime, last access, last checked against the source)
 _OPEN_LOCK = threading.Lock()
@@ -33,9 +33,8 @@ def _fresh_open_lock() -> None:
 
 os.register_at_fork(after_in_child=_fresh_open_lock)
 _CHUNK = 500
-PENDING = (
-    -1.0
-)  # the mtime of a row whose fetch is under way (no source has it)  # SQLite allows 999+ parameters per statement
+PENDING = -1.0  # the mtime of a row whose fetch is under way (no source has it)
+FETCH_PIN = 60.0  # s: a row being fetched (PENDING) and renewed this recently is never evicted under its fetch
 
 
 class Entries:
@@ -104,12 +103,14 @@ class Entries:
 
     def lru(self, cutoff: float, keep: tuple[str, str, float], limit: int = 1024) -> list[tuple[str, int]]:
         """Least recently used entries not used since *cutoff* and not in *keep* (``lo``, ``hi``,
-        ``since``: a resident subset's key range and start): ``(key, size)``, oldest first."""
+        ``since``: a resident subset's key range and start): ``(key, size)``, oldest first. A row
+        being fetched (a shard's folder being extracted: its fetch renews it) is never one of them."""
         with self._open() as db:
             return db.execute(
                 "SELECT key, size FROM entries WHERE last_access < ? "
-                "AND NOT (key >= ? AND key < ? AND last_access >= ?) ORDER BY last_access LIMIT ?",
-                (cutoff, *keep, limit),
+                "AND NOT (key >= ? AND key < ? AND last_access >= ?) "
+                "AND NOT (mtime = ? AND last_access >= ?) ORDER BY last_access LIMIT ?",
+                (cutoff, *keep, PENDING, time.time() - FETCH_PIN, limit),
             ).fetchall()
 
     # -- writes --------------------------------------------------------------------------------------
@@ -185,15 +186,21 @@ class Entries:
                 _add(db, {"total_bytes": -old[0]})
 
     def remove(self, keys: list[str], cutoff: float, *, evictions: bool) -> list[tuple[str, str, int]]:
-        """Delete the rows of *keys* not used since *cutoff*; their ``(key, local, size)``."""
+        """Delete the rows of *keys* not used since *cutoff* and not being fetched (unless *cutoff*
+        is infinite: ``clear(force=True)``); their ``(key, local, size)``."""
         gone: list[tuple[str, str, int]] = []
+        fetching = time.time() - FETCH_PIN if cutoff != float("inf") else float("inf")
         with self._open() as db, self.disk_full("removing cached files"), transaction(db):
             for n in range(0, len(keys), _CHUNK):
                 chunk = keys[n : n + _CHUNK]
                 # "+last_access": look rows up by key, not by scanning the LRU index
-                where = f"+last_access < ? AND key IN ({','.join('?' * len(chunk))})"
-                gone += db.execute(f"SELECT key, local, size FROM entries WHERE {where}", (cutoff, *chunk)).fetchall()
-                db.execute(f"DELETE FROM entries WHERE {where}", (cutoff, *chunk))
+                where = (
+                    f"+last_access < ? AND NOT (mtime = ? AND last_access >= ?) "
+                    f"AND key IN ({','.join('?' * len(chunk))})"
+                )
+                args = (cutoff, PENDING, fetching, *chunk)
+                gone += db.execute(f"SELECT key, local, size FROM entries WHERE {where}", args).fetchall()
+                db.execute(f"DELETE FROM entries WHERE {where}", args)
             _add(db, {"evictions": len(gone) if evictions else 0, "total_bytes": -sum(r[2] for r in gone)})
         return gone
 
