@@ -92,3 +92,22 @@ def test_a_checkpoint_save_is_no_copy_job():
     VolumeStore().create("main.raw.ck")
     CheckpointManager("/Volumes/main/raw/ck/run", keep=2, show=False).save(1, {"w": torch.ones(2)})
     assert [j for j in jobs()["jobs"] if j["kind"] == "copy"] == []
+
+
+def test_the_sidebar_drops_checkpoints_the_manager_pruned():
+    import torch
+
+    from air_magics.data import CheckpointManager
+    from air_magics.server.queries import checkpoints
+    from air_magics.widgets.checkpoint_view import checkpoints_text
+
+    VolumeStore().create("main.raw.ckp")
+    m = CheckpointManager("/Volumes/main/raw/ckp/run", keep=2, show=False)
+    for step in (4, 8, 12):
+        m.save(step, {"w": torch.ones(2)})
+    (folder,) = checkpoints()["checkpoints"]
+    assert folder["steps"] == [8, 12] and folder["latest"] == 12
+    assert [s["step"] for s in folder["saves"]] == [8, 12]  # step 4 was pruned: not listed
+    from air_magics.data.commit import checkpoint_status
+
+    assert "pruned" in checkpoints_text(checkpoint_status("/Volumes/main/raw/ckp/run"))  # the notebook view says so

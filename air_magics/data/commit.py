@@ -9,7 +9,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..io.atomic import write_atomic
@@ -35,6 +35,7 @@ __all__ = [
     "STEP_RE",
     "status_name",
     "checkpoint_status",
+    "save_state",
     "scan_checkpoints",
     "file_digest",
     "checksums_json",
@@ -102,6 +103,14 @@ def checkpoint_status(directory: str, store: VolumeStore | None = None) -> dict[
         "saves": doc.get("saves", []),
         "updated": doc.get("updated"),
     }
+
+
+def save_state(save: Mapping[str, Any], committed: Collection[Any] | None) -> str:
+    """A reported save's state as of now: one that committed but whose step the folder no longer
+    holds (*committed*: :func:`checkpoint_status`'s ``steps``; ``None``: not known) was ``pruned``
+    since by the manager's retention rule."""
+    state = str(save.get("state", "?"))
+    return "pruned" if state == "committed" and committed is not None and save.get("step") not in committed else state
 
 
 def write_text_atomic(loc: Location, text: str) -> None:

@@ -267,8 +267,9 @@ def _pid_alive(pid: Any) -> bool:
 
 # -- checkpoints ----------------------------------------------------------------------------------
 def checkpoints(limit: int = MAX_CHECKPOINTS) -> dict[str, Any]:
-    """The most recently active checkpoint folders: committed steps, latest, recent saves with state."""
-    from ..data.commit import checkpoint_status
+    """The most recently active checkpoint folders: committed steps, latest, recent saves with state
+    (saves whose step was pruned since are left out: the folder no longer holds them)."""
+    from ..data.commit import checkpoint_status, save_state
 
     out = []
     for doc in [d for d in list_status("checkpoints-") if isinstance(d, dict)][:limit]:
@@ -286,7 +287,9 @@ def checkpoints(limit: int = MAX_CHECKPOINTS) -> dict[str, Any]:
         }
         try:
             st = checkpoint_status(directory)
-            item.update(latest=st["latest"], steps=st["steps"], pending=st["pending"], saves=st["saves"])
+            # a save the manager's retention rule pruned since is gone from the volume: not listed
+            saves = [s for s in st["saves"] if save_state(s, st["steps"]) != "pruned"]
+            item.update(latest=st["latest"], steps=st["steps"], pending=st["pending"], saves=saves)
         except (AirError, OSError, TypeError, ValueError) as exc:  # volume gone, unreadable, malformed document
             error = str(exc) if isinstance(exc, AirError) else f"{type(exc).__name__}: {exc}"
             item["error"] = redact(error, keep=[directory] if isinstance(directory, str) else [])

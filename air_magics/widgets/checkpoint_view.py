@@ -7,6 +7,7 @@ import time
 from html import escape
 from typing import Any
 
+from ..data.commit import save_state
 from ..io.units import fmt_bytes, fmt_rate
 
 __all__ = ["CheckpointView", "checkpoint_view", "checkpoints_html", "checkpoints_text"]
@@ -18,13 +19,6 @@ _COLORS = {
     "failed": "#c62828",
     "pruned": "#757575",
 }
-
-
-def _state(save: dict[str, Any], committed: set[Any] | None) -> str:
-    """A save's state as of now: a save that committed, but whose step the folder no longer holds
-    (``CheckpointManager.steps()``), was pruned since."""
-    state = save.get("state", "?")
-    return "pruned" if state == "committed" and committed is not None and save.get("step") not in committed else state
 
 
 def _save_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -42,7 +36,7 @@ def _save_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
             detail.append(f"loop blocked {s['blocked_s']:.2f} s")
         if s.get("error"):
             detail.append(s["error"])
-        rows.append((f"step {s.get('step')}", _state(s, committed), ", ".join(detail)))
+        rows.append((f"step {s.get('step')}", save_state(s, committed), ", ".join(detail)))
     return rows
 
 
