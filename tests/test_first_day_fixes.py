@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 
 import pytest
 from _seed import seeded_volume
 from IPython.core.error import UsageError
+from traitlets import TraitError
 
 import air_magics
 from air_magics.errors import TablesError
@@ -111,3 +113,39 @@ def test_the_sidebar_drops_checkpoints_the_manager_pruned():
     from air_magics.data.commit import checkpoint_status
 
     assert "pruned" in checkpoints_text(checkpoint_status("/Volumes/main/raw/ckp/run"))  # the notebook view says so
+
+
+def test_a_bad_config_value_is_one_usage_error_line_not_a_log_record(tmp_path):
+    """What a kernel user sees: IPython's %config hands an error to logging.error, which printed
+    ``ERROR:root:...``; run in a fresh process, where the root logger has no handler (as in a kernel)."""
+    import subprocess
+    import sys
+
+    code = (
+        "from IPython.testing.globalipapp import start_ipython\n"
+        "ip = start_ipython()\n"
+        "ip.run_line_magic('load_ext', 'air_magics')\n"
+        "ip.run_line_magic('config', \"AirMagics.cache_limit = 'lots'\")\n"
+        "ip.run_line_magic('config', \"AirMagics.cache_limit = '2GiB'\")\n"
+        "ip.run_line_magic('config', \"AirMagics.cache_limit = 'more'\")\n"
+        "print(ip.magics_manager.registry['AirMagics'].cache_limit)\n"
+    )
+    env = {**os.environ, "AIR_HOME": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "ERROR:root" not in run.stderr and "Traceback" not in run.stderr
+    lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
+    assert lines == [
+        "UsageError: AirMagics.cache_limit = 'lots' is not a size: write e.g. 500MB, 10GiB or a number of bytes",
+        "UsageError: AirMagics.cache_limit = 'more' is not a size: write e.g. 500MB, 10GiB or a number of bytes",
+    ]
+    assert run.stdout.strip() == "2GiB"  # a refused value leaves the last good one
+
+
+def test_outside_a_shell_a_bad_config_value_still_raises():
+    from traitlets.config import Config
+
+    from air_magics.magics import AirMagics
+
+    with pytest.raises(TraitError, match="is not a size"):
+        AirMagics(shell=None).update_config(Config({"AirMagics": {"cache_limit": "lots"}}))

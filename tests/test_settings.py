@@ -150,11 +150,14 @@ def test_config_home_moves_volumes_and_run_state(ip, tmp_path):
     assert "main.moved.vol" not in [v.volume_id for v in VolumeStore().volumes()]
 
 
-def test_bad_config_value_is_refused_naming_the_setting(ip, caplog):
+def test_bad_config_value_is_refused_naming_the_setting(ip, caplog, capsys):
+    """One ``UsageError:`` line, as every magic's (not a log record: a kernel printed ``ERROR:root:``)."""
     ip.run_line_magic("config", "AirMagics.cache_limit = '1GiB'")
+    capsys.readouterr()
     with caplog.at_level(logging.ERROR):
         ip.run_line_magic("config", "AirMagics.cache_limit = 'a lot'")
-    assert "AirMagics.cache_limit = 'a lot' is not a size: write e.g. 500MB" in caplog.text
+    assert "UsageError: AirMagics.cache_limit = 'a lot' is not a size: write e.g. 500MB" in capsys.readouterr().err
+    assert not caplog.records
     assert settings.cache_limit() == 1 << 30  # the previous value stays
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
-from traitlets import Bool, Unicode
+from traitlets import Bool, TraitError, Unicode
 
 from .. import settings
 from . import copy as _copy
@@ -33,6 +34,20 @@ class AirMagics(Magics, settings.AirConfig):
 
     default_volume = Unicode("", help="Volume that relative paths refer to (set by %air_volume use).").tag(config=True)
     widgets = Bool(True, help="Show ipywidgets progress in notebooks (text progress when False).").tag(config=True)
+
+    def update_config(self, config: Any) -> None:
+        """``%config AirMagics.x = bad`` shows one ``UsageError:`` line, as a magic does.
+
+        Why: IPython's ``%config`` catches what ``update_config`` raises and hands it to
+        ``logging.error``, which a kernel prints as ``ERROR:root:...``. The refused value is rolled
+        back by traitlets either way; here the message (it names the value and the fix) is shown
+        the way IPython shows every other usage error."""
+        try:
+            super().update_config(config)
+        except TraitError as exc:
+            if self.shell is None:  # not in a shell: the caller handles it
+                raise
+            self.shell.show_usage_error(UsageError(str(exc)))
 
     @line_magic
     @no_var_expand
