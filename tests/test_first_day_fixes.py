@@ -149,3 +149,20 @@ def test_outside_a_shell_a_bad_config_value_still_raises():
 
     with pytest.raises(TraitError, match="is not a size"):
         AirMagics(shell=None).update_config(Config({"AirMagics": {"cache_limit": "lots"}}))
+
+
+def test_the_shipped_notebooks_store_no_temp_paths():
+    """A reader of a shipped notebook saw outputs naming /tmp/tmp.umPMYXEVbh/...: a machine's
+    temp folders are noise (and name someone's machine). Cells with such outputs keep none."""
+    import json
+    from pathlib import Path
+
+    notebooks = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+    assert notebooks
+    for path in notebooks:
+        nb = json.loads(path.read_text())
+        stored = [(i, c.get("outputs", [])) for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"]
+        stored.append(("widget state", nb.get("metadata", {}).get("widgets", {})))
+        for where, outputs in stored:
+            found = re.search(r"(/tmp/|/var/folders/|pytest-of-)\S{0,40}", json.dumps(outputs))
+            assert not found, f"{path.name} {where}: a stored output names a temp path: {found.group(0)}"
