@@ -60,6 +60,10 @@ SCENARIOS = {
         ["--rows", "2000"],
         ["## bench_tables", "| rows | method |", "air-export-client", "overhead at 2,000 rows"],
     ),
+    "delta": (  # 20,000 rows in 2 files: every method and the target line, in seconds
+        ["--rows", "20000", "--files", "2"],
+        ["## bench_delta", "| source | construction ms", "| delta |", "| plain folder |", "UCDataset over Delta vs"],
+    ),
     "shards_mosaic": (  # 64 files x 8 KiB at 1 ms; mosaicml-streaming rows only where its venv is
         [],
         ["## bench_shards_mosaic", "| air_magics `pack` |", "| air_magics, members by offset |", "read ceiling"],
@@ -73,7 +77,7 @@ NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic", "stages"}
 # has room for two. The loader and the checkpoint share a lane because they must not overlap: the
 # checkpoint's reference run links /Volumes, which it refuses while a loader benchmark runs. The
 # tables' lane starts once the shared Spark server is up (20-40 s), so it has the shorter scripts.
-LANES = (("loader", "checkpoint", "shards_mosaic", "hotpath"), ("tables", "copy", "confined", "stages"))
+LANES = (("loader", "checkpoint", "shards_mosaic", "hotpath"), ("tables", "copy", "confined", "stages", "delta"))
 assert sorted(n for lane in LANES for n in lane) == sorted(SCENARIOS)
 
 

@@ -339,3 +339,25 @@ def test_export_refuses_to_replace_a_delta_table(vol):
     with pytest.raises(ExportTargetError, match="is a Delta table"):  # refused before any Spark server starts
         tables.export_table("main.dl.src", path, mode="overwrite")
     assert DeltaTable(root).version() == 0
+
+
+def test_air_table_magic_reads_a_delta_folder(vol, ip):
+    path, root = vol
+    write_deltalake(root, frame(0, 50))
+    write_deltalake(root, frame(100, 120), mode="overwrite")
+    df = ip.run_line_magic("air_table", f"{path} --as pandas --columns id,s --where 'id < 105'")
+    assert sorted(df["id"].tolist()) == [100, 101, 102, 103, 104] and list(df.columns) == ["id", "s"]
+    summary = ip.run_line_magic("air_table", path)
+    assert summary.rows == 20 and summary.name == path
+
+
+def test_persistent_workers_follow_a_refreshed_version(vol):
+    """The loader's workers outlive the epoch; set_epoch in this process moves them to the new version."""
+    path, root = vol
+    write_deltalake(root, frame(0, 60))
+    ds = UCDataset(path, batch_size=8, refresh=True)
+    loader = DataLoader(ds, batch_size=None, num_workers=2)
+    assert [r["id"] for r in rows_of(loader)] == list(range(60))
+    write_deltalake(root, frame(200, 230), mode="overwrite")
+    loader.set_epoch(1)
+    assert ds.version == 1 and rows_of(loader) == truth(root)

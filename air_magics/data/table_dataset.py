@@ -183,13 +183,25 @@ class UCDataset(EpochStream):
             self._at_version(None)
 
     def epoch_plan(self, started: float) -> dict[str, Any]:
-        """The loader's plan for persistent workers, with the Delta version they must read."""
-        return {**super().epoch_plan(started), "delta_version": self.table.version}
+        """The loader's plan for persistent workers, with the Delta snapshot they must read: the
+        resolved table itself (pickled), since deltalake cannot run in a forked worker (its tokio
+        runtime belongs to the parent) and the worker may hold another version since its start."""
+        plan = super().epoch_plan(started)
+        if self.table.delta is not None:
+            import base64
+            import pickle
+
+            plan["delta_version"] = self.table.version
+            plan["delta_table"] = base64.b64encode(pickle.dumps(self.table, protocol=5)).decode()
+        return plan
 
     def _follow_plan(self) -> dict[str, Any]:
         plan = super()._follow_plan()
-        if plan.get("delta_version") is not None:
-            self._at_version(int(plan["delta_version"]))
+        if plan.get("delta_version") is not None and plan["delta_version"] != self.table.version:
+            import base64
+            import pickle
+
+            self._use(pickle.loads(base64.b64decode(plan["delta_table"])))  # our own loader's plan file
         return plan
 
     def _local(self, part: int) -> str:

@@ -253,6 +253,7 @@ class FileView:
         self.partition = dict(f.partition)
         have = set(file_schema.names)
         self.file_types = {n: file_schema.field(n).type for n in file_schema.names}
+        self._plans: dict[tuple[str, ...], tuple[Any, list[tuple[str, Any, Any]]]] = {}
         self.source = {}  # logical -> physical name present in the file
         for name in snap.schema.names:
             if name in self.partition:
@@ -278,23 +279,44 @@ class FileView:
         """The physical columns to read from the file for the logical columns *wanted*."""
         return [self.source[c] for c in wanted if c in self.source]
 
+    def _plan(self, wanted: list[str]) -> tuple[Any, list[tuple[str, Any, Any]]]:
+        """Per column of *wanted*: ("p", scalar) a partition constant, ("c", physical name, type) a
+        file column (cast when its type differs), ("n", type) nulls; made once per column list."""
+        import pyarrow as pa
+
+        key = tuple(wanted)
+        plan = self._plans.get(key)
+        if plan is None:
+            steps: list[tuple[str, Any, Any]] = []
+            for c in wanted:
+                typ = self.snap.schema.field(c).type
+                if c in self.partition:
+                    steps.append(("p", pa.scalar(self.partition[c], type=typ), typ))
+                elif c in self.source:
+                    same = self.file_types.get(self.source[c]) == typ
+                    steps.append(("c", self.source[c], None if same else typ))
+                else:  # a column added after this file was written
+                    steps.append(("n", None, typ))
+            plan = self._plans[key] = (pa.schema([self.snap.schema.field(c) for c in wanted]), steps)
+        return plan
+
     def conform(self, batch: Any, wanted: list[str], offset: int) -> Any:
         """*batch* (physical columns, file rows ``offset..``) as the table's *wanted* columns, live rows only."""
         import numpy as np
         import pyarrow as pa
 
+        schema, steps = self._plan(wanted)
         n = batch.num_rows
         arrays = []
-        for c in wanted:
-            typ = self.snap.schema.field(c).type
-            if c in self.partition:
-                arrays.append(pa.array([self.partition[c]] * n, type=typ) if n else pa.array([], type=typ))
-            elif c in self.source:
-                a = batch.column(self.source[c])
-                arrays.append(a if a.type == typ else a.cast(typ))
-            else:  # a column added after this file was written
+        for kind, what, typ in steps:
+            if kind == "p":
+                arrays.append(pa.repeat(what, n))
+            elif kind == "c":
+                a = batch.column(what)
+                arrays.append(a if typ is None else a.cast(typ))
+            else:
                 arrays.append(pa.nulls(n, type=typ))
-        out = pa.RecordBatch.from_arrays(arrays, schema=pa.schema([self.snap.schema.field(c) for c in wanted]))
+        out = pa.RecordBatch.from_arrays(arrays, schema=schema)
         if self.keep is not None:
             mask = self.keep[offset : offset + n]
             if len(mask) < n:  # a mask stops at its last deleted row: the rest are live
