@@ -192,3 +192,19 @@ def test_interrupt_stops_early_and_leaves_no_partial_files(slowfs, backing, tmp_
     for p in landed:
         assert TEMP_MARK not in p.name
         assert sha(p) == hashes[str(p.relative_to(tmp_path / "out" / "data"))]
+
+
+def test_a_create_fault_on_every_new_name_is_retried_through_the_write_probe(slowfs, backing, tmp_path, monkeypatch):
+    """Issue 36 item 6: every name's first create fails once (fail_rate=1, fail_times=1): a retry on
+    the same name gets through. The destination's write probe took a fresh random name per try, so
+    it met a fresh fault every time and refused the copy ("not writable", nothing copied); whether
+    a run failed depended on which names it drew. Now the probe retries one name, like the copy."""
+    b, _ = backing
+    local = tmp_path / "local"
+    (b / "main" / "raw" / "up").mkdir(parents=True)
+    make_tree(local / "data", n_dirs=2, per_dir=5, size=1024, seed=4)
+    with slowfs.mounted(b, tmp_path / "mnt", op_latency_ms=1, fail_rate=1.0, fail_ops="create", fail_times=1):
+        monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
+        r = air_magics.copy([str(local / "data")], "/Volumes/main/raw/up/in", backoff=0.01)
+        assert r.ok, str(r)
+    assert tree_hashes(b / "main/raw/up/in") == tree_hashes(local)

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CopyPlanError, DestinationError, VolumeNotFoundError
 from ..io.confined import is_within
+from ..io.leftovers import temp_name
 from ..io.retry import retry_call
 from ..volumes.glob import filter_glob, split_glob
 from ..volumes.path import PREFIX, VolumePath
@@ -139,9 +139,17 @@ def _check_writable(loc: Location, dest: str) -> None:
 
 def _probe_write(folder: Path) -> str | None:
     """Why no file can be created in *folder* (``None`` when one can): create and remove a temp file.
-    Transient errors (``EIO`` on a flaky mount) are retried as the copy itself would retry them."""
+    Transient errors (``EIO`` on a flaky mount) are retried as the copy itself would retry them, on
+    the same name (a temp name of this process and thread, as a copy's): a fresh random name per try
+    met a fresh fault each time on a volume whose faults are per name, so the probe could fail where
+    the copy's own retries get through (issue 36: a copy into a faulty volume refused at random)."""
+    name = str(folder / temp_name("air-write-probe"))
+
+    def create() -> int:
+        return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+
     try:
-        fd, name = retry_call(lambda: tempfile.mkstemp(prefix=".air-write-probe-", dir=folder))
+        fd = retry_call(create)
     except OSError as exc:
         return f"cannot create a file: {exc.strerror or exc}"
     os.close(fd)
