@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from .io.units import fmt_bytes, share_percent
+from .io.units import fmt_bytes, plural, share_percent
 
 __all__ = [
     "CopyProgress",
@@ -152,7 +152,7 @@ class CacheInfo:
     def __repr__(self) -> str:
         limit = fmt_bytes(self.limit) if self.limit else "none"
         return (
-            f"cache {self.root}: {self.entries:,} files, {fmt_bytes(self.bytes)} (limit {limit}, free disk "
+            f"cache {self.root}: {plural(self.entries, 'file')}, {fmt_bytes(self.bytes)} (limit {limit}, free disk "
             f"{fmt_bytes(self.free_disk)}); hit rate {self.hit_rate:.1%} ({self.hits:,} hits, {self.misses:,} misses); "
             f"{fmt_bytes(self.bytes_hit)} served, {fmt_bytes(self.bytes_fetched)} fetched; {self.evictions:,} evictions"
             + (f"; {self.overflows:,} served past the limit" if self.overflows else "")
@@ -248,12 +248,13 @@ class PackReport:
         verb = "would write" if self.dry_run else "wrote"
         if self.unchanged:
             return (
-                f"{self.dest}: unchanged, {self.files:,} files in {self.shards} shards (generation "
+                f"{self.dest}: unchanged, {plural(self.files, 'file')} in {plural(self.shards, 'shard')} (generation "
                 f"{self.generation}), nothing written in {self.seconds:.2f} s"
             )
         return (
-            f"{self.source} -> {self.dest}: {self.files:,} files, {fmt_bytes(self.bytes)} in {self.shards} shards "
-            f"(generation {self.generation}); {verb} {self.shards_written} shards ({self.files_written:,} files, "
+            f"{self.source} -> {self.dest}: {plural(self.files, 'file')}, {fmt_bytes(self.bytes)} in "
+            f"{plural(self.shards, 'shard')} (generation {self.generation}); {verb} "
+            f"{plural(self.shards_written, 'shard')} ({plural(self.files_written, 'file')}, "
             f"{fmt_bytes(self.bytes_written)}), kept {self.shards_kept}, reused {self.shards_reused}, "
             f"removed {self.shards_removed}, {self.seconds:.2f} s"
         )

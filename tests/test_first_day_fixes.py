@@ -166,3 +166,26 @@ def test_the_shipped_notebooks_store_no_temp_paths():
         for where, outputs in stored:
             found = re.search(r"(/tmp/|/var/folders/|pytest-of-)\S{0,40}", json.dumps(outputs))
             assert not found, f"{path.name} {where}: a stored output names a temp path: {found.group(0)}"
+
+
+def test_ls_hides_the_pack_lock_and_counts_read_one_shard(ip):
+    from air_magics.shards import pack
+    from air_magics.shards.dest import LOCK_NAME
+
+    store = seeded_volume("main.tq.pk", {f"/Volumes/main/tq/pk/src/f{i}.bin": b"p" * 100 for i in range(3)})
+    report = pack("/Volumes/main/tq/pk/src", "/Volumes/main/tq/pk/packed", store=store)
+    assert "in 1 shard " in str(report) and "wrote 1 shard (3 files" in str(report)
+    assert store.exists(f"/Volumes/main/tq/pk/packed/{LOCK_NAME}")  # the lock is there...
+    for line in ("ls /Volumes/main/tq/pk/packed", "ls -r /Volumes/main/tq/pk"):
+        text = repr(ip.run_line_magic("air_volume", line))
+        assert LOCK_NAME not in text, text  # ...but not listed
+    text = repr(ip.run_line_magic("air_volume", "ls /Volumes/main/tq/pk/packed"))
+    assert "3 members" in text and "in 1 shard," in text and "1 shards" not in text
+
+
+def test_a_one_file_copy_says_file():
+    from air_magics.transfer import CopyReport
+
+    assert (
+        "copied 1 of 1 file (" in CopyReport(files_total=1, copied=1, bytes_copied=10, seconds=0.1, dest="/x").summary()
+    )

@@ -178,7 +178,7 @@ def _command(magics: Any, args: Any) -> Any:
         vp = VolumePath.parse(target or ".", default=default)
         # a pattern naming subfolders ('train/*/x.bin', '**/*.png') can only match below PATH
         recursive = args.recursive or bool(args.pattern and ("/" in args.pattern or "**" in args.pattern))
-        entries = st.ls(vp, recursive=recursive, pattern=args.pattern)
+        entries = [e for e in st.ls(vp, recursive=recursive, pattern=args.pattern) if not _internal(e.path)]
         delta = None if recursive or args.pattern else _delta_note(st, vp)
         return ListingSummary(str(vp), entries, recursive, args.pattern, _packed_note(st, vp), delta)
     if cmd == "create":
@@ -217,10 +217,17 @@ def _delta_note(st: Any, vp: VolumePath) -> str | None:
         return f"Delta table, unreadable: {exc} (ls -r lists its files)"
 
 
+def _internal(path: Any) -> bool:
+    """A file air_magics keeps for itself in a user's folder (a pack's lock): not listed."""
+    from ..shards.dest import LOCK_NAME
+
+    return str(path).rpartition("/")[2] == LOCK_NAME
+
+
 def _packed_note(st: Any, vp: VolumePath) -> str | None:
     """One line on what a packed folder holds, or None for any other folder."""
     from ..errors import AirError
-    from ..io.units import fmt_bytes
+    from ..io.units import fmt_bytes, plural
     from ..shards import open_packed
 
     try:
@@ -233,7 +240,7 @@ def _packed_note(st: Any, vp: VolumePath) -> str | None:
         return None
     m = packed.manifest
     return (
-        f"packed folder: {m.files:,} members ({fmt_bytes(m.bytes)}) in {len(m.shards)} shards, generation "
+        f"packed folder: {plural(m.files, 'member')} ({fmt_bytes(m.bytes)}) in {plural(len(m.shards), 'shard')}, generation "
         f"{m.generation}, packed from {m.source}; read it with UCVolumeDataset({str(vp)!r})"
     )
 

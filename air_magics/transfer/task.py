@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..io.units import fmt_bytes, fmt_rate
+from ..io.units import fmt_bytes, fmt_rate, plural
 from ..snapshots import CopyProgress  # the value copy events carry; it lives below the events
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location
@@ -101,7 +101,7 @@ class CopyReport:
     def summary(self) -> str:
         verb = "would copy" if self.dry_run else "copied"
         s = (
-            f"{verb} {self.copied} of {self.files_total} files ({fmt_bytes(self.bytes_copied)}) to {self.dest} "
+            f"{verb} {self.copied:,} of {plural(self.files_total, 'file')} ({fmt_bytes(self.bytes_copied)}) to {self.dest} "
             f"in {self.seconds:.2f} s"
         )
         if not self.dry_run and self.copied:
