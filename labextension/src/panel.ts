@@ -158,6 +158,15 @@ export class AirSidebar extends Widget {
     if (!answer.button.accept) {
       return;
     }
+    // a large cache takes a while: say so until the server answers, and take no second click
+    const buttons = Array.from(this.node.querySelectorAll<HTMLButtonElement>('.air-cache-clear'));
+    for (const b of buttons) {
+      b.disabled = true;
+      b.textContent = trans.__('Clearing...');
+    }
+    window.clearTimeout(this._messageTimer);
+    this._message.classList.remove('air-error');
+    this._message.textContent = trans.__('Clearing the cache: deleting the local copies...');
     try {
       const doc = await this.model.clearCache();
       const removed = doc.removed ?? 0;
@@ -169,6 +178,11 @@ export class AirSidebar extends Widget {
       );
     } catch (error) {
       this.say(trans.__('Cannot clear the cache: %1', (error as Error).message), true);
+    } finally {
+      for (const b of buttons) {
+        b.disabled = false;
+        b.textContent = trans.__('Clear cache');
+      }
     }
   }
 
