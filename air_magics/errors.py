@@ -3,6 +3,10 @@
 Every error subclasses :class:`AirError` *and* the builtin it resembles, so callers can catch
 either. Messages name the offending value and say how to fix it; the magics turn them into
 one-line IPython ``UsageError``s.
+
+One exception to the rule: :class:`Interrupted` (a Ctrl-C that stopped a copy, a pack or an export)
+is a ``KeyboardInterrupt`` only. ``AirError`` is an ``Exception``, and an interrupt caught by a
+script's ``except Exception:`` would not stop the script.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ __all__ = [
     "ShardError",
     "PackError",
     "ProbeError",
+    "Interrupted",
 ]
 
 
@@ -136,3 +141,21 @@ class PackError(AirError, ValueError):
 
 class ProbeError(AirError, ValueError):
     """A folder cannot be probed (it holds no files to read)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a long operation cleanly; the message is one line: what stopped, what landed
+    and how to resume (``copy interrupted: 412 of 1,200 files landed in /dest; re-run to copy the
+    rest (copied files are skipped)``).
+
+    A ``KeyboardInterrupt`` (scripts still stop; ``except Exception`` does not swallow it), raised
+    once the operation's threads have stopped and nothing partial is left under a final name. The
+    magics show the message as their one-line error instead of a traceback. ``what``: the
+    operation (``copy``, ``pack``, ``export``)."""
+
+    def __init__(self, message: str, what: str = "") -> None:
+        super().__init__(message)
+        self.what = what
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (str(self), self.what)

@@ -21,6 +21,7 @@ __all__ = [
     "NAME_MAX",
     "PENDING_EXPORT_PREFIX",
     "TRASH_EXPORT_PREFIX",
+    "FUSE_HIDDEN_PREFIX",
     "temp_name",
     "owned_name",
     "is_leftover",
@@ -59,9 +60,17 @@ def owned_name(prefix: str) -> str:
     return f"{prefix}{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
+FUSE_HIDDEN_PREFIX = ".fuse_hidden"  # libfuse's name for a file removed while still open; gone once closed
+
+
 def is_leftover(name: str) -> bool:
-    """True for a copy's temp file or an export's pending or trash folder (never data)."""
-    return (name.startswith(".") and TEMP_MARK in name) or name.startswith((PENDING_EXPORT_PREFIX, TRASH_EXPORT_PREFIX))
+    """True for a copy's temp file, an export's pending or trash folder, or a FUSE mount's hidden
+    file (never data). The last: a temp file removed just after an interrupt, whose close the FUSE
+    server had not seen yet, stays as ``.fuse_hidden...`` for a moment, and a re-run of an
+    interrupted pack must not take it for a stranger's file in its destination."""
+    return (name.startswith(".") and TEMP_MARK in name) or name.startswith(
+        (PENDING_EXPORT_PREFIX, TRASH_EXPORT_PREFIX, FUSE_HIDDEN_PREFIX)
+    )
 
 
 def owner_pid(name: str) -> int | None:

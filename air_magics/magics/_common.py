@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
 
-from ..errors import AirError
+from ..errors import AirError, Interrupted
 
 __all__ = [
     "usage_errors",
@@ -80,14 +80,30 @@ def strip_comment(line: str) -> str:
 
 
 def usage_errors(func: F) -> F:
+    """The magic's errors as one-line ``UsageError``s: an ``AirError``'s message, and Ctrl-C's.
+
+    Ctrl-C that stopped a copy, pack or export (:class:`~air_magics.errors.Interrupted`) shows its
+    one line (what landed, how to resume) instead of a traceback through the engine's threads; a
+    Ctrl-C anywhere else in a magic says it was interrupted and nothing was done past that point.
+    Either way the cell ends in an error, so "Run All" stops there."""
+
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
         except AirError as exc:
             raise UsageError(str(exc)) from None
+        except Interrupted as exc:
+            raise UsageError(str(exc)) from None
+        except KeyboardInterrupt:
+            raise UsageError(f"{_magic_name(func)} interrupted (Ctrl-C); re-run the cell to do it again") from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _magic_name(func: Any) -> str:
+    name = getattr(func, "__name__", "the magic")
+    return f"%{name}" if name.startswith("air_") else name
 
 
 def parse_line(magic_func: Any, line: str) -> Any:

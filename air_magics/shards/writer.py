@@ -38,7 +38,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from ..errors import PackError, ShardError
+from ..errors import Interrupted, PackError, ShardError
 from ..events import Listener, PackEvent, channel
 from ..io.atomic import write_json_atomic
 from ..io.confined import open_dir
@@ -216,7 +216,8 @@ def pack(
     the Spark session, :mod:`.spark`; the volume must be mounted at the same path on the executors).
     Progress: :class:`PackEvent` on :data:`air_magics.events.channel` and to *listeners* (at most
     10 a second, then one ``done``/``failed``/``interrupted``); each event's ``progress`` is a
-    :class:`PackProgress`."""
+    :class:`PackProgress`. Ctrl-C raises :class:`~air_magics.errors.Interrupted` (a
+    ``KeyboardInterrupt``) saying how many shards were written: a re-run reuses them."""
     if engine not in ENGINES:
         raise PackError(f"engine={engine!r}: use one of {', '.join(map(repr, ENGINES))}")
     svp, dvp = VolumePath.parse(src), VolumePath.parse(dest)
@@ -254,9 +255,11 @@ def pack(
             workers or threads("remote-io"),
             retries,
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         emit("interrupted", error="interrupted")
-        raise
+        if isinstance(exc, Interrupted):
+            raise
+        raise Interrupted(_interrupted_message(last[0], dvp, dry_run), "pack") from None
     except Exception as exc:
         emit("failed", error=str(exc) or type(exc).__name__)
         raise
@@ -272,6 +275,18 @@ def pack(
     )
     emit("done", report=report)
     return report
+
+
+def _interrupted_message(p: PackProgress, dvp: VolumePath, dry_run: bool) -> str:
+    """The one line an interrupted pack ends with: the shards that landed and how to resume."""
+    if dry_run:
+        return "pack dry run interrupted; nothing was written"
+    if not p.shards_total:
+        return f"pack interrupted before any shard was written to {dvp}; re-run to pack"
+    return (
+        f"pack interrupted: {p.shards_done:,} of {p.shards_total:,} shards written to {dvp} (published only when "
+        "all are: the manifest is written last); re-run to pack the rest (written shards are reused)"
+    )
 
 
 def _pack(
@@ -402,6 +417,7 @@ def _write_all(
                     index[sp.name] = write_shard(dfd, sp, feed, tick)
                     written.append(sp)
                     shards += 1
+                    report(force=True)  # the count an interrupted run reports is exact
             finally:
                 feed.close()
     report(force=True)

@@ -25,11 +25,13 @@ documents and loggers never run on worker threads.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from collections.abc import Iterable, Sequence
 
 from .. import settings
+from ..errors import Interrupted
 from ..events import CopyEvent, Listener, channel
 from ..io.leftovers import TEMP_MARK
 from ..io.pools import threads
@@ -38,7 +40,15 @@ from .file import DirMaker, copy_file, is_unchanged, source_stat
 from .jobname import source_job_name
 from .task import DESTINATION, SIDE_LABELS, CopyFailure, CopyProgress, CopyReport, CopyTask, side_of
 
-__all__ = ["copy_files", "copy_one", "DEFAULT_WORKERS", "CHECK_THREADS", "TEMP_MARK", "TRANSIENT_ERRNOS"]
+__all__ = [
+    "copy_files",
+    "copy_one",
+    "interrupted_message",
+    "DEFAULT_WORKERS",
+    "CHECK_THREADS",
+    "TEMP_MARK",
+    "TRANSIENT_ERRNOS",
+]
 
 DEFAULT_WORKERS = settings.DEFAULT_COPY_WORKERS  # built-in default of the `workers` setting
 CHECK_THREADS = 4 * threads("remote-io")
@@ -86,6 +96,8 @@ class _CopyRun:
         self.lock = threading.Lock()
         self.next = 0
         self.stop = threading.Event()
+        self.finished = threading.Event()  # set by the last worker to exit (not Thread.join: see _wait)
+        self.running = 0
         self.copied = self.skipped = 0
         self.bytes_done = self.bytes_copied = 0
         self.failed: list[CopyFailure] = []
@@ -111,13 +123,28 @@ class _CopyRun:
             threading.Thread(target=self._work, name=f"air-copy-{i}", daemon=True)
             for i in range(min(n, max(1, len(self.tasks))))
         ]
-        for th in threads:
-            th.start()
+        self.running = len(threads)
+        # Ctrl-C is held back while they start (hundreds, on a busy machine, and the first already
+        # copy): an interrupt inside Thread.start cannot tell whether that thread runs, and a thread
+        # nobody waits for would go on copying after the copy reported what landed. The workers
+        # inherit the mask: the signal is for the calling thread, which gets it right after.
+        held = _hold_sigint()
+        try:
+            for th in threads:
+                th.start()
+        finally:
+            _release_sigint(held)
         return threads
 
     def _work(self) -> None:
-        while (task := self.take()) is not None:
-            self._copy_task(task)
+        try:
+            while (task := self.take()) is not None:
+                self._copy_task(task)
+        finally:
+            with self.lock:
+                self.running -= 1
+                if self.running == 0:
+                    self.finished.set()
 
     def _copy_task(self, task: CopyTask) -> None:
         """One task to its end: copied, skipped, or recorded as failed (never raised)."""
@@ -203,24 +230,59 @@ class _Emitter:
         channel.emit(event, self.listeners)
 
 
-def _wait(run: _CopyRun, threads: list[threading.Thread], emit: _Emitter, interval: float) -> None:
-    """Wait for the workers on the calling thread, emitting progress every *interval* seconds.
+def _wait(run: _CopyRun, emit: _Emitter, interval: float) -> None:
+    """Start the workers and wait for them on the calling thread, emitting progress every *interval* seconds.
     ``KeyboardInterrupt`` (or a listener's error) stops handing out files, lets in-flight ones
-    finish, emits ``interrupted`` and is re-raised."""
+    finish, emits ``interrupted`` and is re-raised.
+
+    The wait is on an event the last worker sets, not ``Thread.join``: a Ctrl-C that lands inside
+    ``join`` can leave CPython 3.11 taking a running thread for finished (its ``_tstate_lock``
+    released by the interrupted join), and then the folders were closed under copies still in
+    flight, whose temp files could not be removed."""
     try:
-        for th in threads:
-            while th.is_alive():
-                th.join(interval)
-                emit()
+        run.start()
+        while not run.finished.wait(interval):
+            emit()
     except BaseException:
         run.stop.set()
-        for th in threads:
-            th.join()
+        _drain(run)
         emit("interrupted")
         raise
     finally:
-        if not any(th.is_alive() for th in threads):
+        if run.finished.is_set():
             run.dirs.close()
+
+
+def _hold_sigint() -> object:
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def _release_sigint(held: object) -> None:
+    if held is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a Ctrl-C held back is raised now
+
+
+def _drain(run: _CopyRun) -> None:
+    """Wait for the files in flight after a stop; a second Ctrl-C stops the waiting (each of them
+    still lands whole or not at all: temp name, then rename)."""
+    try:
+        run.finished.wait()
+    except KeyboardInterrupt:
+        pass
+
+
+def interrupted_message(p: CopyProgress, dest: str, dry_run: bool = False) -> str:
+    """The one line an interrupted copy ends with: what landed and how to resume."""
+    if dry_run:
+        return f"dry run interrupted after checking {p.files_done:,} of {p.files_total:,} files; nothing was copied"
+    where = f" in {dest}" if dest else ""
+    failed = f" ({p.failed:,} failed)" if p.failed else ""
+    return (
+        f"copy interrupted: {p.copied + p.skipped:,} of {p.files_total:,} files landed{where}{failed}; "
+        "re-run to copy the rest (copied files are skipped)"
+    )
 
 
 def copy_files(
@@ -246,8 +308,10 @@ def copy_files(
     seconds and once at the end (``done``, ``failed`` or ``interrupted``), to ``listeners`` and to
     :data:`air_magics.events.channel` (each event's ``progress`` is a :class:`CopyProgress`). A
     listener that raises is logged and the copy goes on.
-    ``KeyboardInterrupt`` stops handing out files, lets in-flight files finish (or vanish: never a
-    partial file under a final name) and is re-raised. ``job`` names the copy in its events (the
+    Ctrl-C (``KeyboardInterrupt``) stops handing out files, lets in-flight files finish (or vanish:
+    never a partial file under a final name) and raises :class:`~air_magics.errors.Interrupted`, a
+    ``KeyboardInterrupt`` whose message is one line: how many files landed and that a re-run copies
+    the rest. ``job`` names the copy in its events (the
     default listeners write a named copy's progress to the status document ``job-copy-<job>`` for
     the sidebar's Jobs); ``None`` names it after its source (``train-3f2a1c``:
     :func:`~air_magics.transfer.jobname.source_job_name`), ``""`` leaves it unnamed (no document:
@@ -269,7 +333,12 @@ def copy_files(
     if job is None and not dry_run:
         job = source_job_name(sources or [_source_folder(run)], dest)
     emit = _Emitter(run, job or None, dest, sources, listeners)
-    _wait(run, run.start(), emit, progress_interval)
+    try:
+        _wait(run, emit, progress_interval)
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, Interrupted):
+            raise
+        raise Interrupted(interrupted_message(run.progress(final=True), dest, dry_run), "copy") from None
     emit("failed" if run.failed else "done")
     return run.report(dest)
 

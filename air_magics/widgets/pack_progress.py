@@ -28,6 +28,8 @@ def describe_pack(p: Any) -> str:
 def _final(event: Any) -> str | None:
     if event.report is not None:
         return str(event.report)
+    if event.state == "interrupted":  # the magic's one-line error says what landed and how to resume
+        return "interrupted"
     if event.terminal:
         return f"{event.state}: {event.error or ''}".rstrip(": ")
     return None
@@ -44,6 +46,7 @@ class WidgetPackProgress:
         self.bar = w.FloatProgress(value=0, min=0, max=1, bar_style="info", layout=w.Layout(width="30%"))
         self.label = w.HTML(value=f"<b>{title}</b> listing the source...")
         self.box = w.HBox([self.bar, self.label])
+        self.outcome = "failed"  # until an event says otherwise (interrupted)
         display(self.box)
 
     def __call__(self, event: Any) -> None:
@@ -52,6 +55,7 @@ class WidgetPackProgress:
             self.bar.value = min(1.0, p.bytes_done / p.bytes_total)
         final = _final(event)
         if final is not None:
+            self.outcome = final
             ok = event.state == "done"
             self.bar.value = 1.0 if ok else self.bar.value
             self.bar.bar_style = "success" if ok else "danger"
@@ -63,7 +67,7 @@ class WidgetPackProgress:
         self.bar.bar_style = "success" if report is not None else "danger"
         if report is not None:
             self.bar.value = 1.0
-        self.label.value = f"<b>{self.title}</b> {report if report is not None else 'failed'}"
+        self.label.value = f"<b>{self.title}</b> {report if report is not None else self.outcome}"
 
 
 class TextPackProgress:
@@ -73,10 +77,12 @@ class TextPackProgress:
     def __init__(self, title: str, file: IO[str] | None = None) -> None:
         self.title, self.file = title, file
         self._open = False
+        self.outcome = "failed"  # until an event says otherwise (interrupted)
 
     def __call__(self, event: Any) -> None:
         out = self.file or sys.stdout
-        if _final(event) is not None:
+        if (final := _final(event)) is not None:
+            self.outcome = final
             return  # close() prints the outcome once
         print(f"\r{self.title}: {describe_pack(event.progress)}", end="", file=out, flush=True)
         self._open = True
@@ -85,7 +91,7 @@ class TextPackProgress:
         out = self.file or sys.stdout
         if self._open:
             print(file=out)
-        print(report if report is not None else f"{self.title}: failed", file=out, flush=True)
+        print(report if report is not None else f"{self.title}: {self.outcome}", file=out, flush=True)
         self._open = False
 
 
