@@ -85,6 +85,11 @@ class Entries:
             ).fetchall()
         return {k: (s, m, a, c) for k, s, m, a, c in found}
 
+    def all_rows(self) -> list[tuple[str, str, int, float]]:
+        """Every entry as ``(key, local, size, source mtime)`` (a check compares them with the files)."""
+        with self._open() as db:
+            return db.execute("SELECT key, local, size, mtime FROM entries").fetchall()
+
     def keys(self) -> list[str]:
         with self._open() as db:
             return [k for (k,) in db.execute("SELECT key FROM entries")]

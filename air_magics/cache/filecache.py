@@ -44,6 +44,7 @@ from ..snapshots import CacheInfo  # the value cache events carry; it lives belo
 from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location, VolumeStore
+from .check import CheckReport, run_check
 from .claimed import CLEAR_WAIT, ClaimedEntries, ClearReport
 from .entries import Entries
 from .evict import Evictor
@@ -54,7 +55,7 @@ from .rootguard import RootGuard
 from .stripes import Stripes
 from .validate import Validation
 
-__all__ = ["FileCache", "CacheInfo", "ClearReport", "Residency"]
+__all__ = ["FileCache", "CacheInfo", "ClearReport", "CheckReport", "Residency"]
 
 _REPORT_EVERY = 1.0  # seconds: a stream ending sooner after the last status report defers its own
 
@@ -179,9 +180,13 @@ class FileCache(ClaimedEntries):
 
     def _opened(self) -> None:
         """This process opened the index: the root's identity is remembered (a later swap is named),
-        and this process's presence lock is taken, sweeping dead processes' overflow folders."""
+        and this process's presence lock is taken, sweeping dead processes' overflow folders; when it
+        swept one (a crash: a process that exits cleanly removes its own), :meth:`check` repairs the
+        rest of what a crash leaves (temp files, fetches never finished, half-extracted folders)."""
         self._guard.verify()
         self._overflow.folder()
+        if self._overflow.swept:  # a process died without cleaning up: repair what it may have left
+            self.check(repair=True)
 
     def __repr__(self) -> str:
         return f"FileCache(root={str(self.root)!r}, limit={self.limit}, reserve={self.reserve})"
@@ -345,6 +350,18 @@ class FileCache(ClaimedEntries):
             self._revalidated,
             self._revalidation_seconds,
         )
+
+    def check(self, repair: bool = False) -> CheckReport:
+        """Compare the index with the files: rows without files, files without rows, size or mtime
+        mismatches, temp files of dead writers, fetches never finished, dead processes' overflow
+        folders and locks, extracted folders or markers without their entry (see :mod:`.check`).
+        ``repair=True`` removes each (never what a live process holds) and recounts the total.
+        Runs by itself, repairing, when a process opens the cache after another crashed."""
+        self.flush_hits()
+        report = run_check(self.root, self._entries, self._stripes, repair=repair, verify_root=self._guard.verify)
+        if repair:
+            self._entries.heal_totals()
+        return report
 
     def clear(self, *, reset_stats: bool = False, force: bool = False) -> ClearReport:
         """Drop cached files (never the sources), keeping those used in the last ``pin_seconds``.

@@ -54,7 +54,7 @@ from ..io.process import pid_alive
 from ..io.units import fmt_bytes
 from ..io.versions import same_version
 
-__all__ = ["OverflowWindow", "Residency", "DEFAULT_OVERFLOW_FILES", "sweep_dead"]
+__all__ = ["OverflowWindow", "Residency", "DEFAULT_OVERFLOW_FILES", "sweep_dead", "dead_folders"]
 
 DEFAULT_OVERFLOW_FILES = 1024  # more than a default DataLoader keeps in flight (2 workers x 2 messages x 128)
 _LOCK_SUFFIX = ".lock"
@@ -273,6 +273,35 @@ def sweep_dead(base: Path) -> list[str]:
             continue
         removed.append(name)
     return removed
+
+
+def dead_folders(base: Path) -> list[str]:
+    """The names under *base* (folders and lock files) :func:`sweep_dead` would remove now: those
+    whose lock is free (taken and released at once, nothing removed)."""
+    try:
+        names = set(os.listdir(base))
+    except FileNotFoundError:
+        return []
+    dead = []
+    for name in sorted(names):
+        if name.startswith("."):
+            continue
+        stem = name[: -len(_LOCK_SUFFIX)] if name.endswith(_LOCK_SUFFIX) else name
+        if stem + _LOCK_SUFFIX not in names:
+            if name == stem and _legacy_dead(base / name, name):
+                dead.append(name)
+            elif name != stem:
+                fd = _take(base / name)
+                if fd is not None:
+                    os.close(fd)
+                    dead.append(name)  # a lock whose folder is gone
+            continue
+        if name == stem:
+            fd = _take(base / (name + _LOCK_SUFFIX))
+            if fd is not None:
+                os.close(fd)
+                dead.append(name)
+    return dead
 
 
 def _take(lock: Path) -> int | None:

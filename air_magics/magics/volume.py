@@ -9,6 +9,7 @@
 %air_volume register catalog.schema.volume URL
 %air_volume use catalog.schema.volume          default volume for relative paths
 %air_volume cache [--clear [--force]]          live cache view: hit rate, size, evictions, data wait
+%air_volume cache --check [--repair]           compare the cache's index with its files; repair what crashes left
 %air_volume checkpoints DIR                    live view of the checkpoints saved under DIR
 %air_volume pack SRC DEST [--shard-size 1GiB] [--pattern GLOB] [--engine local|spark] [--dry-run]
                                                pack a folder of small files into tar shards
@@ -55,7 +56,7 @@ _USAGE = {
     "create": "catalog.schema.volume",
     "register": "catalog.schema.volume URL",
     "use": "catalog.schema.volume",
-    "cache": "no arguments (and --clear to empty it)",
+    "cache": "no arguments (and --clear to empty it, --check [--repair] to check it)",
     "checkpoints": "DIR (the folder a CheckpointManager saves into)",
     "pack": "SRC DEST (two folders)",
     "probe": "PATH (a volume folder, or a local one)",
@@ -103,6 +104,12 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
             action="store_true",
             help="cache --clear: also remove files just handed to a running training loop (unsafe while it runs)",
         ),
+        argument(
+            "--check",
+            action="store_true",
+            help="cache: compare the index with the files (rows without files, strays, temps, dead processes' folders)",
+        ),
+        argument("--repair", action="store_true", help="cache --check: fix what it finds (not live files)"),
         output_argument(),
     )
 
@@ -148,6 +155,12 @@ def _command(magics: Any, args: Any) -> Any:
         raise UsageError(f"--clear only applies to `cache`, not to {cmd!r}")
     if args.force and not args.clear:
         raise UsageError("--force only applies to `cache --clear`")
+    if (args.check and cmd != "cache") or (args.repair and not args.check):
+        raise UsageError("--check only applies to `cache`, and --repair only to `cache --check`")
+    if args.check and args.clear:
+        raise UsageError("give `cache --clear` or `cache --check`, not both")
+    if cmd == "cache" and args.check:
+        return _cache_check(args.repair)
     if cmd == "cache":
         return _cache(magics, args.clear, args.force)
     if cmd == "checkpoints":
@@ -326,6 +339,13 @@ def _cache(magics: Any, clear: bool, force: bool = False) -> Any:
     if magics.widgets and has_widget_frontend():
         return CacheView()
     return _Text(cache_text())
+
+
+def _cache_check(repair: bool) -> Any:
+    """The cache's self-check (``FileCache.check``): one line per problem found (and repaired)."""
+    from ..cache import FileCache
+
+    return _Text(str(FileCache().check(repair=repair)))
 
 
 def _checkpoints(magics: Any, directory: VolumePath) -> Any:
