@@ -1,6 +1,7 @@
 """``%air_table``: tables through Spark Connect.
 
     %air_table NAME                                   schema, row count, preview
+    %air_table /Volumes/.../tbl [--as ...]            a folder of Parquet or a Delta table, read without Spark
     %air_table NAME --as pandas|numpy|arrow -o VAR    [--columns a,b] [--where EXPR] [--limit N] [--max-bytes 4GiB]
     %air_table --sql "SELECT ... FROM main.ds.t" [--as ...] [-o VAR]
     %air_table NAME --to /Volumes/... [--mode overwrite|error] [--as datasets -o VAR]   (--export DEST too)
@@ -34,7 +35,7 @@ FORMATS = ("pandas", "numpy", "arrow", "datasets")
 def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
     return with_arguments(
         func,
-        argument("name", nargs="?", help="table: [catalog.][schema.]table"),
+        argument("name", nargs="?", help="table: [catalog.][schema.]table, or a /Volumes/... folder (Parquet, Delta)"),
         argument("--as", dest="form", choices=FORMATS, help="return the data in this form"),
         output_argument(),
         argument("--columns", metavar="A,B", help="only these columns"),

@@ -39,9 +39,18 @@ def describe_folder(path: str, preview: int = 5) -> tuple[list[tuple[str, str]],
     """``(columns and types, rows, first *preview* rows as pandas)`` of a folder: rows from the
     footers and the Delta log only (live rows of a snapshot), the preview read."""
     store, table = _resolve(path, None, None, None)
-    rows = table.delta.rows if table.delta is not None else sum(sum(p.row_groups) for p in table.parts)
+    rows = table.delta.rows if table.delta is not None else -1
+    if rows < 0:  # plain Parquet, or a log without counts: the footers (live rows less the masks)
+        rows = sum(
+            sum(p.row_groups) if p.view is None or p.view.keep is None else _live(p.view.keep, sum(p.row_groups))
+            for p in table.parts
+        )
     cols = [(f.name, str(f.type)) for f in table.schema]
     return cols, rows, read_folder(path, limit=preview, store=store)
+
+
+def _live(keep: Any, n: int) -> int:
+    return int(keep[:n].sum()) + max(0, n - len(keep))
 
 
 def read_folder(

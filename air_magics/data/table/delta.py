@@ -89,7 +89,10 @@ class DeltaSnapshot:
 
     @property
     def rows(self) -> int:
-        """Live rows: the files' record counts less the rows their deletion vectors remove."""
+        """Live rows: the files' record counts less the rows their deletion vectors remove (-1 when
+        the log lacks a file's count: its footer has it)."""
+        if any(f.rows < 0 for f in self.files):
+            return -1
         return sum(
             f.rows if f.keep is None else int(f.keep[: f.rows].sum()) + max(0, f.rows - len(f.keep)) for f in self.files
         )
@@ -236,9 +239,10 @@ def describe_delta(root: str, shown: str) -> str:
 
     snap = open_snapshot(root, shown=shown)
     n, rows, size = len(snap.files), snap.rows, sum(f.size for f in snap.files)
+    counted = f"{rows:,} rows" if rows >= 0 else "rows not counted in the log"
     parts = f", partitioned by {', '.join(snap.partition_columns)}" if snap.partition_columns else ""
     return (
-        f"Delta table, version {snap.version}, {n:,} file{'s' * (n != 1)}, {rows:,} rows ({fmt_bytes(size)}){parts}; "
+        f"Delta table, version {snap.version}, {n:,} file{'s' * (n != 1)}, {counted} ({fmt_bytes(size)}){parts}; "
         f"read it with UCDataset({shown!r}) (version=N for an older one)"
     )
 
