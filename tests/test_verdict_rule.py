@@ -148,3 +148,9 @@ def test_the_sidebar_shows_pythons_kind_and_figure_and_has_no_thresholds():
         text = name.read_text()
         assert not re.search(r"wait_(share|percent)\s*[<>]=?", text), f"{name.name} re-derives the verdict's kind"
         assert not re.search(r"\b(0\.05|0\.2|0\.20)\b", text), f"{name.name} holds a threshold of its own"
+
+
+def test_a_vanishing_compute_step_does_not_overflow_the_worker_count():
+    """Found by the property above: 0.125 s of collate against a subnormal compute step."""
+    v = verdict(StageTimes(collate=0.125, wait=0.125, compute=2.2e-311), steps=10, workers=2, cpus=8)
+    assert v.bottleneck == "transform" and "make the transform cheaper" in v.advice

@@ -274,7 +274,8 @@ def _transform_advice(t: StageTimes, steps: int, source: str | None, workers: in
         cost = f"the transform takes {_ms((t.transform + t.collate) / steps)} per batch"
     if per_step <= 0:
         return f"{cost} and the loop computes nothing between batches: use num_workers={cpus} (one per core)"
-    need = max(workers + 1, math.ceil(busy / steps / per_step * _HEADROOM))
+    ratio = busy / steps / per_step * _HEADROOM  # inf for a compute step of a few picoseconds
+    need = max(workers + 1, math.ceil(min(ratio, 1e6)))
     against = f"{cost} against {_ms(per_step)} of compute per step"
     if need > cpus:
         return (
