@@ -247,16 +247,25 @@ def test_snapshot_vacuumed_mid_epoch_is_refused_in_one_line(vol):
 
 
 # -- refusals ---------------------------------------------------------------------------------------
-def test_unknown_reader_feature_is_refused(vol):
+@pytest.mark.parametrize(
+    "feature",
+    ["fancyNewThing", "variantShredding-preview"],  # deltalake refuses the first itself; it loads the second, we refuse
+)
+def test_unknown_reader_feature_is_refused(vol, feature):
+    from air_magics import tables
+    from air_magics.errors import TablesError
+
     path, root = vol
     write_deltalake(root, frame(0, 10))
     protocol = {"minReaderVersion": 3, "minWriterVersion": 7}
-    protocol.update(readerFeatures=["fancyNewThing"], writerFeatures=["fancyNewThing"])
+    protocol.update(readerFeatures=[feature], writerFeatures=[feature])
     with open(os.path.join(root, "_delta_log", f"{1:020d}.json"), "w") as f:
         f.write(json.dumps({"protocol": protocol}) + "\n")
-    with pytest.raises(DeltaError, match="'fancyNewThing'") as err:
+    with pytest.raises(DeltaError, match=f"reader feature '{feature}'") as err:
         UCDataset(path)
     assert "\n" not in str(err.value)
+    with pytest.raises(TablesError, match=f"'{feature}'"):
+        tables.read_table(path)
 
 
 def test_missing_deltalake_is_refused(vol):

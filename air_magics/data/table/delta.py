@@ -138,13 +138,21 @@ def _load(deltalake: Any, root: str, shown: str, version: int | None, timestamp:
         return dt
     except Exception as exc:  # deltalake's DeltaError / DeltaProtocolError / TableNotFoundError
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if "not supported" in text.lower() or "unsupported" in text.lower():
+        low = text.lower()
+        if "catalog-managed" in low or "catalogmanaged" in low:
+            raise DeltaError(
+                f"{shown} needs the Delta reader feature 'catalogManaged' (its catalog owns the commits), which "
+                f"this reader cannot honour; read it through its catalog's engine"
+            ) from None
+        if "not supported" in low or "unsupported" in low:
             m = _FEATURE.search(text)
             what = f"the Delta reader feature {m.group(1)!r}" if m else f"something deltalake cannot read ({text})"
             raise DeltaError(f"{shown} needs {what}; read it with an engine that supports it") from None
-        at = f" version {version}" if version is not None else (f" at {timestamp}" if timestamp is not None else "")
+        if version is None and timestamp is None:
+            raise DeltaError(f"{shown} is not a readable Delta table ({text})") from None
+        at = f"version {version}" if version is not None else f"the version at {timestamp}"
         raise DeltaError(
-            f"{shown}{at} cannot be loaded ({text}); an old version is gone once its log is cleaned up or vacuumed: "
+            f"{shown} cannot be loaded at {at} ({text}); a version is gone once its log is cleaned up or vacuumed: "
             f"read the latest (no version=/timestamp=) instead"
         ) from None
 
