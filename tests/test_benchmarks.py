@@ -43,8 +43,15 @@ SCENARIOS = {
     ),
     "confined": ([], ["### confined open vs plain open", "| read |", "| write |"]),
     "loader": (  # 96 files x 32 KiB: each loader still runs its cold and warm epoch through its own processes
-        ["--configs", "ref:default,torch:8,copy,air:default,air:default+half", "--files", "96", "--size-kib", "32"],
-        ["## bench_loader", "| loader | setup s", "`torch:8`", "`air:default`", "`copy`", "epoch-2 hits"],
+        [
+            "--configs",
+            "ref:default,torch:8,copy,pool,spdl,air:default,air:default+half",
+            "--files",
+            "96",
+            "--size-kib",
+            "32",
+        ],
+        ["## bench_loader", "| loader | setup s", "`torch:8`", "`air:default`", "`copy`", "`pool`", "epoch-2 hits"],
     ),
     "checkpoint": (  # a 4 MB state: still several tensors and files per checkpoint, a child process per method
         ["--sizes-mb", "4"],

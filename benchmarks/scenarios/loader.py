@@ -13,6 +13,10 @@ fixed per-request latency, these loaders (``--configs``):
   air:WxPxF     ... and ``DataLoader(prefetch_factor=F)``
   copy          the ceilings: the copy engine (``air_magics.copy``) copying the folder to local disk (its
                 "cold" row), then a bare single-thread read loop over the copies (its "warm" row)
+  pool          the plain yardstick of a cold epoch: ``ThreadPoolExecutor(64)`` running ``shutil.copyfile`` of
+                each file to local disk, the consumer reading each copy as it lands; warm: the bare read loop
+  spdl          SPDL's thread pipeline (``spdl.pipeline``, 64 concurrent ``open().read()`` into memory, no
+                cache); skipped with a printed reason where ``spdl`` is not installed
   +step         (suffix, e.g. ``ref:default+step``) a simulated training step: the consumer sleeps 5 ms per
                 32 items; the report gives the share of each epoch spent waiting for data
   +half         (suffix, air only) air_magics' cache limited to half the data: the report gives epoch 2's hit rate
@@ -99,7 +103,7 @@ __all__ = ["Bench", "main", "make_dataset"]
 
 VOLUME = ("main", "bench", "vol")  # catalog, schema, volume
 TOP = "flat"  # one flat folder: /Volumes/main/bench/vol/flat/f00000.bin ...
-DEFAULT_CONFIGS = "ref:default,ref:8,torch:8,copy,air:default,air:4x32,air:2x32,air:1x32,ref:default+step,air:default+step,air:default+half"
+DEFAULT_CONFIGS = "ref:default,ref:8,torch:8,copy,pool,spdl,air:default,air:4x32,air:2x32,air:1x32,ref:default+step,air:default+step,air:default+half"
 
 
 def _pngs(rng: random.Random, size: int, count: int = 16) -> list[bytes]:
@@ -281,7 +285,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--configs",
         default=DEFAULT_CONFIGS,
-        help=f"comma-separated loaders: ref:default|ref:N, torch:N, air:default|air:WxP|air:WxPxF (default {DEFAULT_CONFIGS})",
+        help=f"comma-separated loaders: ref:default|ref:N, torch:N, air:default|air:WxP|air:WxPxF, copy, pool, spdl (default {DEFAULT_CONFIGS})",
     )
     p.add_argument(
         "--ref-python",
@@ -320,7 +324,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return a
 
 
-PEER_KINDS = ("ref", "torch")  # the loaders compared against, not air_magics' own
+PEER_KINDS = ("ref", "torch", "spdl")  # the loaders compared against, not air_magics' own
+
+
+def _spdl_unavailable(python: str) -> str:
+    """Why *python* cannot run the SPDL row, or ''."""
+    import subprocess
+
+    r = subprocess.run([python, "-c", "import spdl.pipeline"], capture_output=True, text=True)
+    if r.returncode == 0:
+        return ""
+    return f"`import spdl.pipeline` failed in {python}: install it with `pip install spdl` (the `bench` extra)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -337,6 +351,12 @@ def main(argv: list[str] | None = None) -> int:
         a.configs = ",".join(c.name for c in configs)
         ref_note = skipped("reference rows (ref:*)", why)
         log(ref_note)
+    if any(c.kind == "spdl" for c in configs) and (why := _spdl_unavailable(a.python)):
+        configs = [c for c in configs if c.kind != "spdl"]
+        a.configs = ",".join(c.name for c in configs)
+        note = skipped("SPDL row (spdl)", why)
+        ref_note = f"{ref_note}\n{note}" if ref_note else note
+        log(note)
     link = Path(a.volumes_link or f"/Volumes-air-bench-{os.getpid()}")
     if not str(link).startswith("/Volumes"):
         raise SystemExit(f"--volumes-link {link}: the reference accepts only paths that start with /Volumes")

@@ -9,7 +9,11 @@ marks (monotonic times) let the harness cut its PSS samples per phase. Result: J
 ``step_ms``: a simulated training step, the consumer sleeps that long after every 32 items; the time
 spent waiting in ``next()`` is the data wait, reported per epoch. Kind ``copy`` measures the ceilings
 instead of a loader: its "cold epoch" is the copy engine (``air_magics.copy``) copying the same folder
-to local disk, its "warm epoch" a bare single-thread ``open().read()`` loop over the copied files.
+to local disk, its "warm epoch" a bare single-thread ``open().read()`` loop over the copied files. Kind
+``pool`` is the plain yardstick for the cold epoch: a ``ThreadPoolExecutor(64)`` copying each file to
+local disk with ``shutil.copyfile``, the consumer reading each copy as it lands; its warm epoch is the
+same bare loop. Kind ``spdl`` is SPDL's thread pipeline (``spdl.pipeline``, 64 concurrent
+``open().read()`` into memory, no cache: its warm epoch reads the volume again).
 """
 
 from __future__ import annotations
@@ -17,11 +21,12 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import sys
 import time
 from pathlib import Path
 
-__all__ = ["NaiveFiles", "child_main"]
+__all__ = ["NaiveFiles", "SpdlFiles", "child_main"]
 
 
 def _cpu_now() -> float:
@@ -173,6 +178,71 @@ def _ceilings(spec: dict, marks: dict) -> list[dict]:
     return [cold, warm]
 
 
+POOL_THREADS = 64  # the plain pool's threads, as in the copy benchmark's pool row
+SPDL_CONCURRENCY = 64
+
+
+def _listing(folder: str) -> list[str]:
+    with os.scandir(folder) as it:
+        return sorted(e.path for e in it if e.is_file(follow_symlinks=False))
+
+
+def _pool_copies(paths: list[str], dest: str):
+    """Kind ``pool``: 64 threads each ``shutil.copyfile`` a file to local disk; yields the copies as they land."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    os.makedirs(dest, exist_ok=True)
+
+    def one(src: str) -> str:
+        dst = os.path.join(dest, os.path.basename(src))
+        shutil.copyfile(src, dst)
+        return dst
+
+    with ThreadPoolExecutor(POOL_THREADS) as ex:
+        for fut in as_completed([ex.submit(one, p) for p in paths]):
+            yield fut.result()
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class SpdlFiles:
+    """Kind ``spdl``: each ``__iter__`` runs an SPDL pipeline reading every file into memory, 64 at once."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+
+    def __iter__(self):
+        from spdl.pipeline import PipelineBuilder
+
+        pipeline = (
+            PipelineBuilder()
+            .add_source(self.paths)
+            .pipe(_read, concurrency=SPDL_CONCURRENCY, output_order="completion")
+            .add_sink(SPDL_CONCURRENCY)
+            .build(num_threads=SPDL_CONCURRENCY)
+        )
+        with pipeline.auto_stop():
+            yield from pipeline.get_iterator(timeout=600)
+
+
+def _yardstick(spec: dict, marks: dict) -> list[dict]:
+    """Kinds ``pool`` and ``spdl``: list the folder (setup), then a cold and a warm epoch."""
+    paths = _listing(spec["naive_path"])
+    marks["setup"] = time.monotonic()
+    if spec["kind"] == "spdl":
+        src = SpdlFiles(paths)
+        marks["epoch0_start"], marks["epoch0_end"], cold = _epoch(src)
+        marks["epoch1_start"], marks["epoch1_end"], warm = _epoch(src)
+        return [cold, warm]
+    dest = os.path.join(os.path.dirname(spec["result_file"]), "pooled")
+    marks["epoch0_start"], marks["epoch0_end"], cold = _epoch(_pool_copies(paths, dest))
+    marks["epoch1_start"], marks["epoch1_end"], warm = _epoch(_listing(dest))
+    return [cold, warm]
+
+
 def child_main(spec: dict) -> int:
     marks = {"start": time.monotonic()}
     kind = spec["kind"]
@@ -183,13 +253,15 @@ def child_main(spec: dict) -> int:
         from air_magics.data import DataLoader, UCVolumeDataset  # noqa: F401
     elif kind == "torch":
         import torch.utils.data  # noqa: F401
+    elif kind == "spdl":
+        import spdl.pipeline  # noqa: F401
     if spec.get("pil"):
         import numpy  # noqa: F401
         import PIL.Image  # noqa: F401
     marks["imported"] = time.monotonic()
     cpu0 = _cpu_now()
-    if kind == "copy":
-        epochs = _ceilings(spec, marks)
+    if kind in ("copy", "pool", "spdl"):
+        epochs = _ceilings(spec, marks) if kind == "copy" else _yardstick(spec, marks)
         marks["done"] = time.monotonic()
         out = {"marks": marks, "epochs": epochs, "cpu_s": _cpu_now() - cpu0, "info": {}}
         Path(spec["result_file"]).write_text(json.dumps(out))

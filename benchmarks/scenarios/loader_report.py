@@ -23,7 +23,7 @@ MIB = 2**20
 @dataclass(frozen=True)
 class Config:
     name: str  # e.g. "air:4x32"
-    kind: str  # ref | torch | air
+    kind: str  # ref | torch | air | copy | pool | spdl
     workers: int | None  # None = the library's default
     prefetch: int | None  # air only: UCVolumeDataset(prefetch=...); None = default
     prefetch_factor: int | None = None  # air only: DataLoader(prefetch_factor=...); None = default
@@ -45,6 +45,13 @@ class Config:
             return (
                 "ceilings: cold = copy engine (`air_magics.copy`) to local disk, warm = bare read loop over the copies"
             )
+        if self.kind == "pool":
+            return (
+                "plain `ThreadPoolExecutor(64)`: cold = `shutil.copyfile` to local disk + a read of each copy, "
+                "warm = bare read loop over the copies"
+            )
+        if self.kind == "spdl":
+            return "SPDL pipeline, 64 concurrent `open().read()` into memory (no cache)"
         if self.kind == "ref":
             return "reference `databricks.air.data`, " + (
                 "default workers" if self.workers is None else f"num_workers={self.workers}"
@@ -61,14 +68,16 @@ class Config:
 
 
 STEP_MS = 5.0
+YARDSTICKS = ("copy", "pool", "spdl")  # configurations without arguments: ceilings and plain peers
 
 
 def parse_configs(text: str) -> list[Config]:
-    """``ref:default,ref:8,torch:8,air:default,air:2x32x32,copy,air:default+step,air:default+half`` -> configurations."""
+    """``ref:default,ref:8,torch:8,air:default,air:2x32x32,copy,pool,spdl,air:default+step,air:default+half``
+    -> configurations."""
     out = []
     for tok in [t.strip() for t in text.split(",") if t.strip()]:
-        if tok == "copy":
-            out.append(Config("copy", "copy", None, None))
+        if tok in YARDSTICKS:
+            out.append(Config(tok, tok, None, None))
             continue
         base, *mods = tok.split("+")
         if set(mods) - {"step", "half", "pil"}:
@@ -78,7 +87,7 @@ def parse_configs(text: str) -> list[Config]:
         kind, _, arg = base.partition(":")
         if kind not in ("ref", "torch", "air"):
             raise SystemExit(
-                f"--configs: unknown kind in {tok!r}: use ref:N|ref:default, torch:N, air:WxP[xF]|air:default, copy"
+                f"--configs: unknown kind in {tok!r}: use ref:N|ref:default, torch:N, air:WxP[xF]|air:default, copy, pool, spdl"
             )
         if "half" in mods and kind != "air":
             raise SystemExit(f"--configs: {tok!r}: +half limits air_magics' cache; the others have none")
@@ -177,6 +186,9 @@ def _hit_share(r: Result) -> float:
     return eh[1][0] / sum(eh[1])
 
 
+PLAIN = {"pool": "64-thread pool", "spdl": "SPDL pipeline"}
+
+
 def _variant(cfg: Config) -> tuple:
     """Rows that compare with each other: the same consumer pattern (+step, +pil)."""
     return (cfg.step_ms, cfg.pil)
@@ -185,6 +197,7 @@ def _variant(cfg: Config) -> tuple:
 def _targets(rows: dict, refs: list[str], best_cold: str, best_warm: str) -> list[str]:
     out = []
     ceil = next((v for v in rows.values() if v["cfg"].kind == "copy"), None)
+    plain = [(k, v) for k in ("pool", "spdl") for v in rows.values() if v["cfg"].kind == k and v["cold"] == v["cold"]]
     ref_step = [v for v in rows.values() if v["cfg"].kind == "ref" and v["cfg"].step_ms]
     for name, v in rows.items():
         cfg = v["cfg"]
@@ -220,6 +233,8 @@ def _targets(rows: dict, refs: list[str], best_cold: str, best_warm: str) -> lis
             f"warm {xw:.2f}x `{best_warm}` (target >= 1.5x: {verdict(xw >= 1.5)})",
             f"first item {v['first']:.2f} s, worst rep {v['first_max']:.2f} s (target < 0.5 s: {verdict(v['first_max'] < 0.5)})",
         ]
+        if not cfg.pil:  # the plain yardsticks of the cold epoch (they move bytes; +pil decodes too)
+            t += [f"cold {v['cold'] / pv['cold']:.2f} of the plain {PLAIN[k]}'s" for k, pv in plain]
         if ceil is not None and not cfg.pil:  # the ceilings move bytes; +pil decodes too
             cc, cw = v["cold"] / ceil["cold"], v["warm"] / ceil["warm"]
             t += [
@@ -256,7 +271,7 @@ def report(results: list[Result], configs: list[Config], a: argparse.Namespace) 
             xw = v["warm"] / rows[best_warm]["warm"] if best_warm else float("nan")
             xp = v["pss"] / rows[best_cold]["pss"] if best_cold else float("nan")
             fail = f" ({v['failed']}/{v['n']} runs FAILED)" if v["failed"] else ""
-            warm_note = " (no cache: reads the volume again)" if v["cfg"].kind == "torch" else ""
+            warm_note = " (no cache: reads the volume again)" if v["cfg"].kind in ("torch", "spdl") else ""
             extra = []
             if v["cfg"].step_ms:
                 extra.append(f"data wait {fmt(v['wait_cold'] * 100, '.0f')}% / {fmt(v['wait_warm'] * 100, '.0f')}%")
