@@ -144,3 +144,53 @@ def test_an_interrupted_pack_keeps_its_shards_and_a_rerun_reuses_them(slow_volum
     assert report.shards_reused + report.shards_written == total
     packed = open_packed(VolumeStore(), "/Volumes/main/raw/img/packed")
     assert packed is not None and len(packed.members) == 400
+
+
+_LOADER_LOOP = """
+import os, signal, sys, threading, time
+from air_magics.data import DataLoader, UCVolumeDataset
+
+loader = DataLoader(UCVolumeDataset("/Volumes/main/raw/img/data", shuffle=True, seed=1), batch_size=None, num_workers=2)
+seen = []
+
+
+def ctrl_c():  # what Jupyter's interrupt and a terminal's Ctrl-C do: SIGINT to the whole process group
+    while len(seen) < 40:
+        time.sleep(0.005)
+    os.killpg(os.getpgid(0), signal.SIGINT)
+
+
+threading.Thread(target=ctrl_c, daemon=True).start()
+try:
+    for path in loader:
+        seen.append(os.path.basename(os.path.dirname(path)) + "/" + os.path.basename(path))
+        time.sleep(0.01)  # the step
+    print("not interrupted", file=sys.stderr)
+except KeyboardInterrupt:
+    pass
+delivered = sum(sum(s["delivered"]) for s in loader.state_dict()["dataset"]["segments"])
+rest = [os.path.basename(os.path.dirname(p)) + "/" + os.path.basename(p) for p in loader]  # the same workers
+print(len(seen), delivered, len(rest), len(set(seen) | set(rest)), flush=True)
+"""
+
+
+def test_an_interrupted_loader_loop_keeps_its_workers_and_its_count(slow_volume, tmp_path):
+    """Ctrl-C in the training loop (to the process group, as a notebook's interrupt sends it): no
+    thread's traceback, the workers stay, ``state_dict()`` counts exactly what was delivered, and the
+    next ``iter`` delivers the rest of the epoch, each file once."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    run = subprocess.run(
+        [sys.executable, "-c", _LOADER_LOOP],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        start_new_session=True,  # its own process group, so the SIGINT reaches only it and its workers
+    )
+    assert run.returncode == 0 and "Traceback" not in run.stderr and "Exception" not in run.stderr, run.stderr
+    seen, delivered, rest, distinct = map(int, run.stdout.split())
+    assert 40 <= seen < 400 and delivered == seen  # what the loop got, not what was prefetched
+    assert seen + rest == 400 and distinct == 400  # the rest of the epoch, every file exactly once

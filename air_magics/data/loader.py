@@ -105,6 +105,26 @@ class _ChunkCollate:
         return out
 
 
+class _CtrlCInMainOnly:
+    """A worker's init: Ctrl-C is ignored there, then the user's ``worker_init_fn`` runs.
+
+    Jupyter's interrupt and a terminal's Ctrl-C signal the whole process group: torch's workers
+    took it as their end, so after an interrupted loop the persistent workers were gone and the
+    next epoch failed with "DataLoader worker (pid(s) ...) exited unexpectedly". The interrupt is
+    the training loop's (it arrives in the user's ``for``); the workers stay, the next ``iter``
+    resets them, and ``state_dict()`` still counts what was delivered."""
+
+    def __init__(self, user: Callable[[int], None] | None) -> None:
+        self.user = user
+
+    def __call__(self, worker_id: int) -> None:
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if self.user is not None:
+            self.user(worker_id)
+
+
 def _wrapped(dataset: Any) -> EpochStream | None:
     """The ``UCVolumeDataset``/``UCDataset`` a user's wrapper dataset holds as an attribute, if exactly one."""
     found = [v for v in getattr(dataset, "__dict__", {}).values() if isinstance(v, EpochStream)]
@@ -203,6 +223,8 @@ class DataLoader(tud.DataLoader):
         if self._inner is not None and persistent_workers and workers > 0:
             self._plan = PlanFile(self._inner.plan_root())
             weakref.finalize(self, self._plan.close)
+        if self._inner is not None and workers > 0:
+            kwargs["worker_init_fn"] = _CtrlCInMainOnly(kwargs.get("worker_init_fn"))
         if workers == 0:
             prefetch_factor, persistent_workers = None, False
         elif prefetch_factor is None and self._air:
