@@ -1,10 +1,11 @@
-"""Ctrl-C (a real SIGINT) during a copy and a pack: one line saying what stopped, what landed and how
-to resume, every landed file whole, and a re-run that finishes the job.
+"""Ctrl-C (a real SIGINT) during a copy, a pack and a DataLoader loop: one line saying what stopped,
+what landed and how to resume, every landed file whole, and a re-run that finishes the job.
 
-The signal is sent to this process's main thread by a watcher thread once some files have landed
-on local disk, out of a slow real FUSE volume (benchmarks/harness/fusevol.py), so the interrupt
-always falls mid-copy. A copy in a real Jupyter kernel interrupted the way the notebook's stop
-button does it is in tests/test_interrupt_kernel.py."""
+The signal is sent once some files have landed on local disk, out of a slow real FUSE volume
+(benchmarks/harness/fusevol.py), so the interrupt always falls mid-operation: to this process's
+main thread (IPython's ``run_cell``, the Python API), to a child's process group (a training
+loop), and through a real Jupyter kernel's interrupt (what the notebook user sees). An interrupted
+export is in tests/test_tables.py (it needs the Spark server)."""
 
 from __future__ import annotations
 
@@ -194,3 +195,48 @@ def test_an_interrupted_loader_loop_keeps_its_workers_and_its_count(slow_volume,
     seen, delivered, rest, distinct = map(int, run.stdout.split())
     assert 40 <= seen < 400 and delivered == seen  # what the loop got, not what was prefetched
     assert seen + rest == 400 and distinct == 400  # the rest of the epoch, every file exactly once
+
+
+def test_a_notebook_interrupting_a_copy_sees_one_line(slow_volume, tmp_path):
+    """What the notebook user sees: a real kernel, the interrupt button (jupyter_client's
+    interrupt_kernel: SIGINT to the kernel's process group) mid-``%%air_copy``: the cell fails (so
+    "Run All" stops) and shows one line, no traceback."""
+
+    from jupyter_client.manager import KernelManager
+
+    out = tmp_path / "out"
+    km = KernelManager(kernel_name="python3")  # the current environment's kernel
+    km.start_kernel(env=dict(os.environ), cwd=str(tmp_path))
+    kc = km.client()
+    kc.start_channels()
+
+    def interrupt_once_copying() -> None:
+        deadline = time.monotonic() + 60
+        while not (out.exists() and len(files_under(out)) >= 20) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        km.interrupt_kernel()
+
+    try:
+        kc.wait_for_ready(timeout=120)
+        kc.execute_interactive("%load_ext air_magics", timeout=120)
+        watcher = threading.Thread(target=interrupt_once_copying, daemon=True)
+        shown: list[dict] = []
+        watcher.start()
+        reply = kc.execute_interactive(
+            f"%%air_copy --to {out} -q\n{SRC}\n", timeout=120, output_hook=lambda m: shown.append(m)
+        )
+        watcher.join()
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert reply["content"]["status"] == "error"  # the cell failed: "Run All" stops here
+    texts = [m["content"].get("text", "") for m in shown if m["msg_type"] == "stream"]
+    errors = [m["content"] for m in shown if m["msg_type"] == "error"]
+    assert errors == [], errors  # no traceback output
+    lines = [ln for t in texts for ln in t.splitlines() if ln.strip()]
+    assert len(lines) == 1 and re.fullmatch(
+        rf"UsageError: copy interrupted: \d+ of 400 files landed in {re.escape(str(out))}; "
+        r"re-run to copy the rest \(copied files are skipped\)",
+        lines[0],
+    ), lines
+    check_landed(out, slow_volume)

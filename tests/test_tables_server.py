@@ -7,6 +7,7 @@ test crashes and stops the shared one: this module runs after every other module
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -88,14 +89,20 @@ def test_bad_settings_are_explained(own_store, monkeypatch):
 
 
 _START_AND_LISTEN = """
-import json
+import json, time
 from air_magics import tables
 from air_magics.events import ServerEvent, channel
 from air_magics.tables.server import read_record, store_dir
 seen = []
-channel.attach(lambda e: seen.append([e.state, e.message, e.elapsed]) if isinstance(e, ServerEvent) else None)
+def on(e):
+    if isinstance(e, ServerEvent):  # [state, message, seconds reported, when it came, metastore open by then]
+        log = (store_dir() / "server.log").read_text() if e.terminal else ""
+        seen.append([e.state, e.message, e.elapsed, time.monotonic(), "HiveMetaStore" in log])
+channel.attach(on)
+t0 = time.monotonic()
 tables.read_sql('SELECT 1')
-print(json.dumps({"events": seen, "record": read_record(store_dir())}))
+wall = time.monotonic() - t0
+print(json.dumps({"events": seen, "record": read_record(store_dir()), "t0": t0, "wall": wall}))
 """
 
 
@@ -162,6 +169,13 @@ def _server_stops_soon_after_its_last_client_exits(store: Path) -> None:
         assert f"at sc://127.0.0.1:{rec['port']} in" in out["events"][-1][1]
         assert "3 s after the last process using it exits" in out["events"][-1][1]
         assert [e[2] for e in out["events"]] == sorted(e[2] for e in out["events"])  # seconds waited, rising
+        # the seconds reported are the whole wait: from the call (not the JVM's launch) until its session
+        # has answered a catalog query (the Hive metastore is open before the first query runs)
+        done = out["events"][-1]
+        waited = done[3] - out["t0"]  # the wall clock from the call to the done event
+        assert waited - 0.5 <= done[2] <= out["wall"], (done, out["wall"])
+        shown = re.search(r" in (\d+) s;", done[1])
+        assert shown and abs(int(shown.group(1)) - done[2]) <= 1 and done[4], done
         assert rec["no_client_timeout"] == 3 and last_start_seconds(store) > 0
         jvm, sup = psutil.Process(rec["pid"]), psutil.Process(rec["supervisor"])
         # its starter has exited, but a client is alive: it stays up well past the no-client timeout

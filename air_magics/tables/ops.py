@@ -12,8 +12,9 @@ from html import escape
 from typing import Any
 
 from ..errors import TablesError
+from .catalog import table_names
 from .folder import is_folder_source, read_folder
-from .names import TableName, split_database
+from .names import TableName
 from .row_limit import check_limit
 from .session import Session, get_session, guarded
 from .size_guard import check_size, max_bytes_limit
@@ -178,24 +179,7 @@ def list_tables(
     s = get_session(remote, user_ns=user_ns)
 
     def run() -> list[str]:
-        if s.embedded:
-            if schema:
-                cat, sch = TableName.parse(f"{schema}.x").catalog, TableName.parse(f"{schema}.x").schema
-                dbs = [(f"{cat}__{sch}", cat, sch)]
-                if not s.spark.catalog.databaseExists(dbs[0][0]):
-                    return []
-            else:
-                dbs = [
-                    (d.name, *split_database(d.name)) for d in s.spark.catalog.listDatabases() if split_database(d.name)
-                ]
-            return sorted(
-                f"{cat}.{sch}.{t.name}"
-                for db, cat, sch in dbs
-                for t in s.spark.catalog.listTables(db)
-                if not t.isTemporary
-            )
-        tables = s.spark.catalog.listTables(schema) if schema else s.spark.catalog.listTables()
-        return sorted(f"{t.catalog}.{t.namespace[0] if t.namespace else ''}.{t.name}".lstrip(".") for t in tables)
+        return table_names(s.spark, s.embedded, schema)
 
     return guarded(s, f"listing tables{' in ' + schema if schema else ''}", run)
 

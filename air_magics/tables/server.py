@@ -9,8 +9,9 @@ beside it. The server belongs to no client: :func:`ensure_server` starts a detac
 seconds (default 1800) without use (:mod:`air_magics.tables.activity`). So a process that exits never
 stops a query another process is running, and an unused server does not live forever: the JVM holds
 about 1 GB. :func:`stop_server` (``%air_table --stop``) stops it at once. Starts happen under a file
-lock: concurrent starters end up with one server. A start takes 15-60 s on a small machine; while it
-runs the caller's listeners get :class:`~air_magics.events.ServerEvent`s (:mod:`.starting`).
+lock: concurrent starters end up with one server. A first start takes 25-60 s on a small machine
+(the whole wait: JVM, the caller's session, the Hive metastore's first query); while it runs the
+caller's listeners get :class:`~air_magics.events.ServerEvent`s (:mod:`.starting`).
 
 The driver heap is a quarter of the machine's memory (or its cgroup limit), between 1 and 8 GiB;
 ``AIR_SPARK_DRIVER_MEMORY`` (``4g``, ``6144m``) overrides it.
@@ -18,6 +19,7 @@ The driver heap is a quarter of the machine's memory (or its cgroup limit), betw
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -25,7 +27,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -217,13 +221,18 @@ def _check_requirements() -> None:
         raise TablesError("pyspark is not installed: pip install 'air_magics[tables]'") from None
 
 
-def ensure_server() -> EmbeddedServer:
-    """The running embedded server, starting one if needed (15-60 s on a small machine).
+def ensure_server(
+    *, since: float | None = None, ready: Callable[[EmbeddedServer], None] | None = None
+) -> EmbeddedServer:
+    """The running embedded server, starting one if needed (:data:`~.starting.FIRST_START`).
 
     While it waits, :class:`~air_magics.events.ServerEvent`s on the channel say so, with the
-    seconds waited. The use is recorded before the server is looked up, so an idle stop racing with
-    this call either sees the use (and keeps the server) or has already removed the record (and this
-    call waits for the lock and starts a fresh server)."""
+    seconds waited since *since* (``time.monotonic()`` when the caller began waiting; default: now).
+    When this call had to wait for a start, *ready(server)* runs before the start is reported done
+    (the caller's session is made and its first catalog query answered there), so the reported
+    seconds are the whole wait. The use is recorded before the server is looked up, so an idle stop
+    racing with this call either sees the use (and keeps the server) or has already removed the
+    record (and this call waits for the lock and starts a fresh server)."""
     store = store_dir()
     store.mkdir(parents=True, exist_ok=True)
     activity.touch(store)
@@ -245,7 +254,7 @@ def ensure_server() -> EmbeddedServer:
                 break
             except Timeout:  # another process is starting it: say so while waiting
                 if progress is None:
-                    progress = StartProgress(store, other=True)
+                    progress = StartProgress(store, other=True, since=since)
                 progress.tick()
                 if time.monotonic() > deadline:
                     raise TablesError(
@@ -261,14 +270,20 @@ def ensure_server() -> EmbeddedServer:
                     terminate(int(stale["pid"]))
                     remove_record(store, int(stale["pid"]))
                 if progress is None:
-                    progress = StartProgress(store)
+                    progress = StartProgress(store, since=since)
                 progress.starting()
                 srv = _start(store, idle, no_client, heap, progress)
         finally:
             lock.release()
+        if progress is not None and ready is not None:
+            _ticking(progress, functools.partial(ready, srv))
     except TablesError as exc:
         if progress is not None:
             progress.failed(str(exc).splitlines()[0])
+        raise
+    except Exception as exc:  # the caller's ready() failed: the start is still not usable
+        if progress is not None:
+            progress.failed(f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}")
         raise
     except BaseException:  # Ctrl-C: a detached start may still finish in the background
         if progress is not None:
@@ -277,6 +292,26 @@ def ensure_server() -> EmbeddedServer:
     if progress is not None:
         progress.done(srv.url, idle, no_client)
     return srv
+
+
+def _ticking(progress: StartProgress, fn: Callable[[], None]) -> None:
+    """Run *fn* on a helper thread while this one keeps the seconds counting (events are emitted
+    from the calling thread, as everywhere); its error is raised here. Ctrl-C stops the wait."""
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            fn()
+        except BaseException as exc:
+            failure.append(exc)
+
+    th = threading.Thread(target=target, name="air-spark-ready", daemon=True)
+    th.start()
+    while th.is_alive():
+        th.join(0.25)
+        progress.tick()
+    if failure:
+        raise failure[0]
 
 
 def _start(store: Path, idle: float, no_client: float, heap_mb: int, progress: StartProgress) -> EmbeddedServer:

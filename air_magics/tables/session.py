@@ -6,6 +6,7 @@ import atexit
 import contextlib
 import os
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -14,7 +15,8 @@ from typing import Any, TypeVar
 
 from ..errors import AirError, TablesError
 from . import activity
-from .server import ensure_server, store_dir
+from .catalog import near_tables
+from .server import EmbeddedServer, ensure_server, store_dir
 from .spark_errors import first_line, one_line, quiet_pyspark_logs
 
 __all__ = ["Session", "get_session", "guarded", "quiet_retries"]
@@ -79,7 +81,12 @@ def _close_at_exit(spark: Any) -> None:
 
 def get_session(remote: str | None = None, *, user_ns: dict[str, Any] | None = None) -> Session:
     """In order: ``remote`` (``sc://...``), a ``spark`` session in *user_ns*, ``SPARK_REMOTE``, the
-    embedded local server (started on first use)."""
+    embedded local server (started on first use).
+
+    A start of the embedded server is reported done only once this call's session has answered a
+    catalog query: the seconds it reports are the whole wait, and the Hive metastore (opened lazily,
+    on a server's first catalog query) is open before the caller's first query runs."""
+    since = time.monotonic()
     if remote is None and user_ns is not None and _is_session(user_ns.get("spark")):
         spark = user_ns["spark"]
         embedded = any(spark is s for s in _SESSIONS.values()) and _embedded_url(spark)
@@ -93,9 +100,24 @@ def get_session(remote: str | None = None, *, user_ns: dict[str, Any] | None = N
         import pyspark  # noqa: F401
     except ImportError:
         raise TablesError("pyspark is not installed: pip install 'air_magics[tables]'") from None
-    srv = ensure_server()
+
+    def ready(srv: EmbeddedServer) -> None:
+        _retire_old_embedded(srv.url)
+        _open_catalog(_connect(srv.url))
+
+    srv = ensure_server(since=since, ready=ready)
     _retire_old_embedded(srv.url)
     return Session(_connect(srv.url), True, srv.url, store_dir())
+
+
+def _open_catalog(spark: Any) -> None:
+    """One catalog query, so a fresh server's Hive metastore is open (Derby, DataNucleus: 5-35 s on a
+    small machine) before the start is reported ready; an error here is the first real call's to report."""
+    try:
+        with quiet_retries(), quiet_pyspark_logs():
+            spark.sql("SHOW DATABASES").collect()
+    except Exception:
+        pass
 
 
 def _retire_old_embedded(url: str) -> None:
@@ -163,6 +185,11 @@ def _active(spark: Any) -> Iterator[None]:
         holder.session = before
 
 
+def _near(session: Session, name: str) -> list[str]:
+    with _active(session.spark), quiet_retries(), quiet_pyspark_logs():
+        return near_tables(session.spark, session.embedded, name)
+
+
 def guarded(session: Session, what: str, fn: Callable[[], T]) -> T:
     """Run *fn* with *session* as the thread's active pyspark session, turning Spark and connection
     errors into one-line ``TablesError``s.
@@ -178,7 +205,7 @@ def guarded(session: Session, what: str, fn: Callable[[], T]) -> T:
     except Exception as exc:
         full = str(exc)
         where = session.url or "the notebook's spark session"
-        said = one_line(exc)
+        said = one_line(exc, near=lambda name: _near(session, name))
         if said is not None:
             raise TablesError(f"{what}: {said}") from None
         if "UNAVAILABLE" in full or "RETRIES_EXCEEDED" in full or "Connection refused" in full:

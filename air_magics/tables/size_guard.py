@@ -69,16 +69,28 @@ def max_bytes_limit(value: int | str | None = None) -> int:
 
 
 def plan_bytes(df: Any) -> int | None:
-    """``sizeInBytes`` of *df*'s optimized plan (no job runs), or ``None`` when Spark does not know."""
+    """``sizeInBytes`` of *df*'s optimized plan (no job runs), or ``None`` when Spark does not know.
+
+    A query Spark cannot analyse (a missing table or column) raises its error here."""
     try:
         text = df._explain_string(mode="cost")  # noqa: SLF001 - pyspark's cost estimate has no public accessor
-    except Exception:
+    except Exception as exc:
+        if _is_analysis_error(exc):  # a missing table or column: the read fails now, not after a second try
+            raise
         return None
     m = _STATS.search(text)
     if not m:
         return None
     n = int(float(m.group(1)) * _UNITS[m.group(2)])
     return None if n >= _UNKNOWN else n
+
+
+def _is_analysis_error(exc: Exception) -> bool:
+    try:
+        from pyspark.errors import AnalysisException
+    except ImportError:
+        return False
+    return isinstance(exc, AnalysisException)
 
 
 def measured_bytes(df: Any) -> SizeEstimate:

@@ -14,7 +14,7 @@ import contextlib
 import contextvars
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .sql import have_sqlglot, user_spelling
 
@@ -71,15 +71,22 @@ def _condition(exc: BaseException) -> tuple[str, dict[str, str]]:
     return str(cond), {str(k): str(v) for k, v in params.items()}
 
 
-def one_line(exc: BaseException) -> str | None:
+def one_line(exc: BaseException, near: Callable[[str], list[str]] | None = None) -> str | None:
     """The error in one line with its fix, for the errors a user makes (missing table, column,
-    function, bad SQL); ``None`` for others (the caller shows Spark's own first line)."""
+    function, bad SQL); ``None`` for others (the caller shows Spark's own first line).
+
+    *near(name)*: the catalog's tables closest to a missing table's name (user spelling), offered
+    as "did you mean"."""
     cond, p = _condition(exc)
     full = str(exc)
     if cond.startswith("TABLE_OR_VIEW_NOT_FOUND") or "TABLE_OR_VIEW_NOT_FOUND" in full:
         name = p.get("relationName") or _search(r"The table or view (\S+) cannot be found", full)
-        what = f"no such table {user_spelling(name)}" if name else "no such table"
-        return f"{what}; {LIST_TABLES_HINT}"
+        if not name:
+            return f"no such table; {LIST_TABLES_HINT}"
+        shown = user_spelling(name)
+        close = near(shown) if near is not None else []
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        return f"no such table {shown}{hint}; {LIST_TABLES_HINT}"
     if cond.startswith("SCHEMA_NOT_FOUND"):
         name = p.get("schemaName", "")
         return f"no such schema {user_spelling(name + '.x').rsplit('.', 1)[0] if name else ''}; {LIST_TABLES_HINT}"
