@@ -141,6 +141,55 @@ def test_failed_export_leaves_nothing(nums):
         tables.export_table("main.test.nums", "/Volumes/main/test/exports")
 
 
+def test_an_interrupted_export_says_so_in_one_line_and_leaves_nothing(nums, ip, capsys):
+    """A real SIGINT mid-export (client side, writing Parquet files): the one line, no partial folder,
+    the server's job stopped; the magic shows that line alone; a re-run exports."""
+    import re
+    import signal
+    import threading
+
+    from air_magics.errors import Interrupted
+
+    store = VolumeStore()
+    store.create("main.test.exports", exist_ok=True)
+    parent = store.locate("/Volumes/main/test/exports").path
+    pending = lambda: [d for d in os.listdir(parent) if d.startswith(".pending-export")]  # noqa: E731
+
+    def ctrl_c_once_writing() -> threading.Thread:
+        def watch() -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not any(
+                f.endswith(".parquet") for d in pending() for f in os.listdir(os.path.join(parent, d))
+            ):
+                time.sleep(0.01)
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+        th = threading.Thread(target=watch, daemon=True)
+        th.start()
+        return th
+
+    big = "SELECT id, repeat('x', 200) AS s FROM range(2000000)"
+    watcher = ctrl_c_once_writing()
+    with pytest.raises(KeyboardInterrupt) as err:
+        tables.export_table(sql=big, dest="/Volumes/main/test/exports/big", via="client", rows_per_file=20_000)
+    watcher.join()
+    assert isinstance(err.value, Interrupted) and err.value.what == "export"
+    assert str(err.value) == (
+        "export interrupted: nothing was written to /Volumes/main/test/exports/big (the partial export was "
+        "removed and its Spark job stopped); re-run to export again"
+    )
+    assert not os.path.exists(os.path.join(parent, "big")) and pending() == []
+    watcher = ctrl_c_once_writing()
+    result = ip.run_cell(f'%air_table --sql "{big}" --export /Volumes/main/test/exports/big --via client')
+    watcher.join()
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert type(result.error_in_exec).__name__ == "UsageError"
+    assert [ln for ln in lines if "interrupted" in ln or "Traceback" in ln] == [f"UsageError: {err.value}"], lines
+    assert not os.path.exists(os.path.join(parent, "big")) and pending() == []
+    done = tables.export_table(sql=big, dest="/Volumes/main/test/exports/big", limit=1000)
+    assert done.rows == 1000 and re.search(r"1,000 rows", repr(done))
+
+
 def _dead_pid() -> int:
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
@@ -295,6 +344,36 @@ def test_air_table_magic(nums, tmp_path):
     ]:
         with pytest.raises(UsageError, match=needle):
             ip.run_line_magic("air_table", line)
+
+
+def test_a_misspelled_table_gets_the_closest_names(nums):
+    """Like a misspelled flag: the catalog's closest table names, in the user's spelling, on one line."""
+    from IPython.core.error import UsageError
+    from IPython.testing.globalipapp import start_ipython
+
+    for call, near in [
+        (lambda: tables.read_table("main.test.num"), "main.test.nums"),  # the table part: its own schema looked at
+        (lambda: tables.describe_table("main.tset.nums"), "main.test.nums"),  # the schema part: the whole catalog
+        (lambda: tables.read_sql("SELECT * FROM main.test.numz"), "main.test.nums"),
+        (lambda: tables.read_table("MAIN.TEST.NUMSS"), "main.test.nums"),
+    ]:
+        with pytest.raises(TablesError) as err:
+            call()
+        msg = str(err.value)
+        assert f"(did you mean {near}?)" in msg and "\n" not in msg and "main__" not in msg, msg
+    with pytest.raises(TablesError) as err:  # nothing close: no guess
+        tables.read_table("main.test.zzzzzzzz")
+    assert "no such table main.test.zzzzzzzz;" in str(err.value) and "did you mean" not in str(err.value)
+    ip = start_ipython() or get_ipython_shell()
+    ip.run_line_magic("load_ext", "air_magics")
+    with pytest.raises(UsageError, match=r"no such table main\.test\.num \(did you mean main\.test\.nums\?\)"):
+        ip.run_line_magic("air_table", "main.test.num")
+
+
+def get_ipython_shell():
+    from IPython import get_ipython
+
+    return get_ipython()
 
 
 def test_three_part_names_in_sql(nums):

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import settings
-from ..errors import ExportTargetError, TablesError
+from ..errors import ExportTargetError, Interrupted, TablesError
 from ..events import ExportEvent, Listener, channel
 from ..io.folders import publish_folder
 from ..io.leftovers import PENDING_EXPORT_PREFIX, owned_name, sweep_stale
@@ -179,7 +179,8 @@ def export_table(
 
     Progress goes out as :class:`~air_magics.events.ExportEvent` (job id, Spark tasks, rows,
     files) to ``listeners`` and :data:`air_magics.events.channel`; the default listeners write it
-    to the ``job-export-<id>`` status document.
+    to the ``job-export-<id>`` status document. Ctrl-C stops the server's job, removes the pending
+    folder and raises :class:`~air_magics.errors.Interrupted` (a ``KeyboardInterrupt``) saying so.
     """
     if (source is None) == (sql is None):
         raise TablesError("export needs a table name or sql=..., not both")
@@ -258,6 +259,16 @@ def export_table(
         _keep_only_parquet(pending)
         files = _parquet_files(pending)
         _publish(pending, loc.path, loc.root, mode)
+    except KeyboardInterrupt as exc:
+        shutil.rmtree(pending, ignore_errors=True)
+        prog.update("interrupted", error="interrupted")
+        if isinstance(exc, Interrupted):
+            raise
+        raise Interrupted(
+            f"export interrupted: nothing was written to {target} (the partial export was removed and its Spark "
+            "job stopped); re-run to export again",
+            "export",
+        ) from None
     except BaseException as exc:
         shutil.rmtree(pending, ignore_errors=True)
         prog.update("failed", error=str(exc)[:300])
