@@ -10,7 +10,7 @@ inside are its parts, each one concept: the index's rows (:mod:`.entries`) and i
 
 from ..snapshots import CacheInfo
 from .check import CheckReport, Finding
-from .filecache import ClearReport, FileCache
+from .filecache import ClearProgress, ClearReport, FileCache
 from .overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency, sweep_dead
 from .validate import Validation
 
@@ -18,6 +18,7 @@ __all__ = [
     "FileCache",
     "CacheInfo",
     "ClearReport",
+    "ClearProgress",
     "CheckReport",
     "Finding",
     "Residency",

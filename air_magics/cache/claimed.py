@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location
 from .overflow import Residency
 
-__all__ = ["ClaimedEntries", "ClearReport", "DERIVED", "CLEAR_WAIT"]
+__all__ = ["ClaimedEntries", "ClearReport", "ClearProgress", "DERIVED", "CLEAR_WAIT"]
 
 DERIVED = re.compile(r"@[0-9a-f]{8}$")  # a key claim() made: a copy named after its content
 CLEAR_WAIT = 2.0  # seconds clear() waits for a stripe busy with a fetch; its entries are kept after that
@@ -44,6 +44,28 @@ class ClearReport:
                 f"clear(force=True) removes them too, unsafe while a training loop reads them)"
             )
         return text
+
+
+@dataclass(frozen=True)
+class ClearProgress:
+    """Where a ``clear(progress=...)`` stands: entries looked at (removed or kept) of the total,
+    files and bytes removed so far of the bytes the index held. Reported after each batch of
+    stripes, from ``0`` up to ``done == total`` (why: a cache of a million files takes a while)."""
+
+    done: int
+    total: int
+    removed: int
+    bytes: int
+    bytes_total: int
+
+    def __str__(self) -> str:
+        return (
+            f"{self.done:,} / {self.total:,} entries · removed {self.removed:,} files "
+            f"({fmt_bytes(self.bytes)} / {fmt_bytes(self.bytes_total)})"
+        )
+
+
+ClearListener = Callable[[ClearProgress], None]
 
 
 class ClaimedEntries:

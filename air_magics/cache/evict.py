@@ -93,31 +93,41 @@ class Evictor:
             self.drop(victims, cutoff, wait=0.0, evictions=True)
         return self.limit is None or self.entries.total_bytes() + incoming <= self.limit
 
-    def drop(self, keys: list[str], cutoff: float | None, *, wait: float, evictions: bool) -> tuple[int, int, int]:
+    def drop(
+        self,
+        keys: list[str],
+        cutoff: float | None,
+        *,
+        wait: float,
+        evictions: bool,
+        progress: Callable[[int, int, int], None] | None = None,
+    ) -> tuple[int, int, int]:
         """Remove the entries of *keys* and their files; ``(files removed, their bytes, entries kept)``.
 
         Each stripe's entries are removed under that stripe's lock, so a fetch of the same key can
         never land between deleting the row and unlinking the file. An entry used since *cutoff*
-        (``None``: no pin) is kept, and so is every entry of a stripe not free within *wait* s."""
+        (``None``: no pin) is kept, and so is every entry of a stripe not free within *wait* s.
+        *progress* is called after each batch of stripes with (keys looked at, files removed, bytes)."""
         by_stripe: dict[int, list[str]] = {}
         for key in keys:
             by_stripe.setdefault(self.stripes.of(key), []).append(key)
         files, real_dirs = str(self.root / "files"), {"": os.path.realpath(self.root / "files")}
         cut = float("inf") if cutoff is None else cutoff
-        removed = nbytes = kept = 0
+        removed = nbytes = kept = looked = 0
         order = sorted(by_stripe)
         for n in range(0, len(order), _BATCH):  # a batch of stripes held together: one transaction each
             batch = order[n : n + _BATCH]
             with self.stripes.all_held(batch, wait) as held:
                 group = [k for i in batch if i in held for k in by_stripe[i]]
                 kept += sum(len(by_stripe[i]) for i in batch if i not in held)
-                if not group:
-                    continue
-                gone = self.entries.remove(group, cut, evictions=evictions)
+                gone = self.entries.remove(group, cut, evictions=evictions) if group else []
                 owned = [r for r in gone if unlink_owned(self.root, r[0], r[1], files, real_dirs)]
             removed += len(owned)
             nbytes += sum(r[2] for r in owned)
             kept += len(group) - len(gone)
+            looked += sum(len(by_stripe[i]) for i in batch)
+            if progress is not None:
+                progress(looked, removed, nbytes)
         return removed, nbytes, kept
 
 

@@ -45,7 +45,7 @@ from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location, VolumeStore
 from .check import CheckReport, run_check
-from .claimed import CLEAR_WAIT, ClaimedEntries, ClearReport
+from .claimed import CLEAR_WAIT, ClaimedEntries, ClearListener, ClearProgress, ClearReport
 from .entries import Entries
 from .evict import Evictor
 from .hits import PIN_MARGIN, HitLog
@@ -55,7 +55,7 @@ from .rootguard import RootGuard
 from .stripes import Stripes
 from .validate import Validation
 
-__all__ = ["FileCache", "CacheInfo", "ClearReport", "CheckReport", "Residency"]
+__all__ = ["FileCache", "CacheInfo", "ClearReport", "ClearProgress", "CheckReport", "Residency"]
 
 _REPORT_EVERY = 1.0  # seconds: a stream ending sooner after the last status report defers its own
 
@@ -363,16 +363,30 @@ class FileCache(ClaimedEntries):
             self._entries.heal_totals()
         return report
 
-    def clear(self, *, reset_stats: bool = False, force: bool = False) -> ClearReport:
+    def clear(
+        self, *, reset_stats: bool = False, force: bool = False, progress: ClearListener | None = None
+    ) -> ClearReport:
         """Drop cached files (never the sources), keeping those used in the last ``pin_seconds``.
 
         A training loop may hold a path handed out moments ago: those entries are kept and counted
         in the report. ``force=True`` drops them too, which is unsafe while anything reads from the
-        cache. ``reset_stats`` zeroes the hit/miss counters."""
+        cache. ``reset_stats`` zeroes the hit/miss counters. ``progress`` (why: a large cache takes
+        a while) is called with a :class:`ClearProgress` before the first batch and after each, on
+        this thread, ``done`` rising to ``total``."""
         self.flush_hits()  # the pins of what this process handed out must be in the index
         self._guard.verify()
         cutoff = None if force else time.time() - self.pin_seconds * PIN_MARGIN
-        removed, nbytes, kept = self._evictor.drop(self._entries.keys(), cutoff, wait=CLEAR_WAIT, evictions=False)
+        rows = self._entries.all_rows()
+        total, bytes_total = len(rows), sum(r[2] for r in rows)
+        step = None
+        if progress is not None:
+            progress(ClearProgress(0, total, 0, 0, bytes_total))
+
+            def step(done: int, removed: int, nbytes: int) -> None:
+                progress(ClearProgress(done, total, removed, nbytes, bytes_total))
+
+        keys = [r[0] for r in rows]
+        removed, nbytes, kept = self._evictor.drop(keys, cutoff, wait=CLEAR_WAIT, evictions=False, progress=step)
         self._entries.heal_totals(reset_stats)  # heal any drift while we are at it
         self.publish_status()
         return ClearReport(removed, nbytes, kept, 0.0 if force else self.pin_seconds)

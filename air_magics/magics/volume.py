@@ -334,7 +334,12 @@ def _cache(magics: Any, clear: bool, force: bool = False) -> Any:
 
     cache = FileCache()
     if clear:
-        print(f"cache {cache.root}: {cache.clear(force=force)}")
+
+        def line(p: Any) -> None:  # a \r-rewritten progress line (a notebook's stream output rewrites it too)
+            print(f"\rclearing cache {cache.root}: {p}", end="", flush=True)
+
+        report = cache.clear(force=force, progress=line)  # called at 0 first: the line is always open
+        print(f"\ncache {cache.root}: {report}")
     cache.publish_status()
     if magics.widgets and has_widget_frontend():
         return CacheView()
