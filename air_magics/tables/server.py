@@ -9,8 +9,9 @@ beside it. The server belongs to no client: :func:`ensure_server` starts a detac
 seconds (default 1800) without use (:mod:`air_magics.tables.activity`). So a process that exits never
 stops a query another process is running, and an unused server does not live forever: the JVM holds
 about 1 GB. :func:`stop_server` (``%air_table --stop``) stops it at once. Starts happen under a file
-lock: concurrent starters end up with one server. A first start takes 25-60 s on a small machine
-(the whole wait: JVM, the caller's session, the Hive metastore's first query); while it runs the
+lock: concurrent starters end up with one server. A first start takes 20-35 s on an idle 2-core
+machine, about 100 s on a busy one (the whole wait: JVM, the caller's session, the Hive metastore's
+first query; :data:`.starting.FIRST_START`); while it runs the
 caller's listeners get :class:`~air_magics.events.ServerEvent`s (:mod:`.starting`).
 
 The driver heap is a quarter of the machine's memory (or its cgroup limit), between 1 and 8 GiB;

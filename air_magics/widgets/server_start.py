@@ -1,9 +1,10 @@
 """The embedded Spark server's start in a notebook: a widget line with the seconds waited, or a text line.
 
-Why: the first table call of a session waits 25-60 s (or more) for the JVM, its session and the Hive
-metastore (the seconds shown are the whole wait, see :mod:`air_magics.tables.starting`); without this the cell
-showed nothing at all for that time. A listener of :class:`~air_magics.events.ServerEvent`, attached
-by ``%load_ext air_magics``, so ``%air_table`` and ``air_magics.tables.*`` calls both show it.
+Why: the first table call of a session waits 20-35 s (an idle 2-core machine; about 100 s on a busy
+one) for the JVM, its session and the Hive metastore (the seconds shown are that whole wait, see
+:mod:`air_magics.tables.starting`); without this the cell showed nothing at all for that time. A
+listener of :class:`~air_magics.events.ServerEvent`, attached by ``%load_ext air_magics``, so
+``%air_table`` and ``air_magics.tables.*`` calls both show it.
 """
 
 from __future__ import annotations
