@@ -25,7 +25,6 @@ documents and loggers never run on worker threads.
 from __future__ import annotations
 
 import os
-import signal
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -97,7 +96,7 @@ class _CopyRun:
         self.next = 0
         self.stop = threading.Event()
         self.finished = threading.Event()  # set by the last worker to exit (not Thread.join: see _wait)
-        self.running = 0
+        self.expected = self.entered = self.exited = 0  # workers started, begun, ended
         self.copied = self.skipped = 0
         self.bytes_done = self.bytes_copied = 0
         self.failed: list[CopyFailure] = []
@@ -123,28 +122,27 @@ class _CopyRun:
             threading.Thread(target=self._work, name=f"air-copy-{i}", daemon=True)
             for i in range(min(n, max(1, len(self.tasks))))
         ]
-        self.running = len(threads)
-        # Ctrl-C is held back while they start (hundreds, on a busy machine, and the first already
-        # copy): an interrupt inside Thread.start cannot tell whether that thread runs, and a thread
-        # nobody waits for would go on copying after the copy reported what landed. The workers
-        # inherit the mask: the signal is for the calling thread, which gets it right after.
-        held = _hold_sigint()
-        try:
-            for th in threads:
-                th.start()
-        finally:
-            _release_sigint(held)
+        self.expected = len(threads)
+        for th in threads:  # a Ctrl-C in here (hundreds to start, the first already copying): see _drain
+            th.start()
         return threads
 
     def _work(self) -> None:
+        with self.lock:
+            self.entered += 1
         try:
             while (task := self.take()) is not None:
                 self._copy_task(task)
         finally:
             with self.lock:
-                self.running -= 1
-                if self.running == 0:
+                self.exited += 1
+                if self.exited == self.expected:
                     self.finished.set()
+
+    def idle(self) -> bool:
+        """After a stop: no thread holds a task any more (one that enters later takes none)."""
+        with self.lock:
+            return self.entered == self.exited
 
     def _copy_task(self, task: CopyTask) -> None:
         """One task to its end: copied, skipped, or recorded as failed (never raised)."""
@@ -238,7 +236,8 @@ def _wait(run: _CopyRun, emit: _Emitter, interval: float) -> None:
     The wait is on an event the last worker sets, not ``Thread.join``: a Ctrl-C that lands inside
     ``join`` can leave CPython 3.11 taking a running thread for finished (its ``_tstate_lock``
     released by the interrupted join), and then the folders were closed under copies still in
-    flight, whose temp files could not be removed."""
+    flight, whose temp files could not be removed. After a stop the folders are closed only once no
+    worker holds a file."""
     try:
         run.start()
         while not run.finished.wait(interval):
@@ -249,26 +248,18 @@ def _wait(run: _CopyRun, emit: _Emitter, interval: float) -> None:
         emit("interrupted")
         raise
     finally:
-        if run.finished.is_set():
+        if run.finished.is_set() or run.idle():
             run.dirs.close()
 
 
-def _hold_sigint() -> object:
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
-        return None
-    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-
-
-def _release_sigint(held: object) -> None:
-    if held is not None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a Ctrl-C held back is raised now
-
-
 def _drain(run: _CopyRun) -> None:
-    """Wait for the files in flight after a stop; a second Ctrl-C stops the waiting (each of them
-    still lands whole or not at all: temp name, then rename)."""
+    """Wait for the files in flight after a stop: until every worker that began has ended (counted
+    by the workers, not by which ``Thread.start`` calls returned: a Ctrl-C inside one cannot tell
+    whether its thread runs; a thread that begins after the stop takes no file). A second Ctrl-C
+    stops the waiting (each file in flight still lands whole or not at all: temp name, rename)."""
     try:
-        run.finished.wait()
+        while not run.idle():
+            run.finished.wait(0.02)
     except KeyboardInterrupt:
         pass
 
