@@ -173,7 +173,7 @@ def _server_stops_soon_after_its_last_client_exits(store: Path) -> None:
         # has answered a catalog query (the Hive metastore is open before the first query runs)
         done = out["events"][-1]
         waited = done[3] - out["t0"]  # the wall clock from the call to the done event
-        assert waited - 0.5 <= done[2] <= out["wall"], (done, out["wall"])
+        assert waited - 2.0 <= done[2] <= out["wall"], (done, out["wall"])  # slack: the call's own checks
         shown = re.search(r" in (\d+) s;", done[1])
         assert shown and abs(int(shown.group(1)) - done[2]) <= 1 and done[4], done
         assert rec["no_client_timeout"] == 3 and last_start_seconds(store) > 0
