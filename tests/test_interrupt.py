@@ -240,3 +240,17 @@ def test_a_notebook_interrupting_a_copy_sees_one_line(slow_volume, tmp_path):
         lines[0],
     ), lines
     check_landed(out, slow_volume)
+
+
+def test_ctrl_c_anywhere_else_in_a_magic_is_one_line_too():
+    """Before a copy starts (listing the sources), during a table read: no traceback either."""
+    from IPython.core.error import UsageError
+
+    from air_magics.magics._common import usage_errors
+
+    @usage_errors
+    def air_table() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(UsageError, match=r"^%air_table interrupted \(Ctrl-C\); re-run the cell to do it again$"):
+        air_table()
