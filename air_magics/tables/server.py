@@ -223,15 +223,18 @@ def _check_requirements() -> None:
 
 
 def ensure_server(
-    *, since: float | None = None, ready: Callable[[EmbeddedServer], None] | None = None
+    *,
+    since: float | None = None,
+    ready: Callable[[EmbeddedServer, Callable[[Callable[[], None]], None]], None] | None = None,
 ) -> EmbeddedServer:
     """The running embedded server, starting one if needed (:data:`~.starting.FIRST_START`).
 
     While it waits, :class:`~air_magics.events.ServerEvent`s on the channel say so, with the
     seconds waited since *since* (``time.monotonic()`` when the caller began waiting; default: now).
-    When this call had to wait for a start, *ready(server)* runs before the start is reported done
-    (the caller's session is made and its first catalog query answered there), so the reported
-    seconds are the whole wait. The use is recorded before the server is looked up, so an idle stop
+    When this call had to wait for a start, *ready(server, ticking)* runs on this thread before the
+    start is reported done (the caller's session is made and its first catalog query answered
+    there), so the reported seconds are the whole wait; ``ticking(fn)`` runs a slow step on a helper
+    thread while this one keeps the seconds counting. The use is recorded before the server is looked up, so an idle stop
     racing with this call either sees the use (and keeps the server) or has already removed the
     record (and this call waits for the lock and starts a fresh server)."""
     store = store_dir()
@@ -277,7 +280,7 @@ def ensure_server(
         finally:
             lock.release()
         if progress is not None and ready is not None:
-            _ticking(progress, functools.partial(ready, srv))
+            ready(srv, functools.partial(_ticking, progress))
     except TablesError as exc:
         if progress is not None:
             progress.failed(str(exc).splitlines()[0])

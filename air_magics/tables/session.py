@@ -101,13 +101,20 @@ def get_session(remote: str | None = None, *, user_ns: dict[str, Any] | None = N
     except ImportError:
         raise TablesError("pyspark is not installed: pip install 'air_magics[tables]'") from None
 
-    def ready(srv: EmbeddedServer) -> None:
+    def ready(srv: EmbeddedServer, ticking: Callable[[Callable[[], None]], None]) -> None:
         _retire_old_embedded(srv.url)
-        _open_catalog(_connect(srv.url))
+        ticking(_import_client)  # seconds of imports on a small machine: the count goes on meanwhile
+        spark = _connect(srv.url)  # on this thread: pyspark makes it this thread's active session
+        ticking(lambda: _open_catalog(spark))
 
     srv = ensure_server(since=since, ready=ready)
     _retire_old_embedded(srv.url)
     return Session(_connect(srv.url), True, srv.url, store_dir())
+
+
+def _import_client() -> None:
+    from pyspark.sql import SparkSession  # noqa: F401
+    from pyspark.sql.connect.session import SparkSession as _ConnectSession  # noqa: F401
 
 
 def _open_catalog(spark: Any) -> None:
