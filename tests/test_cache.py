@@ -65,13 +65,14 @@ def test_changed_source_is_never_served_stale(vol):
 
 def test_eviction_keeps_under_limit_lru_first(vol):
     c = FileCache(limit=5000, pin_seconds=0)
+    assert (c.window, c.files_limit) == (625, 4375)  # one byte budget: 1/8 of it is the overflow window
     for i in range(20):
         c.get(f"/Volumes/main/raw/img/f{i:02d}.bin")
-        assert c.info().bytes <= 5000
+        assert c.info().bytes <= 4375
     info = c.info()
-    assert info.entries == 5 and info.evictions == 15
+    assert info.entries == 4 and info.evictions == 16
     kept = sorted(os.listdir(c.local_path("/Volumes/main/raw/img")))
-    assert kept == [f"f{i:02d}.bin" for i in range(15, 20)]
+    assert kept == [f"f{i:02d}.bin" for i in range(16, 20)]
 
 
 def test_a_limit_set_on_a_live_cache_governs_eviction_too(vol):
@@ -82,20 +83,20 @@ def test_a_limit_set_on_a_live_cache_governs_eviction_too(vol):
         c.get(f"/Volumes/main/raw/img/f{i:02d}.bin")
     assert c.info().bytes == 10_000
     c.limit = "4000B"
-    assert c.limit == 4000
+    assert (c.limit, c.files_limit) == (4000, 3500)  # the files' share: the limit less its overflow window
     for i in range(10, 14):
         c.get(f"/Volumes/main/raw/img/f{i:02d}.bin")
-        assert c.info().bytes <= 4000
+        assert c.info().bytes <= 3500
     info = c.info()
-    assert info.overflows == 0 and info.evictions >= 10  # room was made by evicting, not by the window
+    assert info.overflows == 0 and info.evictions >= 11  # room was made by evicting, not by the window
     kept = sorted(os.listdir(c.local_path("/Volumes/main/raw/img")))
-    assert kept == [f"f{i:02d}.bin" for i in range(10, 14)]
+    assert kept == [f"f{i:02d}.bin" for i in range(11, 14)]
     clone = pickle.loads(pickle.dumps(c))  # a DataLoader worker's copy keeps the new limit
     assert clone.limit == 4000
     c.limit = None  # no limit again: nothing evicted for the next files
     for i in range(14, 20):
         c.get(f"/Volumes/main/raw/img/f{i:02d}.bin")
-    assert c.info().bytes == 10_000
+    assert c.info().bytes == 9_000
     with pytest.raises(CacheLimitError, match="positive"):
         c.limit = 0
     with pytest.raises(ValueError, match="not a size"):
@@ -104,7 +105,7 @@ def test_a_limit_set_on_a_live_cache_governs_eviction_too(vol):
 
 
 def test_pinned_files_are_not_evicted(vol):
-    c = FileCache(limit=3000, pin_seconds=60)
+    c = FileCache(limit=6000, overflow_bytes=3000, pin_seconds=60)  # 3,000 for files, 3,000 for the window
     paths = [c.get(f"/Volumes/main/raw/img/f{i:02d}.bin") for i in range(5)]
     assert all(os.path.exists(p) for p in paths)  # never pulls a handed-out file...
     info = c.info()  # ...and never grows past the limit: the last two were served from the overflow window

@@ -15,6 +15,7 @@ from air_magics.errors import AirError, ConfinementError
 from air_magics.volumes import VolumeStore
 
 SIZE = 16 * 1024
+WINDOW = 1 << 30  # the overflow windows' share of the limit, given: these tests are about the files' share
 
 
 def content(i: int) -> bytes:
@@ -42,7 +43,7 @@ def _killed_child(root: Path, code: str) -> str:
             sys.executable,
             "-c",
             "import os, signal; from air_magics.cache import FileCache\n"
-            f"c = FileCache({str(root)!r}, limit={4 * SIZE}, pin_seconds=3600)\n"
+            f"c = FileCache({str(root)!r}, limit={4 * SIZE + WINDOW}, overflow_bytes={WINDOW}, pin_seconds=3600)\n"
             f"{code}\n"
             "os.kill(os.getpid(), signal.SIGKILL)",
         ],
@@ -59,7 +60,7 @@ def test_a_killed_process_overflow_folder_is_swept_when_the_cache_is_next_opened
     out = _killed_child(root, f"for k in {[key(i) for i in range(6)]!r}: p = c.get(k)\nprint(p, flush=True)")
     left = Path(out.strip())
     assert "overflow" in str(left) and left.exists()  # killed: nothing removed it
-    c = FileCache(root, limit=4 * SIZE, pin_seconds=3600)
+    c = FileCache(root, limit=4 * SIZE + WINDOW, overflow_bytes=WINDOW, pin_seconds=3600)
     assert open(c.get(key(0)), "rb").read() == content(0)  # a hit: no overflow in this process
     assert not left.exists() and not left.parents[4].exists()  # (the dead process's own folder)
     assert len(os.listdir(root / "overflow")) == 2  # this process's own folder and lock only
@@ -139,7 +140,7 @@ def test_a_crash_mid_fetch_is_repaired_when_the_cache_is_next_opened(vol, tmp_pa
         "os.makedirs(slot); open(slot + '/half.bin', 'wb').write(b'x' * 500)\n"
         "c.overflow_folder()",
     )
-    c = FileCache(root, limit=4 * SIZE, pin_seconds=3600)
+    c = FileCache(root, limit=4 * SIZE + WINDOW, overflow_bytes=WINDOW, pin_seconds=3600)
     assert c.total_bytes == 0  # (opening repaired it: the claim is gone, its bytes given back)
     assert c.check().ok
     assert not (root / "files/main/raw/ck/packed/shard-00002@89abcdef").exists()

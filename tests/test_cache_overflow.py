@@ -18,6 +18,7 @@ from air_magics.volumes import VolumeStore
 from air_magics.widgets.cache_view import advice
 
 SIZE = 16 * 1024
+WINDOW = 1 << 30  # the overflow windows' share of the limit, given: these tests are about the files' share
 
 
 def content(i: int) -> bytes:
@@ -44,7 +45,7 @@ def disk_bytes(root: Path) -> int:
 
 def test_limit_holds_within_the_overflow_window_even_when_everything_is_pinned(vol):
     # everything handed out within the pin window: nothing may be evicted, so misses overflow
-    c = FileCache(limit=50 * SIZE, pin_seconds=3600, overflow_files=8)
+    c = FileCache(limit=50 * SIZE + WINDOW, overflow_bytes=WINDOW, pin_seconds=3600, overflow_files=8)
     for i in range(100):
         p = c.get(key(i))
         assert open(p, "rb").read() == content(i)  # every path handed out is right when handed out
@@ -56,7 +57,7 @@ def test_limit_holds_within_the_overflow_window_even_when_everything_is_pinned(v
 
 
 def test_an_overflow_path_keeps_its_name_and_lives_for_the_window(vol):
-    c = FileCache(limit=2 * SIZE, pin_seconds=3600, overflow_files=3)
+    c = FileCache(limit=2 * SIZE + WINDOW, overflow_bytes=WINDOW, pin_seconds=3600, overflow_files=3)
     c.get(key(0)), c.get(key(1))
     p = c.get(key(2))  # the cache is full of pinned entries: served from the overflow window
     assert Path(p).name == "f002.bin" and "overflow" in p and open(p, "rb").read() == content(2)
@@ -71,7 +72,7 @@ def test_an_overflow_path_keeps_its_name_and_lives_for_the_window(vol):
 
 
 def test_unpinned_entries_are_still_evicted_lru_first(vol):
-    c = FileCache(limit=5 * SIZE, pin_seconds=0)
+    c = FileCache(limit=5 * SIZE + WINDOW, overflow_bytes=WINDOW, pin_seconds=0)
     for i in range(20):
         c.get(key(i))
     info = c.info()
@@ -91,7 +92,9 @@ def epoch_hits(ds: UCVolumeDataset, loader: DataLoader, epoch: int) -> tuple[int
 def test_a_cache_of_half_the_data_keeps_a_stable_half_resident(vol, workers):
     """Plain LRU over a cyclic scan evicts every file just before it is read again (0% hits in
     epoch 2); the dataset's resident subset keeps the half that fits, so epoch 2 hits that half."""
-    cache = FileCache(limit=50 * SIZE, pin_seconds=0)  # no time pins: only the resident subset protects
+    cache = FileCache(
+        limit=50 * SIZE + WINDOW, overflow_bytes=WINDOW, pin_seconds=0
+    )  # no time pins: only the resident subset protects
     ds = UCVolumeDataset("/Volumes/main/raw/big/d", shuffle=True, seed=3, cache=cache, prefetch=4)
     loader = DataLoader(ds, batch_size=None, num_workers=workers)
     hits1, misses1 = epoch_hits(ds, loader, 0)
@@ -107,13 +110,13 @@ def test_a_cache_of_half_the_data_keeps_a_stable_half_resident(vol, workers):
 
 
 def test_a_dead_process_overflow_folder_is_swept(vol):
-    c = FileCache(limit=SIZE, pin_seconds=3600)
+    c = FileCache(limit=SIZE + WINDOW, overflow_bytes=WINDOW, pin_seconds=3600)
     child = subprocess.run(
         [
             sys.executable,
             "-c",
             "import os; from air_magics.cache import FileCache\n"
-            f"c = FileCache({str(c.root)!r}, limit={SIZE}, pin_seconds=3600)\n"
+            f"c = FileCache({str(c.root)!r}, limit={SIZE + WINDOW}, overflow_bytes={WINDOW}, pin_seconds=3600)\n"
             f"c.get({key(0)!r}); p = c.get({key(1)!r}); print(p, flush=True); os._exit(0)",
         ],
         capture_output=True,
@@ -129,7 +132,7 @@ def test_a_dead_process_overflow_folder_is_swept(vol):
 
 
 def _reader(root: str, order: list[int], out) -> None:
-    c = FileCache(root, limit=30 * SIZE, pin_seconds=0.2, overflow_files=4)
+    c = FileCache(root, limit=30 * SIZE + WINDOW, overflow_bytes=WINDOW, pin_seconds=0.2, overflow_files=4)
     bad = [i for i in order if open(c.get(key(i)), "rb").read() != content(i)]
     out.put(bad)
 
@@ -196,7 +199,9 @@ def test_a_loader_at_default_depth_never_outruns_the_overflow_window():
     for i in range(n):
         with s.open(f"/Volumes/main/raw/many/f{i:04d}.bin", "wb") as f:
             f.write(i.to_bytes(4, "big") * 256)
-    cache = FileCache(limit=n // 2 * 1024, pin_seconds=3600)  # half fits: the rest overflows
+    cache = FileCache(
+        limit=n // 2 * 1024 + WINDOW, overflow_bytes=WINDOW, pin_seconds=3600
+    )  # half fits: the rest overflows
     ds = UCVolumeDataset("/Volumes/main/raw/many", cache=cache)  # default prefetch
     loader = DataLoader(ds, batch_size=None)  # default workers, chunking and prefetch_factor
     for _ in range(2):
@@ -211,7 +216,7 @@ def test_a_loader_at_default_depth_never_outruns_the_overflow_window():
 
 def test_the_same_file_overflowing_twice_keeps_both_hand_outs(vol):
     """The first copy's expiry used to delete the second: a path handed out one get ago vanished."""
-    c = FileCache(limit=25_000, overflow_files=4, pin_seconds=600)
+    c = FileCache(limit=25_000 + WINDOW, overflow_bytes=WINDOW, overflow_files=4, pin_seconds=600)
     c.get(key(0))  # the one file that fits
     for i in range(1, 6):
         c.get(key(i))  # overflow
@@ -229,7 +234,7 @@ def _random_reader(root: str, seed: int, out) -> None:
     from collections import deque
 
     rng = random.Random(seed)
-    c = FileCache(root, limit=30 * SIZE, pin_seconds=600, overflow_files=8)
+    c = FileCache(root, limit=30 * SIZE + WINDOW, overflow_bytes=WINDOW, pin_seconds=600, overflow_files=8)
     recent: deque[str] = deque(maxlen=7)  # the last 7 hand-outs: all must still be there
     vanished = wrong = 0
     for _ in range(400):
@@ -270,7 +275,7 @@ def test_a_live_process_folder_is_kept_whatever_its_pid_looks_like_here(vol):
             sys.executable,
             "-c",
             "import sys; from air_magics.cache import FileCache\n"
-            f"c = FileCache({str(root)!r}, limit={SIZE}, pin_seconds=3600)\n"
+            f"c = FileCache({str(root)!r}, limit={SIZE + WINDOW}, overflow_bytes={WINDOW}, pin_seconds=3600)\n"
             f"c.get({key(0)!r}); print(c.get({key(1)!r}), flush=True); sys.stdin.readline()",
         ],
         stdin=subprocess.PIPE,
@@ -293,13 +298,15 @@ def test_a_live_process_folder_is_kept_whatever_its_pid_looks_like_here(vol):
             ],
         ]:
             os.rename(old, new)
-        mine = FileCache(root, limit=SIZE, pin_seconds=3600)
+        mine = FileCache(root, limit=SIZE + WINDOW, overflow_bytes=WINDOW, pin_seconds=3600)
         mine.get(key(0)), mine.get(key(2))  # this process overflows and sweeps dead folders first
         assert (forged / held.relative_to(folder)).exists()  # its owner is alive: kept
     finally:
         child.stdin.close()
         child.wait(30)
-    later = FileCache(root, limit=SIZE, pin_seconds=3600)  # a fresh process-level window sweeps again
+    later = FileCache(
+        root, limit=SIZE + WINDOW, overflow_bytes=WINDOW, pin_seconds=3600
+    )  # a fresh process-level window sweeps again
     later.get(key(0)), later.get(key(3))
     assert not forged.exists()  # its owner has exited: swept
 
@@ -310,9 +317,25 @@ def disk16(small_fs):
     return small_fs("16m")
 
 
-def test_the_overflow_window_honours_the_reserve_on_a_small_disk(disk16):
-    """The window was bounded by file count only: on a 16 MiB disk it took free space to 112 KiB
-    and gets failed with raw disk-full errors. Now it stops at the reserve with a clear error."""
+def _used(root) -> int:
+    """Bytes of every regular file under the cache root (files, overflow, temps), the index aside."""
+    total = 0
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            if name.startswith("index.sqlite"):
+                continue
+            try:
+                total += os.stat(os.path.join(dirpath, name)).st_size
+            except FileNotFoundError:
+                pass
+    return total
+
+
+def test_on_a_small_disk_gets_keep_working_while_the_window_turns_over(disk16):
+    """Issue 36 item 1: on a 16 MiB disk (limit 2 MiB, 60 pinned 500 kB files) half the gets failed
+    while the count-bounded window grew. Now the window is 1/8 of the limit, by bytes: with a limit
+    that holds the files and the window, every get is served, the window's oldest files go when
+    its bytes are needed, the disk stays above the reserve and the cache root within the limit."""
     import shutil
 
     s = VolumeStore()
@@ -321,29 +344,47 @@ def test_the_overflow_window_honours_the_reserve_on_a_small_disk(disk16):
         with s.open(f"/Volumes/main/raw/large/f{i:02d}.bin", "wb") as f:
             f.write(bytes([i]) * 500_000)
     reserve = 1 << 20
-    c = FileCache(disk16 / "cache", limit="2MiB", reserve=reserve, pin_seconds=600)  # everything pinned
-    served, refused = [], []
+    c = FileCache(disk16 / "cache", limit="8MiB", reserve=reserve, pin_seconds=600, overflow_files=8)
+    assert c.window == 1 << 20  # 1/8 of the limit: two of these files at a time
+    peak = 0
     for i in range(60):
-        try:
-            p = c.get(f"/Volumes/main/raw/large/f{i:02d}.bin")
-        except CacheLimitError as exc:
-            refused.append(str(exc))
-        else:
-            assert open(p, "rb").read() == bytes([i]) * 500_000
-            served.append(p)
+        p = c.get(f"/Volumes/main/raw/large/f{i:02d}.bin")  # everything pinned: past 14 files, the window
+        assert open(p, "rb").read() == bytes([i]) * 500_000
         assert shutil.disk_usage(disk16).free >= reserve, i
-    assert len(served) > 8  # past the 4 files the limit holds, the window served more
-    assert refused, "a 16 MiB disk cannot hold 60 pinned 500 kB files: some gets must be refused"
-    msg = refused[0]
-    assert "/Volumes/main/raw/large/f" in msg and "2.0 MiB" in msg and "1.0 MiB" in msg
-    assert "AIR_CACHE_RESERVE" in msg and "AIR_CACHE_LIMIT" in msg and "AIR_CACHE_DIR" in msg
+        peak = max(peak, _used(c.root))
+    assert c.info().overflows >= 40 and c.info().bytes <= c.files_limit
+    assert peak <= c.limit, f"{peak} bytes under the cache root, limit {c.limit}"
+
+
+def test_an_item_larger_than_the_window_is_refused_naming_it_and_the_setting(disk16):
+    s = VolumeStore()
+    s.create("main.raw.large")
+    for i in range(5):
+        with s.open(f"/Volumes/main/raw/large/f{i:02d}.bin", "wb") as f:
+            f.write(bytes([i]) * 500_000)
+    c = FileCache(disk16 / "cache", limit="2MiB", pin_seconds=600)  # 1.75 MiB for files, 256 KiB window
+    for i in range(3):
+        c.get(f"/Volumes/main/raw/large/f{i:02d}.bin")  # three fit in the files' share
+    with pytest.raises(CacheLimitError) as e:
+        c.get("/Volumes/main/raw/large/f03.bin")  # the files are pinned, and it can never fit the window
+    msg = str(e.value)
+    assert "/Volumes/main/raw/large/f03.bin" in msg and "488.3 KiB" in msg and "256.0 KiB" in msg
+    assert "AIR_CACHE_LIMIT" in msg and "cache_limit" in msg
+    with pytest.raises(CacheLimitError, match=r"f04\.bin is 488\.3 KiB .*AIR_CACHE_LIMIT"):
+        FileCache(disk16 / "c2", limit="500KiB").get("/Volumes/main/raw/large/f04.bin")  # never fits at all
 
 
 def test_overflow_bytes_bounds_the_window(vol):
-    c = FileCache(limit=SIZE, pin_seconds=600, overflow_bytes=3 * SIZE)
-    c.get(key(0))
-    for i in range(1, 4):
-        c.get(key(i))  # three files in the window: all it may hold
-    with pytest.raises(CacheLimitError, match=r"f004\.bin .*overflow_bytes"):
-        c.get(key(4))
-    assert open(c.get(key(2)), "rb").read() == content(2)  # a file the window holds is served again
+    """The windows' bound, by bytes: the oldest files go when its bytes are needed (once handed out
+    ``overflow_files // 8`` hand-outs ago); while every file in it is still in flight it goes past
+    the bound rather than fail the loop."""
+    c = FileCache(limit=4 * SIZE, pin_seconds=600, overflow_bytes=3 * SIZE, overflow_files=8)  # keep 1
+    assert (c.window, c.files_limit) == (3 * SIZE, SIZE)
+    for i in range(12):
+        assert open(c.get(key(i)), "rb").read() == content(i)  # one in the files' share, the rest turn over
+        assert c.window_bytes <= 3 * SIZE, i
+    assert c.info().overflows == 11
+    wide = FileCache(c.root, limit=4 * SIZE, pin_seconds=600, overflow_bytes=3 * SIZE)  # keep 128: all in flight
+    for i in range(12, 17):
+        assert open(wide.get(key(i)), "rb").read() == content(i)
+    assert wide.window_bytes > 3 * SIZE  # past the bound, never a failed get

@@ -77,6 +77,8 @@ class ClaimedEntries:
     _overflow: Any
     _guard: Any
     limit: int | None
+    files_limit: int | None
+    reserve: int
     store: Any
 
     def claim(self, key: str, size: int, keep: Residency | None = None) -> str | None:
@@ -87,7 +89,7 @@ class ClaimedEntries:
         f.slot = self.slot(key)
         with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
             self._guard.verify()  # nothing is written through a root swapped for a link
-            if (self.limit is None or size <= self.limit) and self._claim(f, keep):
+            if (self.files_limit is None or size <= self.files_limit) and self._claim(f, keep):
                 return f.slot
         self._entries.count_up(misses=1, bytes_fetched=size, overflows=1)
         self._publish()

@@ -209,6 +209,39 @@ class Entries:
             _add(db, {"evictions": len(gone) if evictions else 0, "total_bytes": -sum(r[2] for r in gone)})
         return gone
 
+    # -- the overflow windows' shared byte budget (one row per live process's window) -------------
+    def window_take(self, owner: str, size: int, cap: int) -> bool:
+        """Take *size* bytes for *owner*'s overflow window if all windows together stay within *cap*."""
+        with self._open() as db, self.disk_full("taking room in the overflow window"), transaction(db):
+            used = db.execute("SELECT COALESCE(SUM(bytes), 0) FROM windows").fetchone()[0]
+            if used + size > cap:
+                return False
+            db.execute(
+                "INSERT INTO windows(owner, bytes) VALUES (?, ?) "
+                "ON CONFLICT(owner) DO UPDATE SET bytes = bytes + excluded.bytes",
+                (owner, size),
+            )
+        return True
+
+    def window_give(self, owner: str, size: int) -> None:
+        """Give back *size* bytes of *owner*'s window (files it removed)."""
+        with self._open() as db, self.disk_full("giving back overflow room"), transaction(db):
+            db.execute("UPDATE windows SET bytes = MAX(0, bytes - ?) WHERE owner = ?", (size, owner))
+
+    def window_bytes(self) -> int:
+        """Bytes all processes' overflow windows hold (or are fetching) now."""
+        with self._open() as db:
+            return db.execute("SELECT COALESCE(SUM(bytes), 0) FROM windows").fetchone()[0]
+
+    def window_prune(self, alive: Callable[[str], bool]) -> None:
+        """Drop the rows of windows whose owner is gone (its folder swept after a crash)."""
+        with self._open() as db:
+            owners = [o for (o,) in db.execute("SELECT owner FROM windows")]
+        dead = [o for o in owners if not alive(o)]
+        if dead:
+            with self._open() as db, self.disk_full("pruning overflow rows"), transaction(db):
+                db.executemany("DELETE FROM windows WHERE owner = ?", [(o,) for o in dead])
+
     def heal_totals(self, reset_stats: bool = False) -> None:
         """Recount ``total_bytes`` from the rows (heals drift); ``reset_stats`` zeroes the other counters."""
         with self._open() as db:

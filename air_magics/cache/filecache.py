@@ -12,8 +12,8 @@ source is unchanged.
   An entry handed out in the last ``pin_seconds`` is never evicted (that is the guarantee a
   yielded path relies on), and an entry whose source no longer exists is never evicted (it may be
   the only copy left). When nothing may be evicted, a miss is not added past the limit: it is
-  served from a bounded per-process overflow window (:mod:`air_magics.cache.overflow`), so the
-  limit holds within that window, and a scan's resident subset (a dataset read every epoch)
+  served from the overflow window (:mod:`air_magics.cache.overflow`), a bounded part of the same
+  byte limit, and a scan's resident subset (a dataset read every epoch)
   keeps hitting instead of thrashing.
 * **Many processes**: the index and the statistics live in one SQLite database (WAL); fetches
   write to a temp name and rename; a striped file lock makes concurrent requests for one path
@@ -57,6 +57,7 @@ from .validate import Validation
 
 __all__ = ["FileCache", "CacheInfo", "ClearReport", "ClearProgress", "CheckReport", "Residency"]
 
+WINDOW_SHARE = 8  # the overflow windows' default share of the limit: 1/8
 _REPORT_EVERY = 1.0  # seconds: a stream ending sooner after the last status report defers its own
 
 
@@ -67,7 +68,10 @@ class FileCache(ClaimedEntries):
     (``None``: only the reserve bounds it); ``reserve`` to ``$AIR_CACHE_RESERVE`` (1 GiB). Sizes
     accept ``"10GiB"``-style strings. ``overflow_files``: how many files a process may hold past a
     full cache, each valid until that many more files are handed out; ``overflow_bytes``: how many
-    bytes they may take (``None``: bounded by the disk and the reserve; see :mod:`.overflow`).
+    bytes all processes' windows may take together, a part of the limit (``None``: 1/8 of it; with
+    no limit, the disk and the reserve bound them; see :mod:`.overflow`). One byte budget: the
+    index counts at most :attr:`files_limit` (the limit less the window), so files and windows
+    together stay within ``limit``.
 
     The API: :meth:`get` (fetch on a miss), :meth:`try_hit` (no fetch), :meth:`pin` (renew a
     handed-out path's guarantee), :meth:`clear`, :meth:`info` and :attr:`limit`; datasets use the
@@ -88,6 +92,7 @@ class FileCache(ClaimedEntries):
         overflow_bytes: int | str | None = None,
     ) -> None:
         self.root = Path(root) if root is not None else settings.cache_dir()
+        self.overflow_bytes = parse_size(overflow_bytes, "overflow_bytes")
         self.limit = limit if limit is not None else settings.cache_limit()
         self.reserve = parse_size(reserve, "cache reserve") if reserve is not None else settings.cache_reserve()
         if overflow_files < 1:
@@ -98,7 +103,6 @@ class FileCache(ClaimedEntries):
             )
         self.pin_seconds = pin_seconds
         self.overflow_files = overflow_files
-        self.overflow_bytes = parse_size(overflow_bytes, "overflow_bytes")
         self.retries = retries
         self.store = store or VolumeStore.shared()
         self._files_root = str(self.root / "files")
@@ -118,10 +122,35 @@ class FileCache(ClaimedEntries):
         limit = parse_size(value, "cache limit") if value is not None else None
         if limit is not None and limit <= 0:
             raise CacheLimitError(f"cache limit {value!r} must be positive: give e.g. '10GiB', or None for no limit")
-        self._limit = limit
-        for part in (self.__dict__.get("_evictor"), self.__dict__.get("_overflow")):
-            if part is not None:  # made after the first assignment (in __init__)
-                part.limit = limit
+        window = self.overflow_bytes
+        if limit is not None:
+            window = limit // WINDOW_SHARE if window is None else window
+            if window >= limit:
+                raise CacheLimitError(
+                    f"overflow_bytes={self.overflow_bytes!r} must be less than the cache limit {limit!r}: the "
+                    f"overflow window is part of the limit (default 1/{WINDOW_SHARE} of it)"
+                )
+        self._limit, self._window = limit, window
+        if "_evictor" in self.__dict__:  # made after the first assignment (in __init__)
+            self._evictor.limit = self.files_limit
+            self._overflow.limit, self._overflow.max_bytes = limit, window
+
+    @property
+    def window(self) -> int | None:
+        """Bytes all processes' overflow windows may hold together: ``overflow_bytes``, else 1/8 of
+        the limit (``None``: no limit, only the disk's reserve bounds them)."""
+        return self._window
+
+    @property
+    def window_bytes(self) -> int:
+        """Bytes all processes' overflow windows hold now (the shared counter in the index)."""
+        return self._entries.window_bytes()
+
+    @property
+    def files_limit(self) -> int | None:
+        """Bytes the index may count (files, shards, extracted folders): the limit less the
+        overflow window, so that everything the cache writes stays within the limit."""
+        return None if self._limit is None else self._limit - (self._window or 0)
 
     # -- per-process state (never pickled) --------------------------------------------------------
     def _reset_process_state(self) -> None:
@@ -131,7 +160,7 @@ class FileCache(ClaimedEntries):
         self._report_timer: threading.Timer | None = None
         self._revalidated, self._revalidation_seconds = 0, 0.0  # this process's checks against the volume
         self._hits = HitLog(self.pin_seconds, flush=self.flush_hits)
-        self._overflow = OverflowWindow(self.root, self.overflow_files, self.overflow_bytes, self.limit)
+        self._overflow = OverflowWindow(self.root, self.overflow_files, self.window, self.limit, self._entries)
         self._guard = RootGuard(self.root)
         self._entries.on_open = self._opened
         wal_check = Throttle(5.0)
@@ -139,7 +168,7 @@ class FileCache(ClaimedEntries):
             self.root,
             self._entries,
             self._stripes,
-            self.limit,
+            self.files_limit,
             self.reserve,
             self.pin_seconds,
             self._source_exists,
@@ -185,8 +214,14 @@ class FileCache(ClaimedEntries):
         rest of what a crash leaves (temp files, fetches never finished, half-extracted folders)."""
         self._guard.verify()
         self._overflow.folder()
+        self._prune_windows()  # a process that left kept its row (its folder is gone): its bytes go back
         if self._overflow.swept:  # a process died without cleaning up: repair what it may have left
             self.check(repair=True)
+
+    def _prune_windows(self) -> None:
+        """Give back the overflow bytes of processes whose folder is gone (swept after a crash)."""
+        base = self._overflow.base
+        self._entries.window_prune(lambda owner: (base / owner).is_dir())
 
     def __repr__(self) -> str:
         return f"FileCache(root={str(self.root)!r}, limit={self.limit}, reserve={self.reserve})"
@@ -361,6 +396,7 @@ class FileCache(ClaimedEntries):
         report = run_check(self.root, self._entries, self._stripes, repair=repair, verify_root=self._guard.verify)
         if repair:
             self._entries.heal_totals()
+            self._prune_windows()
         return report
 
     def clear(

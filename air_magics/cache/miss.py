@@ -40,7 +40,9 @@ class Bounds(Protocol):
     """What a miss reads of its cache at the moment it needs it: public attributes a caller may
     change after the cache was made (a :class:`~air_magics.cache.FileCache` is one)."""
 
-    limit: int | None  # bytes the index may count (None: only the reserve bounds it)
+    limit: int | None  # bytes everything the cache writes may take (None: only the reserve bounds it)
+    files_limit: int | None  # of which the index may count (the limit less the overflow window)
+    window: int | None  # of which all processes' overflow windows may hold
     reserve: int  # free disk always left
     retries: int  # per copy
 
@@ -96,13 +98,15 @@ class MissPath:
                 if self.validated_hit(f):  # another process fetched it meanwhile
                     return local
                 self._guard.verify()  # nothing is written through a root swapped for a link
-                limit = self._bounds.limit
-                if limit is not None and size > limit:
+                limit, files = self._bounds.limit, self._bounds.files_limit
+                if limit is not None and files is not None and size > max(files, self._bounds.window or 0):
                     raise CacheLimitError(
-                        f"{key} is {fmt_bytes(size)} but the cache limit is {fmt_bytes(limit)}; raise the limit "
-                        f"(FileCache(limit=...) or AIR_CACHE_LIMIT) above the largest file"
+                        f"{key} is {fmt_bytes(size)} but the cache limit of {fmt_bytes(limit)} keeps at most "
+                        f"{fmt_bytes(files)} for files (the rest is the overflow window); raise the limit "
+                        f"(FileCache(limit=...), AIR_CACHE_LIMIT or %config AirMagics.cache_limit) so that it "
+                        f"leaves more than {fmt_bytes(size)} for files"
                     )
-                if not self.claim(f, keep):
+                if (files is not None and size > files) or not self.claim(f, keep):
                     return self._overflow_fetch(f)
                 try:
                     n = self._copy(CopyTask(f, Location(local, root=self._files_root)))
@@ -143,7 +147,7 @@ class MissPath:
         """Room for *f* within the limit, claimed in the index (two tries: another process may take
         the room between the eviction and the claim); False: serve it from the overflow window.
         The caller holds *f*'s stripe."""
-        limit = self._bounds.limit
+        limit = self._bounds.files_limit
         if limit is None:  # only the free-disk reserve bounds it: no claim to race for
             return self._evictor.make_room(f.size or 0, keep)
         for _ in range(2):

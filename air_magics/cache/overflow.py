@@ -10,21 +10,27 @@ So when the cache is at its limit and every entry it could evict is in use (or i
 current scan's resident subset, see :class:`Residency`), a miss is not added to the cache: it is
 fetched into this process's overflow folder ``<root>/overflow/<pid>-<token>/<catalog>/<schema>/
 <volume>/...`` (the original file name kept) and deleted once ``size`` more files have been handed
-out by this process. What the cache holds stays within its limit (plus, at most, one file per
-thread that was fetching at the same moment: room is checked per fetch, not reserved); the overflow
-window adds at most ``size`` files per process; and the resident subset keeps hitting every epoch.
+out by this process. What the cache holds stays within its files' share of the limit (room is
+claimed per fetch in the index); the windows take the rest of it, by bytes (below); and the
+resident subset keeps hitting every epoch.
 
 Lifetime of an overflow path: valid until the process hands out ``size`` more files (hits or
-misses). Consumers of a loader open a file long before that (a DataLoader has at most
+misses), or, when the window's bytes are needed, at least ``size // 8`` more (``keep``: more than a
+stream hands out ahead of its reader, 64 hits per look-up plus its prefetch). Consumers of a loader open a file long before that (a DataLoader has at most
 ``num_workers x prefetch_factor`` items plus the dataset's ``prefetch`` in flight). Every hand-out
 owns its place in the window: the same file overflowing twice is one copy with two references, and
 it is deleted when the last of them leaves (a window file still valid for its size and mtime is
 handed out again without a copy).
 
-Bytes: the window is bounded by ``max_bytes`` (``None``: by the disk alone) and never takes the
-disk below the cache's free-disk reserve. A file that does not fit is refused with a
-:class:`~air_magics.errors.CacheLimitError` naming it, the limit, the reserve and the fixes; nothing
-in the window is deleted early to make room, since a loop may still read it.
+Bytes: all processes' windows together hold ``max_bytes`` (the cache's ``window``: 1/8 of its
+limit by default, the rest being the files' share, so files and windows stay within the limit;
+``None``: bounded by the disk alone), counted in one row per process of the index (``budget``), and
+never take the disk below the cache's free-disk reserve. With the bound reached, this process's
+files past ``keep`` go first; when every file left is still in flight (handed out within ``keep``),
+the window goes past the bound rather than fail a loader: the bound is exact once the windows hold
+more than ``keep`` files per process. A file larger than the whole window, or one the disk has no
+room for above the reserve, is refused with a :class:`~air_magics.errors.CacheLimitError` naming
+it, its size, the limit and the settings to raise.
 
 Liveness: each process that uses the cache holds an ``flock`` on ``<pid>-<token>.lock`` beside its
 folder for as long as it lives (the kernel drops it when the process dies, however it dies); both
@@ -47,6 +53,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from ..errors import CacheLimitError
 from ..io.forksafe import renew_after_fork
@@ -54,9 +61,10 @@ from ..io.process import pid_alive
 from ..io.units import fmt_bytes
 from ..io.versions import same_version
 
-__all__ = ["OverflowWindow", "Residency", "DEFAULT_OVERFLOW_FILES", "sweep_dead", "dead_folders"]
+__all__ = ["OverflowWindow", "Residency", "Budget", "DEFAULT_OVERFLOW_FILES", "sweep_dead", "dead_folders"]
 
 DEFAULT_OVERFLOW_FILES = 1024  # more than a default DataLoader keeps in flight (2 workers x 2 messages x 128)
+_FULL = "the overflow windows hold their bound"  # (_room's answer when only the shared budget is short)
 _LOCK_SUFFIX = ".lock"
 _LEGACY_AGE = 24 * 3600.0  # a folder without a lock file (an older version's) is swept when this old
 _HELD_LOCKS: set[int] = set()  # this process's folder-lock descriptors; a forked child closes its copies
@@ -95,19 +103,38 @@ class Residency:
         return lo, lo + "0"  # "0" follows "/" in ASCII: every "lo/..." key and "lo" itself are in range
 
 
+class Budget(Protocol):
+    """The shared byte counter of all processes' windows (the cache's index, :class:`.entries.Entries`)."""
+
+    def window_take(self, owner: str, size: int, cap: int) -> bool: ...
+
+    def window_give(self, owner: str, size: int) -> None: ...
+
+    def window_prune(self, alive: Callable[[str], bool]) -> None: ...
+
+
 class OverflowWindow:
     """This process's overflow files, oldest first; see the module docstring.
 
-    *size*: hand-outs a file stays valid for; *max_bytes*: bytes the window may hold (``None``: no
-    bound but the disk's reserve); *limit*: the cache's byte limit (named in errors only)."""
+    *size*: hand-outs a file stays valid for while the window has room; *max_bytes*: bytes all
+    processes' windows may hold together (``None``: no bound but the disk's reserve), counted in
+    *budget*; *limit*: the cache's byte limit (named in errors only)."""
 
     def __init__(
-        self, root: Path, size: int = DEFAULT_OVERFLOW_FILES, max_bytes: int | None = None, limit: int | None = None
+        self,
+        root: Path,
+        size: int = DEFAULT_OVERFLOW_FILES,
+        max_bytes: int | None = None,
+        limit: int | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.base = root / "overflow"
         self.size = size
+        self.keep = max(1, size // 8)  # hand-outs a file lives at least, however full the window is
         self.max_bytes = max_bytes
         self.limit = limit
+        self.budget = budget
+        self.overdrawn = 0  # files this process took past the windows' bound (all in flight)
         self._lock = threading.Lock()
         self._pid = 0
         self._dir: Path | None = None
@@ -142,22 +169,30 @@ class OverflowWindow:
                     self._release(files.popleft()[1])
 
     def fetch(
-        self, rel: str, size: int, mtime: float, copy: Callable[[str], int], *, reserve: int = 0, headroom: int = 0
+        self,
+        rel: str,
+        size: int,
+        mtime: float,
+        copy: Callable[[str], int],
+        *,
+        reserve: int = 0,
+        headroom: int = 0,
     ) -> tuple[str, int, bool]:
         """Serve ``/Volumes/<rel>`` (*size* bytes, source *mtime*) from the window, fetching it with
         ``copy(dest) -> bytes`` unless the window holds it already; returns (local path, bytes
         fetched, reused). Raises :class:`CacheLimitError` when it does not fit (see the module): the
         disk must keep *reserve* bytes plus *headroom* (what the cache's index may still grow by)."""
         with self._lock:
-            folder = self._folder()
-            local = str(folder / rel)
+            local = str(self._folder() / rel)
             held = self._held.get(local)
             if held is not None and _same(local, size, mtime):
                 held[0] += 1
                 self._files.append((self._count, local))
                 return local, 0, True
-            self._check_room(rel, size, reserve, headroom)
+        self.take(f"/Volumes/{rel}", size, reserve=reserve, headroom=headroom)
+        with self._lock:
             self._pending += size
+            held = self._held.get(local)
             if held is None:
                 held = self._held[local] = [0, 0]
             held[0] += 1
@@ -167,14 +202,44 @@ class OverflowWindow:
             with self._lock:
                 self._pending -= size
                 self._release(local)
+            self.give(size)
             raise
         with self._lock:
             self._pending -= size
-            self._bytes += n - held[1]
-            held[1] = n
+            self._bytes += size - held[1]
+            self.give(held[1])  # a copy of an older version replaced: its bytes go back
+            held[1] = size
             self._files.append((self._count, local))
             self.added += 1
         return local, n, False
+
+    def take(self, name: str, size: int, *, reserve: int = 0, headroom: int = 0) -> None:
+        """Room for *size* bytes of *name* in the window (the shared budget and the disk above the
+        reserve plus *headroom*). When the windows hold their bound, this process's files handed out
+        at least ``keep`` hand-outs ago go first, oldest first (early: the window's bytes are
+        needed); when every file left is still in flight, the window goes past its bound rather
+        than fail a loader (``overdrawn`` counts it). An item larger than the whole window, or one
+        the disk has no room for above the reserve, is a :class:`CacheLimitError`."""
+        cap = self.max_bytes
+        if cap is not None and size > cap:
+            raise self._refused(name, size, f"it is larger than the whole overflow window ({fmt_bytes(cap)})")
+        with self._lock:
+            self._folder()
+            why = self._room(size, reserve, headroom)
+            if why and self._release_early():
+                why = self._room(size, reserve, headroom)
+            if why is _FULL:  # all in flight: past the bound (the disk's reserve still holds)
+                if self.budget is not None and self._dir is not None:
+                    self.budget.window_take(self._dir.name, size, 1 << 62)
+                self.overdrawn += 1
+                return
+        if why:
+            raise self._refused(name, size, why)
+
+    def give(self, size: int) -> None:
+        """Give back *size* bytes taken with :meth:`take` (a file removed, or never written)."""
+        if self.budget is not None and self.max_bytes is not None and size > 0 and self._dir is not None:
+            self.budget.window_give(self._dir.name, size)
 
     def folder(self) -> Path:
         """This process's folder (made on first use; removed at exit, or swept once the process is dead)."""
@@ -207,26 +272,39 @@ class OverflowWindow:
             Finalize(None, _remove_own, (self._dir, fd, self._pid), exitpriority=0)
         return self._dir
 
-    def _check_room(self, rel: str, size: int, reserve: int, headroom: int) -> None:
-        used = self._bytes + self._pending
-        if self.max_bytes is not None and used + size > self.max_bytes:
-            why = (
-                f"this process's overflow window already holds {fmt_bytes(used)} of the "
-                f"{fmt_bytes(self.max_bytes)} it may use (overflow_bytes)"
-            )
-        else:
-            free = _free(self.base) - self._pending
-            if free - size >= reserve + headroom:
-                return
-            why = (
+    def _room(self, size: int, reserve: int, headroom: int) -> str:
+        """Take *size* bytes if the disk and the shared budget have them; else why not ("": taken)."""
+        free = _free(self.base) - self._pending
+        if free - size < reserve + headroom:
+            return (
                 f"the disk has {fmt_bytes(max(free, 0))} free and must keep the reserve of {fmt_bytes(reserve)} "
                 f"(AIR_CACHE_RESERVE) plus {fmt_bytes(headroom)} for the index's log"
             )
+        cap = self.max_bytes
+        if cap is None or self._dir is None:
+            return ""
+        if self.budget is None:  # (no shared index: this process's window alone)
+            if self._bytes + self._pending + size <= cap:
+                return ""
+        elif self.budget.window_take(self._dir.name, size, cap):
+            return ""
+        return _FULL
+
+    def _release_early(self) -> bool:
+        """Release this process's files handed out at least ``keep`` hand-outs ago (all of them:
+        the window is full); True when any bytes went back."""
+        files, before, horizon = self._files, self._bytes, self._count - self.keep
+        while files and files[0][0] < horizon:
+            self._release(files.popleft()[1])
+        return self._bytes < before
+
+    def _refused(self, name: str, size: int, why: str) -> CacheLimitError:
         limit = "no limit" if self.limit is None else f"a limit of {fmt_bytes(self.limit)}"
-        raise CacheLimitError(
-            f"no room for /Volumes/{rel} ({fmt_bytes(size)}): the cache at {self.base.parent} ({limit}) is full of "
-            f"files in use and {why}; raise the limit (FileCache(limit=...) or AIR_CACHE_LIMIT), lower "
-            f"pin_seconds or overflow_files so fewer files are held, or move AIR_CACHE_DIR to a larger disk"
+        return CacheLimitError(
+            f"no room for {name} ({fmt_bytes(size)}): the cache at {self.base.parent} ({limit}) is full of "
+            f"files in use and {why}; raise the limit (FileCache(limit=...), AIR_CACHE_LIMIT or %config "
+            f"AirMagics.cache_limit) or overflow_bytes, lower pin_seconds or the loader's prefetch so fewer "
+            f"files are held, or move AIR_CACHE_DIR to a larger disk"
         )
 
     def _release(self, local: str) -> None:
@@ -238,6 +316,7 @@ class OverflowWindow:
             del self._held[local]
             self._bytes -= held[1]
             _unlink(local)
+            self.give(held[1])
 
 
 def sweep_dead(base: Path) -> list[str]:

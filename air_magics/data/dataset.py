@@ -10,7 +10,8 @@ default) after it is yielded, so the consumer can open it; open it (or copy it) 
 When the cache's limit is smaller than the data, the files it holds are kept as a stable resident
 subset (this dataset's misses never evict what it read since its previous epoch began) and the rest
 are served from the process's overflow window: such a path stays valid until the process has
-handed out ``cache.overflow_files`` (1,024) more files, far more than a DataLoader keeps in flight.
+handed out ``cache.overflow_files`` (1,024) more files, or at least 128 when the window's bytes
+(1/8 of the cache limit, shared by all processes) are needed: more than a DataLoader keeps in flight.
 """
 
 from __future__ import annotations
