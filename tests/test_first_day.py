@@ -286,22 +286,7 @@ def test_writer_documents_one_sync_files_default():
     assert "Default to True" not in doc  # FileSystemWriter's own default no longer shows through
 
 
-def test_write_probe_retries_a_transient_error(tmp_path, monkeypatch):
-    import errno
-    import tempfile
-
-    real, calls = tempfile.mkstemp, []
-
-    def flaky(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 1:
-            raise OSError(errno.EIO, "Input/output error")  # a flaky mount's first create
-        return real(*args, **kwargs)
-
-    src = tmp_path / "src.txt"
-    src.write_text("x")
-    monkeypatch.setattr(tempfile, "mkstemp", flaky)
-    assert len(plan_copy([str(src)], str(tmp_path / "dest")).tasks) == 1 and len(calls) == 2
+# the write probe's retry of a transient create: tests/test_fuse_copy.py, on a real faulty FUSE volume
 
 
 def test_checkpoints_view_recognises_a_plain_dcp_folder(ip, vol):

@@ -137,7 +137,10 @@ def unknown_arguments_message(parser: Any, extra: list[str]) -> str:
     for word in extra:
         if word.startswith("-") and word not in options:
             flag = word.split("=", 1)[0]
-            close = [by_lower[m] for m in difflib.get_close_matches(flag.lower(), list(by_lower), n=2, cutoff=0.6)]
+            matches = difflib.get_close_matches(flag.lower(), list(by_lower), n=2, cutoff=0.6)
+            best = [difflib.SequenceMatcher(None, flag.lower(), m).ratio() for m in matches]
+            # a second suggestion only when it is about as close as the first (--patern: --pattern, not --repair)
+            close = [by_lower[m] for m, r in zip(matches, best, strict=True) if r >= best[0] - 0.1]
             if close:
                 hints.append(f"{flag}: did you mean {' or '.join(close)}?")
     valid = ", ".join(
