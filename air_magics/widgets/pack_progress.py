@@ -77,6 +77,7 @@ class TextPackProgress:
     def __init__(self, title: str, file: IO[str] | None = None) -> None:
         self.title, self.file = title, file
         self._open = False
+        self._shown = ""
         self.outcome = "failed"  # until an event says otherwise (interrupted)
 
     def __call__(self, event: Any) -> None:
@@ -84,8 +85,11 @@ class TextPackProgress:
         if (final := _final(event)) is not None:
             self.outcome = final
             return  # close() prints the outcome once
-        print(f"\r{self.title}: {describe_pack(event.progress)}", end="", file=out, flush=True)
-        self._open = True
+        line = f"{self.title}: {describe_pack(event.progress)}"
+        if line == self._shown:
+            return  # the same line again (the last progress and the report's) would only repeat it
+        print(f"\r{line}", end="", file=out, flush=True)
+        self._shown, self._open = line, True
 
     def close(self, report: Any) -> None:
         out = self.file or sys.stdout
