@@ -90,22 +90,20 @@ def _named(f: io.BytesIO, name: str) -> io.BytesIO:
 
 
 class _StreamClock:
-    """A stream's wall seconds blocked on its fetches and spent outside it (by its consumer),
-    added to the process's stage clock every few items (see :mod:`air_magics.io.stageclock`)."""
+    """A stream's wall seconds blocked on its fetches, added to the process's stage clock every
+    few items (see :mod:`air_magics.io.stageclock`); the seconds spent outside the stream (by its
+    consumer) are added as each item comes back, since a worker's next batch carries the totals."""
 
-    __slots__ = ("fetched", "outside", "_blocked")
+    __slots__ = ("fetched", "_blocked")
 
     def __init__(self, fetched: Prefetcher) -> None:
-        self.fetched, self.outside, self._blocked = fetched, 0.0, 0.0
+        self.fetched, self._blocked = fetched, 0.0
 
     def flush(self) -> None:
         blocked = self.fetched.blocked
         if blocked > self._blocked:
             STAGES.add("blocked", blocked - self._blocked)
             self._blocked = blocked
-        if self.outside:
-            STAGES.add("outside", self.outside)
-            self.outside = 0.0
 
 
 def feed(plan: Callable[[], Feed]) -> Iterator[Any]:
@@ -117,7 +115,7 @@ def feed(plan: Callable[[], Feed]) -> Iterator[Any]:
     at ``iter()``, as the body of a generator ``__iter__`` would be."""
     fd = plan()
     files, cache, output, transform, tally = fd.files, fd.cache, fd.output, fd.transform, fd.tally
-    validation, keep, chunk, slices, fetch_file = fd.validation, fd.keep, fd.chunk, fd.slices, fd.fetch
+    validation, keep, chunk, slices, fetch_file, timed = fd.validation, fd.keep, fd.chunk, fd.slices, fd.fetch, fd.timed
     hit = cache.hit
 
     def ready(i: int) -> Any | None:  # a warm file needs no thread; a transform runs on the threads
@@ -165,10 +163,12 @@ def feed(plan: Callable[[], Feed]) -> Iterator[Any]:
                             clock.flush()
                         if value.__class__ is SkippedFile:
                             tally.skipped.append(value)
-                        else:
+                        elif timed:  # in a worker, the time outside the stream is its consumer's
                             t0 = perf_counter()
                             yield value
-                            clock.outside += perf_counter() - t0
+                            STAGES.add("outside", perf_counter() - t0)  # before the wrapper's batch leaves
+                        else:  # the loop's own process: the time outside is the loop's compute
+                            yield value
                     return
                 yield from _chunks(fd, fetched, clock, carry)
             finally:
@@ -185,24 +185,21 @@ def _warm_chunks(fd: Feed, items: Iterator[int]) -> Generator[list[str], None, t
     """:func:`_warm_run` for a DataLoader worker: lists of ``fd.chunk`` paths (a multiple of the
     batch size); returns the rest of the stream (or None) and the paths gathered since the last
     list, which the prefetcher's lists carry on."""
-    files, tally, validation, chunk, outside, ready = fd.files, fd.tally, fd.validation, fd.chunk, 0.0, []
-    try:
-        while block := list(itertools.islice(items, _RUN)):
-            paths = _ready_paths(fd, [files[i] for i in block])
-            n = tally.yielded = tally.yielded + len(paths)
-            validation.advance(n)
-            ready += paths
-            while len(ready) >= chunk:
-                t0 = perf_counter()
-                yield ready[:chunk]
-                outside += perf_counter() - t0  # the worker's collate and hand-over
-                ready = ready[chunk:]
-            if len(paths) < len(block):
-                return itertools.chain(block[len(paths) :], items), ready
-        return None, ready
-    finally:
-        if outside:
-            STAGES.add("outside", outside)
+    files, tally, validation, chunk, ready = fd.files, fd.tally, fd.validation, fd.chunk, []
+    while block := list(itertools.islice(items, _RUN)):
+        paths = _ready_paths(fd, [files[i] for i in block])
+        n = tally.yielded = tally.yielded + len(paths)
+        validation.advance(n)
+        ready += paths
+        while len(ready) >= chunk:
+            t0 = perf_counter()
+            yield ready[:chunk]
+            # the worker's collate and hand-over, on the clock before the next batch carries its totals
+            STAGES.add("outside", perf_counter() - t0)
+            ready = ready[chunk:]
+        if len(paths) < len(block):
+            return itertools.chain(block[len(paths) :], items), ready
+    return None, ready
 
 
 def _ready_paths(fd: Feed, run: list[VolumeFile]) -> list[str]:
@@ -224,26 +221,24 @@ def _warm_run(fd: Feed, items: Iterator[int]) -> Generator[str, None, Any]:
     """The stream's paths while they are at hand, on the consumer's thread (a warm epoch: runs
     of ``_RUN`` items looked up at once, no thread, no lock per item); returns the rest of the
     stream from the first item that is not (for the prefetcher), or None when the stream ended."""
-    files, tally, validation, timed, outside = fd.files, fd.tally, fd.validation, fd.timed, 0.0
+    files, tally, validation, timed = fd.files, fd.tally, fd.validation, fd.timed
     n = tally.yielded
-    try:
-        while block := list(itertools.islice(items, _RUN)):
-            paths = _ready_paths(fd, [files[i] for i in block])
-            validation.advance(n + len(paths))
-            for path in paths:
-                n = tally.yielded = n + 1
-                if timed:  # in a worker, the time outside the stream is its consumer's (a wrapper's decode)
-                    t0 = perf_counter()
-                    yield path
-                    outside += perf_counter() - t0
-                else:
-                    yield path
-            if len(paths) < len(block):
-                return itertools.chain(block[len(paths) :], items)
-        return None
-    finally:
-        if outside:
-            STAGES.add("outside", outside)
+    while block := list(itertools.islice(items, _RUN)):
+        paths = _ready_paths(fd, [files[i] for i in block])
+        validation.advance(n + len(paths))
+        for path in paths:
+            n = tally.yielded = n + 1
+            if timed:  # in a worker, the time outside the stream is its consumer's (a wrapper's decode)
+                t0 = perf_counter()
+                yield path
+                # on the clock at once: the batch the wrapper is building carries the totals, and a
+                # total kept here until the run ends left the verdict blind for the whole warm epoch
+                STAGES.add("outside", perf_counter() - t0)
+            else:
+                yield path
+        if len(paths) < len(block):
+            return itertools.chain(block[len(paths) :], items)
+    return None
 
 
 def _chunks(fd: Feed, fetched: Prefetcher, clock: _StreamClock, carry: list[Any]) -> Iterator[list[Any]]:
@@ -265,7 +260,7 @@ def _chunks(fd: Feed, fetched: Prefetcher, clock: _StreamClock, carry: list[Any]
             clock.flush()
             t0 = perf_counter()
             yield ready_items
-            clock.outside += perf_counter() - t0
+            STAGES.add("outside", perf_counter() - t0)  # the worker's collate and hand-over
             ready_items = []
     if ready_items:
         yield ready_items

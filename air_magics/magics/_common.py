@@ -129,7 +129,7 @@ def parse_line(magic_func: Any, line: str) -> Any:
 
 def unknown_arguments_message(parser: Any, extra: list[str]) -> str:
     """One line: what was not understood, the closest valid options, and every valid option."""
-    import difflib
+    from ..suggest import closest
 
     options = [o for a in parser._actions if a.option_strings for o in a.option_strings if o not in ("-h", "--help")]  # noqa: SLF001 - argparse has no public list of a parser's options
     by_lower = {o.lower(): o for o in reversed(options)}  # "-R" finds "-r"; the long form wins a tie
@@ -137,10 +137,7 @@ def unknown_arguments_message(parser: Any, extra: list[str]) -> str:
     for word in extra:
         if word.startswith("-") and word not in options:
             flag = word.split("=", 1)[0]
-            matches = difflib.get_close_matches(flag.lower(), list(by_lower), n=2, cutoff=0.6)
-            best = [difflib.SequenceMatcher(None, flag.lower(), m).ratio() for m in matches]
-            # a second suggestion only when it is about as close as the first (--patern: --pattern, not --repair)
-            close = [by_lower[m] for m, r in zip(matches, best, strict=True) if r >= best[0] - 0.1]
+            close = [by_lower[m] for m in closest(flag.lower(), by_lower)]
             if close:
                 hints.append(f"{flag}: did you mean {' or '.join(close)}?")
     valid = ", ".join(

@@ -58,7 +58,7 @@ def near_tables(spark: Any, embedded: bool, name: str, n: int = 2) -> list[str]:
 
     The name's own schema is looked at first (one query: the usual typo is in the table part), the
     whole catalog only when nothing there is close."""
-    import difflib
+    from ..suggest import closest
 
     want = name.lower()
     schema, _, table = want.rpartition(".")
@@ -67,11 +67,11 @@ def near_tables(spark: Any, embedded: bool, name: str, n: int = 2) -> list[str]:
             tails = {t.lower(): f"{schema}.{t}" for t in _tables_in(spark, embedded, schema)}
         except Exception:  # no such schema (a typo there): the whole catalog below
             tails = {}
-        close = difflib.get_close_matches(table, list(tails), n=n, cutoff=0.6)
+        close = closest(table, tails, n=n, cutoff=0.6)
         if close:
             return [tails[c] for c in close]
     try:
         have = {h.lower(): h for h in table_names(spark, embedded, max_schemas=_MAX_SCHEMAS)}
     except Exception:
         return []
-    return [have[c] for c in difflib.get_close_matches(want, list(have), n=n, cutoff=0.75) if c != want]
+    return [have[c] for c in closest(want, have, n=n, cutoff=0.75) if c != want]
