@@ -45,6 +45,8 @@ class Entries:
         self._pid = 0
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self._queue: list[_Pending] = []  # rows waiting for a group commit (see record) ...
+        self._qlock, self._qpid = threading.Lock(), 0  # ... and its lock, made anew in each process
         self.on_open: Callable[[], None] | None = None  # run once per process after the index opens
 
     def __getstate__(self) -> dict[str, Any]:
@@ -169,18 +171,36 @@ class Entries:
         return True
 
     def record(self, key: str, local: str, size: int, mtime: float, *, miss: bool = True) -> None:
-        """*key* now holds *size* bytes of the source version *mtime*; a fetch (``miss``) is counted."""
-        with self._open() as db, self.disk_full(f"indexing {key}"), transaction(db):
-            old = db.execute("SELECT size FROM entries WHERE key=?", (key,)).fetchone()
-            now = time.time()
-            db.execute(
-                "INSERT OR REPLACE INTO entries(key, local, size, mtime, last_access, checked) VALUES (?,?,?,?,?,?)",
-                (key, local, size, mtime, now, now),
-            )
-            deltas = {"total_bytes": size - (old[0] if old else 0)}
-            if miss:
-                deltas.update(misses=1, bytes_fetched=size)
-            _add(db, deltas)
+        """*key* now holds *size* bytes of the source version *mtime*; a fetch (``miss``) is counted.
+
+        Returns once the row is committed (the caller still holds the key's stripe, so no other
+        process sees the file without its row). Group commit: the rows of this process's threads
+        that arrive while the index is busy are written in one transaction by whichever thread
+        takes the connection next: one write transaction per file cost ~0.8 ms of wall time under
+        the connection's lock, which capped a cold epoch near a thousand misses a second."""
+        pending = _Pending((key, local, size, mtime, miss))
+        if self._qpid != os.getpid():
+            with _OPEN_LOCK:
+                if self._qpid != os.getpid():  # (a parent's queued rows are the parent's to write)
+                    self._qlock, self._queue, self._qpid = threading.Lock(), [], os.getpid()
+        with self._qlock:
+            self._queue.append(pending)
+        with self._open() as db:
+            if not pending.done:  # nobody took it yet: write everything queued, this row among it
+                with self._qlock:
+                    batch, self._queue = self._queue, []
+                try:
+                    with self.disk_full(f"indexing {batch[0].row[0]}"), transaction(db):
+                        _write_rows(db, [p.row for p in batch])
+                except BaseException as exc:
+                    for p in batch:
+                        p.error = exc
+                    raise
+                finally:
+                    for p in batch:
+                        p.done = True
+        if pending.error is not None:
+            raise pending.error
 
     def forget(self, key: str) -> None:
         """Drop *key*'s row (a reserved fetch that failed)."""
@@ -190,9 +210,20 @@ class Entries:
                 db.execute("DELETE FROM entries WHERE key=?", (key,))
                 _add(db, {"total_bytes": -old[0]})
 
-    def remove(self, keys: list[str], cutoff: float, *, evictions: bool) -> list[tuple[str, str, int]]:
+    def remove(
+        self,
+        keys: list[str],
+        cutoff: float,
+        *,
+        evictions: bool,
+        before_commit: Callable[[list[tuple[str, str, int]]], None] | None = None,
+    ) -> list[tuple[str, str, int]]:
         """Delete the rows of *keys* not used since *cutoff* and not being fetched (unless *cutoff*
-        is infinite: ``clear(force=True)``); their ``(key, local, size)``."""
+        is infinite: ``clear(force=True)``); their ``(key, local, size)``.
+
+        *before_commit* gets those rows inside the transaction (the evictor unlinks their files
+        there): the bytes leave the index's total only once they have left the disk, so a claim in
+        another process never counts room that is still taken."""
         gone: list[tuple[str, str, int]] = []
         fetching = time.time() - FETCH_PIN if cutoff != float("inf") else float("inf")
         with self._open() as db, self.disk_full("removing cached files"), transaction(db):
@@ -206,6 +237,8 @@ class Entries:
                 args = (cutoff, PENDING, fetching, *chunk)
                 gone += db.execute(f"SELECT key, local, size FROM entries WHERE {where}", args).fetchall()
                 db.execute(f"DELETE FROM entries WHERE {where}", args)
+            if before_commit is not None and gone:
+                before_commit(gone)
             _add(db, {"evictions": len(gone) if evictions else 0, "total_bytes": -sum(r[2] for r in gone)})
         return gone
 
@@ -270,6 +303,30 @@ class Entries:
                 db.executemany(
                     "UPDATE entries SET checked = MAX(checked, ?) WHERE key = ?", [(now, k) for k in checked]
                 )
+
+
+class _Pending:
+    """One row waiting for a group commit: ``(key, local, size, mtime, miss)``, and how it went."""
+
+    __slots__ = ("row", "done", "error")
+
+    def __init__(self, row: tuple[str, str, int, float, bool]) -> None:
+        self.row, self.done, self.error = row, False, None
+
+
+def _write_rows(db: sqlite3.Connection, rows: list[tuple[str, str, int, float, bool]]) -> None:
+    """Fetched files' rows (``key, local, size, mtime, miss``), counters added up once."""
+    now, grow, misses, fetched = time.time(), 0, 0, 0
+    for key, local, size, mtime, miss in rows:
+        old = db.execute("SELECT size FROM entries WHERE key=?", (key,)).fetchone()
+        db.execute(
+            "INSERT OR REPLACE INTO entries(key, local, size, mtime, last_access, checked) VALUES (?,?,?,?,?,?)",
+            (key, local, size, mtime, now, now),
+        )
+        grow += size - (old[0] if old else 0)
+        if miss:
+            misses, fetched = misses + 1, fetched + size
+    _add(db, {"total_bytes": grow, "misses": misses, "bytes_fetched": fetched})
 
 
 def _add(db: sqlite3.Connection, deltas: dict[str, int]) -> None:

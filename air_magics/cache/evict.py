@@ -8,6 +8,7 @@ stripe lock, and a file only if it is the cache's own.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -120,8 +121,9 @@ class Evictor:
             with self.stripes.all_held(batch, wait) as held:
                 group = [k for i in batch if i in held for k in by_stripe[i]]
                 kept += sum(len(by_stripe[i]) for i in batch if i not in held)
-                gone = self.entries.remove(group, cut, evictions=evictions) if group else []
-                owned = [r for r in gone if unlink_owned(self.root, r[0], r[1], files, real_dirs)]
+                owned: list[tuple[str, str, int]] = []  # unlinked before the rows' removal commits
+                unlink = functools.partial(self._unlink, owned, files, real_dirs)
+                gone = self.entries.remove(group, cut, evictions=evictions, before_commit=unlink) if group else []
             removed += len(owned)
             nbytes += sum(r[2] for r in owned)
             kept += len(group) - len(gone)
@@ -129,6 +131,11 @@ class Evictor:
             if progress is not None:
                 progress(looked, removed, nbytes)
         return removed, nbytes, kept
+
+    def _unlink(
+        self, owned: list[tuple[str, str, int]], files: str, real_dirs: dict[str, str], rows: list[tuple[str, str, int]]
+    ) -> None:
+        owned.extend(r for r in rows if unlink_owned(self.root, r[0], r[1], files, real_dirs))
 
 
 def unlink_owned(root: Path, key: str, local: str, files: str, real_dirs: dict[str, str]) -> bool:
