@@ -104,7 +104,7 @@ def test_core_listeners_stay_out_of_the_front_ends():
 # Each part of the package (a top-level module or package) and its layer: a part may import parts of
 # its own layer or below, never above. Lowest first; a new part must be placed here.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "io", "_version"),  # bottom: the I/O primitives
+    ("errors", "io", "_version", "suggest"),  # bottom: the I/O primitives, the did-you-mean rule
     ("settings", "snapshots", "hf_datasets"),  # configuration, the values events carry, a stdlib patch
     ("events", "status"),  # the one progress channel, the status documents
     ("volumes",),  # paths, store, mount, fsspec
