@@ -147,6 +147,12 @@ class FileCache(ClaimedEntries):
         return self._entries.window_bytes()
 
     @property
+    def overdrawn(self) -> int:
+        """Files this process took past the windows' bound because every file its window held was
+        still in flight (the soft edge of the bound, see :mod:`.overflow`); 0 while the bound held."""
+        return self._overflow.overdrawn
+
+    @property
     def files_limit(self) -> int | None:
         """Bytes the index may count (files, shards, extracted folders): the limit less the
         overflow window, so that everything the cache writes stays within the limit."""

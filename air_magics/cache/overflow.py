@@ -27,8 +27,11 @@ limit by default, the rest being the files' share, so files and windows stay wit
 ``None``: bounded by the disk alone), counted in one row per process of the index (``budget``), and
 never take the disk below the cache's free-disk reserve. With the bound reached, this process's
 files past ``keep`` go first; when every file left is still in flight (handed out within ``keep``),
-the window goes past the bound rather than fail a loader: the bound is exact once the windows hold
-more than ``keep`` files per process. A file larger than the whole window, or one the disk has no
+the window goes past the bound rather than fail a loader (counted in ``overdrawn``). The bound is
+exact while each process's share of it holds more than ``keep`` files plus those it has in flight;
+a process only gives room back when it needs room or hands out more, so one that has stopped (its
+epochs done) keeps its files until it exits, and a second process may then go past the bound by
+what it has in flight. A file larger than the whole window, or one the disk has no
 room for above the reserve, is refused with a :class:`~air_magics.errors.CacheLimitError` naming
 it, its size, the limit and the settings to raise.
 
