@@ -83,7 +83,7 @@ def test_two_processes_with_prefetch_never_take_the_cache_past_its_limit(tmp_pat
     finally:
         stop.set()
         sampler.join()
-    counts, overdrawn = zip(*results)
+    counts, overdrawn = zip(*results, strict=True)
     assert counts == (3 * FILES, 3 * FILES)  # every item read, right size, in both processes
     assert len(seen_index) > 20 and max(seen_index) > (LIMIT - WINDOW) // 2  # the sampler saw the cache fill up
     assert max(seen_index) <= LIMIT - WINDOW, f"index counted {max(seen_index)} bytes over the files' share"
