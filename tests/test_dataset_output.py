@@ -3,6 +3,7 @@ raw folder and over a packed one (members read from the cached shard by offset: 
 
 import io
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,40 @@ def test_every_item_is_its_file_content_cold_and_warm(vol, tmp_path, folder, out
         assert sorted(got) == want
     if folder == DEST:  # read by offset: the cache holds the shards, no extracted file per member
         assert _files_under(cache.root / "files") == cache.info().entries < N
+
+
+_OPENED: list[str] | None = None  # paths opened while a test listens (see _listen)
+
+
+def _listen(event: str, args: tuple) -> None:
+    if _OPENED is not None and event == "open" and isinstance(args[0], str):
+        _OPENED.append(args[0])
+
+
+sys.addaudithook(_listen)  # (a hook cannot be removed: it records only while _OPENED is a list)
+
+
+@pytest.mark.parametrize("limits", [{}, {"limit": "16KiB", "overflow_bytes": "8KiB"}], ids=["no-limit", "overflowing"])
+def test_bytes_over_a_raw_folder_read_each_file_once(vol, tmp_path, limits):
+    """A cold epoch yields the bytes its fetch read from the source: the cached copy (or the
+    overflow window's) is written, never read back; warm, the cached copy is read once."""
+    global _OPENED
+    cache = FileCache(tmp_path / "c", **limits)
+    ds = UCVolumeDataset(SRC, output="bytes", cache=cache, shuffle=True)
+    want = sorted(content(i) for i in range(N))
+    for epoch in range(2):
+        _OPENED = []
+        try:
+            got = sorted(ds)
+        finally:
+            opened, _OPENED = _OPENED, None
+        assert got == want
+        copies = [p for p in opened if p.startswith(str(cache.root)) and p.endswith(".bin")]
+        if epoch == 0:
+            assert cache.info().misses == N and (cache.info().overflows > 0) == bool(limits)
+            assert copies == [], f"a cold epoch read {len(copies)} copies back, e.g. {copies[:2]}"
+        else:  # warm: each file the cache kept is read once, and nothing twice
+            assert len(copies) == len(set(copies)) and copies
 
 
 def test_bytes_travel_from_workers_and_files_need_a_transform(vol, tmp_path):

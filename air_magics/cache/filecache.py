@@ -41,6 +41,7 @@ from ..errors import CacheLimitError
 from ..events import CacheEvent, Throttle, channel
 from ..io.units import parse_size
 from ..snapshots import CacheInfo  # the value cache events carry; it lives below the events
+from ..transfer import Landed
 from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location, VolumeStore
@@ -265,6 +266,18 @@ class FileCache(ClaimedEntries):
         local = self._miss.fetch(f, keep)
         self._overflow.handed_out()
         return local
+
+    def read(self, f: VolumeFile, keep: Residency | None = None) -> bytes:
+        """*f*'s content for its current version, as :meth:`fetch` makes it local: on a miss the
+        bytes the fetch read from the source (the copy is never read back), else the cached file's.
+        A dataset's ``output="bytes"`` reads each file once this way."""
+        landed = Landed(keep_data=True)
+        local = self._miss.fetch(f, keep, landed)
+        self._overflow.handed_out()
+        if landed.data is not None:
+            return landed.data
+        with open(local, "rb") as fh:
+            return fh.read()
 
     def validate(
         self,

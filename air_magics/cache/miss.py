@@ -20,7 +20,7 @@ from typing import Protocol
 from ..errors import CacheLimitError, VolumeNotFoundError
 from ..io.stageclock import STAGES
 from ..io.units import fmt_bytes
-from ..transfer import CopyTask, copy_one
+from ..transfer import CopyTask, Landed, copy_one
 from ..transfer.file import DirMaker, source_stat
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location
@@ -76,15 +76,16 @@ class MissPath:
         self._bounds, self._publish = bounds, publish
         self._dirs = DirMaker()  # the cache's folders, verified once per process (see copy_one)
 
-    def fetch(self, f: VolumeFile, keep: Residency | None) -> str:
+    def fetch(self, f: VolumeFile, keep: Residency | None, landed: Landed | None = None) -> str:
         """*f*'s cached path for its current version, fetched on a miss; a source gone since it was
-        listed is a :class:`~air_magics.errors.VolumeNotFoundError` naming it."""
+        listed is a :class:`~air_magics.errors.VolumeNotFoundError` naming it. *landed*: filled
+        when a copy was made (its content too, when it asks: see :meth:`FileCache.read`)."""
         try:
             key, local = f.key, f.slot
             if f.size is None or f.mtime is None:
                 # with a byte limit, room is made for the file's size before it is fetched: stat first
                 try:
-                    if f.src.is_local and self._bounds.limit is None and self._unindexed_fetch(f):
+                    if f.src.is_local and self._bounds.limit is None and self._unindexed_fetch(f, landed):
                         return local
                     f.size, f.mtime = timed_stat(f.src)
                 except FileNotFoundError:
@@ -107,9 +108,9 @@ class MissPath:
                         f"leaves more than {fmt_bytes(size)} for files"
                     )
                 if (files is not None and size > files) or not self.claim(f, keep):
-                    return self._overflow_fetch(f)
+                    return self._overflow_fetch(f, landed)
                 try:
-                    n = self._copy(CopyTask(f, Location(local, root=self._files_root)))
+                    n = self._copy(CopyTask(f, Location(local, root=self._files_root), landed))
                 except BaseException:
                     self._entries.forget(key)  # the claimed bytes go back
                     raise
@@ -157,9 +158,10 @@ class MissPath:
                 return True
         return False
 
-    def _unindexed_fetch(self, f: VolumeFile) -> bool:
+    def _unindexed_fetch(self, f: VolumeFile, landed: Landed | None) -> bool:
         """Fetch *f* without knowing its size when the index has no entry for it (the cold case of a
-        names-only listing); False when there is an entry to validate instead."""
+        names-only listing); False when there is an entry to validate instead. Size and mtime come
+        from the copy (the opened source's ``fstat``), not from a ``stat`` of the result."""
         key, local = f.key, f.slot
         if os.path.exists(local) and self._entries.row(key) is not None:
             return False
@@ -168,18 +170,20 @@ class MissPath:
                 return False
             self._guard.verify()
             self._evictor.make_room(0)  # the reserve (no limit is set here): at most this one file's size over it
-            n = self._copy(CopyTask(f, Location(local, root=self._files_root)))
-            f.size, f.mtime = n, os.stat(local).st_mtime  # the copy carries the source's mtime
-            self.recorded(key, local, n, f.mtime)
+            landed = landed or Landed()
+            n = self._copy(CopyTask(f, Location(local, root=self._files_root), landed))
+            mtime = landed.mtime if landed.mtime is not None else os.stat(local).st_mtime
+            f.size, f.mtime = n, mtime  # (stamped on the copy: what a later validation compares)
+            self.recorded(key, local, n, mtime)
         return True
 
-    def _overflow_fetch(self, f: VolumeFile) -> str:
+    def _overflow_fetch(self, f: VolumeFile, landed: Landed | None) -> str:
         """Serve from the overflow window: no room within the limit without evicting what is in use."""
         root = str(self._overflow.base)
         size, mtime = f.size or 0, f.mtime or 0.0
 
         def copy(dest: str) -> int:
-            return self._copy(CopyTask(f, Location(dest, root=root)))
+            return self._copy(CopyTask(f, Location(dest, root=root), landed))
 
         headroom = wal_headroom(self._root)  # the index's log shares the disk
         local, n, reused = self._overflow.fetch(

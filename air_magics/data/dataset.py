@@ -273,6 +273,8 @@ class UCVolumeDataset(EpochStream):
             if output == "bytes":
                 return member.read_slice(self.cache, i) if self._slicing and i >= 0 else member.read_bytes(self.cache)
             return member.open(self.cache)
+        if output == "bytes":
+            return self.cache.read(f, keep)  # a miss's bytes as fetched: the copy is not read back
         return read_local(self.cache.fetch(f, keep), output)
 
     def __iter__(self) -> Iterator[Any]:

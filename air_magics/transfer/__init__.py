@@ -12,10 +12,11 @@ from ..io.leftovers import TEMP_MARK
 from ..io.retry import TRANSIENT_ERRNOS, is_transient
 from .engine import CHECK_THREADS, DEFAULT_WORKERS, copy_files, copy_one
 from .plan import CopyPlan, parse_sources, plan_copy
-from .task import DESTINATION, SOURCE, CopyFailure, CopyProgress, CopyReport, CopyTask
+from .task import DESTINATION, SOURCE, CopyFailure, CopyProgress, CopyReport, CopyTask, Landed
 
 __all__ = [
     "CopyTask",
+    "Landed",
     "CopyFailure",
     "SOURCE",
     "DESTINATION",

@@ -269,6 +269,8 @@ def copy_file(task: CopyTask, dirs: DirMaker) -> int:
         try:
             if st.st_size > _ONE_READ_MAX:
                 dirs.ensure(dst)
+                if task.landed is not None:
+                    task.landed.mtime = st.st_mtime
                 if dst.is_local:
                     return _copy_large_local(fd, src.path, dst, dirs, st.st_size, st.st_mtime)
                 return _copy_stream(src, dst, dirs)
@@ -282,4 +284,9 @@ def copy_file(task: CopyTask, dirs: DirMaker) -> int:
         dirs.ensure(dst)
         with _WRITING, dst.fs.open(dst.path, "wb") as f:
             f.write(data)
+    landed = task.landed
+    if landed is not None:
+        landed.mtime = mtime
+        if landed.keep_data:
+            landed.data = data
     return len(data)

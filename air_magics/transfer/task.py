@@ -14,7 +14,17 @@ from ..snapshots import CopyProgress  # the value copy events carry; it lives be
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location
 
-__all__ = ["CopyTask", "CopyFailure", "CopyProgress", "CopyReport", "SOURCE", "DESTINATION", "mark_side", "side_of"]
+__all__ = [
+    "CopyTask",
+    "Landed",
+    "CopyFailure",
+    "CopyProgress",
+    "CopyReport",
+    "SOURCE",
+    "DESTINATION",
+    "mark_side",
+    "side_of",
+]
 
 SOURCE, DESTINATION = "source", "destination"
 """The two sides of a copy, as :attr:`CopyFailure.side` names them."""
@@ -37,14 +47,28 @@ def side_of(exc: BaseException) -> str | None:
     return getattr(exc, _SIDE_ATTR, None)
 
 
+@dataclass(slots=True)
+class Landed:
+    """What a one-file copy learned on the way, for its caller to use instead of asking again: the
+    source's ``mtime`` stamped on the copy (no ``stat`` of the result), and, with ``keep_data``,
+    the content when the file was read whole (a cache miss that yields bytes reads the source once
+    and the copy never; ``None`` for a file streamed in ranges)."""
+
+    keep_data: bool = False
+    data: bytes | None = None
+    mtime: float | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class CopyTask:
     """Copy ``file`` (the listing's resolved file: its source and version, ``None`` while not
     known) to ``dst``: the copy engine, the cache and the checkpoint upload share one value of a
-    file, :class:`~air_magics.volumes.resolved.VolumeFile`."""
+    file, :class:`~air_magics.volumes.resolved.VolumeFile`. ``landed``: filled by the copy (see
+    :class:`Landed`)."""
 
     file: VolumeFile
     dst: Location
+    landed: Landed | None = None
 
     @property
     def src(self) -> Location:
