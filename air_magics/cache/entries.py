@@ -97,8 +97,9 @@ class Entries:
             return [k for (k,) in db.execute("SELECT key FROM entries")]
 
     def count(self) -> int:
+        """Rows in the index (its ``entries`` counter, kept by triggers: no walk over the rows)."""
         with self._open() as db:
-            return db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+            return db.execute("SELECT value FROM counters WHERE name='entries'").fetchone()[0]
 
     def counters(self) -> dict[str, int]:
         with self._open() as db:
@@ -282,8 +283,9 @@ class Entries:
                 db.execute(
                     "UPDATE counters SET value = (SELECT COALESCE(SUM(size), 0) FROM entries) WHERE name = 'total_bytes'"
                 )
+                db.execute("UPDATE counters SET value = (SELECT COUNT(*) FROM entries) WHERE name = 'entries'")
                 if reset_stats:
-                    db.execute("UPDATE counters SET value = 0 WHERE name != 'total_bytes'")
+                    db.execute("UPDATE counters SET value = 0 WHERE name NOT IN ('total_bytes', 'entries')")
             checkpoint(db)
 
     def bound_wal(self, limit: int, checkpoint_now: bool) -> None:

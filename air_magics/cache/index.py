@@ -62,6 +62,15 @@ CREATE INDEX IF NOT EXISTS entries_lru ON entries(last_access);
 CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS windows(owner TEXT PRIMARY KEY, bytes INTEGER NOT NULL);
 """
+# the number of rows, kept by the index itself: a COUNT(*) walks every row (tens of ms under the
+# connection's lock at a million entries, twice a second for the status report); with
+# recursive_triggers on (every connection sets it), a REPLACE's implicit delete fires the second
+_ENTRY_TRIGGERS = """
+CREATE TRIGGER entries_added AFTER INSERT ON entries BEGIN
+  UPDATE counters SET value = value + 1 WHERE name = 'entries'; END;
+CREATE TRIGGER entries_removed AFTER DELETE ON entries BEGIN
+  UPDATE counters SET value = value - 1 WHERE name = 'entries'; END;
+"""
 _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_IOERR, _SQLITE_NOTADB = 11, 13, 10, 26
 
 
@@ -103,9 +112,11 @@ def _connect(root: Path) -> sqlite3.Connection:
                     db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
                 tune_wal(db, wal_limit(root), new=True)
+                db.execute("PRAGMA recursive_triggers=ON")
                 db.executescript(_SCHEMA)
                 _add_checked(db)
                 db.executemany("INSERT OR IGNORE INTO counters(name, value) VALUES (?, 0)", [(c,) for c in COUNTERS])
+                _count_entries(db)
                 return db
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) or attempt == 99:
@@ -115,6 +126,18 @@ def _connect(root: Path) -> sqlite3.Connection:
         db.close()
         raise
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _count_entries(db: sqlite3.Connection) -> None:
+    """The ``entries`` counter and the triggers that keep it, made once (an index made before them
+    is counted once, in the same transaction)."""
+    if db.execute("SELECT 1 FROM sqlite_master WHERE type='trigger' AND name='entries_removed'").fetchone():
+        return
+    with transaction(db):
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type='trigger' AND name='entries_removed'").fetchone():
+            for statement in _ENTRY_TRIGGERS.split("END;")[:-1]:
+                db.execute(statement + "END;")
+            db.execute("INSERT OR REPLACE INTO counters(name, value) SELECT 'entries', COUNT(*) FROM entries")
 
 
 def _add_checked(db: sqlite3.Connection) -> None:
