@@ -84,15 +84,14 @@ class ClaimedEntries:
     def claim(self, key: str, size: int, keep: Residency | None = None) -> str | None:
         """Claim *size* bytes for *key*, a copy the caller writes (a shard: ``<volume path>@<crc32>``,
         never stale): its :meth:`slot` (file or folder), LRU entries evicted as for a miss; ``None``:
-        no room (use an overflow copy: counted as one). Then :meth:`commit`, or :meth:`release`."""
+        no room (serve what is needed past the cache: :meth:`overflow_file`, :meth:`count_past`).
+        Then :meth:`commit`, or :meth:`release`."""
         f = VolumeFile(key, Location(""), size, 0.0)
         f.slot = self.slot(key)
         with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
             self._guard.verify()  # nothing is written through a root swapped for a link
             if (self.files_limit is None or size <= self.files_limit) and self._claim(f, keep):
                 return f.slot
-        self._entries.count_up(misses=1, bytes_fetched=size, overflows=1)
-        self._publish()
         return None
 
     def commit(self, key: str, size: int, mtime: float = 0.0) -> None:

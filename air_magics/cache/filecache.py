@@ -32,7 +32,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -266,6 +266,22 @@ class FileCache(ClaimedEntries):
         local = self._miss.fetch(f, keep)
         self._overflow.handed_out()
         return local
+
+    def overflow_file(self, key: str, size: int, mtime: float, write: Callable[[str], int]) -> str:
+        """A local path for *key* (*size* bytes, version *mtime*) past the cache, in this process's
+        overflow window: counted in the windows' bytes and valid as long as an overflow file is (see
+        :mod:`.overflow`); made by ``write(dest) -> bytes written`` unless the window holds that
+        version already. For what the caller reads itself (a packed member whose shard found no
+        room: :mod:`air_magics.shards.direct`)."""
+        local = self._miss.overflow(key, size, mtime, write)
+        self._overflow.handed_out()
+        return local
+
+    def count_past(self, nbytes: int) -> None:
+        """Count *nbytes* read past the cache for a caller that reads them itself (a packed member
+        served from the volume when its shard found no room): an overflow, as a miss."""
+        self._entries.count_up(misses=1, bytes_fetched=nbytes, overflows=1)
+        self._publish()
 
     def read(self, f: VolumeFile, keep: Residency | None = None) -> bytes:
         """*f*'s content for its current version, as :meth:`fetch` makes it local: on a miss the

@@ -180,14 +180,19 @@ class MissPath:
     def _overflow_fetch(self, f: VolumeFile, landed: Landed | None) -> str:
         """Serve from the overflow window: no room within the limit without evicting what is in use."""
         root = str(self._overflow.base)
-        size, mtime = f.size or 0, f.mtime or 0.0
 
         def copy(dest: str) -> int:
             return self._copy(CopyTask(f, Location(dest, root=root), landed))
 
+        return self.overflow(f.key, f.size or 0, f.mtime or 0.0, copy)
+
+    def overflow(self, key: str, size: int, mtime: float, copy: Callable[[str], int]) -> str:
+        """*key*'s local path in this process's overflow window (*size* bytes of version *mtime*),
+        made by ``copy(dest) -> bytes`` unless the window still holds that version; counted as an
+        overflow (or a hit, reused)."""
         headroom = wal_headroom(self._root)  # the index's log shares the disk
         local, n, reused = self._overflow.fetch(
-            f.key[9:], size, mtime, copy, reserve=self._bounds.reserve, headroom=headroom
+            key[9:], size, mtime, copy, reserve=self._bounds.reserve, headroom=headroom
         )
         if reused:  # still in the window, same version: no second copy
             self._entries.count_up(hits=1, bytes_hit=size)

@@ -138,7 +138,9 @@ class OverflowWindow:
         self.limit = limit
         self.budget = budget
         self.overdrawn = 0  # files this process took past the windows' bound (all in flight)
-        self._lock = threading.Lock()
+        # reentrant: the first use of the index in a process may come from inside take() (a packed
+        # member's overflow file), and opening the index makes sure this process's folder exists
+        self._lock = threading.RLock()
         self._pid = 0
         self._dir: Path | None = None
         self._files: deque[tuple[int, str]] = deque()  # (hand-out count when handed out, local path)
@@ -152,7 +154,7 @@ class OverflowWindow:
 
     def after_fork(self) -> None:
         """A forked child: a fresh lock (another thread of the parent may hold its copy)."""
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     @property
     def bytes(self) -> int:

@@ -11,8 +11,8 @@ descriptor held per shard.
 
 A cache entry like a file: its bytes are claimed within the cache's limit before the fetch
 (:meth:`~air_magics.cache.FileCache.claim`), its pin renewed while members are read from it, and
-it is evicted as a unit; with no room it is fetched into the process's overflow folder
-(:mod:`.handouts`). A process whose shard was evicted drops its map and fetches it again.
+it is evicted as a unit; with no room its members are read one at a time from the volume
+(:mod:`.direct`: nothing on disk). A process whose shard was evicted drops its map and fetches it again.
 
 Served as the bytes land: the range reads write straight into a map of ``<base>.tar.part`` (made
 at its full size first; no copy in between) and the bytes are checked in order as they pass
@@ -40,7 +40,6 @@ from __future__ import annotations
 import io
 import mmap
 import os
-import shutil
 import time
 import zlib
 from bisect import bisect_left
@@ -51,12 +50,13 @@ from typing import TYPE_CHECKING
 
 from ..errors import ShardError
 from ..io.locks import ProcessFileLock
+from .direct import RETRY_CLAIM, read_member
 from .format import Member
-from .handouts import HandOuts, renew_every
 from .memberfile import MemberFile
+from .renewal import renew_every
 from .shardmap import ShardMap, map_file, unlink_quiet
 from .slices import MemberSlice
-from .source import PLANNED_AHEAD, ReadAhead, ShardSource, overflow_refused, stream_shard
+from .source import PLANNED_AHEAD, ReadAhead, ShardSource, stream_shard
 from .verify import StreamCheck, check_header, header_start
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class ShardReader:
     def __init__(self, source: ShardSource, cache: FileCache) -> None:
         self.source, self.cache, self.root, self.pid = source, cache, cache.root, os.getpid()
         self._keys = [source.cache_key(i) for i in range(len(source.shards))]
-        self._handouts = HandOuts(cache.overflow_files)
+        self.handed = 0  # members handed out by this process (no lock: a lost count only delays a retry)
         self._renew_every = renew_every(cache.pin_seconds)
         self._swept = time.monotonic()
         self._states = [ShardMap(len(ms)) for ms in source.shard_members]
@@ -132,43 +132,52 @@ class ShardReader:
 
     def read(self, i: int, m: Member) -> bytes:
         """The member's bytes, waiting until they are in (fetching the shard if needed)."""
-        mm = self._wait(i, self._j(i, m))
-        return mm[m.offset : m.offset + m.size]
+        j = self._j(i, m)
+        mm = self._wait(i, j)
+        return self._direct(i, j) if mm is None else mm[m.offset : m.offset + m.size]
 
     def ready_slice(self, i: int, m: Member, item: int) -> MemberSlice | bytes | None:
         """:meth:`ready` as a :class:`~.slices.MemberSlice` a DataLoader's loop reads itself
-        (dataset index *item*); the bytes when they come from an overflow copy (gone soon)."""
+        (dataset index *item*); the bytes when they come from another map than the cached file's."""
         mm = self._ready_map(i, m)
         return None if mm is None else self._slice(i, m, mm, item)
 
     def read_slice(self, i: int, m: Member, item: int) -> MemberSlice | bytes:
-        """:meth:`read` as a :class:`~.slices.MemberSlice` (see :meth:`ready_slice`)."""
-        return self._slice(i, m, self._wait(i, self._j(i, m)), item)
+        """:meth:`read` as a :class:`~.slices.MemberSlice` (see :meth:`ready_slice`); the bytes
+        when they come from the volume (the shard found no room in the cache)."""
+        j = self._j(i, m)
+        mm = self._wait(i, j)
+        return self._direct(i, j) if mm is None else self._slice(i, m, mm, item)
 
     def _slice(self, i: int, m: Member, mm: mmap.mmap, item: int) -> MemberSlice | bytes:
         st = self._states[i]
         ino = st.ino
-        if st.over_path or st.mm is not mm:
+        if st.mm is not mm:
             return mm[m.offset : m.offset + m.size]
         return MemberSlice(self.file(i), ino, m.offset, m.size, m.crc32, item)
 
     def open(self, i: int, m: Member) -> io.BufferedReader:
         """A read-only, seekable file object over the member's bytes (see :class:`MemberFile`)."""
-        mm = self._wait(i, self._j(i, m))
+        j = self._j(i, m)
+        mm = self._wait(i, j)
+        if mm is None:
+            return io.BufferedReader(MemberFile(self._direct(i, j), 0, m.size, m.name))
         return io.BufferedReader(MemberFile(mm, m.offset, m.size, m.name))
+
+    def _direct(self, i: int, j: int) -> bytes:
+        """Member *j* of shard *i* from the volume (its shard found no room): counted past the cache."""
+        data = read_member(self.source, i, j)
+        self.bytes_read += len(data)
+        self.cache.count_past(len(data))
+        return data
 
     # -- the shard's cache entry ---------------------------------------------------------------------
     def _handed_out(self, i: int, st: ShardMap) -> bool:
         """Count a member of shard *i* handed out (renewing a cached shard's entry every few
         seconds); False when that entry is gone (evicted): the map is dropped, to fetch it again."""
-        handouts = self._handouts
-        if handouts.tick(i):
-            pass  # an overflow copy
-        elif st.done and time.monotonic() - st.renewed > self._renew_every and not self._renew(i, st):
+        self.handed += 1
+        if st.done and time.monotonic() - st.renewed > self._renew_every and not self._renew(i, st):
             return False  # (a map of another process's part file is not renewed here: its fetcher does)
-        if handouts.due():
-            for k in handouts.expired(lambda k: self._states[k].running):
-                self._drop(self._states[k], unlink=True)
         return True
 
     def _renew(self, i: int, st: ShardMap) -> bool:
@@ -181,23 +190,22 @@ class ShardReader:
         if now - self._swept > _SWEEP_SECONDS:  # maps of shards not read for pin_seconds (evictable) go:
             self._swept = now  # a map would hold an evicted file's disk space
             for other in self._states:
-                if other.done and not other.over_path and now - other.renewed > self.cache.pin_seconds:
+                if other.done and now - other.renewed > self.cache.pin_seconds:
                     self._drop(other)
         return True
 
-    def _drop(self, st: ShardMap, *, unlink: bool = False) -> None:
-        """Forget *st*'s map (readers holding it keep it); *unlink*: its overflow copy, removed."""
+    def _drop(self, st: ShardMap) -> None:
+        """Forget *st*'s map (readers holding it keep it)."""
         with st.cond:
             if st.running:
                 return
-            path = st.over_path
             st.mm, st.ino, st.done, st.ok = None, -1, False, bytearray(len(st.ok))
-            st.over_path, st.renewed = "", 0.0
-        if unlink and path:
-            unlink_quiet(path)
+            st.renewed = 0.0
 
     # -- waiting for a member ------------------------------------------------------------------------
-    def _wait(self, i: int, j: int) -> mmap.mmap:
+    def _wait(self, i: int, j: int) -> mmap.mmap | None:
+        """A map of shard *i* with member *j* verified in it, counted as handed out; ``None``: the
+        shard found no room in the cache (read the member from the volume)."""
         st = self._states[i]
         if not st.used:  # the first member asked for: the shards after this one go next
             st.used = True
@@ -208,12 +216,16 @@ class ShardReader:
                 return mm
             # its cache entry is gone (evicted): the map was dropped; fetch it again
 
-    def _verified(self, i: int, j: int) -> mmap.mmap:
-        """A map of shard *i* in which member *j* is verified, fetching the shard if needed."""
+    def _verified(self, i: int, j: int) -> mmap.mmap | None:
+        """A map of shard *i* in which member *j* is verified, fetching the shard if needed;
+        ``None`` when it found no room in the cache (its claim is tried again every
+        ``RETRY_CLAIM`` hand-outs)."""
         st = self._states[i]
         mm = st.mm
         if mm is not None and st.ok[j]:
             return mm
+        if self._refused(st):
+            return None
         nap = _POLL
         while True:
             with st.cond:
@@ -225,7 +237,7 @@ class ShardReader:
                 if st.error is not None:
                     raise st.error
             if st.done and st.mm is not None:  # the finished file is mapped: check the member in it
-                got = self._verify_in(i, j, st.mm, st.ino, st.over_path or self.file(i), final=True)
+                got = self._verify_in(i, j, st.mm, st.ino, self.file(i), final=True)
                 if got is not None:
                     return got
                 continue
@@ -234,6 +246,8 @@ class ShardReader:
                 if got is not None:
                     return got
             if self._start(i):
+                if self._refused(st):
+                    return None
                 continue
             got = self._check_file(i, j, f"{self.file(i)}.part", final=False)  # another process fetches
             if got is not None:
@@ -317,14 +331,20 @@ class ShardReader:
 
     def _fetch_ahead(self, i: int) -> None:
         st = self._states[i]
-        if st.done or st.running or st.error is not None or st.mm is not None or self.complete(i):
+        if st.done or st.running or st.error is not None or st.mm is not None or self._refused(st):
             return
-        self._start(i)
+        if not self.complete(i):
+            self._start(i)
+
+    def _refused(self, st: ShardMap) -> bool:
+        """The shard's claim found no room fewer than ``RETRY_CLAIM`` hand-outs ago (and no fetch
+        of it runs here): its members are read from the volume meanwhile."""
+        return st.no_room >= 0 and not st.running and self.handed - st.no_room < RETRY_CLAIM
 
     def _start(self, i: int) -> bool:
-        """Start fetching shard *i* unless another process is; True when this process fetches it
-        (or found it cached). Into its cache slot when the cache has room for it (claimed), else
-        into this process's overflow folder."""
+        """Start fetching shard *i* into its cache slot unless another process is; True when this
+        process fetches it, found it cached, or found no room for it (``no_room`` set: its members
+        are read from the volume, :mod:`.direct`)."""
         st, path, key, size = self._states[i], self.file(i), self._keys[i], self.source.shards[i].bytes
         with st.cond:
             if st.running:
@@ -337,41 +357,32 @@ class ShardReader:
                 lock.close()
                 return False
             st.evicted = False
-            held: ProcessFileLock | None = lock
             if self.complete(i):
                 if self.cache.renew(key):  # finished meanwhile: read it from there
                     lock.release()
                     lock.close()
                     return True
                 unlink_quiet(path)  # a file the cache has no entry for (left by a crash or a reset): not counted
-            if self.cache.claim(key, size) is None:  # no room: an overflow copy of this process's own
+            if self.cache.claim(key, size) is None:  # no room: its members come from the volume (.direct)
                 lock.release()
                 lock.close()
-                held = None
-                over = self.cache.overflow_folder() / ".shards" / key[len("/Volumes/") :]
-                over.parent.mkdir(parents=True, exist_ok=True)
-                path = str(over)
-                if shutil.disk_usage(over.parent).free - size < self.cache.reserve:
-                    st.error = overflow_refused(self.cache, key, size)
-                    return True
-                st.over_path = path
-                self._handouts.hold(i)
+                st.no_room = self.handed
+                return True
+            st.no_room = -1
             st.running, st.error, st.counted, st.renewed = True, None, True, time.monotonic()
-        self._drivers.submit(self._fetch, i, held, path)
+        self._drivers.submit(self._fetch, i, lock, path)
         return True
 
     # -- fetching a shard ----------------------------------------------------------------------------
-    def _fetch(self, i: int, lock: ProcessFileLock | None, path: str) -> None:
+    def _fetch(self, i: int, lock: ProcessFileLock, path: str) -> None:
         st, key, size = self._states[i], self._keys[i], self.source.shards[i].bytes
         try:
             try:
-                self._fetch_into(i, path, st, key if lock is not None else "")
-                if lock is not None:
-                    self.cache.commit(key, size)
+                self._fetch_into(i, path, st, key)
+                self.cache.commit(key, size)
             except BaseException:
-                if lock is not None:
-                    unlink_quiet(path)
-                    self.cache.release(key)
+                unlink_quiet(path)
+                self.cache.release(key)
                 raise
         except BaseException as exc:  # members verified so far stay readable from the map
             with st.cond:
@@ -380,9 +391,8 @@ class ShardReader:
             with st.cond:
                 st.running = False
                 st.cond.notify_all()
-            if lock is not None:
-                lock.release()
-                lock.close()
+            lock.release()
+            lock.close()
 
     def _fetch_into(self, i: int, path: str, st: ShardMap, key: str) -> None:
         src = self.source

@@ -21,8 +21,9 @@ paths already handed out must keep working).
 A cache entry like a file: the extracted folder is the cache slot of the key
 ``.../shard-00001@<crc32>`` (:meth:`~.source.ShardSource.cache_key`), its shard's bytes claimed
 within the cache's limit before the fetch, its pin renewed while its paths are handed out, and
-evicted as a unit (moved aside, then removed); with no room it is extracted into the process's
-overflow folder (:mod:`.handouts`). A process whose folder was evicted extracts the shard again.
+evicted as a unit (moved aside, then removed); with no room the members asked for are read one at a
+time from the volume into the cache's overflow window (:mod:`.direct`: member-sized files within
+the windows' bytes). A process whose folder was evicted extracts the shard again.
 
 Processes (DataLoader workers) share the extracted folders: the fetch of a shard holds a
 ``flock`` on ``<folder>.lock``; another process that wants the shard meanwhile waits for its member
@@ -44,10 +45,11 @@ from typing import TYPE_CHECKING
 
 from ..io.folders import staging_folder
 from ..io.locks import ProcessFileLock
-from .handouts import HandOuts, renew_every
+from .direct import RETRY_CLAIM, member_path
 from .members import MemberWriter
+from .renewal import renew_every
 from .shardmap import unlink_quiet
-from .source import PLANNED_AHEAD, ReadAhead, ShardSource, overflow_refused, stream_shard
+from .source import PLANNED_AHEAD, ReadAhead, ShardSource, stream_shard
 
 if TYPE_CHECKING:
     from ..cache import FileCache
@@ -71,9 +73,10 @@ class _State:
         self.done = False
         self.error: BaseException | None = None
         self.used = False  # a member was asked for: the read-ahead from this shard has started
-        self.final = ""  # the folder its members are in (the cache slot, or an overflow copy)
+        self.final = ""  # the folder its members are in (its cache slot)
         self.renewed = 0.0  # monotonic time its cache entry was last renewed by this process
         self.counted = False  # this process counted its hit (or fetched it)
+        self.no_room = -1  # the process's hand-out count when its claim found no room (-1: none refused)
 
 
 class Extractor:
@@ -85,7 +88,8 @@ class Extractor:
         self._states = [_State() for _ in source.shards]
         for key, st in zip(self._keys, self._states, strict=True):
             st.final = cache.slot(key)
-        self._handouts = HandOuts(cache.overflow_files)
+        self.handed = 0  # paths handed out by this process (no lock: a lost count only delays a retry)
+        self._index: list[dict[str, int] | None] = [None] * len(source.shards)  # member name -> j, per shard
         self._renew_every = renew_every(cache.pin_seconds)
         self._drivers = ThreadPoolExecutor(max_workers=2 + PLANNED_AHEAD, thread_name_prefix="air-shard-fetch")
         self._ahead = ReadAhead(source.next_shard, self._fetch_ahead, _AHEAD)
@@ -93,7 +97,7 @@ class Extractor:
         self.bytes_read = 0
 
     def final(self, i: int) -> Path:
-        """Shard *i*'s extracted folder: its cache slot (or this process's overflow copy)."""
+        """Shard *i*'s extracted folder: its cache slot."""
         return Path(self._states[i].final)
 
     def complete(self, i: int) -> bool:
@@ -128,40 +132,47 @@ class Extractor:
             self._ahead.after(i)
         while True:
             final = self._wait(i, st, name)
+            if final is None:  # no room in the cache: from the volume, through the overflow window
+                return self._direct(i, name)
             if self._handed_out(i, st):
                 return os.path.join(final, *name.split("/"))
             # its cache entry is gone (evicted): extract it again
+
+    def _direct(self, i: int, name: str) -> str:
+        index = self._index[i]
+        if index is None:
+            index = self._index[i] = {m.name: j for j, m in enumerate(self.source.shard_members[i])}
+        self.handed += 1
+        return member_path(self.source, self.cache, i, index[name])
+
+    def _refused(self, st: _State) -> bool:
+        """The shard's claim found no room fewer than ``RETRY_CLAIM`` hand-outs ago (and no fetch
+        of it runs here): its members are read from the volume meanwhile."""
+        return st.no_room >= 0 and not st.running and not st.done and self.handed - st.no_room < RETRY_CLAIM
 
     # -- the folder's cache entry --------------------------------------------------------------------
     def _handed_out(self, i: int, st: _State) -> bool:
         """Count a path of shard *i* handed out (renewing a cached folder's entry every few seconds);
         False when that entry is gone (evicted): forgotten here, to extract it again."""
-        handouts = self._handouts
-        if handouts.tick(i):
-            pass  # an overflow copy
-        elif not st.running and time.monotonic() - st.renewed > self._renew_every:
+        self.handed += 1
+        if not st.running and time.monotonic() - st.renewed > self._renew_every:
             if not self.cache.renew(self._keys[i], hit=0 if st.counted else self.source.shards[i].bytes):
-                self._forget(i, st)
+                self._forget(st)
                 return False
             st.renewed, st.counted = time.monotonic(), True
-        if handouts.due():
-            for k in handouts.expired(lambda k: self._states[k].running):
-                self._forget(k, self._states[k], remove=True)
         return True
 
-    def _forget(self, i: int, st: _State, *, remove: bool = False) -> None:
-        """This process knows nothing of shard *i*'s folder any more; *remove*: its overflow copy goes."""
-        slot = self.cache.slot(self._keys[i])
+    def _forget(self, st: _State) -> None:
+        """This process knows nothing of the shard's folder any more (evicted: extract it again)."""
         with st.cond:
             if st.running:
                 return
-            gone = st.final
-            st.done, st.published, st.renewed, st.final = False, set(), 0.0, slot
-        if remove and gone != slot:
-            shutil.rmtree(gone, ignore_errors=True)
+            st.done, st.published, st.renewed = False, set(), 0.0
 
-    def _wait(self, i: int, st: _State, name: str) -> str:
-        """Shard *i*'s folder once member *name* is in it (fetching the shard if needed)."""
+    def _wait(self, i: int, st: _State, name: str) -> str | None:
+        """Shard *i*'s folder once member *name* is in it (fetching the shard if needed); ``None``
+        when the shard found no room in the cache (its claim is tried again every ``RETRY_CLAIM``
+        hand-outs)."""
         nap = _POLL
         while True:
             with st.cond:
@@ -177,7 +188,11 @@ class Extractor:
                 with st.cond:
                     st.done = True
                 return st.final
+            if self._refused(st):
+                return None
             if self._start(i):
+                if self._refused(st):
+                    return None
                 continue
             if os.path.exists(os.path.join(st.final, *name.split("/"))):  # another process fetches it
                 return st.final
@@ -191,11 +206,13 @@ class Extractor:
         if self.complete(i):
             st.done = True
             return
-        self._start(i)
+        if not self._refused(st):
+            self._start(i)
 
     def _start(self, i: int) -> bool:
-        """Start fetching shard *i* unless another process is; True when this process fetches it
-        (or found it complete)."""
+        """Start extracting shard *i* into its cache slot unless another process is; True when this
+        process extracts it, found it complete, or found no room for it (``no_room`` set: its
+        members are read from the volume, :mod:`.direct`)."""
         st, key, size = self._states[i], self._keys[i], self.source.shards[i].bytes
         slot = self.cache.slot(key)
         with st.cond:
@@ -217,28 +234,21 @@ class Extractor:
                 unlink_quiet(f"{slot}.complete")  # first: no process takes the folder for complete from here on
                 shutil.rmtree(slot, ignore_errors=True)
             unlink_quiet(f"{slot}.complete")  # an evicted folder's marker
-            held: ProcessFileLock | None = lock
-            final = slot
-            if self.cache.claim(key, size) is None:  # no room: an overflow copy of this process's own
+            if self.cache.claim(key, size) is None:  # no room: its members come from the volume (.direct)
                 lock.release()
                 lock.close()
-                held = None
-                final = str(self.cache.overflow_folder() / ".shards" / key[len("/Volumes/") :])
-                shutil.rmtree(final, ignore_errors=True)
-                if shutil.disk_usage(self.cache.overflow_folder()).free - size < self.cache.reserve:
-                    st.error = overflow_refused(self.cache, key, size)
-                    return True
-                self._handouts.hold(i)  # removed once overflow_files more paths were handed out
-            st.running, st.final, st.counted, st.renewed = True, final, True, time.monotonic()
-        self._drivers.submit(self._fetch, i, held, final)
+                st.no_room = self.handed
+                return True
+            st.no_room = -1
+            st.running, st.final, st.counted, st.renewed = True, slot, True, time.monotonic()
+        self._drivers.submit(self._fetch, i, lock, slot)
         return True
 
-    def _fetch(self, i: int, lock: ProcessFileLock | None, final: str) -> None:
+    def _fetch(self, i: int, lock: ProcessFileLock, final: str) -> None:
         st, key, size = self._states[i], self._keys[i], self.source.shards[i].bytes
         try:
-            self._fetch_into(i, Path(final), st, key if lock is not None else "")
-            if lock is not None:
-                self.cache.commit(key, size)
+            self._fetch_into(i, Path(final), st, key)
+            self.cache.commit(key, size)
             with st.cond:
                 st.done = True
         except BaseException as exc:  # the folder stays: what it holds was verified, and may be in use
@@ -252,9 +262,8 @@ class Extractor:
                     ev.set()
                 st.events.clear()
                 st.cond.notify_all()
-            if lock is not None:
-                lock.release()
-                lock.close()
+            lock.release()
+            lock.close()
 
     def _fetch_into(self, i: int, final: Path, st: _State, key: str) -> None:
         src = self.source

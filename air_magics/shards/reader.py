@@ -143,7 +143,7 @@ class MemberRef:
         """:meth:`read_bytes` for a DataLoader worker: where the verified bytes lie in the cached
         shard (a :class:`~.slices.MemberSlice`, *item* the dataset index), for the training loop's
         process to copy out itself instead of receiving them through a pipe; bytes where the
-        shard is an overflow copy."""
+        shard found no room in the cache (read from the volume)."""
         return self.folder.reader(cache).read_slice(self.shard, self.member, item)
 
     def ready_slice(self, item: int) -> MemberSlice | bytes | None:

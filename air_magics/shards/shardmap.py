@@ -25,7 +25,7 @@ class ShardMap:
         self.used = False  # a member was asked for: the read-ahead from this shard has started
         self.renewed = 0.0  # monotonic time its cache entry was last renewed by this process
         self.counted = False  # this process counted its hit (or fetched it)
-        self.over_path = ""  # an overflow copy's path ("": the cache slot)
+        self.no_room = -1  # the process's hand-out count when its claim found no room (-1: none refused)
         self.evicted = False  # its entry was found gone: any file at its slot is not the cache's
 
     def use(self, mm: mmap.mmap, ino: int) -> None:

@@ -23,19 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import CacheLimitError, ShardError, SpecialFileError, VolumeNotFoundError
+from ..errors import ShardError, SpecialFileError, VolumeNotFoundError
 from ..io.confined import open_read
 from ..io.pools import ProcessPool
 from ..io.retry import retry_call
-from ..io.units import fmt_bytes
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
 from .format import Member, ShardInfo
 
 if TYPE_CHECKING:
-    from ..cache import FileCache
+    pass
 
-__all__ = ["ShardSource", "ReadAhead", "stream_shard", "overflow_refused", "BLOCK_BYTES", "PLANNED_AHEAD"]
+__all__ = ["ShardSource", "ReadAhead", "stream_shard", "BLOCK_BYTES", "PLANNED_AHEAD"]
 
 BLOCK_BYTES = 1 << 20  # one range read
 PLANNED_AHEAD = 4  # a fetcher with a plan stays a shuffle window's worth of shards ahead
@@ -135,17 +134,6 @@ class ShardSource:
             return b"".join(parts) if len(parts) != 1 else parts[0]
 
         return pread, (lambda: os.close(fd))
-
-
-def overflow_refused(cache: FileCache, key: str, size: int) -> CacheLimitError:
-    """The error for a shard that found no room in the cache nor, past it, on the disk."""
-    limit = "no limit" if cache.limit is None else f"its limit of {fmt_bytes(cache.limit)}"
-    return CacheLimitError(
-        f"no room for shard {key} ({fmt_bytes(size)}): the cache at {cache.root} is full ({limit}) of entries "
-        f"in use and a copy past it would take the disk below the reserve of {fmt_bytes(cache.reserve)}; raise "
-        f"the limit (FileCache(limit=...) or AIR_CACHE_LIMIT), pack with a smaller shard_size, or move "
-        f"AIR_CACHE_DIR to a larger disk"
-    )
 
 
 def stream_shard(
