@@ -105,10 +105,7 @@ class ClaimedEntries:
     def renew(self, key: str, *, hit: int = 0) -> bool:
         """Renew the pin of *key* (a :meth:`claim` entry in use; every few seconds); *hit*: bytes
         newly served from it, a hit. False: no entry for *key* (evicted: write it again)."""
-        if self._entries.row(key) is None:
-            return False
-        self._entries.touch({key: time.time()}, hits=1 if hit else 0, bytes_hit=hit)
-        return True
+        return self._entries.renew(key, time.time(), bytes_hit=hit)
 
     def drop_derived(self, keep: Collection[str] = ()) -> list[str]:
         """Remove the entries made with :meth:`claim` (cached shards, extracted folders) but those

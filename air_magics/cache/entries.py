@@ -138,6 +138,20 @@ class Entries:
             )
             _add(db, {"hits": hits, "bytes_hit": bytes_hit})
 
+    def renew(self, key: str, now: float, *, bytes_hit: int = 0) -> bool:
+        """Access time *now* for *key* (never moved back), and a hit of *bytes_hit* when given, in
+        one transaction; False when there is no row (evicted). One statement decides: a look-up
+        first and a write after let an eviction in another thread land between them, and the pin
+        was taken for a folder already gone."""
+        with self._open() as db, self.disk_full("renewing a pin"), transaction(db):
+            if not db.execute(
+                "UPDATE entries SET last_access = MAX(last_access, ?) WHERE key = ?", (now, key)
+            ).rowcount:
+                return False
+            if bytes_hit:
+                _add(db, {"hits": 1, "bytes_hit": bytes_hit})
+        return True
+
     def touch_if_same(self, key: str, size: int, mtime: float, now: float) -> bool:
         """One hit on *key* validated against the index: True (access time written, counted) when the
         entry holds this version; False when absent, another version, or gone."""

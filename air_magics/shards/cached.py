@@ -87,7 +87,7 @@ class ShardReader:
         self._states = [ShardMap(len(ms)) for ms in source.shard_members]
         self._offsets: list[list[int] | None] = [None] * len(source.shards)
         self._drivers = ThreadPoolExecutor(max_workers=_FETCHES, thread_name_prefix="air-shard-cache")
-        self._ahead = ReadAhead(source.next_shard, self._fetch_ahead, _AHEAD)
+        self._ahead = ReadAhead(source.next_shard, self._fetch_ahead, self._drivers, _AHEAD)
         self.shards_fetched = 0
         self.bytes_read = 0
 
@@ -334,14 +334,14 @@ class ShardReader:
         if st.done or st.running or st.error is not None or st.mm is not None or self._refused(st):
             return
         if not self.complete(i):
-            self._start(i)
+            self._start(i, inline=True)
 
     def _refused(self, st: ShardMap) -> bool:
         """The shard's claim found no room fewer than ``RETRY_CLAIM`` hand-outs ago (and no fetch
         of it runs here): its members are read from the volume meanwhile."""
         return st.no_room >= 0 and not st.running and self.handed - st.no_room < RETRY_CLAIM
 
-    def _start(self, i: int) -> bool:
+    def _start(self, i: int, *, inline: bool = False) -> bool:
         """Start fetching shard *i* into its cache slot unless another process is; True when this
         process fetches it, found it cached, or found no room for it (``no_room`` set: its members
         are read from the volume, :mod:`.direct`)."""
@@ -370,7 +370,10 @@ class ShardReader:
                 return True
             st.no_room = -1
             st.running, st.error, st.counted, st.renewed = True, None, True, time.monotonic()
-        self._drivers.submit(self._fetch, i, lock, path)
+        if inline:  # (a read-ahead, on a driver thread already)
+            self._fetch(i, lock, path)
+        else:
+            self._drivers.submit(self._fetch, i, lock, path)
         return True
 
     # -- fetching a shard ----------------------------------------------------------------------------

@@ -92,7 +92,7 @@ class Extractor:
         self._index: list[dict[str, int] | None] = [None] * len(source.shards)  # member name -> j, per shard
         self._renew_every = renew_every(cache.pin_seconds)
         self._drivers = ThreadPoolExecutor(max_workers=2 + PLANNED_AHEAD, thread_name_prefix="air-shard-fetch")
-        self._ahead = ReadAhead(source.next_shard, self._fetch_ahead, _AHEAD)
+        self._ahead = ReadAhead(source.next_shard, self._fetch_ahead, self._drivers, _AHEAD)
         self.shards_fetched = 0
         self.bytes_read = 0
 
@@ -207,9 +207,9 @@ class Extractor:
             st.done = True
             return
         if not self._refused(st):
-            self._start(i)
+            self._start(i, inline=True)
 
-    def _start(self, i: int) -> bool:
+    def _start(self, i: int, *, inline: bool = False) -> bool:
         """Start extracting shard *i* into its cache slot unless another process is; True when this
         process extracts it, found it complete, or found no room for it (``no_room`` set: its
         members are read from the volume, :mod:`.direct`)."""
@@ -241,7 +241,10 @@ class Extractor:
                 return True
             st.no_room = -1
             st.running, st.final, st.counted, st.renewed = True, slot, True, time.monotonic()
-        self._drivers.submit(self._fetch, i, lock, slot)
+        if inline:  # (a read-ahead, on a driver thread already)
+            self._fetch(i, lock, slot)
+        else:
+            self._drivers.submit(self._fetch, i, lock, slot)
         return True
 
     def _fetch(self, i: int, lock: ProcessFileLock, final: str) -> None:
