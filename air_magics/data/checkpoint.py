@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter
-from torch.distributed.checkpoint.filesystem import FileSystem, _StorageInfo
+from torch.distributed.checkpoint.filesystem import FileSystem
 
 from .. import settings
 from ..cache import FileCache
@@ -59,14 +59,16 @@ __all__ = ["UCVolumeWriter", "UCVolumeReader", "CheckpointError", "CheckpointCor
 _STALE_STAGING = 24 * 3600
 
 
-@dataclasses.dataclass
-class _CheckedInfo(_StorageInfo):
-    """torch's per-item storage info plus its file's digest, on its way from a rank to the
-    coordinator; :meth:`UCVolumeWriter.finish` turns it back into a plain ``_StorageInfo`` so
-    ``.metadata`` holds only torch's own types."""
+@dataclasses.dataclass(frozen=True)
+class _Checked:
+    """torch's storage info for one item (its own object, untouched) and its file's digest, on its
+    way from a rank to the coordinator in ``WriteResult.storage_data``; :meth:`UCVolumeWriter.finish`
+    takes torch's object back out, so ``.metadata`` holds only torch's own types and no private
+    torch class is named here."""
 
-    file_size: int = -1
-    sha256: str = ""
+    info: Any
+    file_size: int
+    sha256: str
 
 
 def _staging_root() -> Path:
@@ -167,8 +169,7 @@ class UCVolumeWriter(FileSystemWriter):
 
         def checked(wr: Any) -> Any:  # the digest rides to the coordinator with torch's own results
             d = digests[wr.storage_data.relative_path]
-            info = _CheckedInfo(**dataclasses.asdict(wr.storage_data), file_size=d["size"], sha256=d["sha256"])
-            return dataclasses.replace(wr, storage_data=info)
+            return dataclasses.replace(wr, storage_data=_Checked(wr.storage_data, d["size"], d["sha256"]))
 
         fut: Any = torch.futures.Future()
         fut.set_result([checked(wr) for wr in results])
@@ -203,11 +204,9 @@ class UCVolumeWriter(FileSystemWriter):
             plain.append([])
             for wr in wr_list:
                 sd = wr.storage_data
-                if isinstance(sd, _CheckedInfo):
-                    files[sd.relative_path] = {"size": sd.file_size, "sha256": sd.sha256}
-                    wr = dataclasses.replace(
-                        wr, storage_data=_StorageInfo(sd.relative_path, sd.offset, sd.length, sd.transform_descriptors)
-                    )
+                if isinstance(sd, _Checked):
+                    files[sd.info.relative_path] = {"size": sd.file_size, "sha256": sd.sha256}
+                    wr = dataclasses.replace(wr, storage_data=sd.info)
                 else:
                     complete = False
                 plain[-1].append(wr)

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch.utils.data as tud
-from torch.utils.data._utils.collate import default_collate, default_convert
+from torch.utils.data import default_collate, default_convert
 
 from ..errors import DatasetError
 from ..events import Listener, LoaderEvent, channel
