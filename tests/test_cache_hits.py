@@ -6,6 +6,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,28 @@ def test_a_warm_run_renews_old_pins_and_reaches_the_index(warm):
     assert all(index_access(cache, f.key) > b for f, b in zip(fs, before, strict=True))  # each hand-out pinned anew
     time.sleep(1.05)  # past pin_seconds / 4 since the renewal: no longer served from local state
     assert cache.hit_run(fs) == 0
+
+
+def test_overflows_are_batched_and_reach_the_index_by_the_flush_timer(tmp_path):
+    """A file served past a full cache writes no transaction of its own: its counts ride with the
+    next flush, which the process's timer makes within a moment even if nothing else happens."""
+    s = VolumeStore()
+    s.create("main.hits.over")
+    root = Path(s.locate("/Volumes/main/hits/over").path)
+    for i in range(6):
+        (root / f"f{i}.bin").write_bytes(bytes([i]) * 4000)
+    # the files' share holds one file, pinned for a minute: the rest go past it
+    cache = FileCache(tmp_path / "cache", store=s, limit="12000B", overflow_bytes="8000B", pin_seconds=60)
+    for i in range(6):
+        assert Path(cache.get(f"/Volumes/main/hits/over/f{i}.bin")).read_bytes() == bytes([i]) * 4000
+    with sqlite3.connect(tmp_path / "cache" / "index.sqlite") as db:  # another reader's view: no flush of ours
+        counted = dict(db.execute("SELECT name, value FROM counters").fetchall())
+    assert counted["overflows"] + counted["misses"] >= 1  # the first miss was recorded with its row
+    for _ in range(100):  # the flush timer fires within its interval (0.25 s); 5 s at most here
+        with sqlite3.connect(tmp_path / "cache" / "index.sqlite") as db:
+            counted = dict(db.execute("SELECT name, value FROM counters").fetchall())
+        if counted["overflows"] == 5:
+            break
+        time.sleep(0.05)
+    assert counted["overflows"] == 5 and counted["misses"] == 6
+    assert cache.info().overflows == 5  # and the process's own view agrees

@@ -122,21 +122,16 @@ class Entries:
             ).fetchall()
 
     # -- writes --------------------------------------------------------------------------------------
-    def count_up(self, doing: str = "counting", **deltas: int) -> None:
-        """Add *deltas* to the named counters (hits, misses, ...)."""
-        with self._open() as db, self.disk_full(doing):
-            _add(db, deltas)
-
-    def touch(self, access: dict[str, float], *, hits: int = 0, bytes_hit: int = 0) -> None:
-        """Write access times (never moving one back) and hit counters, in one transaction."""
-        if not access and not hits:
+    def touch(self, access: dict[str, float], counts: dict[str, int]) -> None:
+        """Write access times (never moving one back) and counter deltas, in one transaction."""
+        if not access and not any(counts.values()):
             return
         with self._open() as db, self.disk_full("recording hits"), transaction(db):
             db.executemany(
                 "UPDATE entries SET last_access = MAX(last_access, ?) WHERE key = ?",
                 [(t, k) for k, t in access.items()],
             )
-            _add(db, {"hits": hits, "bytes_hit": bytes_hit})
+            _add(db, counts)
 
     def renew(self, key: str, now: float, *, bytes_hit: int = 0) -> bool:
         """Access time *now* for *key* (never moved back), and a hit of *bytes_hit* when given, in

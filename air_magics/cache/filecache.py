@@ -280,8 +280,7 @@ class FileCache(ClaimedEntries):
     def count_past(self, nbytes: int) -> None:
         """Count *nbytes* read past the cache for a caller that reads them itself (a packed member
         served from the volume when its shard found no room): an overflow, as a miss."""
-        self._entries.count_up(misses=1, bytes_fetched=nbytes, overflows=1)
-        self._publish()
+        self._hits.count(misses=1, bytes_fetched=nbytes, overflows=1)
 
     def read(self, f: VolumeFile, keep: Residency | None = None) -> bytes:
         """*f*'s content for its current version, as :meth:`fetch` makes it local: on a miss the
@@ -389,10 +388,10 @@ class FileCache(ClaimedEntries):
     def flush_hits(self) -> None:
         """Write this process's batched hits (access times, counters) to the shared index. Called a
         few times a second while hits are served, and before the totals are read or entries cleared."""
-        access, hits, nbytes = self._hits.take()
-        if not access and not hits:
+        access, counts = self._hits.take()
+        if not access and not counts:
             return
-        self._entries.touch(access, hits=hits, bytes_hit=nbytes)
+        self._entries.touch(access, counts)
         self._publish()
 
     # -- inspection -------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ class HitLog:
         self._known: dict[str, tuple[int, float, float]] = {}  # key -> (size, mtime, access time in the index)
         self._access: dict[str, float] = {}
         self._hits = self._bytes = 0
+        self._counts: dict[str, int] = {}  # other counters (an overflow's miss), written with the next flush
         self._fresh = pin_seconds / 4  # served locally while the index's access time is younger
         self._renew = pin_seconds / 8  # ... and that time is written anew once it is this old
         self._interval = interval
@@ -128,16 +129,34 @@ class HitLog:
             self._access[key] = now
             self._hits += 1
             self._bytes += size
-            start = (
-                self._flush is not None and self._timer_pid is None
-            )  # None again after each flush and in a forked child
-            if start:
-                self._timer_pid = os.getpid()
+            start = self._schedule()
         if start:
-            t = threading.Timer(self._interval, self._timed_flush)
-            t.daemon = True
-            t.start()
+            self._start_timer()
         return time.monotonic() >= self._due
+
+    def count(self, **deltas: int) -> None:
+        """Add *deltas* to the index's counters with the next flush (within ``interval`` s, or when
+        the totals are read): an overflow, served past the cache, writes no transaction of its own."""
+        with self._lock:
+            counts = self._counts
+            for name, n in deltas.items():
+                counts[name] = counts.get(name, 0) + n
+            start = self._schedule()
+        if start:
+            self._start_timer()
+
+    def _schedule(self) -> bool:
+        """(Lock held.) True when a flush timer must be started: none is pending in this process
+        (``_timer_pid`` is None again after each flush and in a forked child)."""
+        start = self._flush is not None and self._timer_pid is None
+        if start:
+            self._timer_pid = os.getpid()
+        return start
+
+    def _start_timer(self) -> None:
+        t = threading.Timer(self._interval, self._timed_flush)
+        t.daemon = True
+        t.start()
 
     def _timed_flush(self) -> None:
         with self._lock:
@@ -147,14 +166,18 @@ class HitLog:
         except Exception:  # the cache folder gone, the interpreter shutting down: the next hit retries
             pass
 
-    def take(self) -> tuple[dict[str, float], int, int]:
-        """Swap out what is pending: ``(key -> access time, hits, bytes)``; the caller writes it."""
+    def take(self) -> tuple[dict[str, float], dict[str, int]]:
+        """Swap out what is pending: ``(key -> access time, counter -> delta)`` (the hits, their
+        bytes, and what :meth:`count` added); the caller writes it."""
         with self._lock:
-            access, hits, nbytes = self._access, self._hits, self._bytes
-            self._access, self._hits, self._bytes = {}, 0, 0
+            access, hits, nbytes, counts = self._access, self._hits, self._bytes, self._counts
+            self._access, self._hits, self._bytes, self._counts = {}, 0, 0, {}
             self._due = time.monotonic() + self._interval
+        if hits:
+            counts["hits"] = counts.get("hits", 0) + hits
+            counts["bytes_hit"] = counts.get("bytes_hit", 0) + nbytes
         for key, t in access.items():  # once written, the index holds these access times
             k = self._known.get(key)
             if k is not None:
                 self._known[key] = (k[0], k[1], t)
-        return access, hits, nbytes
+        return access, counts

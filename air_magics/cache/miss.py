@@ -194,11 +194,10 @@ class MissPath:
         local, n, reused = self._overflow.fetch(
             key[9:], size, mtime, copy, reserve=self._bounds.reserve, headroom=headroom
         )
-        if reused:  # still in the window, same version: no second copy
-            self._entries.count_up(hits=1, bytes_hit=size)
+        if reused:  # still in the window, same version: no second copy (counted with the next flush)
+            self._hits.count(hits=1, bytes_hit=size)
         else:
-            self._entries.count_up(misses=1, bytes_fetched=n, overflows=1)
-        self._publish()
+            self._hits.count(misses=1, bytes_fetched=n, overflows=1)
         return local
 
     def validated_hit(self, f: VolumeFile) -> bool:
