@@ -116,6 +116,31 @@ def test_async_save_blocks_briefly_then_commits(vol):
     assert torch.equal(out["w"], big["w"])
 
 
+def test_background_staging_saves_the_state_as_it_was_when_wait_staged_returns(vol):
+    """The save call returns before the copy is taken; once wait_staged() returns, the weights may
+    change in place (an optimizer step) and the checkpoint still holds the pre-step state, bit for bit."""
+    mgr = CheckpointManager("/Volumes/main/ck/runs/staged", show=False)
+    state = {"w": torch.randn(4_000_000), "b": torch.arange(1000, dtype=torch.float64)}
+    before = {k: v.clone() for k, v in state.items()}
+    mgr.save(1, state, blocking=False, background_staging=True)
+    mgr.wait_staged()
+    for v in state.values():  # the optimizer's step: in place, right after the copy is taken
+        v.add_(1.0)
+    mgr.wait_staged()  # (again: returns at once)
+    mgr.wait()
+    rec = checkpoint_status("/Volumes/main/ck/runs/staged")["saves"][-1]
+    assert rec["state"] == "committed" and mgr.latest() == 1
+    assert rec["staging_s"] >= rec["blocked_s"] and rec["seconds"] >= rec["staging_s"]
+    out = {"w": torch.zeros(4_000_000), "b": torch.zeros(1000, dtype=torch.float64)}
+    mgr.load(out)
+    assert all(torch.equal(out[k], before[k]) for k in before)
+    mgr.save(2, state, blocking=False, background_staging=True)  # the stager (its buffers) is reused
+    mgr.wait()
+    mgr.load(out)
+    assert all(torch.equal(out[k], before[k] + 1.0) for k in before)
+    mgr.wait_staged()  # nothing in flight: at once
+
+
 def test_bad_input(vol):
     with pytest.raises(VolumePathError, match="outside /Volumes"):
         CheckpointManager("/tmp/ckpts")

@@ -112,7 +112,8 @@ class CheckpointManager:
         self.directory = VolumePath.parse(directory)
         self.store.volume_info(self.directory)  # the volume must exist
         self.keep, self.upload_workers = keep, upload_workers
-        self._pending: Any = None
+        self._pending: Any = None  # (upload future, committed event, staging future or None)
+        self._stager: Any = None  # the background stager (its copy buffers reused across saves)
         self._lock = threading.Lock()
         self._history: list[dict[str, Any]] = []
         self.status_name = status_name(str(self.directory))
@@ -153,9 +154,23 @@ class CheckpointManager:
         optimizer: Any = None,
         loader: Any = None,
         blocking: bool = True,
+        background_staging: bool = False,
     ) -> None:
         """Save *state* (or model/optimizer/loader) as ``step_<step>``. ``blocking=False`` returns
-        once the state is staged in memory and finishes in the background (see :meth:`wait`)."""
+        once the state is staged in memory and finishes in the background (see :meth:`wait`).
+
+        ``background_staging=True`` (with ``blocking=False``) returns at once: the copy of the state
+        is taken on a background thread while the step computes (pinned buffers where CUDA is
+        there), and the loop must call :meth:`wait_staged` before it changes the weights (before
+        ``optimizer.step()``), as torchtitan does::
+
+            loss.backward()
+            mgr.wait_staged()        # the previous save's copy is taken: the weights may change
+            optimizer.step()
+            if step % 100 == 0:
+                mgr.save(step, model=model, optimizer=optimizer, blocking=False, background_staging=True)
+
+        One save is in flight at a time: a save waits for the previous one to finish."""
         import torch.distributed.checkpoint as dcp
 
         self.wait()
@@ -181,10 +196,14 @@ class CheckpointManager:
         t0 = time.perf_counter()
         if not blocking:
             _quiet_async_saves()  # outside the scoped filter below, which would undo it on exit
+        staged: Any = None
         try:
             with _single_process_quiet():
                 if blocking:
                     dcp.save(state, storage_writer=writer)
+                elif background_staging:
+                    resp = dcp.async_save(state, storage_writer=writer, async_stager=self._background_stager())
+                    fut, staged = resp.upload_completion, resp.staging_completion
                 else:
                     fut = dcp.async_save(state, storage_writer=writer)
         except BaseException as exc:
@@ -196,10 +215,39 @@ class CheckpointManager:
         if blocking:
             self._commit(step, rec, writer, rank, world)
             return
+        if staged is not None:  # how long the background copy took, from the call
+            staged.add_done_callback(lambda f: rec.__setitem__("staging_s", time.perf_counter() - t0))
         done = threading.Event()
         with self._lock:
-            self._pending = (fut, done)
+            self._pending = (fut, done, staged)
         fut.add_done_callback(lambda f: self._finish_async(f, step, rec, writer, rank, done))
+
+    def _background_stager(self) -> Any:
+        """The stager of ``background_staging`` saves, made on first use and kept (its buffers are
+        reused): a background copy, into pinned memory where CUDA is there."""
+        if self._stager is None:
+            import torch
+            from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
+
+            cuda = torch.cuda.is_available()
+            self._stager = DefaultStager(
+                StagingOptions(
+                    use_pinned_memory=cuda, use_shared_memory=False, use_async_staging=True, use_non_blocking_copy=cuda
+                )
+            )
+        return self._stager
+
+    def wait_staged(self) -> None:
+        """Wait until the save in flight has its copy of the state (call it before the loop changes
+        the weights: ``optimizer.step()``); at once when no ``background_staging`` save is in
+        flight. A staging that failed is reported by the save's record (:meth:`wait` returns)."""
+        with self._lock:
+            pending = self._pending
+        if pending is not None and pending[2] is not None:
+            try:
+                pending[2].result()
+            except BaseException:
+                pass  # the upload fails with it, and its callback records the save as failed
 
     def _finish_async(
         self, fut: Any, step: int, rec: dict[str, Any], writer: UCVolumeWriter, rank: int, done: threading.Event
@@ -222,7 +270,7 @@ class CheckpointManager:
         with self._lock:
             pending, self._pending = self._pending, None
         if pending is not None:
-            fut, done = pending
+            fut, done, _ = pending
             try:
                 fut.result()
             except BaseException:
