@@ -14,6 +14,7 @@ inside its volume after symlinks are resolved.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -255,7 +256,7 @@ class VolumeStore:
     def _confined(self, vol_dir: Path, vp: VolumePath) -> Location:
         """Early, friendly check; the binding one is made again at every open (``io.confined``)."""
         target = vol_dir.joinpath(*vp.parts)
-        if not is_within(os.path.realpath(target), real_root(str(vol_dir))):
+        if not _stays_inside(str(vol_dir), vp.parts):
             raise VolumePathError(
                 f"{str(vp)!r} resolves outside its volume (through a symlink); "
                 f"refusing to follow it: remove the link or use a path inside the volume"
@@ -427,3 +428,21 @@ def _open_url(url: str) -> tuple[Any, str]:
             f"cannot open storage URL {url!r}: {exc}. Install the fsspec backend for its scheme "
             f"(s3fs for s3://, gcsfs for gs://, adlfs for abfs://)"
         ) from None
+
+
+def _stays_inside(vol_dir: str, parts: tuple[str, ...]) -> bool:
+    """Whether ``vol_dir/parts`` resolves inside *vol_dir*. Only the components below the volume
+    folder are looked at (its own real path is cached), one ``lstat`` each, stopping at the first
+    that does not exist (nothing below it can be a link); a link among them is resolved in full.
+    A ``realpath`` of the whole path cost an ``lstat`` of every component from ``/`` at every
+    ``locate``: 43 per checkpoint save call, 9 ms on a 2 ms mount."""
+    cur = vol_dir
+    for part in parts:
+        cur = os.path.join(cur, part)
+        try:
+            mode = os.lstat(cur).st_mode
+        except OSError:  # (missing, or not to be looked at: realpath would have left it as it is)
+            return True
+        if stat.S_ISLNK(mode):
+            return is_within(os.path.realpath(os.path.join(vol_dir, *parts)), real_root(vol_dir))
+    return True

@@ -183,6 +183,7 @@ class Bench:
         res.warm_s = ph.get("warm", {}).get("s", float("nan"))
         res.async_blocked_s = ph.get("async", {}).get("blocked_s", float("nan"))
         res.async_total_s = ph.get("async", {}).get("s", float("nan"))
+        res.staged_blocked_s = ph.get("staged", {}).get("blocked_s", float("nan"))
         if rc == 0 and out.get("ok"):
             res.ok = True
             return
