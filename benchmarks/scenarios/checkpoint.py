@@ -3,6 +3,9 @@
 Compares, on a fusevol volume (benchmarks/harness/fusevol.py, C engine) with a fixed per-request latency,
 these ways to write and read a DCP checkpoint (``--methods``):
 
+  threads8  the ceiling: the state's tensor bytes split into 8 files, each written by its own plain
+          thread (``open(...).write``) straight to the mount and read back with ``readinto`` into the
+          target tensors: what the volume gives 8 parallel streams, with no format, checksum or commit
   plain   torch's own ``dcp.FileSystemWriter(MNT/main/bench/vol/ckpt/...)`` / ``FileSystemReader``
           pointed straight at the mount, torch defaults (one file per rank, thread_count=1, fsync on)
   ref     the reference ``databricks.air.data.UCVolumeWriter`` / ``UCVolumeReader`` on
@@ -94,7 +97,9 @@ class Bench:
 
     def _spec(self, size: float, method: str, run_dir: Path, mnt: Path, backing: Path) -> dict:
         rel = "/".join(VOLUME) + ("/mgr" if method == "mgr" else "/ckpt")
-        base = {"plain": f"{mnt}/{rel}", "ref": f"{self.a.volumes_link}/{rel}"}.get(method, f"/Volumes/{rel}")
+        base = {"plain": f"{mnt}/{rel}", "threads8": f"{mnt}/{rel}", "ref": f"{self.a.volumes_link}/{rel}"}.get(
+            method, f"/Volumes/{rel}"
+        )
         return {
             "method": method,
             "size_mb": size,

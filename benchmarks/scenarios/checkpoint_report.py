@@ -10,8 +10,9 @@ from benchmarks.harness.runner import med
 
 __all__ = ["LABELS", "METHODS", "Result", "report", "summarize"]
 
-METHODS = ("plain", "ref", "air", "mgr")
+METHODS = ("threads8", "plain", "ref", "air", "mgr")
 LABELS = {
+    "threads8": "ceiling: 8 plain threads, one file each, `write`/`readinto` on the mount",
     "plain": "torch `FileSystemWriter`/`Reader` on the mount",
     "ref": "reference `databricks.air.data`",
     "air": "air_magics `UCVolumeWriter`/`Reader`",
@@ -91,7 +92,7 @@ def summarize(results: list[Result], sizes: list[float], methods: list[str]) -> 
 
 
 def _main_table(rows: dict, order: list[str]) -> str:
-    p, r = rows.get("plain"), rows.get("ref")
+    p, r, c = rows.get("plain"), rows.get("ref"), rows.get("threads8")
     lines = []
     for m in order:
         v = rows[m]
@@ -103,6 +104,8 @@ def _main_table(rows: dict, order: list[str]) -> str:
                 fmt(v["load"], ".1f"),
                 f"{fmt(v['async_blocked_s'])} ({fmt(v['async_total_s'], '.1f')})",
                 f"{fmt(v['blocked_frac'] * 100, '.0f')}%",
+                ratio(v["save"], c["save"]) if c else "-",
+                ratio(v["load"], c["load"]) if c else "-",
                 ratio(v["save"], p["save"]) if p else "-",
                 ratio(v["save"], r["save"]) if r else "-",
                 ratio(v["load"], p["load"]) if p else "-",
@@ -118,6 +121,8 @@ def _main_table(rows: dict, order: list[str]) -> str:
                     "-",
                     "-",
                     "-",
+                    ratio(v["warm"], c["load"]) if c else "-",
+                    "-",
                     "-",
                     ratio(v["warm"], p["load"]) if p else "-",
                     ratio(v["warm"], r["load"]) if r else "-",
@@ -130,6 +135,8 @@ def _main_table(rows: dict, order: list[str]) -> str:
             "load MB/s",
             "async blocked s (of total s)",
             "blocked / sync save",
+            "save x 8 threads",
+            "load x 8 threads",
             "save x plain",
             "save x ref",
             "load x plain",
@@ -186,8 +193,17 @@ def _detail_table(rows: dict, order: list[str]) -> str:
 
 
 def _targets(rows: dict) -> list[str]:
-    air, p, r = rows["air"], rows.get("plain"), rows.get("ref")
+    air, p, r, c = rows["air"], rows.get("plain"), rows.get("ref"), rows.get("threads8")
     out = ["\nTargets (air_magics `UCVolumeWriter`/`Reader`):\n"]
+    if c:
+        for name, mine in (("UCVolumeWriter", air), ("CheckpointManager", rows.get("mgr"))):
+            if mine:
+                x, y = mine["save"] / c["save"], mine["load"] / c["load"]
+                out.append(
+                    f"- {name} save >= 0.9x of 8 plain parallel writers: {mine['save']:.1f} vs {c['save']:.1f} MB/s = "
+                    f"{x:.2f}x: {verdict(x >= 0.9)}; restore >= 0.8x of 8 plain readers: {mine['load']:.1f} vs "
+                    f"{c['load']:.1f} MB/s = {y:.2f}x: {verdict(y >= 0.8)}"
+                )
     if p:
         x = air["save"] / p["save"]
         out.append(
