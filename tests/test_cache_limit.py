@@ -4,14 +4,13 @@ it (what does not fit goes to the overflow window, a bounded part of the same li
 windows together stay within it, issue 36 item 1)."""
 
 import multiprocessing as mp
-import os
 import threading
 import time
-from pathlib import Path
 
 from air_magics.cache import FileCache
 from air_magics.data import UCVolumeDataset
 from air_magics.volumes import VolumeStore
+from benchmarks.scenarios.soak import cache_disk_bytes
 
 SIZE = 8 * 1024
 FILES = 480
@@ -45,21 +44,6 @@ def _epochs(root: str, seed: int) -> tuple[int, int]:
     return n, cache.overdrawn
 
 
-def _files_bytes(root: Path) -> int:
-    """Bytes of everything the cache writes (files, overflow windows, temp files of fetches under way),
-    the index aside."""
-    total = 0
-    for dirpath, _, names in os.walk(root):
-        for name in names:
-            if name.startswith("index.sqlite"):
-                continue
-            try:
-                total += os.stat(os.path.join(dirpath, name)).st_size
-            except FileNotFoundError:
-                pass
-    return total
-
-
 def test_two_processes_with_prefetch_never_take_the_cache_past_its_limit(tmp_path):
     _seed()
     root = tmp_path / "cache"
@@ -72,7 +56,7 @@ def test_two_processes_with_prefetch_never_take_the_cache_past_its_limit(tmp_pat
     def sample() -> None:
         while not stop.is_set():
             seen_index.append(cache.total_bytes)
-            seen_disk.append(_files_bytes(root))
+            seen_disk.append(cache_disk_bytes(root))
             time.sleep(0.002)
 
     sampler = threading.Thread(target=sample)

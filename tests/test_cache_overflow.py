@@ -16,6 +16,7 @@ from air_magics.data import DataLoader, UCVolumeDataset
 from air_magics.errors import AirError, CacheLimitError
 from air_magics.volumes import VolumeStore
 from air_magics.widgets.cache_view import advice
+from benchmarks.scenarios.soak import cache_disk_bytes
 
 SIZE = 16 * 1024
 WINDOW = 1 << 30  # the overflow windows' share of the limit, given: these tests are about the files' share
@@ -317,20 +318,6 @@ def disk16(small_fs):
     return small_fs("16m")
 
 
-def _used(root) -> int:
-    """Bytes of every regular file under the cache root (files, overflow, temps), the index aside."""
-    total = 0
-    for dirpath, _, names in os.walk(root):
-        for name in names:
-            if name.startswith("index.sqlite"):
-                continue
-            try:
-                total += os.stat(os.path.join(dirpath, name)).st_size
-            except FileNotFoundError:
-                pass
-    return total
-
-
 def test_on_a_small_disk_gets_keep_working_while_the_window_turns_over(disk16):
     """Issue 36 item 1: on a 16 MiB disk (limit 2 MiB, 60 pinned 500 kB files) half the gets failed
     while the count-bounded window grew. Now the window is 1/8 of the limit, by bytes: with a limit
@@ -351,7 +338,7 @@ def test_on_a_small_disk_gets_keep_working_while_the_window_turns_over(disk16):
         p = c.get(f"/Volumes/main/raw/large/f{i:02d}.bin")  # everything pinned: past 14 files, the window
         assert open(p, "rb").read() == bytes([i]) * 500_000
         assert shutil.disk_usage(disk16).free >= reserve, i
-        peak = max(peak, _used(c.root))
+        peak = max(peak, cache_disk_bytes(c.root))
     assert c.info().overflows >= 40 and c.info().bytes <= c.files_limit
     assert peak <= c.limit, f"{peak} bytes under the cache root, limit {c.limit}"
 

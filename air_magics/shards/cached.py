@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ShardError
 from ..io.locks import ProcessFileLock
-from .direct import RETRY_CLAIM, read_member
+from .direct import RETRY_CLAIM, claim_or_go_direct, read_member
 from .format import Member
 from .memberfile import MemberFile
 from .renewal import renew_every
@@ -363,12 +363,8 @@ class ShardReader:
                     lock.close()
                     return True
                 unlink_quiet(path)  # a file the cache has no entry for (left by a crash or a reset): not counted
-            if self.cache.claim(key, size) is None:  # no room: its members come from the volume (.direct)
-                lock.release()
-                lock.close()
-                st.no_room = self.handed
-                return True
-            st.no_room = -1
+            if not claim_or_go_direct(self.cache, key, size, lock, st, self.handed):
+                return True  # no room: its members come from the volume (.direct)
             st.running, st.error, st.counted, st.renewed = True, None, True, time.monotonic()
         if inline:  # (a read-ahead, on a driver thread already)
             self._fetch(i, lock, path)

@@ -14,7 +14,7 @@ as a path, through the cache's overflow window (member-sized files, within the w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..io.atomic import write_atomic
 from ..io.retry import retry_call
@@ -22,9 +22,15 @@ from .verify import header_start, verify_member
 
 if TYPE_CHECKING:
     from ..cache import FileCache
+    from ..io.locks import ProcessFileLock
     from .source import ShardSource
 
-__all__ = ["read_member", "member_path", "RETRY_CLAIM", "MEMBER_MTIME"]
+
+class _RefusedMark(Protocol):
+    no_room: int  # the process's hand-out count when the shard's claim found no room (-1: none refused)
+
+
+__all__ = ["read_member", "member_path", "claim_or_go_direct", "RETRY_CLAIM", "MEMBER_MTIME"]
 
 RETRY_CLAIM = 64  # hand-outs of a process before it tries again to claim a shard that found no room
 MEMBER_MTIME = 1.0  # stamped on a member's overflow file: its key names the shard's content (never stale)
@@ -62,3 +68,18 @@ def member_path(source: ShardSource, cache: FileCache, i: int, j: int) -> str:
         return len(data)
 
     return cache.overflow_file(key, m.size, MEMBER_MTIME, write)
+
+
+def claim_or_go_direct(
+    cache: FileCache, key: str, size: int, lock: ProcessFileLock, st: _RefusedMark, handed: int
+) -> bool:
+    """Claim room for a shard's copy in the cache (True: fetch it, under *lock*); with none, the
+    shard's fetch lock is given back and *st* marked refused at hand-out count *handed* (False: its
+    members come from the volume, and the claim is tried again ``RETRY_CLAIM`` hand-outs later)."""
+    if cache.claim(key, size) is not None:
+        st.no_room = -1
+        return True
+    lock.release()
+    lock.close()
+    st.no_room = handed
+    return False

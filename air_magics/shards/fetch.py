@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 
 from ..io.folders import staging_folder
 from ..io.locks import ProcessFileLock
-from .direct import RETRY_CLAIM, member_path
+from .direct import RETRY_CLAIM, claim_or_go_direct, member_path
 from .members import MemberWriter
 from .renewal import renew_every
 from .shardmap import unlink_quiet
@@ -234,12 +234,8 @@ class Extractor:
                 unlink_quiet(f"{slot}.complete")  # first: no process takes the folder for complete from here on
                 shutil.rmtree(slot, ignore_errors=True)
             unlink_quiet(f"{slot}.complete")  # an evicted folder's marker
-            if self.cache.claim(key, size) is None:  # no room: its members come from the volume (.direct)
-                lock.release()
-                lock.close()
-                st.no_room = self.handed
-                return True
-            st.no_room = -1
+            if not claim_or_go_direct(self.cache, key, size, lock, st, self.handed):
+                return True  # no room: its members come from the volume (.direct)
             st.running, st.final, st.counted, st.renewed = True, slot, True, time.monotonic()
         if inline:  # (a read-ahead, on a driver thread already)
             self._fetch(i, lock, slot)

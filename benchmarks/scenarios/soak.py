@@ -30,7 +30,7 @@ from pathlib import Path
 
 from benchmarks.harness.report import log, table, target
 
-__all__ = ["run_soak", "SoakResult", "report", "main", "WORKLOADS"]
+__all__ = ["run_soak", "SoakResult", "report", "main", "WORKLOADS", "cache_disk_bytes"]
 
 SIZE = 4096
 FOLDER, PACKED = "/Volumes/main/raw/soak/d", "/Volumes/main/raw/soak/packed"
@@ -108,8 +108,9 @@ def _content(i: int) -> bytes:
     return i.to_bytes(4, "big") * (SIZE // 4)
 
 
-def _used(root: Path) -> int:
-    """Bytes of everything under the cache root but the index."""
+def cache_disk_bytes(root: Path | str) -> int:
+    """Bytes of every file under a cache root (files, shards, overflow windows, temp files of
+    fetches under way) but the index: what a cache limit bounds. Files removed meanwhile are skipped."""
     total = 0
     for dirpath, _, names in os.walk(root):
         for name in names:
@@ -180,7 +181,7 @@ def run_soak(work: Path, *, files: int = 2600, seconds: float = 60.0, kills: int
 
     def sample() -> None:
         while not stop.wait(0.02):
-            res.peak = max(res.peak, _used(root))
+            res.peak = max(res.peak, cache_disk_bytes(root))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
