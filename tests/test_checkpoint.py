@@ -141,6 +141,23 @@ def test_background_staging_saves_the_state_as_it_was_when_wait_staged_returns(v
     mgr.wait_staged()  # nothing in flight: at once
 
 
+def test_a_save_issued_before_the_previous_one_finished_says_so_in_the_view(vol):
+    """One save in flight at a time: the next waits, and its record and the checkpoint view say how
+    long (saves issued faster than they finish). 128 MB: hashing it alone takes a quarter second."""
+    mgr = CheckpointManager("/Volumes/main/ck/runs/fast", show=False)
+    state = {"w": torch.randn(32_000_000)}
+    mgr.save(1, state, blocking=False, background_staging=True)
+    mgr.save(2, state, blocking=False, background_staging=True)  # waits for step 1 to commit
+    mgr.wait()
+    doc = checkpoint_status("/Volumes/main/ck/runs/fast")
+    first, second = doc["saves"][-2], doc["saves"][-1]
+    assert first["state"] == second["state"] == "committed" and "waited_s" not in first
+    assert second["waited_s"] > 0.05 and second["staging_s"] >= second["blocked_s"]
+    text = checkpoints_text(doc)
+    assert "saves are issued faster than they finish" in text and "staged in the background in" in text
+    assert "saves are issued faster than they finish" in checkpoints_html(doc)
+
+
 def test_bad_input(vol):
     with pytest.raises(VolumePathError, match="outside /Volumes"):
         CheckpointManager("/tmp/ckpts")

@@ -173,7 +173,9 @@ class CheckpointManager:
         One save is in flight at a time: a save waits for the previous one to finish."""
         import torch.distributed.checkpoint as dcp
 
-        self.wait()
+        t_wait = time.perf_counter()
+        self.wait()  # one save in flight at a time
+        waited = time.perf_counter() - t_wait
         rank, world = _dist.rank_and_world()
         if self.store.exists(self.step_path(step)):  # one round trip, not a listing: the caller is waiting
             raise CheckpointError(
@@ -187,6 +189,8 @@ class CheckpointManager:
             remove_folder(self._loc(pending.name))  # leftover of a crashed attempt at this step
         _barrier(world)
         rec = self._record(step, "staging", started=time.time())
+        if waited > _WAITED_NOTICE:  # the previous save had not finished: the view says so
+            rec["waited_s"] = waited
         writer = UCVolumeWriter(
             pending,
             store=self.store,
@@ -485,6 +489,9 @@ def _barrier(world: int) -> None:
 
         if dist.is_available() and dist.is_initialized():
             dist.barrier()
+
+
+_WAITED_NOTICE = 0.05  # seconds a save waited for the previous one before the view mentions it
 
 
 def _quiet_async_saves() -> None:

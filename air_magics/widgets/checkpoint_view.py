@@ -34,6 +34,12 @@ def _save_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
             detail.append(fmt_rate(s["mb_per_s"] * 1e6))
         if s.get("blocked_s") is not None:
             detail.append(f"loop blocked {s['blocked_s']:.2f} s")
+        if s.get("staging_s") is not None:
+            detail.append(f"staged in the background in {s['staging_s']:.2f} s")
+        if s.get("waited_s"):
+            detail.append(
+                f"waited {s['waited_s']:.2f} s for the previous save: saves are issued faster than they finish"
+            )
         if s.get("error"):
             detail.append(s["error"])
         rows.append((f"step {s.get('step')}", save_state(s, committed), ", ".join(detail)))

@@ -210,6 +210,8 @@ export interface ISave {
   seconds?: number;
   mb_per_s?: number;
   blocked_s?: number;
+  staging_s?: number;
+  waited_s?: number;
   error?: string | null;
 }
 

@@ -367,6 +367,17 @@ export class CheckpointsContent implements ISectionContent<ICheckpointFolder[]> 
     if (s.blocked_s !== null && s.blocked_s !== undefined) {
       detail.push(trans.__('loop blocked %1 s', s.blocked_s.toFixed(2)));
     }
+    if (s.staging_s !== null && s.staging_s !== undefined) {
+      detail.push(trans.__('staged in the background in %1 s', s.staging_s.toFixed(2)));
+    }
+    if (s.waited_s) {
+      detail.push(
+        trans.__(
+          'waited %1 s for the previous save: saves are issued faster than they finish',
+          s.waited_s.toFixed(2)
+        )
+      );
+    }
     if (detail.length) {
       out.push(el('div', 'air-save-detail air-muted', detail.join(' · ')));
     }
