@@ -74,8 +74,14 @@ def test_two_processes_with_prefetch_never_take_the_cache_past_its_limit(tmp_pat
     # exact but for the bound's documented soft edge: a process whose window holds only files in
     # flight takes the next one past the bound (when the other process, its epochs done, still holds
     # its share); each such file is counted, and the disk is never over by more than those
+    # and the sampler's walk is not atomic: a file removed after the walk counted it and one written
+    # before the walk reaches its folder are counted together (1 run in ~10 here saw 8 KiB over with
+    # nothing overdrawn, while the index and the windows' counter were within their shares): one
+    # file's slack
     over = sum(overdrawn) * SIZE
     assert sum(overdrawn) <= 16, f"{overdrawn} files past the windows' bound: more than a prefetch"
-    assert max(seen_disk) <= LIMIT + over, f"{max(seen_disk)} bytes on disk over a limit of {LIMIT} (+{over} overdrawn)"
+    assert max(seen_disk) <= LIMIT + over + SIZE, (
+        f"{max(seen_disk)} bytes on disk over a limit of {LIMIT} (+{over} overdrawn, +{SIZE} for the walk)"
+    )
     info = FileCache(root, **KW).info()
     assert info.overflows > 0  # the rest was served past the cache, not into it
