@@ -71,6 +71,15 @@ SCENARIOS = {
         ["--rows", "20000", "--files", "2"],
         ["## bench_delta", "| source | construction ms", "| delta |", "| plain folder |", "UCDataset over Delta vs"],
     ),
+    "serialize": (  # 8 MB into /dev/shm, one rep: no volume, no child process
+        [],
+        [
+            "## bench_serialize",
+            "| method | s (min-max) |",
+            "torch `FileSystemWriter(thread_count=8)`",
+            "`DirectVolumeFS`",
+        ],
+    ),
     "shards_mosaic": (  # 64 files x 8 KiB at 1 ms; mosaicml-streaming rows only where its venv is
         [],
         ["## bench_shards_mosaic", "| air_magics `pack` |", "| air_magics, members by offset |", "read ceiling"],
@@ -84,7 +93,10 @@ NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic", "stages"}
 # has room for two. The loader and the checkpoint share a lane because they must not overlap: the
 # checkpoint's reference run links /Volumes, which it refuses while a loader benchmark runs. The
 # tables' lane starts once the shared Spark server is up (20-40 s), so it has the shorter scripts.
-LANES = (("loader", "checkpoint", "shards_mosaic", "hotpath"), ("tables", "copy", "confined", "stages", "delta"))
+LANES = (
+    ("loader", "checkpoint", "shards_mosaic", "hotpath"),
+    ("tables", "copy", "confined", "stages", "delta", "serialize"),
+)
 assert sorted(n for lane in LANES for n in lane) == sorted(SCENARIOS)
 
 

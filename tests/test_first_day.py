@@ -282,7 +282,7 @@ def test_writer_documents_one_sync_files_default():
     from air_magics.data.checkpoint import UCVolumeWriter
 
     doc = inspect.getdoc(UCVolumeWriter.__init__)
-    assert "sync_files: fsync each staged file. Default False here" in doc
+    assert "sync_files: fsync each data file. Default False here" in doc
     assert "Default to True" not in doc  # FileSystemWriter's own default no longer shows through
 
 

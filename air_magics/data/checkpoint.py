@@ -5,16 +5,18 @@ checkpoint written here loads with plain torch from a mount and the other way ro
 
 Commit protocol of one save (each rank, then the coordinator):
 
-1. ``write_data``: torch writes this rank's data files to a local *staging* folder (fast local
-   disk, ``thread_count`` files in parallel); then they are uploaded to the volume in parallel by
-   the transfer engine (temp name + rename per file, transient errors retried). A rank returns
-   only when its files are on the volume.
-   Each rank hashes its staged files (sha256) while they upload and hands the digests to the
-   coordinator with its write results.
-2. ``finish`` (coordinator, after every rank's ``write_data``): ``.metadata`` is written to staging,
-   the manifest ``.checksums.json`` (size + sha256 of every data file and of ``.metadata``) is
-   uploaded, then ``.metadata`` *last*. A checkpoint folder without ``.metadata`` is never
-   loadable, so a crash at any earlier point leaves no checkpoint that looks complete.
+1. ``write_data``: on a mounted or local volume, torch's ``thread_count`` writer threads write this
+   rank's data files straight onto the volume through
+   :class:`~air_magics.data.direct_write.DirectVolumeFS` (each file under a hidden temp name,
+   renamed when complete; its sha256 computed from the bytes as they stream). On a remote (fsspec)
+   volume they are written to a local *staging* folder and uploaded in parallel by the transfer
+   engine (temp name + rename per file, transient errors retried), hashed from the staged copies
+   meanwhile. Either way a rank returns only when its files are on the volume, and hands the
+   digests to the coordinator with its write results.
+2. ``finish`` (coordinator, after every rank's ``write_data``): ``.metadata`` is written, the
+   manifest ``.checksums.json`` (size + sha256 of every data file and of ``.metadata``) is put on
+   the volume, then ``.metadata`` is published *last*. A checkpoint folder without ``.metadata`` is
+   never loadable, so a crash at any earlier point leaves no checkpoint that looks complete.
 
 Reads come through the :class:`~air_magics.cache.FileCache`: the data files the plan needs are
 fetched in parallel (large files as parallel ranges), then torch reads local files. When the
@@ -29,6 +31,7 @@ Writing into a folder that already holds ``.metadata`` raises unless ``overwrite
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import shutil
 import time
@@ -52,7 +55,19 @@ from ..transfer import CopyTask, copy_files, copy_one
 from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import VolumeStore
-from .commit import CHECKSUMS, COMMITTED, METADATA, STEP_RE, checksums_json, file_digest, parse_checksums, read_text
+from .commit import (
+    CHECKSUMS,
+    COMMITTED,
+    METADATA,
+    STEP_RE,
+    checksums_json,
+    file_digest,
+    parse_checksums,
+    read_text,
+    text_digest,
+    write_text_atomic,
+)
+from .direct_write import DirectVolumeFS
 
 __all__ = ["UCVolumeWriter", "UCVolumeReader", "CheckpointError", "CheckpointCorruptError", "METADATA"]
 
@@ -90,11 +105,12 @@ def _clean_stale_staging() -> None:
 
 
 class UCVolumeWriter(FileSystemWriter):
-    """Save a DCP checkpoint to a volume folder: stage locally, upload in parallel, ``.metadata`` last.
+    """Save a DCP checkpoint to a volume folder: files in parallel, checksummed, ``.metadata`` last.
 
     ``path`` is a ``/Volumes/...`` folder. Other keyword arguments go to ``FileSystemWriter``
-    (defaults here: ``thread_count=8`` files per rank, ``sync_files=False`` for the transient
-    staging copy). ``upload_workers`` bounds parallel uploads. The upload is reported as
+    (defaults here: ``thread_count=8`` files per rank, ``sync_files=False``). On a mounted or local
+    volume the files are written straight onto it; on a remote one they are staged locally and
+    uploaded (``upload_workers`` in parallel). The writing is reported as
     :class:`~air_magics.events.CheckpointEvent`s (``uploading`` with ``files``/``bytes``,
     ``uploaded`` with ``bytes``) to ``listeners`` and :data:`air_magics.events.channel`.
     """
@@ -105,6 +121,7 @@ class UCVolumeWriter(FileSystemWriter):
         *,
         upload_workers: int = 32,
         thread_count: int = 8,
+        direct: bool | None = None,
         sync_files: bool = False,
         overwrite: bool = False,
         store: VolumeStore | None = None,
@@ -115,10 +132,12 @@ class UCVolumeWriter(FileSystemWriter):
 
         Args:
             path: the ``/Volumes/...`` folder the checkpoint is saved into.
-            upload_workers: parallel uploads from the staging folder to the volume. Default 32.
-            thread_count: ``FileSystemWriter`` files written per rank into the staging folder. Default 8.
-            sync_files: fsync each staged file. Default False here: the staging copy is transient
-                (``FileSystemWriter`` defaults to True).
+            upload_workers: parallel uploads from a staging folder to a remote volume. Default 32.
+            thread_count: files written in parallel per rank (torch's writer threads). Default 8.
+            direct: write straight onto the volume (``None``, the default: whenever it is mounted
+                or local; ``False``: stage locally and upload, as for a remote volume).
+            sync_files: fsync each data file. Default False here, as the transfer engine's uploads
+                (``FileSystemWriter`` defaults to True); the manifest is always fsynced.
             overwrite: allow saving into a volume folder that already holds ``.metadata``. Default False.
             store: the :class:`~air_magics.volumes.VolumeStore` that resolves *path* (default: a new one).
             listeners: :class:`~air_magics.events.CheckpointEvent` listeners.
@@ -129,16 +148,38 @@ class UCVolumeWriter(FileSystemWriter):
         self.listeners = tuple(listeners)
         self.volume_path = VolumePath.parse(path)
         self.dest = self.store.locate(self.volume_path)
+        if direct and not self.dest.is_local:
+            raise CheckpointError(
+                f"direct=True writes through a mount, and {self.volume_path} is on a remote file system "
+                f"({self.dest}); leave direct unset to stage and upload"
+            )
+        self.direct = self.dest.is_local if direct is None else direct
         self.bytes_uploaded = 0
         self.checksums: dict[str, dict[str, Any]] = {}  # coordinator, after finish: every file written
-        _clean_stale_staging()
-        self.staging = _staging_root() / uuid.uuid4().hex
-        super().__init__(self.staging, thread_count=thread_count, sync_files=sync_files, overwrite=overwrite, **kwargs)
+        self.staging = None if self.direct else _staging_root() / uuid.uuid4().hex
+        kw = dict(thread_count=thread_count, sync_files=sync_files, overwrite=overwrite, **kwargs)
+        if self.staging is None:
+            super().__init__(self.dest.path, **kw)
+            self.fs = self.direct_fs = DirectVolumeFS(self.dest.root)
+        else:
+            _clean_stale_staging()
+            super().__init__(self.staging, **kw)
 
     def reset(self, checkpoint_id: str | os.PathLike[str] | None = None) -> None:
-        if checkpoint_id and str(checkpoint_id) != str(self.staging):
+        if checkpoint_id and str(checkpoint_id) not in (str(self.staging), str(self.volume_path)):
             self.volume_path = VolumePath.parse(str(checkpoint_id))
             self.dest = self.store.locate(self.volume_path)
+            if self.staging is None and not self.dest.is_local:
+                raise CheckpointError(
+                    f"this writer writes through a mount and {self.volume_path} is on a remote file system; "
+                    f"make a writer for it"
+                )
+        if self.staging is None:
+            self.direct_fs.root = self.dest.root
+            self.direct_fs.digests.clear()
+            self.direct_fs.failures.clear()
+            checkpoint_id = self.dest.path
+        else:
             checkpoint_id = None
         super().reset(checkpoint_id)
 
@@ -163,9 +204,19 @@ class UCVolumeWriter(FileSystemWriter):
         return super().prepare_local_plan(plan)
 
     def write_data(self, plan: Any, planner: Any) -> Future[list[Any]]:
+        if self.staging is None:
+            self._emit("uploading", files=min(self.thread_count, len(plan.items)), bytes=_planned_bytes(plan))
         results = super().write_data(plan, planner).wait()  # torch.futures.Future
         names = sorted({wr.storage_data.relative_path for wr in results})
-        digests = self._upload(names)
+        if self.staging is None:
+            digests = self.direct_fs.digests
+            self._raise_failures()
+            for name in names:
+                if not digests[name]["size"]:  # items of no bytes: the file must still be there
+                    write_text_atomic(self.dest.join(name), "")
+            self.bytes_uploaded += sum(digests[n]["size"] for n in names)
+        else:
+            digests = self._upload(names)
 
         def checked(wr: Any) -> Any:  # the digest rides to the coordinator with torch's own results
             d = digests[wr.storage_data.relative_path]
@@ -210,6 +261,9 @@ class UCVolumeWriter(FileSystemWriter):
                 else:
                     complete = False
                 plain[-1].append(wr)
+        if self.staging is None:
+            self._finish_direct(metadata, plain, files if complete else None)
+            return
         super().finish(metadata, plain)  # .metadata written to staging (temp + rename)
         last = [METADATA]
         if complete:
@@ -225,11 +279,49 @@ class UCVolumeWriter(FileSystemWriter):
         self._emit("uploaded", bytes=self.bytes_uploaded)
         shutil.rmtree(self.staging, ignore_errors=True)
 
+    def _finish_direct(self, metadata: Any, results: list[list[Any]], files: dict[str, Any] | None) -> None:
+        """torch writes ``.metadata`` onto the volume under its temp name; its publishing waits
+        until the manifest (with its digest) is there."""
+        fs = self.direct_fs
+        with fs.hold_renames():
+            super().finish(metadata, results)
+        self._raise_failures()
+        if files is not None:
+            tmp = next(os.path.basename(src) for src, _ in fs.held())
+            files[METADATA] = fs.digests[tmp]
+            text = checksums_json(files)
+            write_text_atomic(self.dest.join(CHECKSUMS), text)
+            files[CHECKSUMS] = text_digest(text)
+        fs.release_renames()
+        self.bytes_uploaded += files[METADATA]["size"] if files else 0
+        self.checksums = files or {}
+        self._emit("uploaded", bytes=self.bytes_uploaded)
+
+    def _raise_failures(self) -> None:
+        """The first file torch's threads could not write (see ``DirectVolumeFS.failures``)."""
+        failures = self.direct_fs.failures
+        if failures:
+            name, exc = failures[0]
+            raise CheckpointError(
+                f"writing {name} to {self.volume_path} failed ({len(failures)} file(s) in all, "
+                f"transient errors retried): {exc}"
+            ) from exc
+
     def _emit(self, state: str, **detail: Any) -> None:
         channel.emit(
             CheckpointEvent(state=state, directory=str(self.volume_path), detail=MappingProxyType(detail)),
             self.listeners,
         )
+
+
+def _planned_bytes(plan: Any) -> int:
+    """Bytes of the tensors a rank's save plan writes (its pickled objects are not counted)."""
+    total = 0
+    for item in plan.items:
+        td = getattr(item, "tensor_data", None)
+        if td is not None:
+            total += math.prod(td.size) * td.properties.dtype.itemsize
+    return total
 
 
 class _CachedVolumeFS(FileSystem):

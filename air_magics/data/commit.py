@@ -38,6 +38,7 @@ __all__ = [
     "save_state",
     "scan_checkpoints",
     "file_digest",
+    "text_digest",
     "checksums_json",
     "commit_marker",
     "parse_checksums",
@@ -179,6 +180,12 @@ def file_digest(path: str | os.PathLike[str]) -> dict[str, Any]:
             h.update(view[:n])
             size += n
     return {"size": size, ALGORITHM: h.hexdigest()}
+
+
+def text_digest(text: str) -> dict[str, Any]:
+    """``{"size", "sha256"}`` of *text* as written (UTF-8), the shape :func:`file_digest` returns."""
+    raw = text.encode()
+    return {"size": len(raw), ALGORITHM: hashlib.sha256(raw).hexdigest()}
 
 
 def checksums_json(files: Mapping[str, Mapping[str, Any]]) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import VolumeExistsError
 from .confined import open_dir, publish_at, write_all
 from .leftovers import temp_name
+from .retry import retry_call
 
 __all__ = ["write_atomic", "write_json_atomic", "AtomicFile"]
 
@@ -70,16 +71,18 @@ class AtomicFile(io.FileIO):
         *,
         exclusive: bool = False,
         hint: str = "write it without exclusive to replace it",
+        temp: str | None = None,
     ) -> None:
         """Takes ownership of *dir_fd* (a verified folder descriptor): it is closed on every path.
-        *display* is what users see (``name``, error messages)."""
+        *display* is what users see (``name``, error messages); *temp* the temp file's name (default:
+        a fresh :func:`temp_name`; a caller that retries a failed create passes the same one)."""
         self._dir_fd, self._name, self._display, self._hint = dir_fd, name, display, hint
         self._exclusive = exclusive
         self._done = True  # nothing to publish or clean until the temp file exists
         try:
             if exclusive and _lexists(name, dir_fd):
                 raise self._exists_error()
-            self._temp = temp_name(f"{name}~{next(_COUNTER)}")
+            self._temp = temp or self.temp_for(name)
             fd = os.open(self._temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=dir_fd)
         except BaseException:
             os.close(dir_fd)
@@ -92,6 +95,11 @@ class AtomicFile(io.FileIO):
             raise
         self._done = False
         self.name = display  # type: ignore[misc]  # what users see, not the descriptor number
+
+    @staticmethod
+    def temp_for(name: str) -> str:
+        """A fresh temp name for *name* in its folder (hidden from listings, known to the sweeper)."""
+        return temp_name(f"{name}~{next(_COUNTER)}")
 
     def _exists_error(self) -> VolumeExistsError:
         return VolumeExistsError(errno.EEXIST, f"{self._display} already exists; {self._hint}")
@@ -123,8 +131,8 @@ class AtomicFile(io.FileIO):
                     os.link(self._temp, self._name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
                 except FileExistsError:
                     raise self._exists_error() from None
-            else:
-                os.replace(self._temp, self._name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+            else:  # a transient error of a remote volume is worth another try before the temp file goes
+                retry_call(lambda: os.replace(self._temp, self._name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd))
         finally:
             self._cleanup()
 

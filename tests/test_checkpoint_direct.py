@@ -1,0 +1,136 @@
+"""Checkpoint files written straight onto a mounted volume (data/direct_write.py): what lands, in
+which order, and what a failed write leaves behind, on a real FUSE volume."""
+
+import json
+import os
+
+import pytest
+import torch
+import torch.distributed.checkpoint as dcp
+from conftest import sha
+from torch.distributed.checkpoint.api import CheckpointException
+
+from air_magics.data import CheckpointError, UCVolumeReader, UCVolumeWriter
+from air_magics.data.commit import CHECKSUMS, METADATA
+from air_magics.io.leftovers import is_leftover
+from air_magics.volumes import VolumeStore
+
+
+def state(n: int = 12, size: int = 300_000) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(n)
+    return {f"t{i}": torch.randn(size // (i + 1), generator=g) for i in range(n)}
+
+
+def zeros_like(s: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k: torch.zeros_like(v) for k, v in s.items()}
+
+
+@pytest.fixture
+def mounted(slowfs, tmp_path, monkeypatch):
+    """A function mounting the volume root ``backing`` with fusevol options; returns the backing folder."""
+    backing = tmp_path / "backing"
+    (backing / "main" / "ck" / "runs").mkdir(parents=True)
+    mounts = []
+
+    def mount(**options):
+        mnt = tmp_path / f"mnt{len(mounts)}"
+        cm = slowfs.mounted(backing, mnt, op_latency_ms=1, **options)
+        cm.__enter__()
+        mounts.append(cm)
+        monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(mnt))
+        return backing / "main" / "ck" / "runs"
+
+    yield mount
+    for cm in reversed(mounts):
+        cm.__exit__(None, None, None)
+
+
+def test_files_go_straight_to_the_volume_hashed_in_the_stream(mounted, tmp_path, monkeypatch):
+    runs = mounted()
+    monkeypatch.setenv("AIR_HOME", str(tmp_path / "home"))
+    s = state()
+    w = UCVolumeWriter("/Volumes/main/ck/runs/a")
+    assert w.direct
+    dcp.save(s, storage_writer=w)
+    folder = runs / "a"
+    names = sorted(p.name for p in folder.iterdir())
+    manifest = json.loads((folder / CHECKSUMS).read_text())["files"]
+    # every file on the volume is in the manifest (no empty per-thread files, no temp names), with
+    # the digest of the bytes the volume holds, and .metadata's too
+    assert set(names) == set(manifest) | {CHECKSUMS} and METADATA in manifest
+    assert len([n for n in names if n.endswith(".distcp")]) == 8
+    for name, digest in manifest.items():
+        assert digest == {"size": (folder / name).stat().st_size, "sha256": sha(folder / name)}, name
+    assert w.checksums[CHECKSUMS]["sha256"] == sha(folder / CHECKSUMS)
+    assert not (tmp_path / "home" / "staging").exists() or not any((tmp_path / "home" / "staging").iterdir())
+    out = zeros_like(s)
+    dcp.load(out, storage_reader=UCVolumeReader("/Volumes/main/ck/runs/a"))
+    assert all(torch.equal(out[k], s[k]) for k in s)
+
+
+def test_items_of_no_bytes_still_have_their_file(mounted):
+    runs = mounted()
+    s = {"empty": torch.zeros(0), "w": torch.arange(5.0)}
+    w = UCVolumeWriter("/Volumes/main/ck/runs/e", thread_count=4)
+    dcp.save(s, storage_writer=w)
+    out = {"empty": torch.ones(0), "w": torch.zeros(5)}
+    dcp.load(out, storage_reader=UCVolumeReader("/Volumes/main/ck/runs/e"))
+    assert torch.equal(out["w"], s["w"]) and out["empty"].numel() == 0
+    assert not [p for p in (runs / "e").iterdir() if p.stat().st_size == 0 and p.name not in w.checksums]
+
+
+def test_transient_write_faults_are_retried(mounted):
+    mounted(fail_rate=0.5, fail_ops="create,write,rename", fail_paths="*distcp*", fail_times=1)
+    s = state()
+    dcp.save(s, storage_writer=UCVolumeWriter("/Volumes/main/ck/runs/t"))
+    out = zeros_like(s)
+    dcp.load(out, storage_reader=UCVolumeReader("/Volumes/main/ck/runs/t"))
+    assert all(torch.equal(out[k], s[k]) for k in s)
+
+
+@pytest.mark.parametrize("op", ["create", "write"])
+def test_a_file_that_cannot_be_written_fails_the_save_and_is_never_published(mounted, op):
+    runs = mounted(fail_rate=1, fail_ops=op, fail_paths="*__0_3.distcp*", fail_times=1000)
+    # dcp.save wraps a rank's error in its CheckpointException, our message inside
+    failed = r"writing __0_3\.distcp to /Volumes/main/ck/runs/f failed .*Errno 5"
+    with pytest.raises((CheckpointError, CheckpointException), match=failed):
+        dcp.save(state(), storage_writer=UCVolumeWriter("/Volumes/main/ck/runs/f"))
+    left = sorted(p.name for p in (runs / "f").iterdir())
+    assert METADATA not in left and CHECKSUMS not in left  # never loadable
+    assert "__0_3.distcp" not in left and not [n for n in left if is_leftover(n)]  # no half file, no temp left
+    with pytest.raises(CheckpointError, match="has no .metadata"):
+        UCVolumeReader("/Volumes/main/ck/runs/f")
+
+
+def test_the_manifest_is_on_the_volume_before_metadata(mounted):
+    runs = mounted(fail_rate=1, fail_ops="rename", fail_paths="*/.metadata.tmp", fail_times=1000)
+    with pytest.raises((OSError, CheckpointException), match="Errno 5"):
+        dcp.save(state(), storage_writer=UCVolumeWriter("/Volumes/main/ck/runs/m"))
+    left = {p.name for p in (runs / "m").iterdir()}
+    assert CHECKSUMS in left and METADATA not in left and ".metadata.tmp" in left
+
+
+def test_metadata_that_cannot_be_written_fails_the_save(mounted):
+    runs = mounted(fail_rate=1, fail_ops="create", fail_paths="*metadata*", fail_times=1000)
+    failed = r"writing \.metadata\.tmp to /Volumes/main/ck/runs/n failed .*Errno 5"
+    with pytest.raises((CheckpointError, CheckpointException), match=failed):
+        dcp.save(state(), storage_writer=UCVolumeWriter("/Volumes/main/ck/runs/n"))
+    assert not {CHECKSUMS, METADATA} & {p.name for p in (runs / "n").iterdir()}
+
+
+def test_direct_is_refused_for_a_remote_volume_and_staging_still_works(mounted, tmp_path):
+    runs = mounted()
+    store = VolumeStore.shared()
+    store.register("ext.mem.direct", "memory://air-ckpt-direct")
+    with pytest.raises(CheckpointError, match="direct=True writes through a mount.*leave direct unset"):
+        UCVolumeWriter("/Volumes/ext/mem/direct/x", direct=True)
+    remote = UCVolumeWriter("/Volumes/ext/mem/direct/x")
+    assert not remote.direct
+    s = state(4)
+    w = UCVolumeWriter("/Volumes/main/ck/runs/staged", direct=False)
+    dcp.save(s, storage_writer=w)
+    assert w.checksums[METADATA]["sha256"] == sha(runs / "staged" / METADATA)
+    out = zeros_like(s)
+    dcp.load(out, storage_reader=UCVolumeReader("/Volumes/main/ck/runs/staged"))
+    assert all(torch.equal(out[k], s[k]) for k in s)
+    assert os.listdir(runs / "staged") and not [n for n in os.listdir(runs / "staged") if is_leftover(n)]
