@@ -185,11 +185,41 @@ def test_state_mismatch_is_not_called_corrupt(vol):
 
 
 def test_bad_cached_copy_is_refetched_not_reported(vol):
-    mgr = saved(vol, "badcache", steps=(1,))
-    assert loads(mgr, 1)
-    cached = FileCache().local_path(f"{RUNS}/badcache/step_1/{largest_distcp(folder(vol, 'badcache/step_1')).name}")
+    saved(vol, "badcache", steps=(1,))
+    step = f"{RUNS}/badcache/step_1"
+
+    def loads_through_cache() -> bool:
+        out = zeros()
+        dcp.load(out, storage_reader=UCVolumeReader(step, direct=False))
+        return all(torch.equal(out[k], v) for k, v in state(1).items())
+
+    assert loads_through_cache()
+    cached = FileCache().local_path(f"{step}/{largest_distcp(folder(vol, 'badcache/step_1')).name}")
     flip_every_4k(cached)  # the volume is fine; only this machine's copy went bad
-    assert loads(mgr, 1) and mgr.verify(1) == 1
+    assert loads_through_cache() and UCVolumeReader(step, direct=False).verify()
+
+
+def test_direct_reads_keep_no_copy_and_verify_what_they_read(vol, monkeypatch):
+    mgr = saved(vol, "direct", steps=(1,))
+    step = f"{RUNS}/direct/step_1"
+    reader = UCVolumeReader(step)
+    assert reader.reads_direct and UCVolumeReader(step, direct=False).reads_direct is False
+    out = zeros()
+    dcp.load(out, storage_reader=reader)
+    assert all(torch.equal(out[k], v) for k, v in state(1).items())
+    assert not FileCache().local_path(f"{step}/{largest_distcp(folder(vol, 'direct/step_1')).name}").exists()
+    assert list(reader.fs.fetched) == [f"{step}/.metadata"]  # each data file let go once its items were loaded
+    # a file that reads back wrong is read once more, then called corrupt (never loaded as is)
+    reads = []
+    import air_magics.data.volume_reader as vr
+
+    real = vr.read_file
+    monkeypatch.setattr(vr, "read_file", lambda loc, keep=True: (reads.append(loc.path), real(loc, keep=keep))[1])
+    flip_every_4k(largest_distcp(folder(vol, "direct/step_1")))
+    with pytest.raises(CheckpointCorruptError, match="checksum mismatch"):
+        mgr.load(zeros(), 1)
+    bad = str(largest_distcp(folder(vol, "direct/step_1")))
+    assert reads.count(bad) == 2
 
 
 def test_commit_marker_records_every_file(vol):

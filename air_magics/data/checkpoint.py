@@ -18,13 +18,7 @@ Commit protocol of one save (each rank, then the coordinator):
    the volume, then ``.metadata`` is published *last*. A checkpoint folder without ``.metadata`` is
    never loadable, so a crash at any earlier point leaves no checkpoint that looks complete.
 
-Reads come through the :class:`~air_magics.cache.FileCache`: the data files the plan needs are
-fetched in parallel (large files as parallel ranges), then torch reads local files. When the
-folder records checksums (in the manager's ``_COMMITTED``, else in ``.checksums.json``) every file
-read is hashed from its local copy first; a missing, truncated or changed file raises
-:class:`~air_magics.errors.CheckpointCorruptError`, never a confusing "state does not match".
-Folders without checksums (older saves, plain torch) load as before, with presence and size checks.
-Writing into a folder that already holds ``.metadata`` raises unless ``overwrite=True``; use
+Loads: :class:`~air_magics.data.volume_reader.UCVolumeReader` (re-exported here). Writing into a folder that already holds ``.metadata`` raises unless ``overwrite=True``; use
 :class:`~air_magics.data.CheckpointManager` for new-folder-per-save, ``latest`` and retention.
 """
 
@@ -43,11 +37,9 @@ from types import MappingProxyType
 from typing import Any
 
 import torch
-from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter
-from torch.distributed.checkpoint.filesystem import FileSystem
+from torch.distributed.checkpoint import FileSystemWriter
 
 from .. import settings
-from ..cache import FileCache
 from ..errors import CheckpointCorruptError, CheckpointError
 from ..events import CheckpointEvent, Listener, channel
 from ..io.pools import threads
@@ -57,17 +49,14 @@ from ..volumes.resolved import VolumeFile
 from ..volumes.store import VolumeStore
 from .commit import (
     CHECKSUMS,
-    COMMITTED,
     METADATA,
-    STEP_RE,
     checksums_json,
     file_digest,
-    parse_checksums,
-    read_text,
     text_digest,
     write_text_atomic,
 )
 from .direct_write import DirectVolumeFS
+from .volume_reader import UCVolumeReader
 
 __all__ = ["UCVolumeWriter", "UCVolumeReader", "CheckpointError", "CheckpointCorruptError", "METADATA"]
 
@@ -322,162 +311,3 @@ def _planned_bytes(plan: Any) -> int:
         if td is not None:
             total += math.prod(td.size) * td.properties.dtype.itemsize
     return total
-
-
-class _CachedVolumeFS(FileSystem):
-    """Opens ``/Volumes/...`` files for reading through the cache."""
-
-    def __init__(self, cache: FileCache) -> None:
-        self.cache = cache
-        self.fetched: dict[str, str] = {}  # volume path -> local copy the reader just fetched (and verified)
-
-    def concat_path(self, path: str | os.PathLike[str], suffix: str) -> str:
-        return f"{str(path).rstrip('/')}/{suffix}"
-
-    def init_path(self, path: str | os.PathLike[str]) -> str:
-        return str(path)
-
-    def create_stream(self, path: str | os.PathLike[str], mode: str) -> Any:
-        if "r" not in mode or "+" in mode:
-            raise CheckpointError(f"UCVolumeReader opens files read-only, not {mode!r}")
-        local = self.fetched.get(str(path)) or self.cache.get(str(path))
-        return FileSystem.create_stream(self, local, mode)
-
-    def exists(self, path: str | os.PathLike[str]) -> bool:
-        return self.cache.store.exists(str(path))
-
-
-class UCVolumeReader(FileSystemReader):
-    """Load a DCP checkpoint from a volume folder, fetching its files in parallel through the cache.
-
-    If the folder records checksums, each file is verified (hashed from its local copy) before
-    torch reads it; ``remedy`` is appended to a :class:`CheckpointCorruptError`'s message.
-    """
-
-    def __init__(
-        self,
-        path: str | VolumePath,
-        *,
-        cache: FileCache | None = None,
-        workers: int = 16,
-        store: VolumeStore | None = None,
-        remedy: str = "load another checkpoint or save this one again",
-        **kwargs: Any,
-    ) -> None:
-        vp = VolumePath.parse(path)
-        self.store = store or (cache.store if cache is not None else VolumeStore.shared())
-        self.cache = cache or FileCache(store=self.store)
-        self.workers = workers
-        self.remedy = remedy
-        super().__init__(str(vp), **kwargs)
-        self.fs = _CachedVolumeFS(self.cache)
-        self._locate(vp)
-
-    def _locate(self, path: str | os.PathLike[str] | VolumePath) -> None:
-        """Point at checkpoint folder *path*: check it is complete and read its recorded checksums."""
-        self.volume_path = VolumePath.parse(str(path))
-        self.path = str(self.volume_path)
-        name = self.volume_path.name
-        self.label = name if STEP_RE.match(name) else str(self.volume_path)  # step_N, as the manager names it
-        store = self.store
-        if not store.exists(self.volume_path.joinpath(METADATA)):
-            what = (
-                "does not exist"
-                if not store.exists(self.volume_path)
-                else "has no .metadata (incomplete or not a checkpoint)"
-            )
-            raise CheckpointError(
-                f"checkpoint {self.volume_path} {what}; pick a complete one (CheckpointManager.latest())"
-            )
-        self.checksums = self._recorded_checksums()
-
-    @classmethod
-    def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
-        return str(checkpoint_id).startswith("/Volumes/")
-
-    # -- integrity --------------------------------------------------------------------------------
-    def _corrupt(self, name: str, problem: str) -> CheckpointCorruptError:
-        return CheckpointCorruptError(self.label, name, problem, self.remedy)
-
-    def _recorded_checksums(self) -> dict[str, dict[str, Any]] | None:
-        """Checksums from ``_COMMITTED`` (the manager's), else ``.checksums.json``; ``None``: none recorded."""
-        for name in (COMMITTED, CHECKSUMS):
-            text = read_text(self.store.locate(self.volume_path.joinpath(name)))
-            if text is None:
-                continue
-            try:
-                files = parse_checksums(text)
-            except ValueError as exc:
-                raise self._corrupt(name, f"unreadable ({exc})") from None
-            if files is not None:
-                return files
-        return None
-
-    def _fetch(self, name: str) -> str:
-        """Local copy of file *name*, verified against its recorded checksum. A bad copy is fetched
-        once more before the checkpoint is called corrupt (the cache's copy may be the bad one)."""
-        vp = self.volume_path.joinpath(name)
-        want = None if self.checksums is None else self.checksums.get(name)
-        if self.checksums is not None and want is None:
-            raise self._corrupt(name, f"not listed in the checkpoint's checksums ({len(self.checksums)} files)")
-        for attempt in (0, 1):
-            try:
-                local = self.cache.get(vp)
-            except FileNotFoundError:
-                raise self._corrupt(name, "missing") from None
-            if want is None:
-                self.fs.fetched[str(vp)] = local
-                return local
-            got = file_digest(local)
-            if got == want:
-                self.fs.fetched[str(vp)] = local
-                return local
-            if attempt == 0:
-                Path(local).unlink(missing_ok=True)  # forces a fresh fetch from the volume
-        size = (
-            "" if got["size"] == want["size"] else f" (size {got['size']} bytes, {want['size']} recorded: truncated?)"
-        )
-        raise self._corrupt(name, f"checksum mismatch{size}")
-
-    def _fetch_all(self, names: list[str]) -> dict[str, str]:
-        with ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(names)))) as pool:
-            return dict(zip(names, pool.map(self._fetch, names), strict=True))
-
-    def verify(self) -> list[str]:
-        """Check every file of the checkpoint: against its checksum if recorded, else that each file
-        ``.metadata`` refers to exists and is long enough. Returns the names checked."""
-        if self.checksums is not None:
-            return sorted(self._fetch_all(sorted(self.checksums)))
-        need = self._extents((self.read_metadata().storage_data or {}).values())
-        self._check_sizes(self._fetch_all(sorted(need)), need)
-        return [METADATA, *sorted(need)]
-
-    @staticmethod
-    def _extents(infos: Any) -> dict[str, int]:
-        """Bytes each file must hold at least, from the items' offsets and lengths in ``.metadata``."""
-        need: dict[str, int] = {}
-        for sd in infos:
-            need[sd.relative_path] = max(need.get(sd.relative_path, 0), sd.offset + sd.length)
-        return need
-
-    def _check_sizes(self, local: dict[str, str], need: dict[str, int]) -> None:
-        for name, end in need.items():
-            size = os.path.getsize(local[name])
-            if size < end:
-                raise self._corrupt(name, f"truncated ({size} bytes, the checkpoint's items need {end})")
-
-    # -- torch's StorageReader --------------------------------------------------------------------
-    def reset(self, checkpoint_id: str | os.PathLike[str] | None = None) -> None:
-        super().reset(checkpoint_id)
-        self.fs.fetched.clear()
-        if checkpoint_id and str(checkpoint_id) != str(self.volume_path):  # dcp.load(checkpoint_id=...): another folder
-            self._locate(checkpoint_id)
-
-    def read_metadata(self, *args: Any, **kwargs: Any) -> Any:
-        self._fetch(os.path.basename(str(self._get_metadata_path(kwargs.get("rank")))))
-        return super().read_metadata(*args, **kwargs)
-
-    def read_data(self, plan: Any, planner: Any) -> Future[None]:
-        need = self._extents(self.storage_data[item.storage_index] for item in plan.items)
-        self._check_sizes(self._fetch_all(sorted(need)), need)
-        return super().read_data(plan, planner)

@@ -16,7 +16,7 @@ LABELS = {
     "plain": "torch `FileSystemWriter`/`Reader` on the mount",
     "ref": "reference `databricks.air.data`",
     "air": "air_magics `UCVolumeWriter`/`Reader`",
-    "air-warm": "air_magics, warm cache (load only)",
+    "air-warm": "air_magics through a warm cache, `direct=False` (load only)",
     "mgr": "air_magics `CheckpointManager`",
 }
 NAN = float("nan")

@@ -1,0 +1,80 @@
+"""Checkpoint files read straight from a mounted volume into memory, hashed while they arrive.
+
+Why: a restore through the cache copies each file to local disk, hashes the copy, then torch reads
+the copy: every byte crosses the disk twice. Here a file is read once, in whole chunks, into one
+buffer (its sha256 computed chunk by chunk as they arrive), verified, and torch reads the buffer
+(:class:`MemoryFile`); the buffer is dropped as soon as the file's items are in their tensors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from typing import Any
+
+from ..io.confined import open_read
+from ..io.retry import retry_call
+from ..volumes.store import Location
+from .commit import ALGORITHM
+
+__all__ = ["MemoryFile", "read_file", "CHUNK_BYTES"]
+
+CHUNK_BYTES = 4 << 20  # what one read asks of the mount (it splits it into its own requests)
+
+
+class MemoryFile(io.RawIOBase):
+    """A read-only, seekable file over a buffer (no copy of it), for ``torch.load`` and DCP's views."""
+
+    def __init__(self, buffer: Any) -> None:
+        super().__init__()
+        self._view = memoryview(buffer).cast("B")
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._pos, os.SEEK_END: self._view.nbytes}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def readinto(self, b: Any) -> int:
+        out = memoryview(b).cast("B")
+        n = max(0, min(out.nbytes, self._view.nbytes - self._pos))
+        out[:n] = self._view[self._pos : self._pos + n]
+        self._pos += n
+        return n
+
+    def close(self) -> None:
+        self._view.release()
+        super().close()
+
+
+def read_file(loc: Location, *, keep: bool = True) -> tuple[bytearray | None, dict[str, Any]]:
+    """Read the file at *loc* (a local or mounted path, confined to its root) in whole chunks.
+
+    Returns its bytes (``None`` with ``keep=False``: only hashed, e.g. to verify) and
+    ``{"size", "sha256"}`` of what was read. Transient errors of the volume are retried."""
+    fd, st = open_read(loc.path, loc.root)
+    with open(fd, "rb", buffering=0, closefd=True) as f:
+        h, size, total = hashlib.sha256(), 0, st.st_size  # a file that changes meanwhile fails its checksum
+        buf = bytearray(total if keep else min(total, CHUNK_BYTES))
+        with memoryview(buf) as view:
+            while size < total:
+                with view[size : size + CHUNK_BYTES] if keep else view[: min(CHUNK_BYTES, total - size)] as window:
+                    n = retry_call(lambda w=window: f.readinto(w))
+                    with window[:n] as got:
+                        h.update(got)  # releases the GIL for more than 2 KiB
+                if not n:
+                    break
+                size += n
+    if keep and size < total:  # shorter than it said: what was read is what is verified
+        del buf[size:]
+    return (buf if keep else None), {"size": size, ALGORITHM: h.hexdigest()}

@@ -1,0 +1,249 @@
+"""``UCVolumeReader``: load a ``torch.distributed.checkpoint`` folder from a volume, verified.
+
+Each data file the load plan needs is fetched and verified, then its items are loaded into their
+tensors, several files at a time (``workers``): on a mounted or local volume (``direct``, the
+default there) a file is read straight into memory in whole chunks, hashed as they arrive
+(:func:`~air_magics.data.direct_read.read_file`), and dropped once its items are in place; on a
+remote one (or ``direct=False``) it is fetched through the :class:`~air_magics.cache.FileCache`
+(large files as parallel ranges) and hashed from the local copy, which stays warm for the next load.
+
+When the folder records checksums (in the manager's ``_COMMITTED``, else in ``.checksums.json``)
+every file is verified before torch reads it; a missing, truncated or changed file raises
+:class:`~air_magics.errors.CheckpointCorruptError`, never a confusing "state does not match". A bad
+file is read once more before the checkpoint is called corrupt. Folders without checksums (older
+saves, plain torch) load with presence and size checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.distributed.checkpoint import FileSystemReader
+from torch.distributed.checkpoint.filesystem import FileSystem
+
+from ..cache import FileCache
+from ..errors import CheckpointCorruptError, CheckpointError
+from ..volumes.path import VolumePath
+from ..volumes.store import VolumeStore
+from .commit import CHECKSUMS, COMMITTED, METADATA, STEP_RE, file_digest, parse_checksums, read_text
+from .direct_read import MemoryFile, read_file
+
+__all__ = ["UCVolumeReader"]
+
+Fetched = str | bytearray  # a verified local copy's path, or the verified bytes themselves
+
+
+class _ReaderFS(FileSystem):
+    """Opens ``/Volumes/...`` files for torch: what the reader fetched (and verified), else
+    through *fetch*."""
+
+    def __init__(self, fetch: Callable[[str], Fetched], store: VolumeStore) -> None:
+        self.fetch = fetch
+        self.store = store
+        self.fetched: dict[str, Fetched] = {}  # volume path -> what the reader just fetched
+
+    def concat_path(self, path: str | os.PathLike[str], suffix: str) -> str:
+        return f"{str(path).rstrip('/')}/{suffix}"
+
+    def init_path(self, path: str | os.PathLike[str]) -> str:
+        return str(path)
+
+    def create_stream(self, path: str | os.PathLike[str], mode: str) -> Any:
+        if "r" not in mode or "+" in mode:
+            raise CheckpointError(f"UCVolumeReader opens files read-only, not {mode!r}")
+        got = self.fetched.get(str(path))
+        if got is None:
+            got = self.fetch(str(path))
+        if isinstance(got, str):
+            return FileSystem.create_stream(self, got, mode)
+        return contextlib.closing(MemoryFile(got))
+
+    def exists(self, path: str | os.PathLike[str]) -> bool:
+        return self.store.exists(str(path))
+
+
+class UCVolumeReader(FileSystemReader):
+    """Load a DCP checkpoint from a volume folder: files in parallel, each verified before use.
+
+    ``direct`` (default: whenever the volume is mounted or local) reads files straight into memory;
+    ``False`` reads them through the cache (``cache``). ``remedy`` is appended to a
+    :class:`CheckpointCorruptError`'s message.
+    """
+
+    def __init__(
+        self,
+        path: str | VolumePath,
+        *,
+        cache: FileCache | None = None,
+        workers: int = 16,
+        direct: bool | None = None,
+        store: VolumeStore | None = None,
+        remedy: str = "load another checkpoint or save this one again",
+        **kwargs: Any,
+    ) -> None:
+        vp = VolumePath.parse(path)
+        self.store = store or (cache.store if cache is not None else VolumeStore.shared())
+        self._cache = cache
+        self.workers = workers
+        self.direct = direct
+        self.remedy = remedy
+        super().__init__(str(vp), **kwargs)
+        self.fs = _ReaderFS(self._fetch_path, self.store)
+        self._locate(vp)
+
+    @property
+    def cache(self) -> FileCache:
+        """The cache a non-direct read goes through (made on first use)."""
+        if self._cache is None:
+            self._cache = FileCache(store=self.store)
+        return self._cache
+
+    def _locate(self, path: str | os.PathLike[str] | VolumePath) -> None:
+        """Point at checkpoint folder *path*: check it is complete and read its recorded checksums."""
+        self.volume_path = VolumePath.parse(str(path))
+        self.path = str(self.volume_path)
+        name = self.volume_path.name
+        self.label = name if STEP_RE.match(name) else str(self.volume_path)  # step_N, as the manager names it
+        store = self.store
+        if not store.exists(self.volume_path.joinpath(METADATA)):
+            what = (
+                "does not exist"
+                if not store.exists(self.volume_path)
+                else "has no .metadata (incomplete or not a checkpoint)"
+            )
+            raise CheckpointError(
+                f"checkpoint {self.volume_path} {what}; pick a complete one (CheckpointManager.latest())"
+            )
+        self.reads_direct = store.locate(self.volume_path).is_local if self.direct is None else self.direct
+        self.checksums = self._recorded_checksums()
+
+    @classmethod
+    def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
+        return str(checkpoint_id).startswith("/Volumes/")
+
+    # -- integrity --------------------------------------------------------------------------------
+    def _corrupt(self, name: str, problem: str) -> CheckpointCorruptError:
+        return CheckpointCorruptError(self.label, name, problem, self.remedy)
+
+    def _recorded_checksums(self) -> dict[str, dict[str, Any]] | None:
+        """Checksums from ``_COMMITTED`` (the manager's), else ``.checksums.json``; ``None``: none recorded."""
+        for name in (COMMITTED, CHECKSUMS):
+            text = read_text(self.store.locate(self.volume_path.joinpath(name)))
+            if text is None:
+                continue
+            try:
+                files = parse_checksums(text)
+            except ValueError as exc:
+                raise self._corrupt(name, f"unreadable ({exc})") from None
+            if files is not None:
+                return files
+        return None
+
+    def _read(self, vp: VolumePath, verify: bool, keep: bool) -> tuple[Fetched | None, dict[str, Any]]:
+        """File *vp* as bytes (direct) or a local copy (cache), with its digest when *verify*
+        (else its size only)."""
+        if self.reads_direct:
+            return read_file(self.store.locate(vp), keep=keep)
+        local = self.cache.get(vp)
+        return local, (file_digest(local) if verify else {"size": os.path.getsize(local)})
+
+    def _fetch(self, name: str, keep: bool = True) -> tuple[Fetched | None, int]:
+        """File *name* (and its size), verified against its recorded checksum; kept in
+        ``fs.fetched`` for torch when *keep*. A bad file is read once more before the checkpoint is
+        called corrupt (a cached copy may be the bad one)."""
+        vp = self.volume_path.joinpath(name)
+        want = None if self.checksums is None else self.checksums.get(name)
+        if self.checksums is not None and want is None:
+            raise self._corrupt(name, f"not listed in the checkpoint's checksums ({len(self.checksums)} files)")
+        for attempt in (0, 1):
+            try:
+                got_file, got = self._read(vp, want is not None, keep)
+            except FileNotFoundError:
+                raise self._corrupt(name, "missing") from None
+            if want is None or got == want:
+                if keep and got_file is not None:
+                    self.fs.fetched[str(vp)] = got_file
+                return got_file, got["size"]
+            if attempt == 0 and isinstance(got_file, str):
+                Path(got_file).unlink(missing_ok=True)  # forces a fresh fetch from the volume
+        size = (
+            "" if got["size"] == want["size"] else f" (size {got['size']} bytes, {want['size']} recorded: truncated?)"
+        )
+        raise self._corrupt(name, f"checksum mismatch{size}")
+
+    def _fetch_path(self, path: str) -> Fetched:
+        """torch opened a file the reader had not fetched: fetch (and verify) it now."""
+        folder = f"{self.volume_path}/"
+        if not path.startswith(folder):
+            raise CheckpointError(f"{path} is not in the checkpoint {self.volume_path} this reader loads")
+        got, _ = self._fetch(path[len(folder) :])
+        assert got is not None  # kept: keep=True
+        return got
+
+    def _pool(self, n: int) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=max(1, min(self.workers, n)))
+
+    def verify(self) -> list[str]:
+        """Check every file of the checkpoint: against its checksum if recorded, else that each file
+        ``.metadata`` refers to exists and is long enough. Returns the names checked."""
+        if self.checksums is not None:
+            names = sorted(self.checksums)
+            with self._pool(len(names)) as pool:
+                list(pool.map(lambda n: self._fetch(n, keep=False), names))
+            return names
+        need = self._extents((self.read_metadata().storage_data or {}).values())
+        with self._pool(len(need)) as pool:
+            list(pool.map(lambda n: self._check_size(n, self._fetch(n, keep=False)[1], need[n]), sorted(need)))
+        return [METADATA, *sorted(need)]
+
+    @staticmethod
+    def _extents(infos: Any) -> dict[str, int]:
+        """Bytes each file must hold at least, from the items' offsets and lengths in ``.metadata``."""
+        need: dict[str, int] = {}
+        for sd in infos:
+            need[sd.relative_path] = max(need.get(sd.relative_path, 0), sd.offset + sd.length)
+        return need
+
+    def _check_size(self, name: str, size: int, end: int) -> None:
+        if size < end:
+            raise self._corrupt(name, f"truncated ({size} bytes, the checkpoint's items need {end})")
+
+    # -- torch's StorageReader --------------------------------------------------------------------
+    def reset(self, checkpoint_id: str | os.PathLike[str] | None = None) -> None:
+        super().reset(checkpoint_id)
+        self.fs.fetched.clear()
+        if checkpoint_id and str(checkpoint_id) != str(self.volume_path):  # dcp.load(checkpoint_id=...): another folder
+            self._locate(checkpoint_id)
+
+    def read_metadata(self, *args: Any, **kwargs: Any) -> Any:
+        self._fetch(os.path.basename(str(self._get_metadata_path(kwargs.get("rank")))))
+        return super().read_metadata(*args, **kwargs)
+
+    def read_data(self, plan: Any, planner: Any) -> torch.futures.Future[None]:
+        """Each file: fetched, verified, its items loaded by torch, then let go; several at once."""
+        per_file: dict[str, list[Any]] = {}
+        for item in plan.items:
+            per_file.setdefault(self.storage_data[item.storage_index].relative_path, []).append(item)
+        need = self._extents(self.storage_data[item.storage_index] for item in plan.items)
+
+        def load(name: str) -> None:
+            got, size = self._fetch(name)
+            self._check_size(name, size, need[name])
+            try:
+                FileSystemReader.read_data(self, dataclasses.replace(plan, items=per_file[name]), planner)
+            finally:
+                if isinstance(got, bytearray):  # the bytes are in their tensors now
+                    self.fs.fetched.pop(str(self.volume_path.joinpath(name)), None)
+
+        with self._pool(len(per_file)) as pool:
+            list(pool.map(load, sorted(per_file)))
+        fut: torch.futures.Future[None] = torch.futures.Future()
+        fut.set_result(None)
+        return fut
