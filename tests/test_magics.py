@@ -39,6 +39,30 @@ def test_ls_summary_and_small_files_advice(ip, vol):
     assert [e.path.name for e in few.entries] == ["c0", "c1", "c2"] and few.advice() is None
 
 
+def test_ls_counts_everything_and_shows_a_bounded_listing(ip, vol):
+    out = ip.run_line_magic("air_volume", "ls -r /Volumes/main/raw/img --limit 7")
+    text = repr(out)
+    assert text.splitlines()[0] == "/Volumes/main/raw/img (recursive): 600 files, 761.4 KiB"
+    rows = [line for line in text.splitlines() if line.startswith("  train/")]
+    assert len(rows) == 7 and rows[0].split()[0] == "train/c0/0000.jpg"
+    assert "... 593 more (--limit N shows more rows)" in text and "593 more" in out._repr_html_()
+    # the statistics cover every file, not the rows shown; the full list is still there
+    sizes = sorted(1000 + i for i in range(600))
+    assert out.n_files == 600 and out.total_bytes == sum(sizes) and out.median_size == (sizes[299] + sizes[300]) / 2
+    assert [str(f.path) for f in out.files[:2]] == [
+        "/Volumes/main/raw/img/train/c0/0000.jpg",
+        "/Volumes/main/raw/img/train/c0/0003.jpg",
+    ]
+    none = ip.run_line_magic("air_volume", "ls -r /Volumes/main/raw/img --limit 0")
+    assert "600 more" in repr(none) and none.n_files == 600
+    globbed = ip.run_line_magic("air_volume", "ls /Volumes/main/raw/img/train/c1/*.jpg --limit 2")
+    assert globbed.n_files == 200 and "  /Volumes/main/raw/img/train/c1/0001.jpg" in repr(globbed)
+    with pytest.raises(UsageError, match="--limit -1: give the number of rows"):
+        ip.run_line_magic("air_volume", "ls -r /Volumes/main/raw/img --limit -1")
+    with pytest.raises(UsageError, match="-r/--limit/--pattern only apply to `ls`"):
+        ip.run_line_magic("air_volume", "create main.x.y --limit 3")
+
+
 def test_create_register_use(ip, vol, capsys):
     ip.run_line_magic("air_volume", "create main.new.vol")
     assert "main.new.vol" in [v.volume_id for v in VolumeStore().volumes()]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from ..io.gcpause import gc_paused
 from ..shards.reader import open_packed
 from ..volumes.glob import filter_glob, filter_pattern, split_glob
 from ..volumes.local import InPlace, local_files, local_source
@@ -45,11 +46,14 @@ def list_files(
         )
         entries = filter_pattern(filter_glob(entries, pat), pattern)
         loc, base_key = store.locate(base), str(base)
-        for e in entries:
-            # a listing's names are plain relative paths: joined as strings (3,000 VolumePath objects
-            # cost ~0.1 s); a manifest's member names are data, validated by VolumePath
-            key = (str(base.joinpath(e.rel)) if packed is not None else f"{base_key}/{e.rel}") if e.rel else base_key
-            out[key] = VolumeFile(key, loc.join(e.rel), e.size, e.mtime, member=members.get(e.rel))
+        with gc_paused():  # a few objects per file, none in a cycle (see io/gcpause.py)
+            for e in entries:
+                # a listing's names are plain relative paths: joined as strings (3,000 VolumePath
+                # objects cost ~0.1 s); a manifest's member names are data, validated by VolumePath
+                key = (
+                    (str(base.joinpath(e.rel)) if packed is not None else f"{base_key}/{e.rel}") if e.rel else base_key
+                )
+                out[key] = VolumeFile(key, loc.join(e.rel), e.size, e.mtime, member=members.get(e.rel))
     return [out[k] for k in sorted(out)]
 
 

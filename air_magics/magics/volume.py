@@ -33,8 +33,10 @@ from IPython.core.magic_arguments import argument
 
 from ..errors import VolumeExistsError, VolumeNotFoundError
 from ..volumes import VolumePath
+from ..volumes.glob import filter_pattern, split_glob
 from ..volumes.path import parse_namespace
-from ..volumes.summary import ListingSummary, NamespaceListing, VolumesOverview
+from ..volumes.summary import DEFAULT_ROWS, ListingSummary, NamespaceListing, VolumesOverview
+from ..volumes.walk import Entry
 from ._common import check_output, output_argument, parse_line, store_output, with_arguments
 from ._state import default_volume, store
 
@@ -79,6 +81,12 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
             "mount point (default /Volumes): `%%air_volume mount` makes /Volumes/... paths work in plain Python",
         ),
         argument("-r", "--recursive", action="store_true", help="ls: list every file below PATH"),
+        argument(
+            "--limit",
+            type=int,
+            metavar="N",
+            help=f"ls: rows to show (default {DEFAULT_ROWS}); the counts and sizes always cover every file",
+        ),
         argument(
             "--pattern",
             metavar="GLOB",
@@ -145,8 +153,8 @@ def _command(magics: Any, args: Any) -> Any:
     lo, hi = _NARGS[cmd]
     if not lo <= len(args.args) <= hi:
         raise UsageError(f"%air_volume {cmd} takes {_USAGE[cmd]}; got {' '.join(args.args) or 'nothing'}")
-    if cmd != "ls" and (args.recursive or (args.pattern and cmd != "pack")):
-        raise UsageError(f"-r/--pattern only apply to `ls` (and --pattern to `pack`), not to {cmd!r}")
+    if cmd != "ls" and (args.recursive or args.limit is not None or (args.pattern and cmd != "pack")):
+        raise UsageError(f"-r/--limit/--pattern only apply to `ls` (and --pattern to `pack`), not to {cmd!r}")
     if cmd != "pack" and (args.shard_size or args.dry_run or args.engine):
         raise UsageError(f"--shard-size/--engine/--dry-run only apply to `pack`, not to {cmd!r}")
     if cmd != "create" and args.exist_ok:
@@ -191,9 +199,11 @@ def _command(magics: Any, args: Any) -> Any:
         vp = VolumePath.parse(target or ".", default=default)
         # a pattern naming subfolders ('train/*/x.bin', '**/*.png') can only match below PATH
         recursive = args.recursive or bool(args.pattern and ("/" in args.pattern or "**" in args.pattern))
-        entries = [e for e in st.ls(vp, recursive=recursive, pattern=args.pattern) if not _internal(e.path)]
+        base, rows = _listing_rows(st, vp, recursive, args.pattern)
         delta = None if recursive or args.pattern else _delta_note(st, vp)
-        return ListingSummary(str(vp), entries, recursive, args.pattern, _packed_note(st, vp), delta)
+        return ListingSummary(
+            str(vp), rows, base, recursive, args.pattern, _packed_note(st, vp), delta, limit=_limit(args)
+        )
     if cmd == "create":
         try:
             info = st.create(args.args[0], exist_ok=args.exist_ok)
@@ -230,11 +240,27 @@ def _delta_note(st: Any, vp: VolumePath) -> str | None:
         return f"Delta table, unreadable: {exc} (ls -r lists its files)"
 
 
-def _internal(path: Any) -> bool:
-    """A file air_magics keeps for itself in a user's folder (a pack's lock): not listed."""
+def _listing_rows(st: Any, vp: VolumePath, recursive: bool, pattern: str | None) -> tuple[VolumePath, list[Entry]]:
+    """The raw rows ``ls`` summarizes and the folder they are relative to (a glob's fixed part),
+    without the files air_magics keeps for itself in a user's folder (a pack's lock)."""
     from ..shards.dest import LOCK_NAME
 
-    return str(path).rpartition("/")[2] == LOCK_NAME
+    fixed, pat = split_glob(vp.parts)
+    if pat:  # a glob in the path: the matches, relative to the glob's fixed folder
+        base = VolumePath(vp.catalog, vp.schema, vp.volume, fixed)
+        cut = len(str(base)) + 1
+        rows = [Entry(str(f.path)[cut:], f.size, f.mtime, f.is_dir) for f in st.glob(vp)]
+    else:
+        base, rows = vp, filter_pattern(st.entries(vp, recursive=recursive), pattern)
+    return base, [e for e in rows if e.rel.rpartition("/")[2] != LOCK_NAME]
+
+
+def _limit(args: Any) -> int:
+    if args.limit is None:
+        return DEFAULT_ROWS
+    if args.limit < 0:
+        raise UsageError(f"--limit {args.limit}: give the number of rows to show (0 or more)")
+    return int(args.limit)
 
 
 def _packed_note(st: Any, vp: VolumePath) -> str | None:

@@ -368,6 +368,7 @@ class VolumeStore:
                 workers=self.workers,
                 stat=stat,
                 skipped=found,
+                local_disk=self.kind == "embedded" and is_within(loc.path, str(self.root)),
             )
             if found and skipped is None:
                 _log_skipped(vp, found)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import statistics
 import time
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from html import escape
 from shlex import quote
 
@@ -18,6 +21,7 @@ from ..io.units import fmt_bytes
 from .detect import volumes_mount_status
 from .path import VolumePath
 from .store import FileInfo, VolumeInfo
+from .walk import Entry
 
 __all__ = [
     "ListingSummary",
@@ -27,6 +31,7 @@ __all__ = [
     "pack_suggestion",
     "SMALL_FILE_BYTES",
     "MANY_FILES",
+    "DEFAULT_ROWS",
 ]
 
 SMALL_FILE_BYTES = 1 << 20  # median below this counts as "small"
@@ -39,7 +44,7 @@ _BUCKETS = [
     (1 << 30, "256 MiB - 1 GiB"),
     (None, ">= 1 GiB"),
 ]
-_MAX_ROWS = 50
+DEFAULT_ROWS = 50  # rows ``%air_volume ls`` shows unless --limit says otherwise
 
 
 def pack_suggestion(path: str | VolumePath, pattern: str | None = None) -> str:
@@ -64,14 +69,48 @@ def pack_suggestion(path: str | VolumePath, pattern: str | None = None) -> str:
 
 @dataclass
 class ListingSummary:
-    """What ``%air_volume ls`` shows: the entries and statistics over the files among them."""
+    """What ``%air_volume ls`` shows: the first rows of a listing and statistics over all its files.
+
+    Made from the raw listing rows (:class:`~air_magics.volumes.walk.Entry`, relative to *base*) in
+    one pass: a million files cost their walk, not a :class:`FileInfo` each. ``entries``,
+    ``files`` and ``folders`` (full :class:`FileInfo` lists) are made on first use. ``limit``
+    bounds the rows shown (the statistics always cover everything).
+    """
 
     path: str
-    entries: list[FileInfo]
+    rows: Sequence[Entry]
+    base: VolumePath
     recursive: bool = False
     pattern: str | None = None
     packed: str | None = None  # what a packed folder holds (shards, members, generation), shown first
     delta: str | None = None  # a Delta table: "Delta table, version N, K files, R rows", shown instead of files
+    limit: int = DEFAULT_ROWS
+
+    def __post_init__(self) -> None:
+        if self.limit < 0:
+            raise ValueError(f"limit={self.limit}: give the number of rows to show (0 or more)")
+        counts = [0] * len(_BUCKETS)
+        sizes = array("q")
+        n_dirs = 0
+        for e in self.rows:
+            if e.is_dir:
+                n_dirs += 1
+                continue
+            size = e.size or 0
+            sizes.append(size)
+            for i, (limit, _) in enumerate(_BUCKETS):
+                if limit is None or size < limit:
+                    counts[i] += 1
+                    break
+        self.n_files, self.n_folders = len(sizes), n_dirs
+        self.total_bytes = sum(sizes)
+        self.median_size = float(statistics.median(sizes)) if sizes else 0.0
+        self._counts = counts
+
+    @cached_property
+    def entries(self) -> list[FileInfo]:
+        """Every entry as a :class:`FileInfo` (made on first use)."""
+        return [FileInfo(self.base.joinpath(e.rel), e.size or 0, e.mtime or 0.0, e.is_dir) for e in self.rows]
 
     @property
     def files(self) -> list[FileInfo]:
@@ -81,30 +120,15 @@ class ListingSummary:
     def folders(self) -> list[FileInfo]:
         return [e for e in self.entries if e.is_dir]
 
-    @property
-    def total_bytes(self) -> int:
-        return sum(f.size for f in self.files)
-
     def distribution(self) -> list[tuple[str, int]]:
         """``(bucket label, file count)`` for the non-empty size buckets."""
-        counts = [0] * len(_BUCKETS)
-        for f in self.files:
-            for i, (limit, _) in enumerate(_BUCKETS):
-                if limit is None or f.size < limit:
-                    counts[i] += 1
-                    break
-        return [(label, c) for (_, label), c in zip(_BUCKETS, counts, strict=True) if c]
-
-    @property
-    def median_size(self) -> float:
-        sizes = [f.size for f in self.files]
-        return statistics.median(sizes) if sizes else 0.0
+        return [(label, c) for (_, label), c in zip(_BUCKETS, self._counts, strict=True) if c]
 
     def advice(self) -> str | None:
         """The small-files hint, or ``None`` when the folder is fine as it is."""
         if self.delta:  # a table's files are the log's business, not a folder to copy or pack
             return None
-        n = len(self.files)
+        n = self.n_files
         if n < MANY_FILES or self.median_size >= SMALL_FILE_BYTES:
             return None
         return (
@@ -116,23 +140,27 @@ class ListingSummary:
         )
 
     def _head(self) -> str:
-        what = f"{len(self.files):,} file{'' if len(self.files) == 1 else 's'}"
-        if self.folders:
-            what += f", {len(self.folders):,} folder{'' if len(self.folders) == 1 else 's'}"
+        what = f"{self.n_files:,} file{'' if self.n_files == 1 else 's'}"
+        if self.n_folders:
+            what += f", {self.n_folders:,} folder{'' if self.n_folders == 1 else 's'}"
         mode = " (recursive)" if self.recursive else ""
         pat = f" matching {self.pattern!r}" if self.pattern else ""
         return f"{self.path}{mode}{pat}: {what}, {fmt_bytes(self.total_bytes)}"
 
     def _rows(self) -> list[tuple[str, str, str]]:
-        base = self.path.rstrip("/") + "/"
+        prefix = "" if str(self.base) == self.path.rstrip("/") else f"{self.base}/"  # a glob: full paths
         rows = []
-        for e in self.entries[:_MAX_ROWS]:
-            name = str(e.path)[len(base) :] if str(e.path).startswith(base) else str(e.path)
+        for e in self.rows[: self.limit]:
+            name = f"{prefix}{e.rel}" if e.rel else str(self.base)
             if e.is_dir:
                 rows.append((name + "/", "", ""))
             else:
-                rows.append((name, fmt_bytes(e.size), time.strftime("%Y-%m-%d %H:%M", time.localtime(e.mtime))))
+                mtime = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.mtime or 0.0))
+                rows.append((name, fmt_bytes(e.size or 0), mtime))
         return rows
+
+    def _more(self) -> int:
+        return max(0, len(self.rows) - self.limit)
 
     def __repr__(self) -> str:
         if self.delta:
@@ -143,8 +171,8 @@ class ListingSummary:
             lines.append("sizes: " + ", ".join(f"{label}: {c:,}" for label, c in dist))
         width = max([len(r[0]) for r in self._rows()] + [4])
         lines += [f"  {n:<{width}}  {s:>10}  {m}".rstrip() for n, s, m in self._rows()]
-        if len(self.entries) > _MAX_ROWS:
-            lines.append(f"  ... {len(self.entries) - _MAX_ROWS:,} more")
+        if self._more():
+            lines.append(f"  ... {self._more():,} more (--limit N shows more rows)")
         if tip := self.advice():
             lines.append("tip: " + tip)
         return "\n".join(lines)
@@ -160,7 +188,7 @@ class ListingSummary:
             f"<tr><td><code>{escape(n)}</code></td><td style='text-align:right'>{escape(s)}</td><td>{escape(m)}</td></tr>"
             for n, s, m in self._rows()
         )
-        more = f"<p>... {len(self.entries) - _MAX_ROWS:,} more</p>" if len(self.entries) > _MAX_ROWS else ""
+        more = f"<p>... {self._more():,} more (--limit N shows more rows)</p>" if self._more() else ""
         tip = (
             f"<p style='padding:4px;border-left:3px solid #f9a825'>&#9888; {escape(t)}</p>"
             if (t := self.advice())

@@ -14,6 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from ..io.confined import is_within
+from ..io.gcpause import gc_paused
 from ..io.leftovers import is_leftover
 from ..io.pools import threads
 
@@ -32,9 +33,38 @@ class Entry:
     is_dir: bool = False
 
 
-def _scan_dir(path: str) -> list[os.DirEntry[str]]:
+@dataclass
+class _Scanned:
+    """One folder's scan: its subfolders, the files it stat'ed itself, and those left to the pool."""
+
+    dirs: list[tuple[str, os.DirEntry[str]]]
+    entries: list[Entry]
+    to_stat: list[tuple[str, os.DirEntry[str]]]
+
+
+def _scan_dir(
+    path: str, rel: str, stat: bool, confine: str | None, skipped: list[tuple[str, str]], inline: bool
+) -> _Scanned:
+    """List one folder; with *inline* its files are stat'ed right here (local disk: a pool task per
+    few files would cost more than the stats), else they are left to the pool (``to_stat``)."""
+    out = _Scanned([], [], [])
+    pending: list[tuple[str, os.DirEntry[str]]] = []
     with os.scandir(path) as it:
-        return [de for de in it if not is_leftover(de.name)]  # temp files / pending exports are never data
+        for de in it:
+            if is_leftover(de.name):  # temp files / pending exports are never data
+                continue
+            child = f"{rel}/{de.name}" if rel else de.name
+            if de.is_dir(follow_symlinks=False):
+                out.dirs.append((child, de))
+            elif not stat and de.is_file(follow_symlinks=False):  # d_type: no stat round trip
+                out.entries.append(Entry(child, None, None))
+            else:
+                pending.append((child, de))
+    if inline:
+        out.entries.extend(_stat_entries(pending, confine, skipped))
+    else:
+        out.to_stat = pending
+    return out
 
 
 def _stat_entries(
@@ -87,8 +117,13 @@ def scan_local(
     workers: int | None = None,
     stat: bool = True,
     skipped: list[tuple[str, str]] | None = None,
+    local_disk: bool = False,
 ) -> list[Entry]:
     """List files under *root* (a directory) with size and mtime, scanning in parallel.
+
+    ``local_disk=True`` (a folder on this machine's own disk, e.g. the embedded volumes): one
+    thread walks it as ``os.walk`` does, stat'ing each folder's files as it goes; round trips cost
+    nothing there, and threads would only take turns at the interpreter.
 
     ``stat=False`` lists names only (``size`` and ``mtime`` ``None``): one readdir per folder and no per-file round
     trip, for callers that learn sizes later (the copy engine ``fstat``s each file it opens).
@@ -106,8 +141,18 @@ def scan_local(
     root = os.fspath(root)
     conf = os.path.realpath(confine) if confine is not None else None
     results: list[Entry] = []
+    if local_disk:
+        with gc_paused():  # an Entry per file, none in a cycle (see io/gcpause.py)
+            _walk_serial(root, recursive, with_dirs, stat, conf, skipped, results)
+        results.sort(key=lambda e: e.rel)
+        skipped.sort()
+        return results
     with ThreadPoolExecutor(max_workers=max(1, workers or threads("remote-io")), thread_name_prefix="air-scan") as pool:
-        pending: dict[Future, tuple[str, str]] = {pool.submit(_scan_dir, root): ("dir", "")}
+
+        def scan(path: str, rel: str) -> Future:
+            return pool.submit(_scan_dir, path, rel, stat, conf, skipped, False)
+
+        pending: dict[Future, tuple[str, str]] = {scan(root, ""): ("dir", "")}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
@@ -122,20 +167,43 @@ def scan_local(
                         raise
                     skipped.append((rel, f"folder cannot be listed ({exc.strerror or exc})"))
                     continue
-                files: list[tuple[str, os.DirEntry[str]]] = []
-                for de in listed:
-                    child = f"{rel}/{de.name}" if rel else de.name
-                    if de.is_dir(follow_symlinks=False):
-                        if with_dirs:
-                            results.append(Entry(child, 0, 0.0, True))
-                        if recursive:
-                            pending[pool.submit(_scan_dir, de.path)] = ("dir", child)
-                    elif not stat and de.is_file(follow_symlinks=False):  # d_type: no stat round trip
-                        results.append(Entry(child, None, None))
-                    else:
-                        files.append((child, de))
+                results.extend(listed.entries)
+                for child, de in listed.dirs:
+                    if with_dirs:
+                        results.append(Entry(child, 0, 0.0, True))
+                    if recursive:
+                        pending[scan(de.path, child)] = ("dir", child)
+                files = listed.to_stat
                 for i in range(0, len(files), _STAT_CHUNK):
                     pending[pool.submit(_stat_entries, files[i : i + _STAT_CHUNK], conf, skipped)] = ("stat", rel)
     results.sort(key=lambda e: e.rel)
     skipped.sort()
     return results
+
+
+def _walk_serial(
+    root: str,
+    recursive: bool,
+    with_dirs: bool,
+    stat: bool,
+    confine: str | None,
+    skipped: list[tuple[str, str]],
+    results: list[Entry],
+) -> None:
+    """:func:`scan_local` on local disk: depth first, one thread, the same rules."""
+    stack = [(root, "")]
+    while stack:
+        path, rel = stack.pop()
+        try:
+            listed = _scan_dir(path, rel, stat, confine, skipped, True)
+        except OSError as exc:
+            if not rel:
+                raise
+            skipped.append((rel, f"folder cannot be listed ({exc.strerror or exc})"))
+            continue
+        results.extend(listed.entries)
+        for child, de in listed.dirs:
+            if with_dirs:
+                results.append(Entry(child, 0, 0.0, True))
+            if recursive:
+                stack.append((de.path, child))

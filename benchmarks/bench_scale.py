@@ -1,0 +1,179 @@
+"""Many files: listing, first item, memory and ``%air_volume ls -r`` as the file count grows (issue 35).
+
+Each size is a folder of small files (1 KiB, 100 per folder, two levels of folders) on an embedded
+volume on local disk (no latency: what is measured is our own per-file cost). Every measurement
+runs in a fresh process (imports excluded from the clock), interleaved over ``--reps``:
+
+- ceiling ``os.walk``: ``os.walk`` + join + sort of the same folder (the file system's speed);
+- ``UCVolumeDataset`` listing: construction + ``len()`` (every name collected and sorted);
+- first item, ``shuffle=False`` and ``shuffle=True``: construction to the first path yielded;
+- dataset memory: the process's RSS after the listing minus before, per file;
+- ``%air_volume ls -r``: the magic in an IPython shell, its result's text made.
+
+Run: ``.venv/bin/python benchmarks/bench_scale.py [--sizes 10000,100000] [--reps 3]`` (``--sizes
+10000,100000,1000000`` for the million; making it takes minutes and ~4 GB of disk). Prints a table
+per size and the per-file growth from the smallest size to the largest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+VOLUME = "main.scale.v"
+PER_FOLDER = 100
+
+METHODS = {
+    "walk": "ceiling: `os.walk` + join + sort",
+    "list": "`UCVolumeDataset` listing (construct + `len`)",
+    "first": "first item, `shuffle=False`",
+    "first_shuffled": "first item, `shuffle=True`",
+    "ls": "`%air_volume ls -r` (and its text)",
+}
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def child(spec: dict) -> dict:
+    """One measurement in this (fresh) process."""
+    method, folder, vpath = spec["method"], spec["folder"], spec["vpath"]
+    if method == "walk":
+        t = time.perf_counter()
+        names = sorted(os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs)
+        return {"s": time.perf_counter() - t, "n": len(names)}
+    if method == "ls":
+        from IPython.core.interactiveshell import InteractiveShell
+
+        ip = InteractiveShell.instance()
+        ip.run_line_magic("load_ext", "air_magics")
+        t = time.perf_counter()
+        res = ip.run_line_magic("air_volume", f"ls -r {vpath}")
+        text = repr(res)
+        return {"s": time.perf_counter() - t, "n": len(getattr(res, "files", [])), "lines": text.count("\n") + 1}
+    from air_magics.data import UCVolumeDataset
+
+    before = _rss()
+    t = time.perf_counter()
+    ds = UCVolumeDataset(vpath, shuffle=method == "first_shuffled", seed=0)
+    if method == "list":
+        n = len(ds)
+        return {"s": time.perf_counter() - t, "n": n, "rss": _rss() - before}
+    first = next(iter(ds))
+    s = time.perf_counter() - t
+    assert os.path.exists(first), first
+    return {"s": s, "n": None}
+
+
+def _make(root: Path, n: int) -> None:
+    data = b"x" * 1024
+    for i in range(0, n, PER_FOLDER):
+        d = root / f"d{i // 10_000:03d}" / f"e{(i // PER_FOLDER) % 100:02d}"
+        d.mkdir(parents=True, exist_ok=True)
+        for j in range(i, min(n, i + PER_FOLDER)):
+            with open(d / f"f{j:07d}.bin", "wb") as f:
+                f.write(data)
+
+
+def _measure(spec: dict, env: dict) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", json.dumps(spec)], env=env, capture_output=True, text=True, timeout=1800
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"{spec['method']} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="10000,100000", help="file counts, comma-separated")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 2,000 files, one rep")
+    ap.add_argument("--no-wait", action="store_true", help="accepted for the suite's runner (never waits anyway)")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        print(json.dumps(child(json.loads(a.child))))
+        return 0
+    sizes = [2000] if a.quick else [int(s) for s in a.sizes.split(",")]
+    reps = 1 if a.quick else a.reps
+    work = Path(tempfile.mkdtemp(prefix="air-bench-scale-"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AIR_VOLUMES_MOUNT")}
+    env.update(AIR_HOME=str(work / "home"), AIR_VOLUMES_ROOT=str(work / "volumes"))
+    os.environ.update(AIR_HOME=env["AIR_HOME"], AIR_VOLUMES_ROOT=env["AIR_VOLUMES_ROOT"])
+    os.environ.pop("AIR_VOLUMES_MOUNT", None)
+    from air_magics.volumes import VolumeStore
+
+    store = VolumeStore()
+    store.create(VOLUME)
+    results: dict[int, dict[str, list[dict]]] = {}
+    bad = 0
+    try:
+        for n in sizes:
+            vpath = f"/Volumes/{VOLUME.replace('.', '/')}/n{n}"
+            folder = Path(store.locate(vpath).path)
+            t = time.perf_counter()
+            _make(folder, n)
+            print(f"{n:,} files made in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+            results[n] = {m: [] for m in METHODS}
+            for rep in range(reps):
+                for m in METHODS:
+                    r = _measure({"method": m, "folder": str(folder), "vpath": vpath}, env)
+                    if r.get("n") is not None and r["n"] != n:
+                        print(f"**wrong count**: {m} saw {r['n']} files of {n}", file=sys.stderr)
+                        bad += 1
+                    results[n][m].append(r)
+                    shutil.rmtree(work / "home" / "cache", ignore_errors=True)  # every first item is cold
+                print(f"{n:,} files: rep {rep + 1}/{reps} done", file=sys.stderr)
+            shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    _report(results, reps)
+    return 1 if bad else 0
+
+
+def _report(results: dict[int, dict[str, list[dict]]], reps: int) -> None:
+    print(f"## bench_scale: many small files on an embedded volume on local disk ({reps} rep(s), medians)\n")
+    per_file: dict[str, dict[int, float]] = {m: {} for m in METHODS}
+    for n, by in results.items():
+        walk = statistics.median(r["s"] for r in by["walk"])
+        print(f"### {n:,} files\n")
+        print("| method | s (min-max) | us per file | x walk | memory B/file |")
+        print("|---|---|---|---|---|")
+        for m, label in METHODS.items():
+            secs = [r["s"] for r in by[m]]
+            s = statistics.median(secs)
+            per_file[m][n] = s / n
+            rss = [r["rss"] for r in by[m] if "rss" in r]
+            mem = f"{statistics.median(rss) / n:,.0f}" if rss else "-"
+            print(
+                f"| {label} | {s:.3f} ({min(secs):.3f}-{max(secs):.3f}) | {s / n * 1e6:,.1f} | {s / walk:.2f}x | {mem} |"
+            )
+        lines = [r.get("lines") for r in by["ls"] if r.get("lines")]
+        if lines:
+            print(f"\n`ls -r` printed {max(lines):,} lines for {n:,} files.")
+        print()
+    if len(results) > 1:
+        lo, hi = min(results), max(results)
+        print(f"### Growth from {lo:,} to {hi:,} files (per-file cost ratio; 1.00 = linear)\n")
+        print("| method | " + " | ".join(f"us/file at {n:,}" for n in sorted(results)) + f" | {hi:,} / {lo:,} |")
+        print("|---|" + "---|" * len(results) + "---|")
+        for m, label in METHODS.items():
+            cells = " | ".join(f"{per_file[m][n] * 1e6:,.1f}" for n in sorted(results))
+            print(f"| {label} | {cells} | {per_file[m][hi] / per_file[m][lo]:.2f} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

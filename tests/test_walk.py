@@ -1,0 +1,86 @@
+"""The listing's two walks (volumes/walk.py): the serial one for local disk and the thread pool for
+mounts give the same entries and report the same skipped ones, on a tree with every kind of entry."""
+
+import os
+
+import pytest
+
+from air_magics.volumes import VolumeStore
+from air_magics.volumes.walk import scan_local
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root = tmp_path / "vol"
+    for d in ("a", "a/b", "a/b/c", "e"):
+        (root / d).mkdir(parents=True)
+    for i, rel in enumerate(["top.bin", "a/1.bin", "a/b/2.bin", "a/b/c/3.bin", "e/4.bin"]):
+        (root / rel).write_bytes(b"x" * (10 * i + 1))
+    (root / "a" / ".x.air-tmp-1-2").write_bytes(b"temp")  # a leftover: never listed
+    os.symlink("1.bin", root / "a" / "inside")  # a link inside the volume: listed
+    os.symlink(str(tmp_path), root / "a" / "outside")  # a link to a folder out of it: skipped
+    os.symlink(str(tmp_path / "secret"), root / "out.bin")  # a link to a file out of it: skipped
+    (tmp_path / "secret").write_bytes(b"s")
+    os.symlink("nowhere", root / "e" / "broken")
+    os.symlink("loop", root / "e" / "loop")
+    os.mkfifo(root / "e" / "pipe")
+    return root
+
+
+@pytest.mark.parametrize("stat", [True, False])
+@pytest.mark.parametrize("recursive,with_dirs", [(True, False), (True, True), (False, True)])
+def test_serial_walk_lists_what_the_pool_lists(tree, stat, recursive, with_dirs):
+    runs = []
+    for local_disk in (True, False):
+        skipped: list[tuple[str, str]] = []
+        out = scan_local(
+            tree,
+            recursive=recursive,
+            with_dirs=with_dirs,
+            confine=tree,
+            stat=stat,
+            skipped=skipped,
+            local_disk=local_disk,
+        )
+        runs.append((out, skipped))
+    assert runs[0] == runs[1]
+    out, skipped = runs[0]
+    names = [e.rel for e in out if not e.is_dir]
+    if recursive:
+        assert {"top.bin", "a/1.bin", "a/b/2.bin", "a/b/c/3.bin", "e/4.bin"} <= set(names)
+        assert not [n for n in names if "air-tmp" in n]
+        assert ("e/pipe", "FIFO") in skipped or not stat  # names only: a FIFO is not a regular file either way
+        if stat:
+            assert "a/inside" in names and "out.bin" not in names
+            assert {r for r, _ in skipped} >= {"e/broken", "e/loop", "out.bin"}
+    else:
+        assert [e.rel for e in out if e.is_dir] == ["a", "e"]
+    assert out == sorted(out, key=lambda e: e.rel)
+
+
+def test_the_embedded_store_walks_serially_and_a_mount_does_not(tmp_path, monkeypatch, slowfs):
+    import air_magics.volumes.walk as walk
+
+    monkeypatch.setenv("AIR_VOLUMES_ROOT", str(tmp_path / "volumes"))
+    monkeypatch.delenv("AIR_VOLUMES_MOUNT", raising=False)
+    store = VolumeStore()
+    store.create("main.w.v")
+    with store.open("/Volumes/main/w/v/d/f.bin", "wb") as f:
+        f.write(b"1")
+    seen = []
+    real = walk.scan_local
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("local_disk"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("air_magics.volumes.store.scan_local", spy)
+    assert [e.rel for e in store.entries("/Volumes/main/w/v", recursive=True)] == ["d/f.bin"]
+    backing = tmp_path / "backing"
+    (backing / "main" / "w" / "v" / "d").mkdir(parents=True)
+    (backing / "main" / "w" / "v" / "d" / "g.bin").write_bytes(b"2")
+    with slowfs.mounted(backing, tmp_path / "mnt", op_latency_ms=1):
+        monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
+        monkeypatch.delenv("AIR_VOLUMES_ROOT")
+        assert [e.rel for e in VolumeStore().entries("/Volumes/main/w/v", recursive=True)] == ["d/g.bin"]
+    assert seen == [True, False]  # a mount's round trips overlap on the pool
