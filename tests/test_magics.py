@@ -63,6 +63,21 @@ def test_ls_counts_everything_and_shows_a_bounded_listing(ip, vol):
         ip.run_line_magic("air_volume", "create main.x.y --limit 3")
 
 
+def test_a_long_listing_shows_its_progress_on_one_line(ip, vol, capsys, monkeypatch):
+    import air_magics.magics.volume as volume_magic
+    import air_magics.volumes.walk as walk
+
+    monkeypatch.setattr(walk, "PROGRESS_EVERY", 100)  # 600 files: a few calls instead of one per 10,000
+    ip.run_line_magic("air_volume", "ls -r /Volumes/main/raw/img")
+    assert "listing" not in capsys.readouterr().out  # a quick listing says nothing
+    monkeypatch.setattr(volume_magic._ListingProgress, "after", 0.0)  # as if it ran long
+    out = ip.run_line_magic("air_volume", "ls -r /Volumes/main/raw/img")
+    printed = capsys.readouterr().out
+    assert "\rlisting /Volumes/main/raw/img: 200 entries so far\rlisting /Volumes/main/raw/img: 400" in printed
+    assert printed.endswith("s\n") and "\rlisting /Volumes/main/raw/img: done in " in printed
+    assert out.n_files == 600
+
+
 def test_create_register_use(ip, vol, capsys):
     ip.run_line_magic("air_volume", "create main.new.vol")
     assert "main.new.vol" in [v.volume_id for v in VolumeStore().volumes()]

@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -251,8 +252,32 @@ def _listing_rows(st: Any, vp: VolumePath, recursive: bool, pattern: str | None)
         cut = len(str(base)) + 1
         rows = [Entry(str(f.path)[cut:], f.size, f.mtime, f.is_dir) for f in st.glob(vp)]
     else:
-        base, rows = vp, filter_pattern(st.entries(vp, recursive=recursive), pattern)
+        with _ListingProgress(str(vp)) as progress:
+            base, rows = vp, filter_pattern(st.entries(vp, recursive=recursive, progress=progress), pattern)
     return base, [e for e in rows if e.rel.rpartition("/")[2] != LOCK_NAME]
+
+
+class _ListingProgress:
+    """A ``\r``-rewritten line while a listing runs long (a notebook's stream output rewrites it
+    too): nothing for a listing under :attr:`after` seconds, then its count so far."""
+
+    after = 1.0
+
+    def __init__(self, what: str) -> None:
+        self.what, self.shown = what, False
+        self.start = time.monotonic()
+
+    def __call__(self, n: int) -> None:
+        if time.monotonic() - self.start >= self.after:
+            print(f"\rlisting {self.what}: {n:,} entries so far", end="", flush=True)
+            self.shown = True
+
+    def __enter__(self) -> _ListingProgress:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.shown:
+            print(f"\rlisting {self.what}: done in {time.monotonic() - self.start:.1f} s", flush=True)
 
 
 def _limit(args: Any) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -56,7 +56,7 @@ class VolumeInfo:
     location: str
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class Location:
     """A concrete file location: an OS path when ``fs`` is None, else a path on an fsspec filesystem.
 
@@ -341,9 +341,11 @@ class VolumeStore:
         with_dirs: bool | None = None,
         stat: bool = True,
         skipped: list[tuple[str, str]] | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> list[Entry]:
         """Raw listing relative to *path* (``Entry.rel``); a file lists as one entry with ``rel == ''``.
-        ``stat=False`` skips the per-file stat on local/mounted volumes (sizes are then ``-1``).
+        ``stat=False`` skips the per-file stat on local/mounted volumes (sizes are then ``None``).
+        ``progress(n)`` hears the entries found so far on long local or mounted listings.
 
         Entries that cannot be data (symlink loops, links out of the volume, FIFOs, sockets,
         devices, unreadable folders) are left out and reported by name: appended to *skipped* as
@@ -369,6 +371,7 @@ class VolumeStore:
                 stat=stat,
                 skipped=found,
                 local_disk=self.kind == "embedded" and is_within(loc.path, str(self.root)),
+                progress=progress,
             )
             if found and skipped is None:
                 _log_skipped(vp, found)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ from ..io.pools import threads
 __all__ = ["Entry", "scan_local"]
 
 _STAT_CHUNK = 4
+PROGRESS_EVERY = 10_000  # entries between two calls of a listing's ``progress``
 
 
 @dataclass(frozen=True)
@@ -118,12 +120,15 @@ def scan_local(
     stat: bool = True,
     skipped: list[tuple[str, str]] | None = None,
     local_disk: bool = False,
+    progress: Callable[[int], None] | None = None,
 ) -> list[Entry]:
     """List files under *root* (a directory) with size and mtime, scanning in parallel.
 
     ``local_disk=True`` (a folder on this machine's own disk, e.g. the embedded volumes): one
     thread walks it as ``os.walk`` does, stat'ing each folder's files as it goes; round trips cost
     nothing there, and threads would only take turns at the interpreter.
+
+    ``progress(n)`` is called with the entries found so far, about every :data:`PROGRESS_EVERY`.
 
     ``stat=False`` lists names only (``size`` and ``mtime`` ``None``): one readdir per folder and no per-file round
     trip, for callers that learn sizes later (the copy engine ``fstat``s each file it opens).
@@ -143,7 +148,7 @@ def scan_local(
     results: list[Entry] = []
     if local_disk:
         with gc_paused():  # an Entry per file, none in a cycle (see io/gcpause.py)
-            _walk_serial(root, recursive, with_dirs, stat, conf, skipped, results)
+            _walk_serial(root, recursive, with_dirs, stat, conf, skipped, results, progress)
         results.sort(key=lambda e: e.rel)
         skipped.sort()
         return results
@@ -153,7 +158,11 @@ def scan_local(
             return pool.submit(_scan_dir, path, rel, stat, conf, skipped, False)
 
         pending: dict[Future, tuple[str, str]] = {scan(root, ""): ("dir", "")}
+        told = 0
         while pending:
+            if progress is not None and len(results) - told >= PROGRESS_EVERY:
+                told = len(results)
+                progress(told)
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
                 kind, rel = pending.pop(fut)
@@ -189,10 +198,15 @@ def _walk_serial(
     confine: str | None,
     skipped: list[tuple[str, str]],
     results: list[Entry],
+    progress: Callable[[int], None] | None,
 ) -> None:
     """:func:`scan_local` on local disk: depth first, one thread, the same rules."""
     stack = [(root, "")]
+    told = 0
     while stack:
+        if progress is not None and len(results) - told >= PROGRESS_EVERY:
+            told = len(results)
+            progress(told)
         path, rel = stack.pop()
         try:
             listed = _scan_dir(path, rel, stat, confine, skipped, True)
