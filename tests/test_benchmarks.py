@@ -80,6 +80,16 @@ SCENARIOS = {
             "`DirectVolumeFS`",
         ],
     ),
+    "scale": (  # 2,000 files, one rep: every measurement in its own process, the ls in an IPython shell
+        [],
+        [
+            "## bench_scale",
+            "### 2,000 files",
+            "ceiling: `os.walk` + join + sort",
+            "`%air_volume ls -r`",
+            "memory B/file",
+        ],
+    ),
     "shards_mosaic": (  # 64 files x 8 KiB at 1 ms; mosaicml-streaming rows only where its venv is
         [],
         ["## bench_shards_mosaic", "| air_magics `pack` |", "| air_magics, members by offset |", "read ceiling"],
@@ -95,7 +105,7 @@ NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic", "stages"}
 # tables' lane starts once the shared Spark server is up (20-40 s), so it has the shorter scripts.
 LANES = (
     ("loader", "checkpoint", "shards_mosaic", "hotpath"),
-    ("tables", "copy", "confined", "stages", "delta", "serialize"),
+    ("tables", "copy", "confined", "stages", "delta", "serialize", "scale"),
 )
 assert sorted(n for lane in LANES for n in lane) == sorted(SCENARIOS)
 
