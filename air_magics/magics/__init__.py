@@ -15,12 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class, no_var_expand
 from traitlets import Bool, TraitError, Unicode
 
 from .. import settings
 from . import copy as _copy
 from . import table as _table
+from . import torchrun as _torchrun
 from . import volume as _volume
 from ._common import expand_names, strip_comment, usage_errors
 from .completion import install_completer
@@ -112,6 +113,29 @@ class AirMagics(Magics, settings.AirConfig):
         return the report instead).
         """
         return _copy.run(self, expand_names(strip_comment(line), self.shell.user_ns), cell)
+
+    @cell_magic
+    @no_var_expand
+    @_torchrun.arguments
+    @usage_errors
+    def air_torchrun(self, line: str, cell: str) -> Any:
+        """Run the cell on several ranks with torch's launcher, its output live in the cell.
+
+        torchrun's flags; the cell is the script each rank runs (``RANK``, ``WORLD_SIZE``,
+        ``LOCAL_RANK``, ``MASTER_ADDR``/``MASTER_PORT`` set as torchrun sets them)::
+
+            %%air_torchrun --nproc-per-node 2 --return loss
+            import torch.distributed as dist
+            dist.init_process_group("gloo")
+            loss = float(dist.get_rank())
+
+        Rank 0's output is shown (``--all-ranks``: every rank's, as ``[rank k] ...``). A rank that
+        fails ends the cell with its traceback and the other ranks are stopped; so are they on
+        ``--timeout S`` and Ctrl-C. Returns a ``RankRun`` (exit code, wall time, ``value``: rank
+        0's ``--return NAME``); ``-o VAR`` stores it. Several nodes: ``--nnodes``, ``--node-rank``,
+        ``--rdzv-endpoint HOST:PORT`` (``--rdzv-backend``, default c10d), as with torchrun.
+        """
+        return _torchrun.run(self, expand_names(strip_comment(line), self.shell.user_ns), cell)
 
 
 def register(ipython: Any) -> None:

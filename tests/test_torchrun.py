@@ -1,0 +1,113 @@
+"""%%air_torchrun: a cell on several ranks through torch's real launcher (torch.distributed.run, gloo
+on CPU), its output live, a failing rank's traceback, and nothing left running after a timeout or
+Ctrl-C."""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+from IPython.core.error import UsageError
+
+from air_magics.torchrun import RankRun
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is not running either
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_ranks_run_the_cell_with_torchruns_environment(ip, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("AIR_HOME", str(tmp_path / "home"))
+    cell = (
+        "import os\n"
+        "import torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "env = {k: os.environ[k] for k in ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT', 'AIR_HOME')}\n"
+        "print('rank', dist.get_rank(), 'of', dist.get_world_size(), flush=True)\n"
+        "got = [None] * dist.get_world_size()\n"
+        "dist.all_gather_object(got, env)\n"
+        "dist.destroy_process_group()\n"
+    )
+    run = ip.run_cell_magic("air_torchrun", "--nproc-per-node 2 --return got -o res", cell)
+    assert isinstance(run, RankRun) and run.ok and ip.user_ns["res"] is run
+    assert [e["RANK"] for e in run.value] == ["0", "1"] and {e["WORLD_SIZE"] for e in run.value} == {"2"}
+    assert [e["LOCAL_RANK"] for e in run.value] == ["0", "1"] and len({e["MASTER_PORT"] for e in run.value}) == 1
+    assert {e["AIR_HOME"] for e in run.value} == {str(tmp_path / "home")}  # the kernel's settings reach the ranks
+    out = capsys.readouterr().out
+    assert "rank 0 of 2" in out and "rank 1 of 2" not in out  # rank 0's output only, by default
+    assert "OMP_NUM_THREADS" not in out  # the launcher's own chatter is not shown
+
+
+def test_a_failing_rank_fails_the_cell_with_its_traceback(ip, capsys):
+    cell = "import os\nprint('hi from', os.environ['RANK'], flush=True)\nif os.environ['RANK'] == '1':\n    raise ValueError('boom on one')\n"
+    with pytest.raises(UsageError) as err:
+        ip.run_cell_magic("air_torchrun", "--nproc-per-node 2 --all-ranks", cell)
+    msg = str(err.value)
+    assert msg.splitlines()[0] == "rank 1 failed with exit code 1; the other ranks were stopped:"
+    assert "Traceback (most recent call last)" in msg and msg.rstrip().endswith("ValueError: boom on one")
+    out = capsys.readouterr().out
+    assert "[rank 0] hi from 0" in out and "[rank 1] hi from 1" in out
+
+
+@pytest.mark.parametrize("how", ["timeout", "interrupt"])
+def test_a_timeout_or_ctrl_c_stops_every_rank(ip, tmp_path, how):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    cell = (
+        "import os, time\n"
+        f"open(os.path.join({str(pids)!r}, os.environ['RANK']), 'w').write(str(os.getpid()))\n"
+        "time.sleep(120)\n"
+    )
+    line = "--nproc-per-node 2" + (" --timeout 8" if how == "timeout" else "")
+    if how == "interrupt":
+
+        def interrupt() -> None:  # Ctrl-C once both ranks run, as the kernel's interrupt does
+            deadline = time.monotonic() + 60
+            while len(os.listdir(pids)) < 2 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            os.kill(os.getpid(), signal.SIGINT)
+
+        threading.Thread(target=interrupt, daemon=True).start()
+    t = time.monotonic()
+    expected = "ran past --timeout 8 s and were stopped" if how == "timeout" else "interrupted"
+    with pytest.raises(UsageError, match=expected):
+        ip.run_cell_magic("air_torchrun", line, cell)
+    assert time.monotonic() - t < 40
+    ranks = [int((pids / r).read_text()) for r in sorted(os.listdir(pids))]
+    assert len(ranks) == 2
+    deadline = time.monotonic() + 10
+    while any(alive(p) for p in ranks) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(p) for p in ranks)  # no orphan rank
+
+
+@pytest.mark.parametrize(
+    "line,cell,needle",
+    [
+        ("", "print(1)", "needs --nproc-per-node N"),
+        ("--nproc-per-node 0", "print(1)", "needs --nproc-per-node N (1 or more ranks on this node), got 0"),
+        ("--nproc-per-node 2", "  \n", "put the training code below the magic line"),
+        ("--nproc-per-node 2 --timeout 0", "print(1)", "--timeout 0: give the seconds"),
+        ("--nproc-per-node 2 --return 1x", "print(1)", "--return '1x': give the name of a variable"),
+        ("--nproc-per-node 2 --nnodes 2", "print(1)", "--nnodes 2: give --rdzv-endpoint HOST:PORT"),
+        ("--nproc-per-node 2 --frobnicate", "print(1)", "unrecognized arguments: --frobnicate"),
+    ],
+)
+def test_bad_lines_are_one_line_errors_before_anything_runs(ip, line, cell, needle):
+    with pytest.raises(UsageError, match=None) as err:
+        ip.run_cell_magic("air_torchrun", line, cell)
+    assert needle in str(err.value)
+
+
+def test_a_return_name_the_cell_never_assigns_is_an_error(ip):
+    with pytest.raises(UsageError, match="rank 0 finished without a variable 'loss' to return; assign it"):
+        ip.run_cell_magic("air_torchrun", "--nproc-per-node 1 --return loss", "x = 1\n")
