@@ -18,7 +18,7 @@ from .listeners import status_documents as _status_documents
 if TYPE_CHECKING:  # pragma: no cover
     from IPython.core.interactiveshell import InteractiveShell
 
-__all__ = ["__version__", "AirError", "load_ipython_extension", "unload_ipython_extension", "copy"]
+__all__ = ["__version__", "AirError", "load_ipython_extension", "unload_ipython_extension", "copy", "launch"]
 
 
 # The sidebar and the notebook views read status documents written by every process (scripts and
@@ -43,6 +43,18 @@ def copy(sources: Any, dest: str, **kwargs: Any) -> Any:
     plan = plan_copy(sources, dest, **plan_kw)
     kwargs.setdefault("sources", plan.sources)  # labels the job; names it when job= is not given
     return copy_files(plan.tasks, dest=plan.dest, **kwargs)
+
+
+def launch(fn: Any, *args: Any, nproc_per_node: int, **kwargs: Any) -> Any:
+    """Call ``fn(*args, **kwargs)`` on ``nproc_per_node`` ranks (``torch.distributed.run``) and
+    return rank 0's result; a function defined in a notebook works (pickled by value).
+
+    Launcher options (``nnodes``, ``node_rank``, ``rdzv_endpoint``, ``rdzv_backend``,
+    ``max_restarts``, ``all_ranks``, ``timeout``) are taken from *kwargs* by name; see
+    :func:`air_magics.torchrun.launch`."""
+    from .torchrun import launch as _launch
+
+    return _launch(fn, *args, nproc_per_node=nproc_per_node, **kwargs)
 
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:

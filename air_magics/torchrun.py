@@ -28,7 +28,10 @@ from typing import Any
 
 from .errors import AirError
 
-__all__ = ["RankRun", "RankFailedError", "RankTimeoutError", "run_script", "NO_VALUE"]
+__all__ = ["RankRun", "RankFailedError", "RankTimeoutError", "run_script", "launch", "NO_VALUE", "LAUNCHER_OPTIONS"]
+
+# run_script's options that launch() takes from its keyword arguments (the rest go to the function)
+LAUNCHER_OPTIONS = ("nnodes", "node_rank", "rdzv_endpoint", "rdzv_backend", "max_restarts", "all_ranks", "timeout")
 
 _LINE = re.compile(r"^\[rank(\d+)\]:(.*)$", re.DOTALL)
 _KEEP_LINES = 400  # per rank, for the traceback of a rank that fails
@@ -229,3 +232,29 @@ def _failure_message(code: int, failed: dict[int, int], tails: dict[int, deque[s
     others = sorted(set(failed) - {rank})
     also = f" (ranks {others} failed too)" if others else ""
     return f"rank {rank} failed with exit code {failed[rank]}{also}; the other ranks were stopped:\n{trace}"
+
+
+def launch(fn: Callable[..., Any], *args: Any, nproc_per_node: int, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` on every rank; rank 0's return value.
+
+    *fn* and its arguments are pickled with ``cloudpickle`` (by value when defined in a notebook or
+    ``__main__``, so they exist in the ranks' fresh interpreters); the keyword arguments named in
+    :data:`LAUNCHER_OPTIONS` go to :func:`run_script`, the others to *fn*. Errors as :func:`run_script`."""
+    try:
+        import cloudpickle
+    except ImportError:
+        raise ImportError(
+            "air_magics.launch pickles the function by value with cloudpickle: pip install 'air_magics[data]' "
+            "(or cloudpickle)"
+        ) from None
+    options = {k: kwargs.pop(k) for k in LAUNCHER_OPTIONS if k in kwargs}
+    with tempfile.TemporaryDirectory(prefix="air-launch-") as tmp:
+        payload = Path(tmp) / "call.pkl"
+        payload.write_bytes(cloudpickle.dumps((fn, args, kwargs)))
+        code = (
+            "import cloudpickle\n"
+            f"with open({str(payload)!r}, 'rb') as _air_f:\n"
+            "    _air_fn, _air_args, _air_kwargs = cloudpickle.load(_air_f)\n"
+            "result = _air_fn(*_air_args, **_air_kwargs)\n"
+        )
+        return run_script(code, nproc_per_node=nproc_per_node, return_name="result", **options).value

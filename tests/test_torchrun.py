@@ -111,3 +111,28 @@ def test_bad_lines_are_one_line_errors_before_anything_runs(ip, line, cell, need
 def test_a_return_name_the_cell_never_assigns_is_an_error(ip):
     with pytest.raises(UsageError, match="rank 0 finished without a variable 'loss' to return; assign it"):
         ip.run_cell_magic("air_torchrun", "--nproc-per-node 1 --return loss", "x = 1\n")
+
+
+def test_launch_calls_a_notebook_function_on_every_rank(ip):
+    # defined in the shell, as in a notebook: __main__, so it must travel by value
+    ip.run_cell(
+        "import air_magics\n"
+        "scale = 10\n"
+        "def work(x, *, bias=0):\n"
+        "    import torch, torch.distributed as dist\n"
+        "    dist.init_process_group('gloo')\n"
+        "    t = torch.tensor([float(dist.get_rank() + x)])\n"
+        "    dist.all_reduce(t)\n"
+        "    dist.destroy_process_group()\n"
+        "    return {'sum': t.item() * scale + bias, 'rank': dist.get_rank() if dist.is_initialized() else None}\n"
+    ).raise_error()
+    ip.run_cell("got = air_magics.launch(work, 3, bias=1, nproc_per_node=2, timeout=120)").raise_error()
+    assert ip.user_ns["got"] == {"sum": (3 + 4) * 10 + 1, "rank": None}
+
+
+def test_launch_reports_a_failing_rank(ip):
+    from air_magics.torchrun import RankFailedError
+
+    ip.run_cell("def bad():\n    import os\n    if os.environ['RANK'] == '1':\n        raise KeyError('nope')\n")
+    with pytest.raises(RankFailedError, match=r"(?s)rank 1 failed with exit code 1.*KeyError: 'nope'"):
+        ip.run_cell("import air_magics; air_magics.launch(bad, nproc_per_node=2)").raise_error()
