@@ -93,7 +93,7 @@ def _command(
             raise ValueError(f"--nnodes {nnodes}: give --rdzv-endpoint HOST:PORT, the same on every node")
         argv += ["--nnodes", nnodes, "--node-rank", str(node_rank), "--rdzv-endpoint", rdzv_endpoint]
         argv += ["--rdzv-backend", rdzv_backend]
-    argv += ["--max-restarts", str(max_restarts), "--role", "rank", "--tee", "3", script]
+    argv += ["--max-restarts", str(max_restarts), "--tee", "3", script]
     return argv
 
 
@@ -143,6 +143,7 @@ def run_script(
         script.write_text(code + (_epilogue(return_name, str(result)) if return_name else "") + "\n")
         argv = _command(str(script), nproc_per_node, nnodes, node_rank, rdzv_endpoint, rdzv_backend, max_restarts)
         child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+        child_env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] = "[rank${rank}]:"  # the global rank, on every node
         start = time.monotonic()
         proc = subprocess.Popen(
             argv,
@@ -180,6 +181,8 @@ def run_script(
         if code_ != 0:
             raise RankFailedError(_failure_message(code_, failed, tails, launcher))
         if return_name is not None:
+            if not result.exists() and nnodes != "1":  # rank 0 runs on another node: its value is there
+                return run
             if not result.exists():
                 raise RankFailedError(
                     f"rank 0 finished without a variable {return_name!r} to return; assign it in the cell"

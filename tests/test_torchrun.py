@@ -136,3 +136,84 @@ def test_launch_reports_a_failing_rank(ip):
     ip.run_cell("def bad():\n    import os\n    if os.environ['RANK'] == '1':\n        raise KeyError('nope')\n")
     with pytest.raises(RankFailedError, match=r"(?s)rank 1 failed with exit code 1.*KeyError: 'nope'"):
         ip.run_cell("import air_magics; air_magics.launch(bad, nproc_per_node=2)").raise_error()
+
+
+TWO_NODES_CELL = """
+import json, os, torch, torch.distributed as dist
+from air_magics.data import CheckpointManager, DataLoader, UCVolumeDataset
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+loader = DataLoader(UCVolumeDataset("/Volumes/main/tr/data", shuffle=True, seed=3), batch_size=None, num_workers=1)
+epochs = [[os.path.basename(p) for p in loader] for _ in range(2)]
+with open(os.path.join(os.environ["OUT"], f"rank{rank}.json"), "w") as f:
+    json.dump({"epochs": epochs, "home": os.environ["AIR_HOME"]}, f)
+CheckpointManager("/Volumes/main/tr/runs/two", show=False).save(7, {"w": torch.arange(12.0), "b": torch.ones(3)})
+dist.destroy_process_group()
+"""
+
+RESTORE_CELL = """
+import torch, torch.distributed as dist
+from air_magics.data import CheckpointManager
+dist.init_process_group("gloo")
+out = {"w": torch.zeros(12), "b": torch.zeros(3)}
+step = CheckpointManager("/Volumes/main/tr/runs/two", show=False).load(out)
+got = [None] * dist.get_world_size()
+dist.all_gather_object(got, (step, out["w"].tolist(), out["b"].tolist()))
+dist.destroy_process_group()
+"""
+
+
+def test_two_nodes_over_one_volume_then_a_restore_on_three_ranks(tmp_path, monkeypatch):
+    """Two "nodes" (two launches with their own AIR_HOME and cache) x 2 ranks over one volume root,
+    joined by torch's c10d rendezvous: each epoch hands every file to exactly one of the 4 ranks, and
+    the checkpoint the 4 ranks saved loads on 3."""
+    import json
+    import socket
+
+    from air_magics.torchrun import run_script
+    from air_magics.volumes import VolumeStore
+
+    monkeypatch.setenv("AIR_VOLUMES_ROOT", str(tmp_path / "volumes"))
+    monkeypatch.delenv("AIR_VOLUMES_MOUNT", raising=False)
+    store = VolumeStore()
+    store.create("main.tr.data")
+    store.create("main.tr.runs")
+    for i in range(40):
+        with store.open(f"/Volumes/main/tr/data/f{i:02d}.txt", "wb") as f:
+            f.write(b"x" * i)
+    (tmp_path / "out").mkdir()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    runs: dict[int, object] = {}
+
+    def node(r: int) -> None:
+        try:
+            runs[r] = run_script(
+                TWO_NODES_CELL,
+                nproc_per_node=2,
+                nnodes="2",
+                node_rank=r,
+                rdzv_endpoint=f"127.0.0.1:{port}",
+                timeout=240,
+                write=lambda s: None,
+                env={"AIR_HOME": str(tmp_path / f"home{r}"), "OUT": str(tmp_path / "out")},
+            )
+        except Exception as exc:  # reported below, on the test's thread
+            runs[r] = exc
+
+    threads = [threading.Thread(target=node, args=(r,)) for r in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert all(isinstance(runs.get(r), RankRun) for r in (0, 1)), runs
+    ranks = [json.loads((tmp_path / "out" / f"rank{k}.json").read_text()) for k in range(4)]
+    assert {r["home"] for r in ranks} == {str(tmp_path / "home0"), str(tmp_path / "home1")}
+    everything = sorted(f"f{i:02d}.txt" for i in range(40))
+    for epoch in (0, 1):
+        handed = [name for r in ranks for name in r["epochs"][epoch]]
+        assert sorted(handed) == everything  # each file exactly once per epoch, across the 4 ranks
+    assert ranks[0]["epochs"][0] != ranks[0]["epochs"][1]  # a new shuffle each epoch
+    restored = run_script(RESTORE_CELL, nproc_per_node=3, timeout=240, return_name="got", write=lambda s: None)
+    assert restored.value == [(7, [float(i) for i in range(12)], [1.0, 1.0, 1.0])] * 3
