@@ -288,6 +288,11 @@ class AirConfig(Configurable):
         """The settings set on this configurable (not from the environment)."""
         return {s.name: getattr(self, s.name) for s in SETTINGS if getattr(self, s.name) is not None}
 
+    def as_environment(self) -> dict[str, str]:
+        """The settings set here as the environment variables that carry them to another process
+        (``AIR_HOME``, ``AIR_CACHE_LIMIT``, ...), e.g. to the ranks a notebook starts."""
+        return {_BY_NAME[name].env: str(value) for name, value in self.overrides().items()}
+
     def clear_overrides(self) -> None:
         """Back to the environment and the built-in defaults for every setting."""
         for s in SETTINGS:

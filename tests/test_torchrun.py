@@ -27,21 +27,27 @@ def alive(pid: int) -> bool:
 
 def test_ranks_run_the_cell_with_torchruns_environment(ip, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("AIR_HOME", str(tmp_path / "home"))
+    ip.run_line_magic("config", "AirMagics.cache_limit = '1GiB'")  # a kernel setting, not in the environment
     cell = (
         "import os\n"
         "import torch.distributed as dist\n"
         "dist.init_process_group('gloo')\n"
-        "env = {k: os.environ[k] for k in ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT', 'AIR_HOME')}\n"
+        "keys = ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT', 'AIR_HOME', 'AIR_CACHE_LIMIT')\n"
+        "env = {k: os.environ[k] for k in keys}\n"
         "print('rank', dist.get_rank(), 'of', dist.get_world_size(), flush=True)\n"
         "got = [None] * dist.get_world_size()\n"
         "dist.all_gather_object(got, env)\n"
         "dist.destroy_process_group()\n"
     )
-    run = ip.run_cell_magic("air_torchrun", "--nproc-per-node 2 --return got -o res", cell)
+    try:
+        run = ip.run_cell_magic("air_torchrun", "--nproc-per-node 2 --return got -o res", cell)
+    finally:
+        ip.run_line_magic("config", "AirMagics.cache_limit = None")
     assert isinstance(run, RankRun) and run.ok and ip.user_ns["res"] is run
     assert [e["RANK"] for e in run.value] == ["0", "1"] and {e["WORLD_SIZE"] for e in run.value} == {"2"}
     assert [e["LOCAL_RANK"] for e in run.value] == ["0", "1"] and len({e["MASTER_PORT"] for e in run.value}) == 1
     assert {e["AIR_HOME"] for e in run.value} == {str(tmp_path / "home")}  # the kernel's settings reach the ranks
+    assert {e["AIR_CACHE_LIMIT"] for e in run.value} == {"1GiB"}
     out = capsys.readouterr().out
     assert "rank 0 of 2" in out and "rank 1 of 2" not in out  # rank 0's output only, by default
     assert "OMP_NUM_THREADS" not in out  # the launcher's own chatter is not shown

@@ -3,7 +3,8 @@
 The cell runs as a script on N ranks through torch's own launcher (:mod:`air_magics.torchrun`),
 with torchrun's flag names; its output streams into the cell as the ranks print (rank 0's, or every
 rank's with ``--all-ranks``). A rank that fails ends the cell with one line naming the rank, then
-its traceback. Returns a :class:`~air_magics.torchrun.RankRun` (``-o VAR`` stores it); with
+its traceback. The kernel's settings (``%config AirMagics.*``) reach the ranks as their ``AIR_*``
+variables. Returns a :class:`~air_magics.torchrun.RankRun` (``-o VAR`` stores it); with
 ``--return NAME`` its ``value`` is rank 0's ``NAME``.
 """
 
@@ -65,5 +66,6 @@ def run(magics: Any, line: str, cell: str | None) -> Any:
         all_ranks=args.all_ranks,
         timeout=args.timeout,
         return_name=args.return_name,
+        env=magics.as_environment(),  # %config AirMagics.* reaches the ranks as AIR_* variables
     )
     return store_output(magics, args.output, result)
