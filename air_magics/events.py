@@ -131,6 +131,9 @@ class CacheEvent(Event):
     stats: CacheInfo = field(metadata=flat(CacheInfo))
 
 
+LAUNCH_ID_ENV = "AIR_LAUNCH_ID"  # set for the ranks of one %%air_torchrun / launch(): their loaders group by it
+
+
 @dataclass(frozen=True, kw_only=True)
 class LoaderEvent(Event):
     """A DataLoader handed over a batch (``running``) or finished an epoch (``done``)."""
@@ -142,6 +145,9 @@ class LoaderEvent(Event):
     epoch: int = 0
     files: int = 0
     num_workers: int = 0
+    rank: int = 0  # this process's rank of ``world`` (torch.distributed, else RANK/WORLD_SIZE)
+    world: int = 1
+    launch: str | None = None  # the %%air_torchrun / launch() run it belongs to (AIR_LAUNCH_ID), else None
 
     @property
     def done(self) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 from . import settings
 from .io.atomic import write_json_atomic
 
-__all__ = ["run_dir", "write_status", "read_status", "list_status", "latest_loader"]
+__all__ = ["run_dir", "write_status", "read_status", "list_status", "latest_loader", "rank_loaders"]
 
 _LOADER_FRESH = 120.0  # a loader document older than this is not "current"
 
@@ -67,6 +67,24 @@ def list_status(prefix: str) -> list[dict[str, Any]]:
         out.append(doc)
     out.sort(key=lambda doc: doc.get("updated", 0), reverse=True)
     return out
+
+
+def rank_loaders(now: float | None = None) -> list[dict[str, Any]]:
+    """The current loader of each rank of the latest loader's launch (``%%air_torchrun``), by rank;
+    just the latest loader when it is not part of a launch, and ``[]`` when none is current."""
+    docs = list_status("loader-")
+    now = time.time() if now is None else now
+    fresh = [d for d in docs if now - d.get("updated", 0) < _LOADER_FRESH]
+    if not fresh:
+        return []
+    launch = fresh[0].get("launch")
+    if not launch:
+        return fresh[:1]
+    by_rank: dict[int, dict[str, Any]] = {}
+    for d in fresh:  # newest first: the first document of each rank is its current one
+        if d.get("launch") == launch:
+            by_rank.setdefault(int(d.get("rank") or 0), d)
+    return [by_rank[r] for r in sorted(by_rank)]
 
 
 def latest_loader(now: float | None = None) -> dict[str, Any] | None:

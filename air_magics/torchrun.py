@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import AirError
+from .events import LAUNCH_ID_ENV
 
 __all__ = ["RankRun", "RankFailedError", "RankTimeoutError", "run_script", "launch", "NO_VALUE", "LAUNCHER_OPTIONS"]
 
@@ -144,6 +146,7 @@ def run_script(
         argv = _command(str(script), nproc_per_node, nnodes, node_rank, rdzv_endpoint, rdzv_backend, max_restarts)
         child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
         child_env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] = "[rank${rank}]:"  # the global rank, on every node
+        child_env.setdefault(LAUNCH_ID_ENV, uuid.uuid4().hex[:12])  # the ranks' loaders group by it (status docs)
         start = time.monotonic()
         proc = subprocess.Popen(
             argv,

@@ -109,7 +109,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("events", "status"),  # the one progress channel, the status documents
     ("volumes",),  # paths, store, mount, fsspec
     ("cache", "transfer"),  # the file cache, the copy engine
-    ("data", "tables", "shards"),  # datasets and loader, tables, shards
+    ("data", "tables", "shards", "torchrun"),  # datasets and loader, tables, shards, ranks
     ("magics", "widgets", "listeners", "server"),  # front ends
     ("__init__", "demo"),  # the extension's entry point, the sample-data script
 )

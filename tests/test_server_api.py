@@ -381,7 +381,7 @@ def test_odd_input_never_breaks_the_server(server, images):
 
 # -- cache ----------------------------------------------------------------------------------------
 def test_cache_statistics_and_clear(server, images):
-    assert server.get("cache").json() == {"cache": None, "loader": None}
+    assert server.get("cache").json() == {"cache": None, "loader": None, "loaders": []}
     cache = FileCache(limit="1MiB")
     for rel in ("train/cat/a.jpg", "train/cat/b.jpg", "train/cat/a.jpg", "README.txt"):
         cache.get(f"/Volumes/main/demo/images/{rel}")

@@ -223,3 +223,38 @@ def test_two_nodes_over_one_volume_then_a_restore_on_three_ranks(tmp_path, monke
     assert ranks[0]["epochs"][0] != ranks[0]["epochs"][1]  # a new shuffle each epoch
     restored = run_script(RESTORE_CELL, nproc_per_node=3, timeout=240, return_name="got", write=lambda s: None)
     assert restored.value == [(7, [float(i) for i in range(12)], [1.0, 1.0, 1.0])] * 3
+
+
+def test_each_ranks_loader_shows_in_the_cache_view(tmp_path, monkeypatch):
+    """The ranks' loaders write their status documents with their rank and launch; the cache view
+    (text, HTML) and the sidebar's query show one line per rank of the latest launch."""
+    from air_magics.server.queries import cache_summary
+    from air_magics.status import rank_loaders
+    from air_magics.torchrun import run_script
+    from air_magics.volumes import VolumeStore
+    from air_magics.widgets import cache_html, cache_text
+
+    monkeypatch.setenv("AIR_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("AIR_VOLUMES_ROOT", str(tmp_path / "volumes"))
+    monkeypatch.delenv("AIR_VOLUMES_MOUNT", raising=False)
+    store = VolumeStore()
+    store.create("main.tr.live")
+    for i in range(24):
+        with store.open(f"/Volumes/main/tr/live/f{i:02d}.bin", "wb") as f:
+            f.write(bytes(100))
+    cell = (
+        "import torch.distributed as dist\n"
+        "from air_magics.data import DataLoader, UCVolumeDataset\n"
+        "dist.init_process_group('gloo')\n"
+        "for _ in DataLoader(UCVolumeDataset('/Volumes/main/tr/live'), batch_size=2, num_workers=1):\n"
+        "    pass\n"
+        "dist.destroy_process_group()\n"
+    )
+    run_script(cell, nproc_per_node=2, timeout=240, write=lambda s: None)
+    ranks = rank_loaders()
+    assert [(d["rank"], d["world"], d["files"]) for d in ranks] == [(0, 2, 24), (1, 2, 24)]
+    assert ranks[0]["launch"] and ranks[0]["launch"] == ranks[1]["launch"] and ranks[0]["pid"] != ranks[1]["pid"]
+    text = cache_text()
+    assert "rank 0 of 2: " in text and "rank 1 of 2: " in text and "data wait over" in text
+    assert "rank 1 of 2" in cache_html()
+    assert [d["rank"] for d in cache_summary()["loaders"]] == [0, 1]

@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -35,7 +36,7 @@ import torch.utils.data as tud
 from torch.utils.data import default_collate, default_convert
 
 from ..errors import DatasetError
-from ..events import Listener, LoaderEvent, channel
+from ..events import LAUNCH_ID_ENV, Listener, LoaderEvent, channel
 from ..io.stageclock import STAGES
 from ..shards.slices import MemberSlice, SliceMaps
 from . import _dist
@@ -409,6 +410,7 @@ class DataLoader(tud.DataLoader):
     def _emit(self, state: str) -> None:
         if channel.listening(self.listeners):
             ds = self._inner if self._inner is not None else self.dataset
+            rank, world = _dist.rank_and_world()
             channel.emit(
                 LoaderEvent(
                     state=state,
@@ -416,6 +418,9 @@ class DataLoader(tud.DataLoader):
                     epoch=ds.epoch,
                     files=len(ds),
                     num_workers=self.num_workers,
+                    rank=rank,
+                    world=world,
+                    launch=os.environ.get(LAUNCH_ID_ENV) or None,
                 ),
                 self.listeners,
             )

@@ -14,9 +14,23 @@ from typing import Any
 
 from ..data.verdict import MIN_STEPS, kind_of
 from ..io.units import fmt_bytes, fmt_share
-from ..status import latest_loader, read_status
+from ..status import latest_loader, rank_loaders, read_status
 
 __all__ = ["CacheView", "cache_html", "cache_text", "advice", "latest_loader"]
+
+
+def rank_rows(ranks: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """A row per rank of a launch (``%%air_torchrun``): its data wait, steps and verdict; none for a
+    single process."""
+    if len(ranks) < 2:
+        return []
+    rows = []
+    for d in ranks:
+        line = f"{fmt_share(d.get('wait_share', 0))} data wait over {d.get('steps', 0):,} steps (epoch {d.get('epoch', 0)})"
+        if d.get("verdict_kind"):
+            line += f", {d['verdict_kind']}"
+        rows.append((f"rank {d.get('rank', 0)} of {d.get('world', len(ranks))}", line))
+    return rows
 
 
 def _rows(cache: dict[str, Any] | None, loader: dict[str, Any] | None) -> list[tuple[str, str]]:
@@ -96,17 +110,30 @@ def advice(cache: dict[str, Any], loader: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def cache_text(cache: dict[str, Any] | None = None, loader: dict[str, Any] | None = None) -> str:
+def cache_text(
+    cache: dict[str, Any] | None = None,
+    loader: dict[str, Any] | None = None,
+    ranks: list[dict[str, Any]] | None = None,
+) -> str:
+    """The view as text; *ranks*: each rank's loader of a launch (default: :func:`rank_loaders`)."""
     cache = read_status("cache") if cache is None else cache
     loader = latest_loader() if loader is None else loader
-    return "\n".join(f"{k:>22}: {v}" for k, v in _rows(cache, loader))
+    ranks = rank_loaders() if ranks is None else ranks
+    return "\n".join(f"{k:>22}: {v}" for k, v in _rows(cache, loader) + rank_rows(ranks))
 
 
-def cache_html(cache: dict[str, Any] | None = None, loader: dict[str, Any] | None = None) -> str:
+def cache_html(
+    cache: dict[str, Any] | None = None,
+    loader: dict[str, Any] | None = None,
+    ranks: list[dict[str, Any]] | None = None,
+) -> str:
+    """The view as HTML; *ranks* as in :func:`cache_text`."""
     cache = read_status("cache") if cache is None else cache
     loader = latest_loader() if loader is None else loader
+    ranks = rank_loaders() if ranks is None else ranks
     rows = "".join(
-        f"<tr><td style='padding-right:1em'>{escape(k)}</td><td>{escape(v)}</td></tr>" for k, v in _rows(cache, loader)
+        f"<tr><td style='padding-right:1em'>{escape(k)}</td><td>{escape(v)}</td></tr>"
+        for k, v in _rows(cache, loader) + rank_rows(ranks)
     )
     where = escape(cache.get("root", "")) if cache else ""
     return f"<div><b>air_magics cache</b> <code>{where}</code><table>{rows}</table></div>"
@@ -134,7 +161,7 @@ class CacheView:
 
     def refresh(self) -> None:
         cache, loader = read_status("cache"), latest_loader()
-        self.table.value = cache_html(cache or {}, loader)
+        self.table.value = cache_html(cache or {}, loader, rank_loaders())
         if cache:
             self.hit_rate.value = float(cache.get("hit_rate", 0))
             limit = cache.get("limit") or 0

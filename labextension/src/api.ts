@@ -80,6 +80,11 @@ export interface ILoaderStats {
   epoch?: number;
   files?: number;
   num_workers?: number;
+  /** this loader's rank of `world` (torch.distributed, else RANK/WORLD_SIZE) */
+  rank?: number;
+  world?: number;
+  /** the %%air_torchrun run it belongs to, or null */
+  launch?: string | null;
   /** the input pipeline's verdict in one line, from the 10th step on ("" before) */
   verdict?: string;
   /**
@@ -96,6 +101,8 @@ export interface ILoaderStats {
 export interface ICacheDoc {
   cache: ICacheStats | null;
   loader: ILoaderStats | null;
+  /** each rank's current loader when the latest loader belongs to a launch of several ranks (by rank) */
+  loaders?: ILoaderStats[];
   removed?: number;
   /** entries not removed because a reader was handed their path in the last pin window */
   kept?: number;

@@ -143,6 +143,19 @@ export class CacheContent implements ISectionContent<ICacheDoc> {
       );
       waitLine.classList.add('air-loader-wait');
       block.appendChild(waitLine);
+      // several ranks of one launch (%%air_torchrun): a line per rank, as Python reported it
+      const ranks = doc.loaders ?? [];
+      if (ranks.length > 1) {
+        for (const r of ranks) {
+          const rw = typeof r.wait_percent === 'number' ? `${r.wait_percent.toFixed(1)}%` : fmtPct(r.wait_share);
+          const rankLine = stat(
+            trans.__('rank %1 of %2', r.rank ?? 0, r.world ?? ranks.length),
+            trans.__('%1 data wait over %2 steps%3', rw, fmtInt(r.steps), r.verdict_kind ? `, ${r.verdict_kind}` : '')
+          );
+          rankLine.classList.add('air-loader-rank');
+          block.appendChild(rankLine);
+        }
+      }
       // the verdict and its kind come from Python (air_magics.data.verdict); nothing is re-derived here
       const line = l.verdict || l.verdict_kind || '';
       if (line) {
