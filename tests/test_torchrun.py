@@ -221,6 +221,20 @@ def test_two_nodes_over_one_volume_then_a_restore_on_three_ranks(tmp_path, monke
         handed = [name for r in ranks for name in r["epochs"][epoch]]
         assert sorted(handed) == everything  # each file exactly once per epoch, across the 4 ranks
     assert ranks[0]["epochs"][0] != ranks[0]["epochs"][1]  # a new shuffle each epoch
+    # the save across the 4 ranks, as rank 0's node reports it: what each rank wrote
+    from air_magics.data.commit import checkpoint_status
+
+    monkeypatch.setenv("AIR_HOME", ranks[0]["home"])
+    doc = checkpoint_status("/Volumes/main/tr/runs/two")
+    save = doc["saves"][-1]
+    distcp = [
+        p for p in (tmp_path / "volumes" / "main" / "tr" / "runs" / "two" / "step_7").iterdir() if p.suffix == ".distcp"
+    ]
+    assert save["state"] == "committed" and len(save["rank_bytes"]) == 4
+    assert sum(save["rank_bytes"]) == sum(p.stat().st_size for p in distcp) > 0
+    from air_magics.widgets import checkpoints_text
+
+    assert "from 4 ranks (" in checkpoints_text(doc)
     restored = run_script(RESTORE_CELL, nproc_per_node=3, timeout=240, return_name="got", write=lambda s: None)
     assert restored.value == [(7, [float(i) for i in range(12)], [1.0, 1.0, 1.0])] * 3
 

@@ -145,6 +145,7 @@ class UCVolumeWriter(FileSystemWriter):
         self.direct = self.dest.is_local if direct is None else direct
         self.bytes_uploaded = 0
         self.checksums: dict[str, dict[str, Any]] = {}  # coordinator, after finish: every file written
+        self.rank_bytes: list[int] = []  # coordinator, after finish: data bytes each rank wrote
         self.staging = None if self.direct else _staging_root() / uuid.uuid4().hex
         kw = dict(thread_count=thread_count, sync_files=sync_files, overwrite=overwrite, **kwargs)
         if self.staging is None:
@@ -240,16 +241,20 @@ class UCVolumeWriter(FileSystemWriter):
         files: dict[str, dict[str, Any]] = {}
         complete = True  # every rank's results carry digests (all ranks wrote with this class)
         plain = []
+        self.rank_bytes = []  # the bytes of the data files each rank wrote, in rank order
         for wr_list in results:
             plain.append([])
+            mine: dict[str, int] = {}
             for wr in wr_list:
                 sd = wr.storage_data
                 if isinstance(sd, _Checked):
                     files[sd.info.relative_path] = {"size": sd.file_size, "sha256": sd.sha256}
+                    mine[sd.info.relative_path] = sd.file_size
                     wr = dataclasses.replace(wr, storage_data=sd.info)
                 else:
                     complete = False
                 plain[-1].append(wr)
+            self.rank_bytes.append(sum(mine.values()))
         if self.staging is None:
             self._finish_direct(metadata, plain, files if complete else None)
             return

@@ -292,12 +292,15 @@ class CheckpointManager:
             self._prune()
         _barrier(world)
         seconds = time.time() - rec["started"]
+        ranks = writer.rank_bytes if len(writer.rank_bytes) > 1 else None  # rank 0 saw every rank's files
+        total = sum(ranks) + writer.bytes_uploaded - writer.rank_bytes[0] if ranks else writer.bytes_uploaded
         self._update(
             rec,
             "committed",
-            bytes=writer.bytes_uploaded,
+            bytes=total,
             seconds=seconds,
-            mb_per_s=writer.bytes_uploaded / 1e6 / seconds if seconds > 0 else 0.0,
+            mb_per_s=total / 1e6 / seconds if seconds > 0 else 0.0,
+            rank_bytes=ranks,
         )
 
     def _prune(self) -> None:

@@ -28,6 +28,9 @@ def _save_rows(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
         detail = []
         if s.get("bytes"):
             detail.append(fmt_bytes(s["bytes"]))
+        if s.get("rank_bytes"):  # a save of several ranks: what each wrote
+            per = " / ".join(fmt_bytes(b) for b in s["rank_bytes"])
+            detail.append(f"from {len(s['rank_bytes'])} ranks ({per})")
         if s.get("seconds"):
             detail.append(f"{s['seconds']:.2f} s")
         if s.get("mb_per_s"):

@@ -219,6 +219,8 @@ export interface ISave {
   blocked_s?: number;
   staging_s?: number;
   waited_s?: number;
+  /** a save of several ranks: the data bytes each rank wrote, in rank order (null for one rank) */
+  rank_bytes?: number[] | null;
   error?: string | null;
 }
 

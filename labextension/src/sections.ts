@@ -371,6 +371,10 @@ export class CheckpointsContent implements ISectionContent<ICheckpointFolder[]> 
     if (s.bytes) {
       detail.push(fmtBytes(s.bytes));
     }
+    if (s.rank_bytes && s.rank_bytes.length > 1) {
+      // a save of several ranks: what each wrote, as Python recorded it
+      detail.push(trans.__('from %1 ranks (%2)', s.rank_bytes.length, s.rank_bytes.map(fmtBytes).join(' / ')));
+    }
     if (s.seconds) {
       detail.push(`${s.seconds.toFixed(2)} s`);
     }
