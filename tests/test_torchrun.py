@@ -272,3 +272,16 @@ def test_each_ranks_loader_shows_in_the_cache_view(tmp_path, monkeypatch):
     assert "rank 0 of 2: " in text and "rank 1 of 2: " in text and "data wait over" in text
     assert "rank 1 of 2" in cache_html()
     assert [d["rank"] for d in cache_summary()["loaders"]] == [0, 1]
+
+
+def test_the_kernels_default_volume_reaches_the_ranks(ip, monkeypatch, tmp_path):
+    monkeypatch.setenv("AIR_VOLUMES_ROOT", str(tmp_path / "volumes"))
+    monkeypatch.delenv("AIR_VOLUMES_MOUNT", raising=False)
+    ip.run_line_magic("air_volume", "create main.tr.dflt")
+    ip.run_line_magic("air_volume", "use main.tr.dflt")
+    cell = "from air_magics.volumes import VolumePath\npath = str(VolumePath.parse('train/x.bin'))\n"
+    run = ip.run_cell_magic("air_torchrun", "--nproc-per-node 1 --return path", cell)
+    assert run.value == "/Volumes/main/tr/dflt/train/x.bin"
+    ip.run_line_magic("config", "AirMagics.default_volume = ''")
+    with pytest.raises(UsageError, match=r"(?s)rank 0 failed.*AIR_DEFAULT_VOLUME=catalog.schema.volume"):
+        ip.run_cell_magic("air_torchrun", "--nproc-per-node 1", cell)

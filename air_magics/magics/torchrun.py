@@ -39,6 +39,17 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
     )
 
 
+def _rank_environment(magics: Any) -> dict[str, str]:
+    """What the ranks inherit from the kernel beyond its environment: ``%config AirMagics.*`` as
+    ``AIR_*`` variables and the ``%air_volume use`` volume as ``AIR_DEFAULT_VOLUME``."""
+    from ..volumes.path import DEFAULT_VOLUME_ENV
+
+    env = magics.as_environment()
+    if magics.default_volume:
+        env[DEFAULT_VOLUME_ENV] = magics.default_volume
+    return env
+
+
 def run(magics: Any, line: str, cell: str | None) -> Any:
     from ..torchrun import run_script
 
@@ -66,6 +77,6 @@ def run(magics: Any, line: str, cell: str | None) -> Any:
         all_ranks=args.all_ranks,
         timeout=args.timeout,
         return_name=args.return_name,
-        env=magics.as_environment(),  # %config AirMagics.* reaches the ranks as AIR_* variables
+        env=_rank_environment(magics),
     )
     return store_output(magics, args.output, result)

@@ -14,15 +14,27 @@ paths are case-sensitive (they are folders) where Spark's table names are not.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import VolumePathError
 
-__all__ = ["VolumePath", "PREFIX", "is_volume_text", "is_name", "parse_namespace", "NEW_NAME_RULE"]
+__all__ = [
+    "VolumePath",
+    "PREFIX",
+    "is_volume_text",
+    "is_name",
+    "parse_namespace",
+    "NEW_NAME_RULE",
+    "DEFAULT_VOLUME_ENV",
+]
 
 PREFIX = "/Volumes"
+DEFAULT_VOLUME_ENV = (
+    "AIR_DEFAULT_VOLUME"  # a process's default volume for relative paths (the magics': %air_volume use)
+)
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,254}")  # used with fullmatch: ``$`` would let "a\n" in
 _NEW_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")  # the table names' rule (tables/names.py)
 NEW_NAME_RULE = "[A-Za-z_][A-Za-z0-9_]{0,127} (letters, digits and '_', not starting with a digit; as table names)"
@@ -136,10 +148,12 @@ class VolumePath:
             raise VolumePathError(
                 f"{raw!r} is outside /Volumes: volume paths look like /Volumes/<catalog>/<schema>/<volume>/..."
             )
+        if default is None and (env := os.environ.get(DEFAULT_VOLUME_ENV, "").strip()):
+            default = cls.parse_volume(env)  # a script's default volume (the ranks of %%air_torchrun get the kernel's)
         if default is None:
             raise VolumePathError(
                 f"relative path {raw!r} needs a default volume: run `%air_volume use catalog.schema.volume` "
-                f"or write the full /Volumes/... path"
+                f"(in a script: {DEFAULT_VOLUME_ENV}=catalog.schema.volume) or write the full /Volumes/... path"
             )
         rest = text.rstrip("/")
         return default.joinpath(*(rest.split("/") if rest and rest != "." else []))
