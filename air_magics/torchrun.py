@@ -30,7 +30,16 @@ from typing import Any
 from .errors import AirError
 from .events import LAUNCH_ID_ENV
 
-__all__ = ["RankRun", "RankFailedError", "RankTimeoutError", "run_script", "launch", "NO_VALUE", "LAUNCHER_OPTIONS"]
+__all__ = [
+    "RankRun",
+    "RankFailedError",
+    "RankTimeoutError",
+    "run_script",
+    "launch",
+    "last_traceback",
+    "NO_VALUE",
+    "LAUNCHER_OPTIONS",
+]
 
 # run_script's options that launch() takes from its keyword arguments (the rest go to the function)
 LAUNCHER_OPTIONS = ("nnodes", "node_rank", "rdzv_endpoint", "rdzv_backend", "max_restarts", "all_ranks", "timeout")
@@ -58,6 +67,12 @@ class RankRun:
     nproc_per_node: int
     failed_ranks: dict[int, int] = field(default_factory=dict)  # rank -> exit code
     value: Any = NO_VALUE
+    ranks: tuple[int, ...] = ()  # the ranks that ran here (global numbers), as their output named them
+
+    @property
+    def exit_codes(self) -> dict[int, int]:
+        """Each rank's exit code (0 unless torch's failure summary names it)."""
+        return {r: self.failed_ranks.get(r, 0) for r in sorted({*self.ranks, *self.failed_ranks})}
 
     @property
     def ok(self) -> bool:
@@ -180,7 +195,8 @@ def run_script(
         reader.join(10)
         wall = time.monotonic() - start
         failed = _failed_ranks(launcher)
-        run = RankRun(code_, wall, nproc_per_node, failed)
+        here = tuple(sorted(tails)) if nnodes != "1" else tuple(range(nproc_per_node))
+        run = RankRun(code_, wall, nproc_per_node, failed, ranks=here)
         if code_ != 0:
             raise RankFailedError(_failure_message(code_, failed, tails, launcher))
         if return_name is not None:
@@ -227,14 +243,33 @@ def _failed_ranks(launcher: Sequence[str]) -> dict[int, int]:
     return {int(r): int(c) for r, c in _SUMMARY.findall(text)}
 
 
+_EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(:\s|:$|$)")  # "ValueError: ...", "KeyboardInterrupt"
+
+
+def last_traceback(lines: list[str]) -> str:
+    """A rank's last traceback among its output lines. torch tees a rank's stdout and stderr
+    separately, so a line the rank printed can arrive inside or after the traceback: the block is
+    its header, the indented frame lines, and the first line after them that reads as an exception
+    (``Name: message``); other lines are left out. No traceback: the last 20 lines."""
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
+    if not starts:
+        return "".join(lines[-20:]).rstrip()
+    block = [lines[starts[-1]]]
+    for line in lines[starts[-1] + 1 :]:
+        if line.startswith((" ", "\t")):
+            block.append(line)
+        elif _EXCEPTION_LINE.match(line.rstrip("\n")):
+            block.append(line)
+            break
+    return "".join(block).rstrip()
+
+
 def _failure_message(code: int, failed: dict[int, int], tails: dict[int, deque[str]], launcher: deque[str]) -> str:
     if not failed:  # the launcher itself failed (a bad flag, the rendezvous): its own last lines
         tail = "".join(list(launcher)[-15:]).rstrip()
         return f"torch.distributed.run exited with code {code}:\n{tail}"
     rank = min(failed)
-    lines = list(tails.get(rank, ()))
-    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
-    trace = "".join(lines[starts[-1] :] if starts else lines[-20:]).rstrip()
+    trace = last_traceback(list(tails.get(rank, ())))
     others = sorted(set(failed) - {rank})
     also = f" (ranks {others} failed too)" if others else ""
     return f"rank {rank} failed with exit code {failed[rank]}{also}; the other ranks were stopped:\n{trace}"

@@ -43,7 +43,7 @@ def test_ranks_run_the_cell_with_torchruns_environment(ip, capsys, tmp_path, mon
         run = ip.run_cell_magic("air_torchrun", "--nproc-per-node 2 --return got -o res", cell)
     finally:
         ip.run_line_magic("config", "AirMagics.cache_limit = None")
-    assert isinstance(run, RankRun) and run.ok and ip.user_ns["res"] is run
+    assert isinstance(run, RankRun) and run.ok and ip.user_ns["res"] is run and run.exit_codes == {0: 0, 1: 0}
     assert [e["RANK"] for e in run.value] == ["0", "1"] and {e["WORLD_SIZE"] for e in run.value} == {"2"}
     assert [e["LOCAL_RANK"] for e in run.value] == ["0", "1"] and len({e["MASTER_PORT"] for e in run.value}) == 1
     assert {e["AIR_HOME"] for e in run.value} == {str(tmp_path / "home")}  # the kernel's settings reach the ranks
@@ -285,3 +285,28 @@ def test_the_kernels_default_volume_reaches_the_ranks(ip, monkeypatch, tmp_path)
     ip.run_line_magic("config", "AirMagics.default_volume = ''")
     with pytest.raises(UsageError, match=r"(?s)rank 0 failed.*AIR_DEFAULT_VOLUME=catalog.schema.volume"):
         ip.run_cell_magic("air_torchrun", "--nproc-per-node 1", cell)
+
+
+def test_a_traceback_is_found_among_a_ranks_interleaved_output():
+    from air_magics.torchrun import last_traceback
+
+    # torch tees stdout and stderr apart: a printed line can land inside or after the traceback
+    lines = [
+        "step 1\n",
+        "Traceback (most recent call last):\n",
+        '  File "cell.py", line 4, in <module>\n',
+        "hi from 1\n",
+        "    raise ValueError('boom')\n",
+        "ValueError: boom\n",
+        "after\n",
+    ]
+    assert last_traceback(lines) == (
+        "Traceback (most recent call last):\n"
+        '  File "cell.py", line 4, in <module>\n'
+        "    raise ValueError('boom')\n"
+        "ValueError: boom"
+    )
+    assert last_traceback(["a\n", "b\n"]) == "a\nb"  # no traceback: the last lines
+    chained = lines[1:6] + ["\n", "During handling of the above exception, another exception occurred:\n"]
+    chained += ["Traceback (most recent call last):\n", '  File "cell.py", line 9\n', "KeyError: 'x'\n"]
+    assert last_traceback(chained).endswith("KeyError: 'x'") and last_traceback(chained).count("Traceback") == 1
