@@ -27,6 +27,10 @@ def alive(pid: int) -> bool:
 
 def test_ranks_run_the_cell_with_torchruns_environment(ip, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("AIR_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("AIR_VOLUMES_ROOT", str(tmp_path / "volumes"))
+    monkeypatch.delenv("AIR_VOLUMES_MOUNT", raising=False)
+    ip.run_line_magic("air_volume", "create main.tr.dflt")
+    ip.run_line_magic("air_volume", "use main.tr.dflt")  # the kernel's default volume
     ip.run_line_magic("config", "AirMagics.cache_limit = '1GiB'")  # a kernel setting, not in the environment
     cell = (
         "import os\n"
@@ -34,6 +38,8 @@ def test_ranks_run_the_cell_with_torchruns_environment(ip, capsys, tmp_path, mon
         "dist.init_process_group('gloo')\n"
         "keys = ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT', 'AIR_HOME', 'AIR_CACHE_LIMIT')\n"
         "env = {k: os.environ[k] for k in keys}\n"
+        "from air_magics.volumes import VolumePath\n"
+        "env['relative'] = str(VolumePath.parse('train/x.bin'))\n"
         "print('rank', dist.get_rank(), 'of', dist.get_world_size(), flush=True)\n"
         "got = [None] * dist.get_world_size()\n"
         "dist.all_gather_object(got, env)\n"
@@ -43,11 +49,13 @@ def test_ranks_run_the_cell_with_torchruns_environment(ip, capsys, tmp_path, mon
         run = ip.run_cell_magic("air_torchrun", "--nproc-per-node 2 --return got -o res", cell)
     finally:
         ip.run_line_magic("config", "AirMagics.cache_limit = None")
+        ip.run_line_magic("config", "AirMagics.default_volume = ''")
     assert isinstance(run, RankRun) and run.ok and ip.user_ns["res"] is run and run.exit_codes == {0: 0, 1: 0}
     assert [e["RANK"] for e in run.value] == ["0", "1"] and {e["WORLD_SIZE"] for e in run.value} == {"2"}
     assert [e["LOCAL_RANK"] for e in run.value] == ["0", "1"] and len({e["MASTER_PORT"] for e in run.value}) == 1
     assert {e["AIR_HOME"] for e in run.value} == {str(tmp_path / "home")}  # the kernel's settings reach the ranks
     assert {e["AIR_CACHE_LIMIT"] for e in run.value} == {"1GiB"}
+    assert {e["relative"] for e in run.value} == {"/Volumes/main/tr/dflt/train/x.bin"}  # %air_volume use, inherited
     out = capsys.readouterr().out
     assert "rank 0 of 2" in out and "rank 1 of 2" not in out  # rank 0's output only, by default
     assert "OMP_NUM_THREADS" not in out  # the launcher's own chatter is not shown
@@ -221,9 +229,24 @@ def test_two_nodes_over_one_volume_then_a_restore_on_three_ranks(tmp_path, monke
         handed = [name for r in ranks for name in r["epochs"][epoch]]
         assert sorted(handed) == everything  # each file exactly once per epoch, across the 4 ranks
     assert ranks[0]["epochs"][0] != ranks[0]["epochs"][1]  # a new shuffle each epoch
-    # the save across the 4 ranks, as rank 0's node reports it: what each rank wrote
+    # each node's view shows its two ranks' loaders (world 4, one launch), then the save across the
+    # 4 ranks as rank 0's node reports it: what each rank wrote
     from air_magics.data.commit import checkpoint_status
+    from air_magics.server.queries import cache_summary
+    from air_magics.status import rank_loaders
+    from air_magics.widgets import cache_html, cache_text
 
+    seen = []
+    for r in (0, 1):
+        monkeypatch.setenv("AIR_HOME", str(tmp_path / f"home{r}"))
+        here = rank_loaders()
+        got = sorted(d["rank"] for d in here)
+        seen.append(got)
+        assert got in ([0, 1], [2, 3]) and {d["world"] for d in here} == {4} and len({d["launch"] for d in here}) == 1
+        assert {d["files"] for d in here} == {40} and len({d["pid"] for d in here}) == 2
+        assert f"rank {got[1]} of 4: " in cache_text() and f"rank {got[0]} of 4" in cache_html()
+        assert sorted(d["rank"] for d in cache_summary()["loaders"]) == got
+    assert sorted(seen) == [[0, 1], [2, 3]]
     monkeypatch.setenv("AIR_HOME", ranks[0]["home"])
     doc = checkpoint_status("/Volumes/main/tr/runs/two")
     save = doc["saves"][-1]
@@ -237,54 +260,6 @@ def test_two_nodes_over_one_volume_then_a_restore_on_three_ranks(tmp_path, monke
     assert "from 4 ranks (" in checkpoints_text(doc)
     restored = run_script(RESTORE_CELL, nproc_per_node=3, timeout=240, return_name="got", write=lambda s: None)
     assert restored.value == [(7, [float(i) for i in range(12)], [1.0, 1.0, 1.0])] * 3
-
-
-def test_each_ranks_loader_shows_in_the_cache_view(tmp_path, monkeypatch):
-    """The ranks' loaders write their status documents with their rank and launch; the cache view
-    (text, HTML) and the sidebar's query show one line per rank of the latest launch."""
-    from air_magics.server.queries import cache_summary
-    from air_magics.status import rank_loaders
-    from air_magics.torchrun import run_script
-    from air_magics.volumes import VolumeStore
-    from air_magics.widgets import cache_html, cache_text
-
-    monkeypatch.setenv("AIR_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("AIR_VOLUMES_ROOT", str(tmp_path / "volumes"))
-    monkeypatch.delenv("AIR_VOLUMES_MOUNT", raising=False)
-    store = VolumeStore()
-    store.create("main.tr.live")
-    for i in range(24):
-        with store.open(f"/Volumes/main/tr/live/f{i:02d}.bin", "wb") as f:
-            f.write(bytes(100))
-    cell = (
-        "import torch.distributed as dist\n"
-        "from air_magics.data import DataLoader, UCVolumeDataset\n"
-        "dist.init_process_group('gloo')\n"
-        "for _ in DataLoader(UCVolumeDataset('/Volumes/main/tr/live'), batch_size=2, num_workers=1):\n"
-        "    pass\n"
-        "dist.destroy_process_group()\n"
-    )
-    run_script(cell, nproc_per_node=2, timeout=240, write=lambda s: None)
-    ranks = rank_loaders()
-    assert [(d["rank"], d["world"], d["files"]) for d in ranks] == [(0, 2, 24), (1, 2, 24)]
-    assert ranks[0]["launch"] and ranks[0]["launch"] == ranks[1]["launch"] and ranks[0]["pid"] != ranks[1]["pid"]
-    text = cache_text()
-    assert "rank 0 of 2: " in text and "rank 1 of 2: " in text and "data wait over" in text
-    assert "rank 1 of 2" in cache_html()
-    assert [d["rank"] for d in cache_summary()["loaders"]] == [0, 1]
-
-
-def test_the_kernels_default_volume_reaches_the_ranks(ip, monkeypatch, tmp_path):
-    monkeypatch.setenv("AIR_VOLUMES_ROOT", str(tmp_path / "volumes"))
-    monkeypatch.delenv("AIR_VOLUMES_MOUNT", raising=False)
-    ip.run_line_magic("air_volume", "create main.tr.dflt")
-    ip.run_line_magic("air_volume", "use main.tr.dflt")
-    cell = "from air_magics.volumes import VolumePath\npath = str(VolumePath.parse('train/x.bin'))\n"
-    run = ip.run_cell_magic("air_torchrun", "--nproc-per-node 1 --return path", cell)
-    assert run.value == "/Volumes/main/tr/dflt/train/x.bin"
-    ip.run_line_magic("config", "AirMagics.default_volume = ''")
-    with pytest.raises(UsageError, match=r"(?s)rank 0 failed.*AIR_DEFAULT_VOLUME=catalog.schema.volume"):
-        ip.run_cell_magic("air_torchrun", "--nproc-per-node 1", cell)
 
 
 def test_a_traceback_is_found_among_a_ranks_interleaved_output():
