@@ -245,6 +245,7 @@ def test_two_nodes_over_one_volume_then_a_restore_on_three_ranks(tmp_path, monke
         assert got in ([0, 1], [2, 3]) and {d["world"] for d in here} == {4} and len({d["launch"] for d in here}) == 1
         assert {d["files"] for d in here} == {40} and len({d["pid"] for d in here}) == 2
         assert f"rank {got[1]} of 4: " in cache_text() and f"rank {got[0]} of 4" in cache_html()
+        assert "steps/s" in cache_text()
         assert sorted(d["rank"] for d in cache_summary()["loaders"]) == got
     assert sorted(seen) == [[0, 1], [2, 3]]
     monkeypatch.setenv("AIR_HOME", ranks[0]["home"])

@@ -20,13 +20,18 @@ __all__ = ["CacheView", "cache_html", "cache_text", "advice", "latest_loader"]
 
 
 def rank_rows(ranks: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """A row per rank of a launch (``%%air_torchrun``): its data wait, steps and verdict; none for a
-    single process."""
+    """A row per rank of a launch (``%%air_torchrun``): its data wait, steps, steps/s and verdict;
+    none for a single process."""
     if len(ranks) < 2:
         return []
     rows = []
     for d in ranks:
-        line = f"{fmt_share(d.get('wait_share', 0))} data wait over {d.get('steps', 0):,} steps (epoch {d.get('epoch', 0)})"
+        busy = (d.get("data_wait_s") or 0.0) + (d.get("compute_s") or 0.0)
+        rate = f", {d.get('steps', 0) / busy:,.1f} steps/s" if busy > 0 else ""
+        line = (
+            f"{fmt_share(d.get('wait_share', 0))} data wait over {d.get('steps', 0):,} steps{rate} "
+            f"(epoch {d.get('epoch', 0)})"
+        )
         if d.get("verdict_kind"):
             line += f", {d['verdict_kind']}"
         rows.append((f"rank {d.get('rank', 0)} of {d.get('world', len(ranks))}", line))

@@ -148,9 +148,17 @@ export class CacheContent implements ISectionContent<ICacheDoc> {
       if (ranks.length > 1) {
         for (const r of ranks) {
           const rw = typeof r.wait_percent === 'number' ? `${r.wait_percent.toFixed(1)}%` : fmtPct(r.wait_share);
+          const busy = (r.data_wait_s ?? 0) + (r.compute_s ?? 0);
+          const rate = busy > 0 ? trans.__(', %1 steps/s', ((r.steps ?? 0) / busy).toFixed(1)) : '';
           const rankLine = stat(
             trans.__('rank %1 of %2', r.rank ?? 0, r.world ?? ranks.length),
-            trans.__('%1 data wait over %2 steps%3', rw, fmtInt(r.steps), r.verdict_kind ? `, ${r.verdict_kind}` : '')
+            trans.__(
+              '%1 data wait over %2 steps%3%4',
+              rw,
+              fmtInt(r.steps),
+              rate,
+              r.verdict_kind ? `, ${r.verdict_kind}` : ''
+            )
           );
           rankLine.classList.add('air-loader-rank');
           block.appendChild(rankLine);
