@@ -172,16 +172,10 @@ def scan_local(
                 try:
                     listed = fut.result()
                 except OSError as exc:
-                    if not rel:
-                        raise
-                    skipped.append((rel, f"folder cannot be listed ({exc.strerror or exc})"))
+                    _unlistable(rel, exc, skipped)
                     continue
-                results.extend(listed.entries)
-                for child, de in listed.dirs:
-                    if with_dirs:
-                        results.append(Entry(child, 0, 0.0, True))
-                    if recursive:
-                        pending[scan(de.path, child)] = ("dir", child)
+                for child, de in _absorb(listed, with_dirs, recursive, results):
+                    pending[scan(de.path, child)] = ("dir", child)
                 files = listed.to_stat
                 for i in range(0, len(files), _STAT_CHUNK):
                     pending[pool.submit(_stat_entries, files[i : i + _STAT_CHUNK], conf, skipped)] = ("stat", rel)
@@ -211,13 +205,24 @@ def _walk_serial(
         try:
             listed = _scan_dir(path, rel, stat, confine, skipped, True)
         except OSError as exc:
-            if not rel:
-                raise
-            skipped.append((rel, f"folder cannot be listed ({exc.strerror or exc})"))
+            _unlistable(rel, exc, skipped)
             continue
-        results.extend(listed.entries)
-        for child, de in listed.dirs:
-            if with_dirs:
-                results.append(Entry(child, 0, 0.0, True))
-            if recursive:
-                stack.append((de.path, child))
+        stack.extend((de.path, child) for child, de in _absorb(listed, with_dirs, recursive, results))
+
+
+def _unlistable(rel: str, exc: OSError, skipped: list[tuple[str, str]]) -> None:
+    """A folder that cannot be listed: the root fails the listing, any other is reported by name."""
+    if not rel:
+        raise exc
+    skipped.append((rel, f"folder cannot be listed ({exc.strerror or exc})"))
+
+
+def _absorb(
+    listed: _Scanned, with_dirs: bool, recursive: bool, results: list[Entry]
+) -> list[tuple[str, os.DirEntry[str]]]:
+    """Take one folder's scan into *results* (its folders too, with *with_dirs*); returns the
+    subfolders to list next (none unless *recursive*)."""
+    results.extend(listed.entries)
+    if with_dirs:
+        results.extend(Entry(child, 0, 0.0, True) for child, _ in listed.dirs)
+    return listed.dirs if recursive else []
