@@ -149,7 +149,7 @@ async def test_missing_path_is_404_and_names_no_host_path(jp_fetch, images, air_
 
 # -- cache ----------------------------------------------------------------------------------------
 async def test_cache_empty_then_statistics(jp_fetch, images):
-    assert await get(jp_fetch, "cache") == {"cache": None, "loader": None}
+    assert await get(jp_fetch, "cache") == {"cache": None, "loader": None, "loaders": []}
     cache = FileCache()
     for rel in ("train/cat/a.jpg", "train/cat/a.jpg", "README.txt"):
         cache.get(f"{VOLUME}/{rel}")

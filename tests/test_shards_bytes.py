@@ -61,7 +61,11 @@ def _read_all(folder, cache):
     for ref in folder.members:
         ref.read_bytes(cache)
     n = len(folder.manifest.shards)  # a shard's last member is served just before its file is renamed
-    assert _wait_complete(folder.reader(cache), range(n)) == set(range(n))
+    rd = folder.reader(cache)
+    assert _wait_complete(rd, range(n)) == set(range(n))
+    # and its index entry is written just after: a fetch is done when its driver thread is (a prune
+    # that ran between the rename and the entry missed that shard: 9 of 10, seen once under load)
+    rd._drivers.shutdown(wait=True)  # noqa: SLF001
 
 
 def test_read_bytes_gives_every_member_without_a_file_per_member(vol, tmp_path):
