@@ -17,7 +17,7 @@ from typing import Any
 from . import settings
 from .io.atomic import write_json_atomic
 
-__all__ = ["run_dir", "write_status", "read_status", "list_status", "latest_loader", "rank_loaders"]
+__all__ = ["run_dir", "write_status", "read_status", "list_status", "latest_loader", "rank_loaders", "current_loaders"]
 
 _LOADER_FRESH = 120.0  # a loader document older than this is not "current"
 
@@ -69,26 +69,29 @@ def list_status(prefix: str) -> list[dict[str, Any]]:
     return out
 
 
-def rank_loaders(now: float | None = None) -> list[dict[str, Any]]:
-    """The current loader of each rank of the latest loader's launch (``%%air_torchrun``), by rank;
-    just the latest loader when it is not part of a launch, and ``[]`` when none is current."""
-    docs = list_status("loader-")
+def current_loaders(now: float | None = None) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """From one read of the loader documents: the most recently updated one, if it is recent, and
+    the current loader of each rank of its launch (``%%air_torchrun``), by rank (just that one when
+    it is not part of a launch; ``(None, [])`` when none is current)."""
     now = time.time() if now is None else now
-    fresh = [d for d in docs if now - d.get("updated", 0) < _LOADER_FRESH]
+    fresh = [d for d in list_status("loader-") if now - d.get("updated", 0) < _LOADER_FRESH]
     if not fresh:
-        return []
+        return None, []
     launch = fresh[0].get("launch")
     if not launch:
-        return fresh[:1]
+        return fresh[0], fresh[:1]
     by_rank: dict[int, dict[str, Any]] = {}
     for d in fresh:  # newest first: the first document of each rank is its current one
         if d.get("launch") == launch:
             by_rank.setdefault(int(d.get("rank") or 0), d)
-    return [by_rank[r] for r in sorted(by_rank)]
+    return fresh[0], [by_rank[r] for r in sorted(by_rank)]
+
+
+def rank_loaders(now: float | None = None) -> list[dict[str, Any]]:
+    """Each rank's current loader of the latest launch (see :func:`current_loaders`)."""
+    return current_loaders(now)[1]
 
 
 def latest_loader(now: float | None = None) -> dict[str, Any] | None:
     """The most recently updated DataLoader document, if it is recent (widget and sidebar agree)."""
-    docs = list_status("loader-")
-    now = time.time() if now is None else now
-    return docs[0] if docs and now - docs[0].get("updated", 0) < _LOADER_FRESH else None
+    return current_loaders(now)[0]

@@ -32,6 +32,7 @@ from .events import LAUNCH_ID_ENV
 
 __all__ = [
     "RankRun",
+    "LaunchError",
     "RankFailedError",
     "RankTimeoutError",
     "run_script",
@@ -47,6 +48,10 @@ LAUNCHER_OPTIONS = ("nnodes", "node_rank", "rdzv_endpoint", "rdzv_backend", "max
 _LINE = re.compile(r"^\[rank(\d+)\]:(.*)$", re.DOTALL)
 _KEEP_LINES = 400  # per rank, for the traceback of a rank that fails
 NO_VALUE: Any = type("NoValue", (), {"__repr__": lambda self: "<no value>"})()
+
+
+class LaunchError(AirError, ValueError):
+    """A launch that cannot start as asked (ranks, nodes, return name); nothing was run."""
 
 
 class RankFailedError(AirError, RuntimeError):
@@ -107,7 +112,7 @@ def _command(
         argv.append("--standalone")  # a free port of torch's choosing
     else:
         if rdzv_endpoint is None:
-            raise ValueError(f"--nnodes {nnodes}: give --rdzv-endpoint HOST:PORT, the same on every node")
+            raise LaunchError(f"--nnodes {nnodes}: give --rdzv-endpoint HOST:PORT, the same on every node")
         argv += ["--nnodes", nnodes, "--node-rank", str(node_rank), "--rdzv-endpoint", rdzv_endpoint]
         argv += ["--rdzv-backend", rdzv_backend]
     argv += ["--max-restarts", str(max_restarts), "--tee", "3", script]
@@ -151,9 +156,9 @@ def run_script(
     rank is stopped and ``KeyboardInterrupt`` raised. *env* adds variables to the ranks' environment.
     """
     if nproc_per_node < 1:
-        raise ValueError(f"nproc_per_node={nproc_per_node}: give 1 or more ranks per node")
+        raise LaunchError(f"nproc_per_node={nproc_per_node}: give 1 or more ranks per node")
     if return_name is not None and not return_name.isidentifier():
-        raise ValueError(f"return name {return_name!r} is not a Python variable name")
+        raise LaunchError(f"return name {return_name!r} is not a Python variable name")
     out = write or (lambda s: (sys.stdout.write(s), sys.stdout.flush()))
     with tempfile.TemporaryDirectory(prefix="air-torchrun-") as tmp:
         script, result = Path(tmp) / "cell.py", Path(tmp) / "value.pkl"

@@ -214,7 +214,7 @@ def test_direct_reads_keep_no_copy_and_verify_what_they_read(vol, monkeypatch):
     import air_magics.data.volume_reader as vr
 
     real = vr.read_file
-    monkeypatch.setattr(vr, "read_file", lambda loc, keep=True: (reads.append(loc.path), real(loc, keep=keep))[1])
+    monkeypatch.setattr(vr, "read_file", lambda loc, **kw: (reads.append(loc.path), real(loc, **kw))[1])
     flip_every_4k(largest_distcp(folder(vol, "direct/step_1")))
     with pytest.raises(CheckpointCorruptError, match="checksum mismatch"):
         mgr.load(zeros(), 1)

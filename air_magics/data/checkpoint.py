@@ -148,7 +148,7 @@ class UCVolumeWriter(FileSystemWriter):
         self.rank_bytes: list[int] = []  # coordinator, after finish: data bytes each rank wrote
         self.staging = None if self.direct else _staging_root() / uuid.uuid4().hex
         kw = dict(thread_count=thread_count, sync_files=sync_files, overwrite=overwrite, **kwargs)
-        if self.staging is None:
+        if self.direct:
             super().__init__(self.dest.path, **kw)
             self.fs = self.direct_fs = DirectVolumeFS(self.dest.root)
         else:
@@ -159,12 +159,12 @@ class UCVolumeWriter(FileSystemWriter):
         if checkpoint_id and str(checkpoint_id) not in (str(self.staging), str(self.volume_path)):
             self.volume_path = VolumePath.parse(str(checkpoint_id))
             self.dest = self.store.locate(self.volume_path)
-            if self.staging is None and not self.dest.is_local:
+            if self.direct and not self.dest.is_local:
                 raise CheckpointError(
                     f"this writer writes through a mount and {self.volume_path} is on a remote file system; "
                     f"make a writer for it"
                 )
-        if self.staging is None:
+        if self.direct:
             self.direct_fs.root = self.dest.root
             self.direct_fs.digests.clear()
             self.direct_fs.failures.clear()
@@ -194,11 +194,11 @@ class UCVolumeWriter(FileSystemWriter):
         return super().prepare_local_plan(plan)
 
     def write_data(self, plan: Any, planner: Any) -> Future[list[Any]]:
-        if self.staging is None:
+        if self.direct:
             self._emit("uploading", files=min(self.thread_count, len(plan.items)), bytes=_planned_bytes(plan))
         results = super().write_data(plan, planner).wait()  # torch.futures.Future
         names = sorted({wr.storage_data.relative_path for wr in results})
-        if self.staging is None:
+        if self.direct:
             digests = self.direct_fs.digests
             self._raise_failures()
             for name in names:
@@ -255,7 +255,7 @@ class UCVolumeWriter(FileSystemWriter):
                     complete = False
                 plain[-1].append(wr)
             self.rank_bytes.append(sum(mine.values()))
-        if self.staging is None:
+        if self.direct:
             self._finish_direct(metadata, plain, files if complete else None)
             return
         super().finish(metadata, plain)  # .metadata written to staging (temp + rename)

@@ -57,11 +57,12 @@ class MemoryFile(io.RawIOBase):
         super().close()
 
 
-def read_file(loc: Location, *, keep: bool = True) -> tuple[bytearray | None, dict[str, Any]]:
+def read_file(loc: Location, *, keep: bool = True, digest: bool = True) -> tuple[bytearray | None, dict[str, Any]]:
     """Read the file at *loc* (a local or mounted path, confined to its root) in whole chunks.
 
     Returns its bytes (``None`` with ``keep=False``: only hashed, e.g. to verify) and
-    ``{"size", "sha256"}`` of what was read. Transient errors of the volume are retried."""
+    ``{"size", "sha256"}`` of what was read (``{"size"}`` alone without *digest*). Transient errors
+    of the volume are retried."""
     fd, st = open_read(loc.path, loc.root)
     with open(fd, "rb", buffering=0, closefd=True) as f:
         h, size, total = hashlib.sha256(), 0, st.st_size  # a file that changes meanwhile fails its checksum
@@ -70,11 +71,12 @@ def read_file(loc: Location, *, keep: bool = True) -> tuple[bytearray | None, di
             while size < total:
                 with view[size : size + CHUNK_BYTES] if keep else view[: min(CHUNK_BYTES, total - size)] as window:
                     n = retry_call(lambda w=window: f.readinto(w))
-                    with window[:n] as got:
-                        h.update(got)  # releases the GIL for more than 2 KiB
+                    if digest:
+                        with window[:n] as got:
+                            h.update(got)  # releases the GIL for more than 2 KiB
                 if not n:
                     break
                 size += n
     if keep and size < total:  # shorter than it said: what was read is what is verified
         del buf[size:]
-    return (buf if keep else None), {"size": size, ALGORITHM: h.hexdigest()}
+    return (buf if keep else None), ({"size": size, ALGORITHM: h.hexdigest()} if digest else {"size": size})

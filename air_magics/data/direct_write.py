@@ -95,6 +95,7 @@ class _Stream(io.RawIOBase):
     def discard(self) -> None:
         self.file.discard()
         self._fill = 0
+        self._view.release()
         super().close()
 
     def close(self) -> None:

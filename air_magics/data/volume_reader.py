@@ -150,7 +150,9 @@ class UCVolumeReader(FileSystemReader):
         """File *vp* as bytes (direct) or a local copy (cache), with its digest when *verify*
         (else its size only)."""
         if self.reads_direct:
-            return read_file(self.store.locate(vp), keep=keep)
+            if not (verify or keep):  # a size is all that is asked: no read at all
+                return None, {"size": self.store.stat(vp).size}
+            return read_file(self.store.locate(vp), keep=keep, digest=verify)
         local = self.cache.get(vp)
         return local, (file_digest(local) if verify else {"size": os.path.getsize(local)})
 

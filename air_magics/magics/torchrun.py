@@ -64,8 +64,6 @@ def run(magics: Any, line: str, cell: str | None) -> Any:
         raise UsageError(f"--timeout {args.timeout:g}: give the seconds to wait (more than 0), or leave it out")
     if args.return_name is not None and not args.return_name.isidentifier():
         raise UsageError(f"--return {args.return_name!r}: give the name of a variable the cell assigns")
-    if args.nnodes != "1" and not args.rdzv_endpoint:
-        raise UsageError(f"--nnodes {args.nnodes}: give --rdzv-endpoint HOST:PORT, the same on every node")
     result = run_script(
         cell,
         nproc_per_node=args.nproc,

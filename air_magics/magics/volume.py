@@ -34,7 +34,6 @@ from IPython.core.magic_arguments import argument
 
 from ..errors import VolumeExistsError, VolumeNotFoundError
 from ..volumes import VolumePath
-from ..volumes.glob import filter_pattern, split_glob
 from ..volumes.path import parse_namespace
 from ..volumes.summary import DEFAULT_ROWS, ListingSummary, NamespaceListing, VolumesOverview
 from ..volumes.walk import Entry
@@ -246,14 +245,8 @@ def _listing_rows(st: Any, vp: VolumePath, recursive: bool, pattern: str | None)
     without the files air_magics keeps for itself in a user's folder (a pack's lock)."""
     from ..shards.dest import LOCK_NAME
 
-    fixed, pat = split_glob(vp.parts)
-    if pat:  # a glob in the path: the matches, relative to the glob's fixed folder
-        base = VolumePath(vp.catalog, vp.schema, vp.volume, fixed)
-        cut = len(str(base)) + 1
-        rows = [Entry(str(f.path)[cut:], f.size, f.mtime, f.is_dir) for f in st.glob(vp)]
-    else:
-        with _ListingProgress(str(vp)) as progress:
-            base, rows = vp, filter_pattern(st.entries(vp, recursive=recursive, progress=progress), pattern)
+    with _ListingProgress(str(vp)) as progress:
+        base, rows = st.listing(vp, recursive=recursive, pattern=pattern, progress=progress)
     return base, [e for e in rows if e.rel.rpartition("/")[2] != LOCK_NAME]
 
 

@@ -172,9 +172,10 @@ def _cache_doc() -> dict[str, Any] | None:
 
 def cache_summary() -> dict[str, Any]:
     """The shared cache statistics and the current loader's timing: what ``%air_volume cache`` shows."""
-    from ..status import latest_loader, rank_loaders
+    from ..status import current_loaders
 
-    return {"cache": _cache_doc(), "loader": latest_loader(), "loaders": rank_loaders()}
+    loader, loaders = current_loaders()
+    return {"cache": _cache_doc(), "loader": loader, "loaders": loaders}
 
 
 def clear_cache(reset_stats: bool = False) -> dict[str, Any]:

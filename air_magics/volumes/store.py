@@ -302,13 +302,25 @@ class VolumeStore:
         ``pattern`` is a glob matched against the path relative to *path* or the file name
         (``*.jpg``, ``train/**/*.png``). A glob in *path* itself is expanded too.
         """
+        base, rows = self.listing(path, recursive=recursive, pattern=pattern)
+        return [FileInfo(base.joinpath(e.rel), e.size, e.mtime, e.is_dir) for e in rows]
+
+    def listing(
+        self,
+        path: str | VolumePath,
+        *,
+        recursive: bool = False,
+        pattern: str | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> tuple[VolumePath, list[Entry]]:
+        """What :meth:`ls` lists, as raw rows (``Entry.rel``) and the folder they are relative to
+        (*path*, or a glob's fixed part): no :class:`FileInfo` per file, for summaries of millions."""
         vp = VolumePath.parse(path)
         prefix, pat = split_glob(vp.parts)
-        if pat:
-            return self.glob(vp)
-        entries = self.entries(vp, recursive=recursive)
-        entries = filter_pattern(entries, pattern)
-        return [FileInfo(vp.joinpath(e.rel), e.size, e.mtime, e.is_dir) for e in entries]
+        if pat:  # the matches, a matched folder with every file below it
+            base = VolumePath(vp.catalog, vp.schema, vp.volume, prefix)
+            return base, filter_glob(self.entries(base, recursive=True, progress=progress), pat)
+        return vp, filter_pattern(self.entries(vp, recursive=recursive, progress=progress), pattern)
 
     def glob(self, pattern: str | VolumePath) -> list[FileInfo]:
         """Files matching a glob path; a matched folder contributes every file below it."""

@@ -158,11 +158,9 @@ def scan_local(
             return pool.submit(_scan_dir, path, rel, stat, conf, skipped, False)
 
         pending: dict[Future, tuple[str, str]] = {scan(root, ""): ("dir", "")}
-        told = 0
+        tell = _every(progress)
         while pending:
-            if progress is not None and len(results) - told >= PROGRESS_EVERY:
-                told = len(results)
-                progress(told)
+            tell(len(results))
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
                 kind, rel = pending.pop(fut)
@@ -196,11 +194,9 @@ def _walk_serial(
 ) -> None:
     """:func:`scan_local` on local disk: depth first, one thread, the same rules."""
     stack = [(root, "")]
-    told = 0
+    tell = _every(progress)
     while stack:
-        if progress is not None and len(results) - told >= PROGRESS_EVERY:
-            told = len(results)
-            progress(told)
+        tell(len(results))
         path, rel = stack.pop()
         try:
             listed = _scan_dir(path, rel, stat, confine, skipped, True)
@@ -208,6 +204,19 @@ def _walk_serial(
             _unlistable(rel, exc, skipped)
             continue
         stack.extend((de.path, child) for child, de in _absorb(listed, with_dirs, recursive, results))
+
+
+def _every(progress: Callable[[int], None] | None) -> Callable[[int], None]:
+    """``progress(n)`` at most once per :data:`PROGRESS_EVERY` more entries (nothing without one)."""
+    told = 0
+
+    def tell(n: int) -> None:
+        nonlocal told
+        if progress is not None and n - told >= PROGRESS_EVERY:
+            told = n
+            progress(n)
+
+    return tell
 
 
 def _unlistable(rel: str, exc: OSError, skipped: list[tuple[str, str]]) -> None:

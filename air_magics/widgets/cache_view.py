@@ -14,7 +14,7 @@ from typing import Any
 
 from ..data.verdict import MIN_STEPS, kind_of
 from ..io.units import fmt_bytes, fmt_share
-from ..status import latest_loader, rank_loaders, read_status
+from ..status import current_loaders, latest_loader, read_status
 
 __all__ = ["CacheView", "cache_html", "cache_text", "advice", "latest_loader"]
 
@@ -115,15 +115,25 @@ def advice(cache: dict[str, Any], loader: dict[str, Any] | None) -> list[str]:
     return out
 
 
+def _loaders(
+    loader: dict[str, Any] | None, ranks: list[dict[str, Any]] | None
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The loader and rank documents given, the current ones for those not given (one read)."""
+    if loader is None or ranks is None:
+        latest, current = current_loaders()
+        loader = latest if loader is None else loader
+        ranks = current if ranks is None else ranks
+    return loader, ranks
+
+
 def cache_text(
     cache: dict[str, Any] | None = None,
     loader: dict[str, Any] | None = None,
     ranks: list[dict[str, Any]] | None = None,
 ) -> str:
-    """The view as text; *ranks*: each rank's loader of a launch (default: :func:`rank_loaders`)."""
+    """The view as text; *ranks*: each rank's loader of a launch (default: the current ones)."""
     cache = read_status("cache") if cache is None else cache
-    loader = latest_loader() if loader is None else loader
-    ranks = rank_loaders() if ranks is None else ranks
+    loader, ranks = _loaders(loader, ranks)
     return "\n".join(f"{k:>22}: {v}" for k, v in _rows(cache, loader) + rank_rows(ranks))
 
 
@@ -134,8 +144,7 @@ def cache_html(
 ) -> str:
     """The view as HTML; *ranks* as in :func:`cache_text`."""
     cache = read_status("cache") if cache is None else cache
-    loader = latest_loader() if loader is None else loader
-    ranks = rank_loaders() if ranks is None else ranks
+    loader, ranks = _loaders(loader, ranks)
     rows = "".join(
         f"<tr><td style='padding-right:1em'>{escape(k)}</td><td>{escape(v)}</td></tr>"
         for k, v in _rows(cache, loader) + rank_rows(ranks)
@@ -165,8 +174,8 @@ class CacheView:
         self._thread.start()
 
     def refresh(self) -> None:
-        cache, loader = read_status("cache"), latest_loader()
-        self.table.value = cache_html(cache or {}, loader, rank_loaders())
+        cache, (loader, ranks) = read_status("cache"), current_loaders()
+        self.table.value = cache_html(cache or {}, loader, ranks)
         if cache:
             self.hit_rate.value = float(cache.get("hit_rate", 0))
             limit = cache.get("limit") or 0
