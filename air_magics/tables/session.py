@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from ..errors import AirError, TablesError
 from . import activity
 from .catalog import near_tables
+from .interruptible import run_interruptible
 from .server import EmbeddedServer, ensure_server, store_dir
 from .spark_errors import first_line, one_line, quiet_pyspark_logs
 
@@ -192,6 +193,14 @@ def _active(spark: Any) -> Iterator[None]:
         holder.session = before
 
 
+def _forget(spark: Any) -> None:
+    """An interrupted call that did not return: its channel may be wedged, so the next call opens a
+    new session (the old one is left to its thread, never closed under it)."""
+    with _LOCK:
+        for url in [u for u, sp in _SESSIONS.items() if sp is spark]:
+            del _SESSIONS[url]
+
+
 def _near(session: Session, name: str) -> list[str]:
     with _active(session.spark), quiet_retries(), quiet_pyspark_logs():
         return near_tables(session.spark, session.embedded, name)
@@ -201,12 +210,21 @@ def guarded(session: Session, what: str, fn: Callable[[], T]) -> T:
     """Run *fn* with *session* as the thread's active pyspark session, turning Spark and connection
     errors into one-line ``TablesError``s.
 
+    On the main thread *fn* runs on a worker thread (:func:`run_interruptible`): a Ctrl-C then
+    interrupts its Spark operations and never lands inside gRPC, where it could leave a lock of the
+    session's channel held and every later call waiting.
+
     pyspark's own logging of the error (a JVM stack trace on stderr) is dropped. On the embedded
     server the run counts as a use of it (the idle stop waits for it to end)."""
     busy = activity.operation(session.store) if session.store is not None else contextlib.nullcontext()
-    try:
-        with busy, _active(session.spark), quiet_retries(), quiet_pyspark_logs():
+
+    def call() -> T:
+        with _active(session.spark), quiet_retries(), quiet_pyspark_logs():
             return fn()
+
+    try:
+        with busy:
+            return run_interruptible(session.spark, call, on_stuck=lambda: _forget(session.spark))
     except AirError:
         raise
     except Exception as exc:

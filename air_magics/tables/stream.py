@@ -123,11 +123,14 @@ def write_parquet_stream(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from .interruptible import raise_if_cancelled
+
     client = spark.client
     os.makedirs(folder, exist_ok=True)
     writer, n_file, rows_in_file, rows, schema = None, 0, 0, 0, None
     try:
         for chunk in _chunks(df, budget):
+            raise_if_cancelled()  # a Ctrl-C interrupts the running query; this stops the next one
             for item in client.to_table_as_iterator(chunk._plan.to_proto(client), chunk._plan.observations):  # noqa: SLF001 - pyspark streams a plan's Arrow batches only through its client
                 if not isinstance(item, pa.Table):
                     continue
