@@ -425,3 +425,44 @@ def test_a_cache_folder_removed_behind_its_back_is_made_again(vol, tmp_path):
     again = c.get("/Volumes/main/raw/img/f01.bin")
     assert os.path.dirname(again) == os.path.dirname(first)
     assert open(again, "rb").read() == bytes([1]) * 1000
+
+
+def test_an_index_row_that_cannot_land_behind_its_fetch_takes_the_file_and_fails_the_next_fetch(vol, small_disk):
+    """A fetch returns once its file is in place; its index row is written behind it (one thread
+    per process, many rows per transaction). When that write fails (a real full disk: the copy took
+    the last free pages, the index's log needs more), the file is removed, so nothing sits in the
+    cache uncounted, and the next fetch raises the error naming the file."""
+    for name in ("a", "b"):
+        with vol.open(f"/Volumes/main/raw/img/{name}.bin", "wb") as f:
+            f.write(bytes([ord(name)]) * 8192)  # two pages of the tmpfs
+    c = FileCache(small_disk / "cache", reserve=0, pin_seconds=60)
+    c.get("/Volumes/main/raw/img/f01.bin")  # the index and its log exist ...
+    c.clear(force=True)  # ... and the log is truncated: the next row must grow it
+    fillers, i = [], 0
+    while True:  # the disk filled page by page, then exactly the new file's two pages freed
+        path = small_disk / f"filler{i}"
+        try:
+            with open(path, "wb", buffering=0) as f:
+                f.write(b"\0" * 4096)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+            path.unlink(missing_ok=True)
+            break
+        fillers.append(path)
+        i += 1
+    for path in fillers[-2:]:
+        path.unlink()
+    local = c.get("/Volumes/main/raw/img/a.bin")  # the copy fits; its row cannot
+    deadline = time.monotonic() + 10
+    while os.path.exists(local) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not os.path.exists(local)  # taken back: the index never counted it
+    with pytest.raises(CacheDiskFullError) as exc:
+        c.get("/Volumes/main/raw/img/b.bin")
+    _assert_clear_disk_full(exc.value, small_disk / "cache")
+    assert "while indexing /Volumes/main/raw/img/a.bin" in str(exc.value)
+    for path in fillers[:-2]:
+        path.unlink()
+    again = c.get("/Volumes/main/raw/img/a.bin")  # the way out: room again, and the error was reported once
+    assert open(again, "rb").read() == b"a" * 8192
+    assert c.info().entries == 1 and not c.check().findings

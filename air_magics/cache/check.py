@@ -190,7 +190,7 @@ def run_check(
                 dirnames.remove(name)  # an extracted folder is one unit
                 if path not in seen:
                     key = "/Volumes" + path[len(files) :]
-                    fix("file without row", path, key, lambda path=path: (_remove(path), True)[1])
+                    fix("file without row", path, key, lambda path=path, key=key: _remove_unindexed(entries, key, path))
             elif name.endswith(".tmp") and _derived(name[:-4]):
                 dirnames.remove(name)
                 slot = path[:-4]
@@ -215,7 +215,7 @@ def run_check(
                 key = "/Volumes" + path[len(files) :]
                 if key in rows:
                     continue  # a row whose local path is not its own: reported above or left alone
-                fix("file without row", path, key, lambda path=path: (_remove(path), True)[1])
+                fix("file without row", path, key, lambda path=path, key=key: _remove_unindexed(entries, key, path))
 
     # -- dead processes' overflow folders -------------------------------------------------------
     base = root / "overflow"
@@ -230,3 +230,12 @@ def _gone_meanwhile(f: Finding) -> bool:
     """A finding whose path another process removed while the check ran (a live fetch's temp
     file, an eviction): nothing to repair."""
     return f.kind in ("temp file", "file without row") and not os.path.lexists(f.path)
+
+
+def _remove_unindexed(entries: Entries, key: str, path: str) -> bool:
+    """Remove *path*, found without a row, unless its row has landed since the index was read (a
+    fetch that finished meanwhile: the caller holds the key's stripe, so none can land now)."""
+    if entries.row(key) is not None:
+        return False
+    _remove(path)
+    return True

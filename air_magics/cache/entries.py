@@ -212,6 +212,12 @@ class Entries:
         if pending.error is not None:
             raise pending.error
 
+    def write_rows(self, rows: list[tuple[str, str, int, float, bool]]) -> None:
+        """Fetched files' rows (``key, local, size, mtime, miss``) in one transaction (for
+        :class:`~air_magics.cache.writebehind.WriteBehind`, which commits them behind the fetches)."""
+        with self._open() as db, self.disk_full(f"indexing {rows[0][0]}"), transaction(db):
+            _write_rows(db, rows)
+
     def forget(self, key: str) -> None:
         """Drop *key*'s row (a reserved fetch that failed)."""
         with self._open() as db, self.disk_full("removing a failed fetch"), transaction(db):

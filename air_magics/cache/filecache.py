@@ -387,7 +387,9 @@ class FileCache(ClaimedEntries):
 
     def flush_hits(self) -> None:
         """Write this process's batched hits (access times, counters) to the shared index. Called a
-        few times a second while hits are served, and before the totals are read or entries cleared."""
+        few times a second while hits are served, and before the totals are read or entries cleared.
+        The rows of this process's fetches, written behind them, land first."""
+        self._miss.flush()
         access, counts = self._hits.take()
         if not access and not counts:
             return

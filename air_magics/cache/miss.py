@@ -11,9 +11,11 @@ parts it works on, given explicitly; it is per-process state, made anew in every
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -32,6 +34,7 @@ from .overflow import OverflowWindow, Residency
 from .rootguard import RootGuard
 from .stripes import Stripes
 from .validate import timed_stat
+from .writebehind import WriteBehind
 
 __all__ = ["MissPath", "Bounds"]
 
@@ -75,11 +78,15 @@ class MissPath:
         self._hits, self._overflow, self._guard = hits, overflow, guard
         self._bounds, self._publish = bounds, publish
         self._dirs = DirMaker()  # the cache's folders, verified once per process (see copy_one)
+        self._behind = WriteBehind(entries)  # the rows of this process's fetches
+        self._row_error: BaseException | None = None  # a row the writer could not commit (raised by the next fetch)
 
     def fetch(self, f: VolumeFile, keep: Residency | None, landed: Landed | None = None) -> str:
         """*f*'s cached path for its current version, fetched on a miss; a source gone since it was
         listed is a :class:`~air_magics.errors.VolumeNotFoundError` naming it. *landed*: filled
         when a copy was made (its content too, when it asks: see :meth:`FileCache.read`)."""
+        if self._row_error is not None:
+            self._raise_row_error()
         try:
             key, local = f.key, f.slot
             if f.size is None or f.mtime is None:
@@ -95,26 +102,32 @@ class MissPath:
             size, mtime = f.size, f.mtime
             if self.validated_hit(f):
                 return local
-            with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
-                if self.validated_hit(f):  # another process fetched it meanwhile
-                    return local
-                self._guard.verify()  # nothing is written through a root swapped for a link
-                limit, files = self._bounds.limit, self._bounds.files_limit
-                if limit is not None and files is not None and size > max(files, self._bounds.window or 0):
-                    raise CacheLimitError(
-                        f"{key} is {fmt_bytes(size)} but the cache limit of {fmt_bytes(limit)} keeps at most "
-                        f"{fmt_bytes(files)} for files (the rest is the overflow window); raise the limit "
-                        f"(FileCache(limit=...), AIR_CACHE_LIMIT or %config AirMagics.cache_limit) so that it "
-                        f"leaves more than {fmt_bytes(size)} for files"
-                    )
-                if (files is not None and size > files) or not self.claim(f, keep):
-                    return self._overflow_fetch(f, landed)
-                try:
-                    n = self._copy(CopyTask(f, Location(local, root=self._files_root), landed))
-                except BaseException:
-                    self._entries.forget(key)  # the claimed bytes go back
-                    raise
-                self.recorded(key, local, n, mtime)
+            release = self._stripes.take(key)  # handed to the row's writer once the copy is in place
+            try:
+                with self._entries.disk_full(f"fetching {key}"):
+                    if self.validated_hit(f):  # another process fetched it meanwhile
+                        return local
+                    self._guard.verify()  # nothing is written through a root swapped for a link
+                    limit, files = self._bounds.limit, self._bounds.files_limit
+                    if limit is not None and files is not None and size > max(files, self._bounds.window or 0):
+                        raise CacheLimitError(
+                            f"{key} is {fmt_bytes(size)} but the cache limit of {fmt_bytes(limit)} keeps at most "
+                            f"{fmt_bytes(files)} for files (the rest is the overflow window); raise the limit "
+                            f"(FileCache(limit=...), AIR_CACHE_LIMIT or %config AirMagics.cache_limit) so that it "
+                            f"leaves more than {fmt_bytes(size)} for files"
+                        )
+                    if (files is not None and size > files) or not self.claim(f, keep):
+                        return self._overflow_fetch(f, landed)
+                    try:
+                        n = self._copy(CopyTask(f, Location(local, root=self._files_root), landed))
+                    except BaseException:
+                        self._entries.forget(key)  # the claimed bytes go back
+                        raise
+                self.recorded(key, local, n, mtime, release)
+                release = None
+            finally:
+                if release is not None:
+                    release()
             return local
         except FileNotFoundError as exc:
             raise self._vanished(f, exc) from None
@@ -165,16 +178,22 @@ class MissPath:
         key, local = f.key, f.slot
         if os.path.exists(local) and self._entries.row(key) is not None:
             return False
-        with self._stripes.held(key), self._entries.disk_full(f"fetching {key}"):
-            if os.path.exists(local) and self._entries.row(key) is not None:  # another process fetched it meanwhile
-                return False
-            self._guard.verify()
-            self._evictor.make_room(0)  # the reserve (no limit is set here): at most this one file's size over it
-            landed = landed or Landed()
-            n = self._copy(CopyTask(f, Location(local, root=self._files_root), landed))
-            mtime = landed.mtime if landed.mtime is not None else os.stat(local).st_mtime
-            f.size, f.mtime = n, mtime  # (stamped on the copy: what a later validation compares)
-            self.recorded(key, local, n, mtime)
+        release = self._stripes.take(key)  # handed to the row's writer once the copy is in place
+        try:
+            with self._entries.disk_full(f"fetching {key}"):
+                if os.path.exists(local) and self._entries.row(key) is not None:  # another process fetched it meanwhile
+                    return False
+                self._guard.verify()
+                self._evictor.make_room(0)  # the reserve (no limit is set here): at most this one file's size over it
+                landed = landed or Landed()
+                n = self._copy(CopyTask(f, Location(local, root=self._files_root), landed))
+                mtime = landed.mtime if landed.mtime is not None else os.stat(local).st_mtime
+                f.size, f.mtime = n, mtime  # (stamped on the copy: what a later validation compares)
+            self.recorded(key, local, n, mtime, release)
+            release = None
+        finally:
+            if release is not None:
+                release()
         return True
 
     def _overflow_fetch(self, f: VolumeFile, landed: Landed | None) -> str:
@@ -222,8 +241,38 @@ class MissPath:
         self._publish()
         return True
 
-    def recorded(self, key: str, local: str, size: int, mtime: float) -> None:
-        """*key*'s file is in place at *local*: its entry written, and served from this process's hits."""
-        self._entries.record(key, local, size, mtime)
-        self._hits.remember(key, size, mtime, time.time())
+    def recorded(
+        self, key: str, local: str, size: int, mtime: float, release: Callable[[], None] | None = None
+    ) -> None:
+        """*key*'s file is in place at *local*: served from this process's hits, its entry written.
+
+        With *release* (the caller's hold on *key*'s stripe, handed over) the entry is written behind
+        (:mod:`.writebehind`) and the stripe released once it has landed; without, before returning."""
+        if release is None:
+            self._entries.record(key, local, size, mtime)
+            self._hits.remember(key, size, mtime, time.time())
+        else:
+            self._hits.remember(key, size, mtime, time.time())
+            self._behind.put((key, local, size, mtime, True), partial(self._row_landed, key, local, release))
         self._publish()
+
+    def _row_landed(self, key: str, local: str, release: Callable[[], None], error: BaseException | None) -> None:
+        """The writer committed *key*'s row (or failed to: then the file goes too, so nothing sits in
+        the cache uncounted, and the next fetch raises the error)."""
+        try:
+            if error is not None:
+                self._hits.forget(key)
+                with contextlib.suppress(OSError):
+                    os.unlink(local)
+                self._row_error = error
+        finally:
+            release()
+
+    def flush(self) -> None:
+        """Wait until the rows of this process's fetches are in the index."""
+        self._behind.flush()
+
+    def _raise_row_error(self) -> None:
+        error, self._row_error = self._row_error, None
+        if error is not None:
+            raise error

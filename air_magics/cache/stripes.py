@@ -23,7 +23,7 @@ import struct
 import threading
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -144,14 +144,31 @@ class Stripes:
     @contextmanager
     def held(self, key: str) -> Iterator[None]:
         """Hold *key*'s stripe (in this process and across processes) for the block."""
+        release = self.take(key)
+        try:
+            yield
+        finally:
+            release()
+
+    def take(self, key: str) -> Callable[[], None]:
+        """Hold *key*'s stripe until the returned function is called, by any thread (a fetch hands
+        it to the thread that writes its index row: see :mod:`.writebehind`)."""
         i = self.of(key)
         tlock, procs = self._at(i)
-        with tlock:
+        tlock.acquire()
+        try:
             procs.acquire(i, None)
+        except BaseException:
+            tlock.release()
+            raise
+
+        def release() -> None:
             try:
-                yield
-            finally:
                 procs.release(i)
+            finally:
+                tlock.release()
+
+        return release
 
     @contextmanager
     def try_held(self, i: int, wait: float) -> Iterator[bool]:
