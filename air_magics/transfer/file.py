@@ -240,15 +240,19 @@ def _copy_stream(src: Location, dst: Location, dirs: DirMaker, mtime: float = 0.
 
 
 def _read_all(fd: int, size: int) -> bytes:
-    if hasattr(os, "posix_fadvise"):
+    """The whole file; *size* is its ``fstat`` size. A read of ``size + 1`` bytes that returns
+    exactly *size* has met the end (a regular file reads short only there): no second read to see
+    it, and readahead advice only for a large file (each is a syscall per miss)."""
+    want = max(size + 1, 1 << 16)
+    if size >= 1 << 20 and hasattr(os, "posix_fadvise"):
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
-    chunks = []
-    while True:
-        b = os.read(fd, max(size + 1, 1 << 16))  # one large read; the next returns b"" at EOF
-        if not b:
-            break
+    first = os.read(fd, want)
+    if len(first) == size:
+        return first
+    chunks = [first]
+    while b := os.read(fd, want):  # grown since the fstat, or a short read: on to the end
         chunks.append(b)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return first if len(chunks) == 1 else b"".join(chunks)
 
 
 def copy_file(task: CopyTask, dirs: DirMaker) -> int:
