@@ -14,6 +14,7 @@ V = "/Volumes/main/raw/cnt"
 
 
 def _rows(cache: FileCache) -> int:
+    cache.flush_hits()  # this process's rows (written behind its fetches) are in the index first
     with sqlite3.connect(cache.root / "index.sqlite") as db:
         return db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
 

@@ -27,7 +27,8 @@ def warm(tmp_path):
     files = [(f"/Volumes/main/hits/v/f{i:02d}.bin", os.stat(root / f"f{i:02d}.bin")) for i in range(N)]
     cache = FileCache(tmp_path / "cache", store=s)
     for key, st in files:
-        cache.get(key, size=st.st_size, mtime=st.st_mtime)  # misses: fetched and recorded
+        cache.get(key, size=st.st_size, mtime=st.st_mtime)  # misses: fetched and recorded ...
+    cache.flush_hits()  # ... their rows (written behind the fetches) in the index before a test reads it
     return s, cache, files
 
 

@@ -149,7 +149,9 @@ def test_leftovers_are_hidden_and_swept_after_sigkill(vols, tmp_path):
             import os
             os.write(fd, data[:1000])
             time.sleep(120)
-        fc.write_all = stuck
+        def stuck_send(src, out, size):  # the kernel-side copy a small file takes
+            stuck(out, b"x" * 1000)
+        fc.write_all, fc._send_all = stuck, stuck_send
         air_magics.copy(["/Volumes/main/demo/images/train/big.bin"], {str(dest)!r}, workers=1)
     """)
     proc = subprocess.Popen([sys.executable, "-c", child], env=os.environ.copy())

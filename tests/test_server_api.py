@@ -76,6 +76,7 @@ def message(r: requests.Response) -> str:
 
 def idle(cache: FileCache) -> None:
     """Make every entry look unused for an hour (no pin left), as after a finished training run."""
+    cache.flush_hits()  # this process's rows and pins are in the index first
     db = sqlite3.connect(cache.root / "index.sqlite")
     with db:
         db.execute("UPDATE entries SET last_access = last_access - 3600")

@@ -123,8 +123,10 @@ class MissPath:
                     except BaseException:
                         self._entries.forget(key)  # the claimed bytes go back
                         raise
-                self.recorded(key, local, n, mtime, release)
-                release = None
+                # a row claimed within a byte limit is pinned as a fetch under way until its final
+                # write: written behind, the next miss could not evict it, so it lands now
+                behind, release = (release, None) if files is None else (None, release)
+                self.recorded(key, local, n, mtime, behind)
             finally:
                 if release is not None:
                     release()
@@ -253,7 +255,12 @@ class MissPath:
             self._hits.remember(key, size, mtime, time.time())
         else:
             self._hits.remember(key, size, mtime, time.time())
-            self._behind.put((key, local, size, mtime, True), partial(self._row_landed, key, local, release))
+            try:
+                self._behind.put((key, local, size, mtime, True), partial(self._row_landed, key, local, release))
+            except BaseException:  # not queued (no thread could start): the stripe is still ours
+                self._hits.forget(key)
+                release()
+                raise
         self._publish()
 
     def _row_landed(self, key: str, local: str, release: Callable[[], None], error: BaseException | None) -> None:
