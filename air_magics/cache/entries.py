@@ -17,21 +17,15 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..io.forksafe import ForkSafeLock
 from ..io.versions import same_version
 from .index import checkpoint, open_index, transaction, translate_disk_full, tune_wal
 
 __all__ = ["Entries", "Row", "PENDING", "FETCH_PIN"]
 
 Row = tuple[int, float, float, float]  # (size, source mtime, last access, last checked against the source)
-_OPEN_LOCK = threading.Lock()
+_OPEN_LOCK = ForkSafeLock()  # fresh in a forked child: the parent's threads may hold its copy
 
-
-def _fresh_open_lock() -> None:
-    global _OPEN_LOCK
-    _OPEN_LOCK = threading.Lock()  # a forked child: the parent's threads may hold its copy
-
-
-os.register_at_fork(after_in_child=_fresh_open_lock)
 _CHUNK = 500
 PENDING = -1.0  # the mtime of a row whose fetch is under way (no source has it)
 FETCH_PIN = 60.0  # s: a row being fetched (PENDING) and renewed this recently is never evicted under its fetch

@@ -28,6 +28,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..io.forksafe import ForkSafeLock
 from ..io.locks import ProcessFileLock
 
 __all__ = ["Stripes", "STRIPES"]
@@ -38,15 +39,7 @@ STRIPES = 1 << 14 if _OFD_SETLK is not None else 256  # stripes of a cache's key
 _FLOCK = struct.Struct("hhqqi4x")  # struct flock on Linux: type, whence, start, len, pid (0 for OFD locks)
 _POLL = 0.005
 _BUSY = (errno.EAGAIN, errno.EACCES)  # another open file description holds the byte
-_MAKE_LOCK = threading.Lock()
-
-
-def _fresh_make_lock() -> None:
-    global _MAKE_LOCK
-    _MAKE_LOCK = threading.Lock()  # a forked child: the parent's threads may hold its copy
-
-
-os.register_at_fork(after_in_child=_fresh_make_lock)
+_MAKE_LOCK = ForkSafeLock()  # fresh in a forked child: the parent's threads may hold its copy
 
 
 class _ByteLocks:

@@ -22,6 +22,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..io.forksafe import ForkSafeLock
+
 if TYPE_CHECKING:
     from .entries import Entries
 
@@ -29,15 +31,7 @@ __all__ = ["WriteBehind", "OnRow"]
 
 Row = tuple[str, str, int, float, bool]  # key, local, size, source mtime, counted as a miss
 OnRow = Callable[[BaseException | None], None]  # called once the row is committed (None) or failed
-_MAKE_LOCK = threading.Lock()
-
-
-def _fresh_make_lock() -> None:
-    global _MAKE_LOCK
-    _MAKE_LOCK = threading.Lock()  # a forked child: the parent's threads may hold its copy
-
-
-os.register_at_fork(after_in_child=_fresh_make_lock)
+_MAKE_LOCK = ForkSafeLock()  # fresh in a forked child: the parent's threads may hold its copy
 
 
 class WriteBehind:

@@ -10,10 +10,11 @@ register here and get :meth:`after_fork` called in every forked child, before an
 from __future__ import annotations
 
 import os
+import threading
 import weakref
 from typing import Protocol
 
-__all__ = ["ForkAware", "renew_after_fork"]
+__all__ = ["ForkAware", "ForkSafeLock", "renew_after_fork"]
 
 
 class ForkAware(Protocol):
@@ -35,3 +36,24 @@ def _in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_in_child)
+
+
+class ForkSafeLock:
+    """A lock for ``with`` that every forked child gets fresh: a module's lock around its
+    per-process state's first use, which the parent's other threads may hold at ``fork()``."""
+
+    __slots__ = ("_lock", "__weakref__")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        renew_after_fork(self)
+
+    def after_fork(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> ForkSafeLock:
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()

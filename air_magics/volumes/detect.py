@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..io.forksafe import ForkSafeLock
 from ..settings import embedded_volumes_root, get
 from .path import is_name
 
@@ -38,15 +39,8 @@ _SAMPLE_CATALOGS = 4  # catalogs whose first schema is looked into: every listin
 _cache: dict[tuple[str, ...], tuple[Path | None, str]] = {}
 _seen: dict[tuple[str, ...], float] = {}  # when each answer was looked at (monotonic)
 NO_MOUNT_TTL = 2.0  # seconds a "no mount" answer is trusted before a cheap local look again
-_lock = threading.Lock()
+_lock = ForkSafeLock()  # fresh in a forked child: the parent's threads may hold its copy
 
-
-def _fresh_lock() -> None:
-    global _lock
-    _lock = threading.Lock()  # a forked child: another thread of the parent may hold its copy
-
-
-os.register_at_fork(after_in_child=_fresh_lock)
 _generation = 0
 
 
