@@ -178,12 +178,11 @@ class MissPath:
         names-only listing); False when there is an entry to validate instead. Size and mtime come
         from the copy (the opened source's ``fstat``), not from a ``stat`` of the result."""
         key, local = f.key, f.slot
-        if os.path.exists(local) and self._entries.row(key) is not None:
-            return False
+        # looked at under the stripe only: a cold miss pays one stat, not one before and one after
         release = self._stripes.take(key)  # handed to the row's writer once the copy is in place
         try:
             with self._entries.disk_full(f"fetching {key}"):
-                if os.path.exists(local) and self._entries.row(key) is not None:  # another process fetched it meanwhile
+                if os.path.exists(local) and self._entries.row(key) is not None:  # fetched (by another process)
                     return False
                 self._guard.verify()
                 self._evictor.make_room(0)  # the reserve (no limit is set here): at most this one file's size over it
