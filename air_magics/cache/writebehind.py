@@ -70,8 +70,10 @@ class WriteBehind:
 
     def flush(self) -> None:
         """Return once every row queued before the call is committed (or has failed)."""
-        if self._pid != os.getpid():
-            return  # nothing was queued in this process
+        if self._pid != os.getpid() or threading.current_thread() is self._thread:
+            # nothing was queued in this process; or the writer itself asks (the index's first open
+            # in this process runs the cache's repair, which flushes): its own batch cannot wait on it
+            return
         cond = self._cond
         with cond:
             while self._queue or self._busy:
