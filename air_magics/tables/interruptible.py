@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -69,7 +70,7 @@ def run_interruptible(
 
     threading.Thread(target=work, name="air-spark-call", daemon=True).start()
     try:
-        ok, value = _wait(out, None)
+        ok, value = _wait(out)
     except KeyboardInterrupt:
         cancelled.set()
         if not _stop(spark, tag, out, grace):
@@ -80,22 +81,17 @@ def run_interruptible(
     raise value
 
 
-def _wait(out: queue.SimpleQueue[tuple[bool, Any]], seconds: float | None) -> tuple[bool, Any]:
-    """The worker's result; short waits, so a signal is seen at once. ``queue.Empty`` after *seconds*."""
+def _wait(out: queue.SimpleQueue[tuple[bool, Any]]) -> tuple[bool, Any]:
+    """The worker's result, waited for in short steps so that a signal is seen at once."""
     while True:
         try:
-            return out.get(timeout=_POLL_S if seconds is None else min(_POLL_S, max(seconds, 0.001)))
+            return out.get(timeout=_POLL_S)
         except queue.Empty:
-            if seconds is not None:
-                seconds -= _POLL_S
-                if seconds <= 0:
-                    raise
+            continue
 
 
 def _stop(spark: Any, tag: str, out: queue.SimpleQueue[tuple[bool, Any]], grace: float) -> bool:
     """Interrupt the worker's queries until it returns (True), or *grace* runs out (False)."""
-    import time
-
     deadline = time.monotonic() + grace
     try:
         while time.monotonic() < deadline:
@@ -104,7 +100,7 @@ def _stop(spark: Any, tag: str, out: queue.SimpleQueue[tuple[bool, Any]], grace:
             except Exception:  # a server gone: the worker's call fails on its own
                 pass
             try:
-                _wait(out, 0.5)
+                out.get(timeout=0.5)
                 return True
             except queue.Empty:
                 continue
