@@ -2,6 +2,7 @@
 monotonically to the total, ``%air_volume cache --clear`` shows a progress line and the final count."""
 
 import os
+import time
 
 import pytest
 
@@ -51,3 +52,27 @@ def test_the_magic_shows_a_progress_line_and_the_final_count(ip, cached, capsys)
     out = capsys.readouterr().out
     assert f"\rclearing cache {cached[0].root}: {N:,} / {N:,} entries" in out
     assert f"\ncache {cached[0].root}: removed {N:,} cached files" in out  # on its own line, after it
+
+
+def test_a_second_cache_on_the_same_root_counts_the_rows_still_queued_by_the_first(tmp_path, monkeypatch):
+    """The rows of one ``FileCache``'s fetches are committed behind them; a clear through another
+    object on the same root (what ``%air_volume cache --clear`` opens) waits for them, so it removes
+    and counts every file (before, it saw only the rows that had landed: 296 of 300). The second
+    spells the folder otherwise: it is the same cache."""
+    s = VolumeStore()
+    s.create("main.raw.late")
+    for i in range(20):
+        with s.open(f"/Volumes/main/raw/late/{i:02d}.bin", "wb") as f:
+            f.write(b"y" * 50)
+    first = FileCache(tmp_path / "c")
+    write_rows = first._entries.write_rows
+
+    def slow_write_rows(rows):  # the writer thread takes its time: the rows are still queued below
+        time.sleep(0.5)
+        return write_rows(rows)
+
+    monkeypatch.setattr(first._entries, "write_rows", slow_write_rows)
+    paths = [first.get(f"/Volumes/main/raw/late/{i:02d}.bin") for i in range(20)]
+    report = FileCache(tmp_path / ".." / tmp_path.name / "c").clear(force=True)
+    assert (report.removed, report.bytes) == (20, 20 * 50)
+    assert not any(os.path.exists(p) for p in paths)

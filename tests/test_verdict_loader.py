@@ -73,7 +73,11 @@ def test_small_files_at_10ms_are_storage_latency_bound_and_the_advice_is_pack(sl
 def test_big_files_under_a_bandwidth_cap_are_storage_bandwidth_bound(slowfs, tmp_path, monkeypatch):
     cm = _mount(slowfs, tmp_path, monkeypatch, 24, 2 << 20, op_latency_ms=1, mbps=40)
     try:
-        ds = UCVolumeDataset(FOLDER, cache=FileCache(tmp_path / "c"))
+        # one fetch in flight per worker: the link serves concurrent reads in turns, so with the
+        # default 32 every file finished near the end, inside the first wait (the workers' start,
+        # kept out of the share), and the steps after it found their batches ready (CI, 2026-12-05:
+        # 13% waiting, "moderately input-bound"); one at a time, each step waits for its file
+        ds = UCVolumeDataset(FOLDER, cache=FileCache(tmp_path / "c"), prefetch=1)
         early, final = _run(DataLoader(ds, batch_size=2, num_workers=2), at_step=10)
     finally:
         cm.__exit__(None, None, None)

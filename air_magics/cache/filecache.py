@@ -92,7 +92,8 @@ class FileCache(ClaimedEntries):
         overflow_files: int = DEFAULT_OVERFLOW_FILES,
         overflow_bytes: int | str | None = None,
     ) -> None:
-        self.root = Path(root) if root is not None else settings.cache_dir()
+        # one spelling per folder (absolute, no ".."): the index stores paths under it, compared as text
+        self.root = Path(os.path.abspath(root if root is not None else settings.cache_dir()))
         self.overflow_bytes = parse_size(overflow_bytes, "overflow_bytes")
         self.limit = limit if limit is not None else settings.cache_limit()
         self.reserve = parse_size(reserve, "cache reserve") if reserve is not None else settings.cache_reserve()
@@ -402,8 +403,12 @@ class FileCache(ClaimedEntries):
         """Bytes the cache's index counts now (every process's entries; the overflow windows aside)."""
         return self._entries.total_bytes()
 
-    def info(self) -> CacheInfo:
-        self.flush_hits()  # this process's batched hits count too
+    def info(self, *, flush: bool = True) -> CacheInfo:
+        """The cache's totals and counters. ``flush=False``: as the index has them now, without
+        waiting for this process's batched hits and queued rows (a live snapshot taken on a fetch
+        thread must not wait for the row writer; they are counted within a fraction of a second)."""
+        if flush:
+            self.flush_hits()  # this process's batched hits count too
         counters, entries = self._entries.counters(), self._entries.count()
         return CacheInfo(
             str(self.root),
@@ -492,4 +497,4 @@ class FileCache(ClaimedEntries):
 
     def _emit(self, state: str) -> None:
         if channel.listening():
-            channel.emit(CacheEvent(state=state, stats=self.info()))
+            channel.emit(CacheEvent(state=state, stats=self.info(flush=state != "running")))

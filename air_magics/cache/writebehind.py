@@ -10,8 +10,10 @@ Here one thread per process commits the rows: whatever is queued when it wakes, 
 transaction, while the fetch threads go on to their next file. A fetch hands its key's stripe
 lock over with the row, and the writer releases it once the row has landed, so another process
 never sees the file without its row (it waits on the stripe, then finds the row: fetched once).
-This process serves the file from its hit log meanwhile. :meth:`flush` waits for what is queued:
-the cache calls it before its totals are read, before a check or a clear, and at a stream's end.
+This process serves the file from its hit log meanwhile. :meth:`flush` waits for what is queued,
+by every ``WriteBehind`` of this process on the same cache (two ``FileCache`` objects on one root,
+e.g. a dataset's and the one ``%air_volume cache --clear`` opens): the cache calls it before its
+totals are read, before a check or a clear, and at a stream's end.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -32,13 +35,17 @@ __all__ = ["WriteBehind", "OnRow"]
 Row = tuple[str, str, int, float, bool]  # key, local, size, source mtime, counted as a miss
 OnRow = Callable[[BaseException | None], None]  # called once the row is committed (None) or failed
 _MAKE_LOCK = ForkSafeLock()  # fresh in a forked child: the parent's threads may hold its copy
+_BY_ROOT: dict[str, weakref.WeakSet[WriteBehind]] = {}  # every writer of this process, by cache root
 
 
 class WriteBehind:
     """Rows of :class:`Entries` written by one thread per process, many per transaction."""
 
-    def __init__(self, entries: Entries) -> None:
+    def __init__(self, entries: Entries, root: str) -> None:
         self._entries = entries
+        with _MAKE_LOCK:
+            self._peers = _BY_ROOT.setdefault(os.path.realpath(root), weakref.WeakSet())
+            self._peers.add(self)
         self._pid = 0
         self._cond = threading.Condition()
         self._queue: list[tuple[Row, OnRow]] = []
@@ -64,12 +71,20 @@ class WriteBehind:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="air-cache-rows", daemon=True)
                 self._thread.start()
-                atexit.register(self.flush)  # (a daemon thread: the rows still queued at exit land first)
+                atexit.register(self.flush_own)  # (a daemon thread: the rows still queued at exit land first)
             elif not self._busy:
                 cond.notify_all()
 
     def flush(self) -> None:
-        """Return once every row queued before the call is committed (or has failed)."""
+        """Return once every row queued before the call, by any writer of this process on the same
+        cache root, is committed (or has failed)."""
+        with _MAKE_LOCK:
+            peers = list(self._peers)
+        for writer in peers:
+            writer.flush_own()
+
+    def flush_own(self) -> None:
+        """Return once every row queued here before the call is committed (or has failed)."""
         if self._pid != os.getpid() or threading.current_thread() is self._thread:
             # nothing was queued in this process; or the writer itself asks (the index's first open
             # in this process runs the cache's repair, which flushes): its own batch cannot wait on it
