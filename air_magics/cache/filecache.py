@@ -42,6 +42,7 @@ from ..events import CacheEvent, Throttle, channel
 from ..io.units import parse_size
 from ..snapshots import CacheInfo  # the value cache events carry; it lives below the events
 from ..transfer import Landed
+from ..volumes.filelist import FileList
 from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location, VolumeStore
@@ -240,10 +241,16 @@ class FileCache(ClaimedEntries):
         return self._files_root + key[8:]  # len("/Volumes") == 8
 
     def bind(self, files: Sequence[VolumeFile]) -> None:
-        """Give each file its cache slot (once, when a dataset lists its files)."""
+        """Give each file its cache slot (once, when a dataset lists its files); packed members and
+        files read in place have none. A :class:`~air_magics.volumes.filelist.FileList` takes its
+        folder's slot once (its items make theirs)."""
         root = self._files_root
+        if isinstance(files, FileList):
+            files.bind(root)
+            return
         for f in files:
-            f.slot = root + f.key[8:]
+            if f.member is None:
+                f.slot = root + f.key[8:]
 
     def hit(self, f: VolumeFile) -> str | None:
         """*f*'s cached path when this process validated it for *f*'s version and its pin is
@@ -405,8 +412,8 @@ class FileCache(ClaimedEntries):
 
     def info(self, *, flush: bool = True) -> CacheInfo:
         """The cache's totals and counters. ``flush=False``: as the index has them now, without
-        waiting for this process's batched hits and queued rows (a live snapshot taken on a fetch
-        thread must not wait for the row writer; they are counted within a fraction of a second)."""
+        waiting for this process's batched hits and queued rows (a live snapshot, taken on the row
+        writer's thread once its rows are in, must not wait on writers)."""
         if flush:
             self.flush_hits()  # this process's batched hits count too
         counters, entries = self._entries.counters(), self._entries.count()

@@ -78,7 +78,9 @@ class MissPath:
         self._hits, self._overflow, self._guard = hits, overflow, guard
         self._bounds, self._publish = bounds, publish
         self._dirs = DirMaker()  # the cache's folders, verified once per process (see copy_one)
-        self._behind = WriteBehind(entries, str(root))  # the rows of this process's fetches
+        self._behind = WriteBehind(
+            entries, str(root), after_batch=publish
+        )  # a snapshot once rows land  # the rows of this process's fetches
         self._row_error: BaseException | None = None  # a row the writer could not commit (raised by the next fetch)
 
     def fetch(self, f: VolumeFile, keep: Residency | None, landed: Landed | None = None) -> str:
@@ -252,15 +254,15 @@ class MissPath:
         if release is None:
             self._entries.record(key, local, size, mtime)
             self._hits.remember(key, size, mtime, time.time())
-        else:
-            self._hits.remember(key, size, mtime, time.time())
-            try:
-                self._behind.put((key, local, size, mtime, True), partial(self._row_landed, key, local, release))
-            except BaseException:  # not queued (no thread could start): the stripe is still ours
-                self._hits.forget(key)
-                release()
-                raise
-        self._publish()
+            self._publish()
+            return
+        self._hits.remember(key, size, mtime, time.time())
+        try:  # the writer publishes the cache's snapshot once the row is in (never this fetch thread)
+            self._behind.put((key, local, size, mtime, True), partial(self._row_landed, key, local, release))
+        except BaseException:  # not queued (no thread could start): the stripe is still ours
+            self._hits.forget(key)
+            release()
+            raise
 
     def _row_landed(self, key: str, local: str, release: Callable[[], None], error: BaseException | None) -> None:
         """The writer committed *key*'s row (or failed to: then the file goes too, so nothing sits in

@@ -41,8 +41,9 @@ _BY_ROOT: dict[str, weakref.WeakSet[WriteBehind]] = {}  # every writer of this p
 class WriteBehind:
     """Rows of :class:`Entries` written by one thread per process, many per transaction."""
 
-    def __init__(self, entries: Entries, root: str) -> None:
+    def __init__(self, entries: Entries, root: str, after_batch: Callable[[], None] | None = None) -> None:
         self._entries = entries
+        self._after_batch = after_batch  # e.g. a live snapshot of the cache: its rows are in now
         with _MAKE_LOCK:
             self._peers = _BY_ROOT.setdefault(os.path.realpath(root), weakref.WeakSet())
             self._peers.add(self)
@@ -111,6 +112,11 @@ class WriteBehind:
                 try:
                     on_row(error)
                 except Exception:  # one callback's failure must not keep the others' stripes held
+                    pass
+            if self._after_batch is not None:  # still busy: a flush returns after it
+                try:
+                    self._after_batch()
+                except Exception:  # a status update must never stop the rows
                     pass
             with cond:
                 self._busy = False

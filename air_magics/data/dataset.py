@@ -28,6 +28,7 @@ from ..cache import FileCache, Residency
 from ..errors import DatasetError
 from ..io.stageclock import STAGES
 from ..transfer import is_transient
+from ..volumes.filelist import FileList
 from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import VolumeStore
@@ -114,12 +115,13 @@ class UCVolumeDataset(EpochStream):
                 + (f" matching {pattern!r}" if pattern else "")
                 + "; check the path with %air_volume ls"
             )
-        self.cache.bind([f for f in self.files if f.member is None])
+        self.cache.bind(self.files)
         self.paths = [str(p) for p in paths]
         self.shuffle, self.seed, self.transform = shuffle, seed, transform
         self.prefetch, self.on_error, self.output = prefetch, on_error, output
         self._init_stream()
-        self.fingerprint = hashlib.sha1("\n".join(f.key for f in self.files).encode()).hexdigest()[:16]
+        keys = self.files.keys_text() if isinstance(self.files, FileList) else "\n".join(f.key for f in self.files)
+        self.fingerprint = hashlib.sha1(keys.encode()).hexdigest()[:16]
         self._groups = shard_groups(self.files)  # packed members: shuffled a few shards at a time
         # the resident subset this dataset's misses must not evict (see FileCache.get's keep)
         # (files are sorted: what the first and last share, every key between shares)

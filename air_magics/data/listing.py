@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from ..io.gcpause import gc_paused
 from ..shards.reader import open_packed
+from ..volumes.filelist import FileList
 from ..volumes.glob import filter_glob, filter_pattern, split_glob
 from ..volumes.local import InPlace, local_files, local_source
 from ..volumes.path import VolumePath
@@ -24,10 +25,14 @@ __all__ = ["list_files", "shard_groups"]
 
 def list_files(
     paths: Sequence[str | VolumePath], *, pattern: str | None, recursive: bool, store: VolumeStore, stat: bool = True
-) -> list[VolumeFile]:
+) -> Sequence[VolumeFile]:
     """Every file the selection names, sorted by volume path, each once. ``stat=False`` lists
     names only on local and mounted volumes (one readdir per folder; versions are then unknown,
-    ``None``, until a validation or a fetch finds them)."""
+    ``None``, until a validation or a fetch finds them); one plain volume folder is then kept as
+    a compact :class:`~air_magics.volumes.filelist.FileList` (the common case, and the one that
+    grows to millions of files)."""
+    if not stat and len(paths) == 1 and (compact := _folder_names(paths[0], pattern, recursive, store)) is not None:
+        return compact
     out: dict[str, VolumeFile] = {}
     for p in paths:
         if (local := local_source(p)) is not None:  # a local folder or file:// URL: no cache copy
@@ -55,6 +60,22 @@ def list_files(
                 )
                 out[key] = VolumeFile(key, loc.join(e.rel), e.size, e.mtime, member=members.get(e.rel))
     return [out[k] for k in sorted(out)]
+
+
+def _folder_names(p: str | VolumePath, pattern: str | None, recursive: bool, store: VolumeStore) -> FileList | None:
+    """*p*'s files as a :class:`FileList` when it is a plain folder of a local or mounted volume
+    (no glob in the path, not packed), else ``None`` (then :func:`list_files` makes each file)."""
+    if local_source(p) is not None:
+        return None
+    vp = VolumePath.parse(os.fspath(p) if isinstance(p, os.PathLike) else p)
+    if split_glob(vp.parts)[1] or open_packed(store, vp) is not None:
+        return None
+    names = store.names(vp, recursive=recursive)
+    if names is None:
+        return None
+    if pattern:
+        names = filter_pattern(names, pattern, rel=str)
+    return FileList(str(vp), store.locate(vp), names)
 
 
 def shard_groups(files: list[VolumeFile]) -> list[int] | None:

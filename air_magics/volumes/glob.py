@@ -19,6 +19,7 @@ import fnmatch
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
+from operator import attrgetter
 from typing import Protocol, TypeVar
 
 __all__ = ["GlobMatcher", "compile_glob", "glob_regex", "has_magic", "split_glob", "filter_glob", "filter_pattern"]
@@ -228,10 +229,11 @@ def filter_glob(entries: Iterable[E], pattern: tuple[str, ...]) -> list[E]:
     return [e for e in entries if matcher.selects(e.rel, memo)]
 
 
-def filter_pattern(entries: Iterable[E], pattern: str | None) -> list[E]:
+def filter_pattern(entries: Iterable[E], pattern: str | None, rel: Callable[[E], str] = attrgetter("rel")) -> list[E]:
     """Entries a ``pattern`` option selects: the glob matches the path below the listing's root or
-    the file's name (``*.jpg``, ``train/**/*.png``); no pattern selects every entry."""
+    the file's name (``*.jpg``, ``train/**/*.png``); no pattern selects every entry. ``rel``: an
+    entry's relative path (``str`` for a listing of names alone)."""
     if not pattern:
         return list(entries)
     matcher = compile_glob(pattern)
-    return [e for e in entries if matcher.match(e.rel) or matcher.match(e.rel.rpartition("/")[2])]
+    return [e for e in entries if matcher.match(r := rel(e)) or matcher.match(r.rpartition("/")[2])]

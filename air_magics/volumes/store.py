@@ -30,7 +30,7 @@ from . import detect
 from .glob import filter_glob, filter_pattern, split_glob
 from .path import VolumePath, is_name
 from .registry import VolumeRegistry, normalise_url
-from .walk import Entry, scan_local
+from .walk import Entry, scan_local, scan_names
 
 _LEVELS = ("catalog", "schema", "volume")
 
@@ -389,6 +389,27 @@ class VolumeStore:
                 _log_skipped(vp, found)
             return out
         return _fs_entries(loc, vp, recursive=recursive, with_dirs=with_dirs)
+
+    def names(self, path: str | VolumePath, *, recursive: bool) -> list[str] | None:
+        """The files below the folder *path* as sorted relative names (``/``-separated), no sizes:
+        :meth:`entries` without an object per file, for a listing of millions. ``None`` where that
+        does not apply (a file, or a volume not on a local or mounted path): use :meth:`entries`."""
+        vp = VolumePath.parse(path)
+        loc = self.locate(vp)
+        if not loc.is_local or not os.path.isdir(loc.path):
+            return None
+        found: list[tuple[str, str]] = []
+        out = scan_names(
+            loc.path,
+            recursive=recursive,
+            confine=loc.root,
+            workers=self.workers,
+            skipped=found,
+            local_disk=self.kind == "embedded" and is_within(loc.path, str(self.root)),
+        )
+        if found:
+            _log_skipped(vp, found)
+        return out
 
 
 def _log_skipped(vp: VolumePath, skipped: list[tuple[str, str]]) -> None:

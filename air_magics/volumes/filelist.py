@@ -1,0 +1,131 @@
+"""``FileList``: the files of one folder's listing, kept as one string of names.
+
+Why: a dataset of a million files used to hold a :class:`~air_magics.volumes.resolved.VolumeFile`
+per file, made before the first item (three strings and two objects, ~580 B a file), and each
+DataLoader worker's copy grew as reading it touched every object's reference count (the
+copy-on-read growth PyTorch documents). Here the names are one ``str`` (``\\0`` never appears in a
+file name), their offsets one ``array``, the versions two more: ~40 B a file at two levels of
+folders, a few objects in all, pickled to a worker as a few flat buffers.
+
+An item is made when it is asked for (``files[i]``): a :class:`ListedFile`, a ``VolumeFile`` whose
+``size`` and ``mtime`` are the list's own entries, so what a fetch or a validation learns about the
+file stays known for the next epoch, as it did on a plain ``VolumeFile``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import overload
+
+from ..errors import VolumePathError
+from .resolved import VolumeFile
+from .store import Location
+
+__all__ = ["FileList", "ListedFile"]
+
+_SEP = "\0"
+
+
+class ListedFile(VolumeFile):
+    """One item of a :class:`FileList`: its version read from, and written to, the list."""
+
+    __slots__ = ("_owner", "_i")
+
+    def __init__(self, owner: FileList, i: int, key: str, src: Location, slot: str) -> None:
+        self._owner, self._i = owner, i
+        self.key, self.src, self.slot, self.member = key, src, slot, None
+
+    @property  # type: ignore[override]
+    def size(self) -> int | None:
+        n = self._owner.sizes[self._i]
+        return None if n < 0 else n
+
+    @size.setter
+    def size(self, value: int | None) -> None:
+        self._owner.sizes[self._i] = -1 if value is None else value
+
+    @property  # type: ignore[override]
+    def mtime(self) -> float | None:
+        t = self._owner.mtimes[self._i]
+        return None if math.isnan(t) else t
+
+    @mtime.setter
+    def mtime(self, value: float | None) -> None:
+        self._owner.mtimes[self._i] = math.nan if value is None else value
+
+    def __reduce__(self) -> tuple[type, tuple]:
+        # sent alone (to another process), it becomes a plain VolumeFile: never the whole list
+        return VolumeFile, (self.key, self.src, self.size, self.mtime, self.slot, None)
+
+    def __repr__(self) -> str:
+        return f"ListedFile(key={self.key!r}, size={self.size!r}, mtime={self.mtime!r}, slot={self.slot!r})"
+
+
+class FileList(Sequence[VolumeFile]):
+    """The files below one volume folder (``base_key``, stored at ``base``), in sorted order.
+
+    ``names``: the files' paths relative to the folder, sorted, none empty. ``slot_root`` is the
+    folder's place in a cache (``FileCache.bind`` sets it): a file's slot is ``slot_root/name``."""
+
+    def __init__(self, base_key: str, base: Location, names: Sequence[str]) -> None:
+        self.base_key, self.base = base_key.rstrip("/"), base
+        self._text = _SEP.join(names)
+        if self._text.count(_SEP) != max(len(names) - 1, 0) or not all(names[:1]):
+            raise VolumePathError(
+                f"FileList names are non-empty relative paths without NUL; got {list(names[:3])!r}...: "
+                "list a folder with VolumeStore.names()"
+            )
+        # starts[i]: where name i begins in _text; starts[n]: one past the end (plus the separator)
+        self._starts = array("q", itertools.accumulate((len(n) + 1 for n in names), initial=0))
+        n = len(names)
+        self.sizes = array("q", [-1]) * n  # -1: not known yet
+        self.mtimes = array("d", [math.nan]) * n  # NaN: not known yet
+        self.slot_root = ""
+        self._src_root = base.path.rstrip("/")
+
+    def __len__(self) -> int:
+        return len(self._starts) - 1
+
+    def name(self, i: int) -> str:
+        """File *i*'s path relative to the folder."""
+        starts = self._starts
+        return self._text[starts[i] : starts[i + 1] - 1]
+
+    @overload
+    def __getitem__(self, i: int) -> VolumeFile: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[VolumeFile]: ...
+    def __getitem__(self, i: int | slice) -> VolumeFile | list[VolumeFile]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self._starts) - 1
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"FileList index {i} out of range: it has {n} files")
+        starts = self._starts
+        rel = self._text[starts[i] : starts[i + 1] - 1]
+        base = self.base
+        src = Location(f"{self._src_root}/{rel}", None, base.root) if base.fs is None else base.join(rel)
+        return ListedFile(self, i, f"{self.base_key}/{rel}", src, f"{self.slot_root}/{rel}" if self.slot_root else "")
+
+    def __iter__(self) -> Iterator[VolumeFile]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def keys_text(self) -> str:
+        """Every file's volume path, one per line (``"\\n".join(f.key for f in files)``, made at once)."""
+        if not len(self):
+            return ""
+        prefix = self.base_key + "/"
+        return prefix + self._text.replace(_SEP, "\n" + prefix)
+
+    def bind(self, files_root: str) -> None:
+        """Place the files in a cache whose files live under *files_root* (see ``FileCache.bind``)."""
+        self.slot_root = files_root + self.base_key[8:]
+
+    def __repr__(self) -> str:
+        return f"FileList({self.base_key!r}, {len(self)} files)"
