@@ -313,7 +313,8 @@ class FileCache(ClaimedEntries):
         """Start checking what the cache holds for ``files[i]``, ``i`` in *order*, against the
         sources, wide (the copy engine's concurrency) and at most *ahead* items ahead of the
         consumer; an entry some process checked at or after *trusted_since* (this run's start) is
-        taken as checked. See :class:`~air_magics.cache.validate.Validation`."""
+        taken as checked. *files* are sorted by key, as a dataset's listing is. See
+        :class:`~air_magics.cache.validate.Validation`."""
         return Validation(
             self._entries, self._hits, files, order, ahead=ahead, trusted_since=trusted_since, on_done=self._validated
         )

@@ -159,8 +159,9 @@ class Validation:
             for i in order:  # a warm epoch in the same process: everything pinned moments ago
                 self._decided[i] = 1
             return
-        keys = [files[i].key for i in order]
-        rows = self._entries.rows_between(min(keys), max(keys) + "\0")  # one query for the whole stream
+        # one query for the whole stream: *files* are sorted by key, so its keys lie between those
+        # of its lowest and highest index (no key made per item: a million-file epoch starts at once)
+        rows = self._entries.rows_between(files[min(order)].key, files[max(order)].key + "\0")
         made: list[ThreadPoolExecutor] = []
 
         def pool() -> ThreadPoolExecutor:  # made on the first request (a warm epoch asks nothing)
