@@ -104,3 +104,30 @@ def test_state_round_trip_and_corruption():
     too_many = EpochState(0, 0, 4, False, segments=[(Grid(1, 1), [9])])
     with pytest.raises(OrderStateError, match="other data"):
         remaining_order(too_many)
+
+
+def test_the_shuffle_is_numpys_frozen_permutation_and_old_states_keep_pythons():
+    """New epochs shuffle with numpy's legacy RandomState (a frozen stream: the same order after a
+    numpy upgrade); a state saved before the ``shuffler`` key existed resumes Python's shuffle."""
+    import hashlib
+    import random
+
+    import numpy as np
+
+    words = np.frombuffer(hashlib.sha256(b"air-order:4:2").digest(), dtype=np.uint32)
+    assert epoch_order(1000, seed=4, epoch=2, shuffle=True) == np.random.RandomState(words).permutation(1000).tolist()
+    old = list(range(1000))
+    random.Random("air-order:4:2").shuffle(old)
+    assert epoch_order(1000, seed=4, epoch=2, shuffle=True, shuffler="random") == old
+    new = EpochState(4, 2, 1000, True, "f", [(Grid(1, 2), [10, 20])])
+    assert new.shuffler == "mt19937" and EpochState.from_dict(new.to_dict()) == new
+    saved_before = {k: v for k, v in new.to_dict().items() if k != "shuffler"}
+    resumed = EpochState.from_dict(saved_before)
+    assert resumed.shuffler == "random"
+    rest = remaining_order(resumed)
+    done = set(old[0:20:2]) | set(old[1:40:2])  # stream s of 2 had old[s::2]; they delivered 10 and 20
+    assert rest == [i for i in old if i not in done]
+    with pytest.raises(OrderStateError, match="shuffler 'bogus'"):
+        EpochState.from_dict({**new.to_dict(), "shuffler": "bogus"})
+    with pytest.raises(OrderStateError, match="unknown"):
+        epoch_order(3, shuffle=True, shuffler="bogus")

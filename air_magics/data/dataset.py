@@ -198,7 +198,14 @@ class UCVolumeDataset(EpochStream):
         base = self._resume
         if base is not None and base.epoch == self.epoch:
             return EpochState(
-                base.seed, base.epoch, base.n, base.shuffle, base.fingerprint, list(base.segments), self._groups
+                base.seed,
+                base.epoch,
+                base.n,
+                base.shuffle,
+                base.fingerprint,
+                list(base.segments),
+                self._groups,
+                base.shuffler,
             )
         return EpochState(self.seed, self.epoch, len(self.files), self.shuffle, self.fingerprint, groups=self._groups)
 
@@ -243,7 +250,12 @@ class UCVolumeDataset(EpochStream):
                 stream_items(st, grid, s)
                 if st.segments
                 else epoch_order(
-                    len(self.files), seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, groups=self._groups
+                    len(self.files),
+                    seed=self.seed,
+                    epoch=self.epoch,
+                    shuffle=self.shuffle,
+                    groups=self._groups,
+                    shuffler=st.shuffler,
                 )[s :: grid.streams]
             )
         except OrderStateError as exc:

@@ -226,7 +226,9 @@ class UCDataset(EpochStream):
     def _epoch_state(self) -> EpochState:
         base = self._resume
         if base is not None and base.epoch == self.epoch:
-            return EpochState(base.seed, base.epoch, base.n, base.shuffle, base.fingerprint, list(base.segments))
+            return EpochState(
+                base.seed, base.epoch, base.n, base.shuffle, base.fingerprint, list(base.segments), shuffler=base.shuffler
+            )
         return EpochState(self.seed, self.epoch, self.num_rows, self.shuffle, self.fingerprint)
 
     def _stream_plan(self, st: EpochState, grid: Grid, stream: int) -> StreamPlan:
