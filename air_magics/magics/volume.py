@@ -247,7 +247,7 @@ def _listing_rows(st: Any, vp: VolumePath, recursive: bool, pattern: str | None)
 
     with _ListingProgress(str(vp)) as progress:
         base, rows = st.listing(vp, recursive=recursive, pattern=pattern, progress=progress)
-    return base, [e for e in rows if e.rel.rpartition("/")[2] != LOCK_NAME]
+    return base, [e for e in rows if not e.rel.endswith(LOCK_NAME) or e.rel.rpartition("/")[2] != LOCK_NAME]
 
 
 class _ListingProgress:

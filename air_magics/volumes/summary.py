@@ -10,6 +10,8 @@ from __future__ import annotations
 import statistics
 import time
 from array import array
+from bisect import bisect_right
+from itertools import repeat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -44,6 +46,7 @@ _BUCKETS = [
     (1 << 30, "256 MiB - 1 GiB"),
     (None, ">= 1 GiB"),
 ]
+_BOUNDS = [limit for limit, _ in _BUCKETS if limit is not None]
 DEFAULT_ROWS = 50  # rows ``%air_volume ls`` shows unless --limit says otherwise
 
 
@@ -90,18 +93,10 @@ class ListingSummary:
         if self.limit < 0:
             raise ValueError(f"limit={self.limit}: give the number of rows to show (0 or more)")
         counts = [0] * len(_BUCKETS)
-        sizes = array("q")
-        n_dirs = 0
-        for e in self.rows:
-            if e.is_dir:
-                n_dirs += 1
-                continue
-            size = e.size or 0
-            sizes.append(size)
-            for i, (limit, _) in enumerate(_BUCKETS):
-                if limit is None or size < limit:
-                    counts[i] += 1
-                    break
+        sizes = array("q", [e.size or 0 for e in self.rows if not e.is_dir])
+        n_dirs = len(self.rows) - len(sizes)
+        for i in map(bisect_right, repeat(_BOUNDS, len(sizes)), sizes):  # the bucket: sizes below its bound
+            counts[i] += 1
         self.n_files, self.n_folders = len(sizes), n_dirs
         self.total_bytes = sum(sizes)
         self.median_size = float(statistics.median(sizes)) if sizes else 0.0
