@@ -227,7 +227,13 @@ class UCDataset(EpochStream):
         base = self._resume
         if base is not None and base.epoch == self.epoch:
             return EpochState(
-                base.seed, base.epoch, base.n, base.shuffle, base.fingerprint, list(base.segments), shuffler=base.shuffler
+                base.seed,
+                base.epoch,
+                base.n,
+                base.shuffle,
+                base.fingerprint,
+                list(base.segments),
+                shuffler=base.shuffler,
             )
         return EpochState(self.seed, self.epoch, self.num_rows, self.shuffle, self.fingerprint)
 

@@ -11,11 +11,11 @@ import statistics
 import time
 from array import array
 from bisect import bisect_right
-from itertools import repeat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from html import escape
+from itertools import repeat
 from shlex import quote
 
 from ..errors import VolumeNotFoundError, VolumePathError
