@@ -264,10 +264,23 @@ class FileCache(ClaimedEntries):
     def hit_run(self, files: Sequence[VolumeFile]) -> int:
         """How many of *files*, from the first, :meth:`hit` serves (their paths are their ``slot``):
         the warm path for a run of items, one clock read and one lock for all of them."""
-        n = self._hits.serve_run(files)
+        return len(self.hit_paths(files, range(len(files))))
+
+    def hit_paths(self, files: Sequence[VolumeFile], block: Sequence[int]) -> list[str]:
+        """The cached paths of ``files[i]``, ``i`` in *block*, from the first, that :meth:`hit`
+        serves: a dataset's warm path. A :class:`~air_magics.volumes.filelist.FileList`'s run is
+        looked up from its names and versions directly, no item made (why: 0.8 us an item)."""
+        if isinstance(files, FileList):
+            rels, keys, sizes, mtimes = files.run(block)
+            n = self._hits.serve_run(keys, sizes, mtimes)
+            paths = files.slots(rels[:n]) if n else []
+        else:
+            run = [files[i] for i in block]
+            n = self._hits.serve_run([f.key for f in run], [f.size for f in run], [f.mtime for f in run])
+            paths = [f.slot for f in run[:n]]
         if n:
             self._overflow.handed_out(n)
-        return n
+        return paths
 
     def fetch(self, f: VolumeFile, keep: Residency | None = None) -> str:
         """*f*'s cached path for its current version, fetching it on a miss (see :meth:`get`)."""

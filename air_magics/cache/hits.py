@@ -22,13 +22,9 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from ..io.forksafe import renew_after_fork
 from ..io.versions import MTIME_TOLERANCE
-
-if TYPE_CHECKING:
-    from ..volumes.resolved import VolumeFile
 
 __all__ = ["HitLog", "PIN_MARGIN"]
 
@@ -76,33 +72,35 @@ class HitLog:
                 self._bytes += size
         return True
 
-    def serve_run(self, files: Sequence[VolumeFile]) -> int:
-        """How many of *files*, from the first, :meth:`serve` would serve: counted as hits in one
+    def serve_run(self, keys: Sequence[str], sizes: Sequence[int | None], mtimes: Sequence[float | None]) -> int:
+        """How many of the files (``keys[j]`` at version ``sizes[j]``, ``mtimes[j]``; a size ``None``
+        or negative: not known), from the first, :meth:`serve` would serve: counted as hits in one
         step (one clock read and one lock for the run, not one per item); the first that is not
         at hand ends the run."""
         known, tol, now = self._known, MTIME_TOLERANCE, time.time()
         stale, renew_by = now - self._fresh, now - self._renew
         n = nbytes = 0
-        renew: list[VolumeFile] = []
-        for f in files:
-            k = known.get(f.key)
-            if k is None or k[0] != f.size or abs(k[1] - f.mtime) > tol or k[2] <= stale:  # type: ignore[operator]
+        renew: list[int] = []
+        for key, size, mtime in zip(keys, sizes, mtimes, strict=True):
+            k = known.get(key)
+            # (a size not known never equals a validated one, so an unknown mtime is never compared)
+            if k is None or k[0] != size or abs(k[1] - mtime) > tol or k[2] <= stale:  # type: ignore[operator]
                 break
             if k[2] <= renew_by:
-                renew.append(f)
+                renew.append(n)
             n += 1
             nbytes += k[0]
         if not n:
             return 0
         if not renew and self._timer_pid is None:  # no flush scheduled: one noted hit schedules it
-            renew.append(files[0])
-        for f in renew:  # each renews its pin and is counted there
-            self.note(f.key, f.size, now)  # type: ignore[arg-type]
+            renew.append(0)
+        for j in renew:  # each renews its pin and is counted there
+            self.note(keys[j], sizes[j], now)  # type: ignore[arg-type]
         rest = n - len(renew)
         if rest:
             with self._lock:
                 self._hits += rest
-                self._bytes += nbytes - sum(f.size for f in renew)  # type: ignore[misc]
+                self._bytes += nbytes - sum(sizes[j] for j in renew)  # type: ignore[misc]
         return n
 
     def recent(self, key: str, now: float) -> bool:

@@ -27,6 +27,7 @@ from ..io.pools import threads
 from ..io.stageclock import STAGES
 from ..io.versions import same_version
 from ..transfer.file import source_stat
+from ..volumes.filelist import FileList
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location
 from .entries import Entries
@@ -155,7 +156,12 @@ class Validation:
         if not order:
             return
         hits, now = self._hits, time.time()
-        if all(files[i].size is not None and hits.recent(files[i].key, now) for i in order):
+        if isinstance(files, FileList):  # no item made per file (a million-file epoch)
+            sizes, key = files.sizes, files.key
+            warm = all(sizes[i] >= 0 and hits.recent(key(i), now) for i in order)
+        else:
+            warm = all(files[i].size is not None and hits.recent(files[i].key, now) for i in order)
+        if warm:
             for i in order:  # a warm epoch in the same process: everything pinned moments ago
                 self._decided[i] = 1
             return

@@ -185,9 +185,9 @@ def _warm_chunks(fd: Feed, items: Iterator[int]) -> Generator[list[str], None, t
     """:func:`_warm_run` for a DataLoader worker: lists of ``fd.chunk`` paths (a multiple of the
     batch size); returns the rest of the stream (or None) and the paths gathered since the last
     list, which the prefetcher's lists carry on."""
-    files, tally, validation, chunk, ready = fd.files, fd.tally, fd.validation, fd.chunk, []
+    tally, validation, chunk, ready = fd.tally, fd.validation, fd.chunk, []
     while block := list(itertools.islice(items, _RUN)):
-        paths = _ready_paths(fd, [files[i] for i in block])
+        paths = _ready_paths(fd, block)
         n = tally.yielded = tally.yielded + len(paths)
         validation.advance(n)
         ready += paths
@@ -202,13 +202,14 @@ def _warm_chunks(fd: Feed, items: Iterator[int]) -> Generator[list[str], None, t
     return None, ready
 
 
-def _ready_paths(fd: Feed, run: list[VolumeFile]) -> list[str]:
-    """The paths of *run*'s leading files that are at hand (cached and validated here, or a
-    packed member already extracted): a plain folder's run is one call into the cache."""
+def _ready_paths(fd: Feed, block: list[int]) -> list[str]:
+    """The paths of the leading files of *block* (indices into ``fd.files``) that are at hand
+    (cached and validated here, or a packed member already extracted): a plain folder's run is
+    one call into the cache."""
     if not fd.packed:
-        return [f.slot for f in run[: fd.cache.hit_run(run)]]
-    hit, paths = fd.cache.hit, []
-    for f in run:
+        return fd.cache.hit_paths(fd.files, block)
+    hit, paths, files = fd.cache.hit, [], fd.files
+    for f in (files[i] for i in block):
         member = f.member
         path = hit(f) if member is None else member.ready()
         if path is None:
@@ -221,10 +222,10 @@ def _warm_run(fd: Feed, items: Iterator[int]) -> Generator[str, None, Any]:
     """The stream's paths while they are at hand, on the consumer's thread (a warm epoch: runs
     of ``_RUN`` items looked up at once, no thread, no lock per item); returns the rest of the
     stream from the first item that is not (for the prefetcher), or None when the stream ended."""
-    files, tally, validation, timed = fd.files, fd.tally, fd.validation, fd.timed
+    tally, validation, timed = fd.tally, fd.validation, fd.timed
     n = tally.yielded
     while block := list(itertools.islice(items, _RUN)):
-        paths = _ready_paths(fd, [files[i] for i in block])
+        paths = _ready_paths(fd, block)
         validation.advance(n + len(paths))
         for path in paths:
             n = tally.yielded = n + 1

@@ -34,9 +34,14 @@ class ListedFile(VolumeFile):
 
     __slots__ = ("_owner", "_i")
 
-    def __init__(self, owner: FileList, i: int, key: str, src: Location, slot: str) -> None:
+    def __init__(self, owner: FileList, i: int, key: str, slot: str) -> None:
         self._owner, self._i = owner, i
-        self.key, self.src, self.slot, self.member = key, src, slot, None
+        self.key, self.slot, self.member = key, slot, None
+
+    @property  # type: ignore[override]
+    def src(self) -> Location:
+        """Where the bytes are: made when asked (a warm hit never asks)."""
+        return self._owner.source(self._i)
 
     @property  # type: ignore[override]
     def size(self) -> int | None:
@@ -108,9 +113,32 @@ class FileList(Sequence[VolumeFile]):
             raise IndexError(f"FileList index {i} out of range: it has {n} files")
         starts = self._starts
         rel = self._text[starts[i] : starts[i + 1] - 1]
+        return ListedFile(self, i, f"{self.base_key}/{rel}", f"{self.slot_root}/{rel}" if self.slot_root else "")
+
+    def key(self, i: int) -> str:
+        """File *i*'s volume path (no item made)."""
+        starts = self._starts
+        return f"{self.base_key}/{self._text[starts[i] : starts[i + 1] - 1]}"
+
+    def run(self, block: Sequence[int]) -> tuple[list[str], list[str], list[int], list[float]]:
+        """The names, volume paths, sizes and mtimes of the files in *block* (indices in range),
+        made at once for a warm run (a size of -1: not known; then its mtime is NaN)."""
+        text, starts, sizes, mtimes = self._text, self._starts, self.sizes, self.mtimes
+        rels = [text[starts[i] : starts[i + 1] - 1] for i in block]
+        prefix = self.base_key + "/"
+        return rels, [prefix + r for r in rels], [sizes[i] for i in block], [mtimes[i] for i in block]
+
+    def slots(self, rels: Sequence[str]) -> list[str]:
+        """The cache slots of the files named *rels* (see :meth:`bind`)."""
+        prefix = self.slot_root + "/"
+        return [prefix + r for r in rels]
+
+    def source(self, i: int) -> Location:
+        """File *i*'s :class:`~air_magics.volumes.store.Location`."""
         base = self.base
-        src = Location(f"{self._src_root}/{rel}", None, base.root) if base.fs is None else base.join(rel)
-        return ListedFile(self, i, f"{self.base_key}/{rel}", src, f"{self.slot_root}/{rel}" if self.slot_root else "")
+        if base.fs is None:
+            return Location(f"{self._src_root}/{self.name(i)}", None, base.root)
+        return base.join(self.name(i))
 
     def __iter__(self) -> Iterator[VolumeFile]:
         for i in range(len(self)):
