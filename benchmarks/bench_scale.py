@@ -5,9 +5,11 @@ volume on local disk (no latency: what is measured is our own per-file cost). Ev
 runs in a fresh process (imports excluded from the clock), interleaved over ``--reps``:
 
 - ceiling ``os.walk``: ``os.walk`` + join + sort of the same folder (the file system's speed);
+- ceiling for ``ls``: ``os.scandir`` + ``stat`` of every file (what a listing with sizes costs);
 - ``UCVolumeDataset`` listing: construction + ``len()`` (every name collected and sorted);
 - first item, ``shuffle=False`` and ``shuffle=True``: construction to the first path yielded;
-- dataset memory: the process's RSS after the listing minus before, per file;
+- dataset memory: the process's RSS after the listing minus before, per file, and the size of
+  the file list pickled (what each DataLoader worker receives);
 - ``%air_volume ls -r``: the magic in an IPython shell, its result's text made.
 
 Run: ``.venv/bin/python benchmarks/bench_scale.py [--sizes 10000,100000] [--reps 3]`` (``--sizes
@@ -35,6 +37,7 @@ PER_FOLDER = 100
 
 METHODS = {
     "walk": "ceiling: `os.walk` + join + sort",
+    "walk_stat": "ceiling for `ls`: `os.scandir` + `stat` of every file",
     "list": "`UCVolumeDataset` listing (construct + `len`)",
     "first": "first item, `shuffle=False`",
     "first_shuffled": "first item, `shuffle=True`",
@@ -54,6 +57,17 @@ def child(spec: dict) -> dict:
         t = time.perf_counter()
         names = sorted(os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs)
         return {"s": time.perf_counter() - t, "n": len(names)}
+    if method == "walk_stat":
+        t = time.perf_counter()
+        n, nbytes, stack = 0, 0, [folder]
+        while stack:
+            with os.scandir(stack.pop()) as it:
+                for de in it:
+                    if de.is_dir(follow_symlinks=False):
+                        stack.append(de.path)
+                    else:
+                        n, nbytes = n + 1, nbytes + de.stat(follow_symlinks=False).st_size
+        return {"s": time.perf_counter() - t, "n": n}
     if method == "ls":
         from IPython.core.interactiveshell import InteractiveShell
 
@@ -70,7 +84,12 @@ def child(spec: dict) -> dict:
     ds = UCVolumeDataset(vpath, shuffle=method == "first_shuffled", seed=0)
     if method == "list":
         n = len(ds)
-        return {"s": time.perf_counter() - t, "n": n, "rss": _rss() - before}
+        s, rss = time.perf_counter() - t, _rss() - before
+        import pickle
+
+        # what each DataLoader worker receives (and keeps: no object per file, so reading it does
+        # not grow the worker by copy-on-read)
+        return {"s": s, "n": n, "rss": rss, "pickled": len(pickle.dumps(ds.files)), "kind": type(ds.files).__name__}
     first = next(iter(ds))
     s = time.perf_counter() - t
     assert os.path.exists(first), first
@@ -160,6 +179,12 @@ def _report(results: dict[int, dict[str, list[dict]]], reps: int) -> None:
             mem = f"{statistics.median(rss) / n:,.0f}" if rss else "-"
             print(
                 f"| {label} | {s:.3f} ({min(secs):.3f}-{max(secs):.3f}) | {s / n * 1e6:,.1f} | {s / walk:.2f}x | {mem} |"
+            )
+        pickled = [r["pickled"] for r in by["list"] if "pickled" in r]
+        if pickled:
+            kind = by["list"][0].get("kind", "?")
+            print(
+                f"\nThe file list (a `{kind}`) pickles to {statistics.median(pickled) / n:,.0f} B/file for each DataLoader worker."
             )
         lines = [r.get("lines") for r in by["ls"] if r.get("lines")]
         if lines:
