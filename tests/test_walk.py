@@ -6,7 +6,7 @@ import os
 import pytest
 
 from air_magics.volumes import VolumeStore
-from air_magics.volumes.walk import scan_local
+from air_magics.volumes.walk import scan_local, scan_names
 
 
 @pytest.fixture
@@ -84,3 +84,24 @@ def test_the_embedded_store_walks_serially_and_a_mount_does_not(tmp_path, monkey
         monkeypatch.delenv("AIR_VOLUMES_ROOT")
         assert [e.rel for e in VolumeStore().entries("/Volumes/main/w/v", recursive=True)] == ["d/g.bin"]
     assert seen == [True, False]  # a mount's round trips overlap on the pool
+
+
+@pytest.mark.parametrize("local_disk", [True, False])
+def test_names_alone_are_the_sorted_names_of_the_full_walk(tree, local_disk):
+    """``scan_names`` (a dataset's listing) gives what ``scan_local`` gives, names only, in the same
+    order, and skips the same entries: on local disk it walks folders in name order (a folder ``a``
+    placed as ``a/`` among ``a.txt`` and ``a-b``) instead of sorting everything at the end."""
+    for rel in ("a.txt", "a-b", "a0", ".hidden", "e/.x.air-tmp-3-4", "z/.pending-export-1-abcdefabcdef/p.bin"):
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_bytes(b"n")
+    os.symlink("4.bin", tree / "e" / ".y.air-tmp-5-6")  # a leftover's name on a link: never listed either
+    full_skipped: list[tuple[str, str]] = []
+    full = scan_local(tree, confine=tree, stat=False, skipped=full_skipped, local_disk=True)
+    skipped: list[tuple[str, str]] = []
+    names = scan_names(tree, confine=tree, skipped=skipped, local_disk=local_disk)
+    assert names == [e.rel for e in full] == sorted(names)
+    assert {"a.txt", "a-b", "a0", ".hidden", "a/inside", "a/b/c/3.bin"} <= set(names)
+    assert not [n for n in names if "air-tmp" in n or "pending-export" in n]
+    assert names.index("a-b") < names.index("a.txt") < names.index("a/1.bin") < names.index("a0")
+    assert skipped == full_skipped and {r for r, _ in skipped} >= {"e/broken", "e/loop", "out.bin"}
+    assert scan_names(tree / "e", confine=tree, local_disk=local_disk, recursive=False) == ["4.bin"]

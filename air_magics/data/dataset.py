@@ -120,8 +120,12 @@ class UCVolumeDataset(EpochStream):
         self.shuffle, self.seed, self.transform = shuffle, seed, transform
         self.prefetch, self.on_error, self.output = prefetch, on_error, output
         self._init_stream()
-        keys = self.files.keys_text() if isinstance(self.files, FileList) else "\n".join(f.key for f in self.files)
-        self.fingerprint = hashlib.sha1(keys.encode()).hexdigest()[:16]
+        h = hashlib.sha1()  # of "\n".join(every key)
+        if isinstance(self.files, FileList):
+            self.files.hash_keys(h)
+        else:
+            h.update("\n".join(f.key for f in self.files).encode("utf-8", "surrogateescape"))
+        self.fingerprint = h.hexdigest()[:16]
         self._groups = shard_groups(self.files)  # packed members: shuffled a few shards at a time
         # the resident subset this dataset's misses must not evict (see FileCache.get's keep)
         # (files are sorted: what the first and last share, every key between shares)

@@ -18,13 +18,18 @@ import itertools
 import math
 from array import array
 from collections.abc import Iterator, Sequence
-from typing import overload
+from typing import Protocol, overload
 
 from ..errors import VolumePathError
 from .resolved import VolumeFile
 from .store import Location
 
 __all__ = ["FileList", "ListedFile"]
+
+
+class Hasher(Protocol):
+    def update(self, data: bytes, /) -> None: ...
+
 
 _SEP = "\0"
 
@@ -144,12 +149,14 @@ class FileList(Sequence[VolumeFile]):
         for i in range(len(self)):
             yield self[i]
 
-    def keys_text(self) -> str:
-        """Every file's volume path, one per line (``"\\n".join(f.key for f in files)``, made at once)."""
-        if not len(self):
-            return ""
-        prefix = self.base_key + "/"
-        return prefix + self._text.replace(_SEP, "\n" + prefix)
+    def hash_keys(self, h: Hasher) -> None:
+        """Feed *h* (a ``hashlib`` object) the UTF-8 of every file's volume path, one per line:
+        ``h.update("\\n".join(f.key for f in files).encode())``, made as bytes at once (90 ms for a
+        million files; the text way took 150)."""
+        if len(self):
+            prefix = (self.base_key + "/").encode()
+            h.update(prefix)
+            h.update(self._text.encode("utf-8", "surrogateescape").replace(_SEP.encode(), b"\n" + prefix))
 
     def bind(self, files_root: str) -> None:
         """Place the files in a cache whose files live under *files_root* (see ``FileCache.bind``)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
+from bisect import bisect_left
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ class _Scanned:
     """One folder's scan: its subfolders, the files it stat'ed itself, and those left to the pool."""
 
     dirs: list[tuple[str, os.DirEntry[str]]]
-    entries: list[Entry] | list[str]  # names alone (a str each) when scanning for names
+    entries: list[Entry]
     to_stat: list[tuple[str, os.DirEntry[str]]]
 
 
@@ -55,13 +56,10 @@ def _scan_dir(
     confine: str | None,
     skipped: list[tuple[str, str]],
     inline: bool,
-    names: bool = False,
 ) -> _Scanned:
     """List one folder; with *inline* its files are stat'ed right here (local disk: a pool task per
-    few files would cost more than the stats), else they are left to the pool (``to_stat``).
-    *names*: each file is its relative name (a str), not an :class:`Entry` (implies no stat)."""
+    few files would cost more than the stats), else they are left to the pool (``to_stat``)."""
     out = _Scanned([], [], [])
-    stat = stat and not names
     here = inline and stat  # a plain file's stat right here, in this loop (local disk)
     pending: list[tuple[str, os.DirEntry[str]]] = []
     prefix = f"{rel}/" if rel else ""
@@ -77,7 +75,7 @@ def _scan_dir(
             elif not de.is_file(follow_symlinks=False):  # a link or a special file: checked below
                 pending.append((child, de))
             elif not stat:  # d_type: no stat round trip
-                entries.append(child if names else Entry(child, None, None))  # type: ignore[arg-type]
+                entries.append(Entry(child, None, None))
             elif here:
                 try:
                     st = de.stat(follow_symlinks=False)
@@ -87,14 +85,13 @@ def _scan_dir(
                     pending.append((child, de))  # reported by name below
                     continue
                 if stat_module.S_ISREG(st.st_mode):
-                    entries.append(Entry(child, st.st_size, st.st_mtime))  # type: ignore[arg-type]
+                    entries.append(Entry(child, st.st_size, st.st_mtime))
                 else:
                     pending.append((child, de))  # replaced since the readdir: checked below
             else:
                 pending.append((child, de))
     if inline:
-        found = _stat_entries(pending, confine, skipped)  # links (checked), and files of unknown type
-        out.entries.extend([e.rel for e in found] if names else found)  # type: ignore[misc]
+        out.entries.extend(_stat_entries(pending, confine, skipped))  # links (checked), and odd files
     else:
         out.to_stat = pending
     return out
@@ -230,17 +227,71 @@ def scan_names(
     skipped = [] if skipped is None else skipped
     root = os.fspath(root)
     conf = os.path.realpath(confine) if confine is not None else None
-    names: list[str] = []
-    if local_disk:
-        _walk_serial(root, recursive, False, False, conf, skipped, names, progress, names=True)  # type: ignore[arg-type]
+    if local_disk and recursive:
+        names = _names_in_order(root, conf, skipped, progress)
     else:
-        for e in scan_local(
-            root, recursive=recursive, confine=confine, workers=workers, stat=False, skipped=skipped, progress=progress
-        ):
-            names.append(e.rel)
-    names.sort()
+        found = scan_local(
+            root,
+            recursive=recursive,
+            confine=confine,
+            workers=workers,
+            stat=False,
+            skipped=skipped,
+            local_disk=local_disk,
+            progress=progress,
+        )
+        names = [e.rel for e in found]  # sorted
     skipped.sort()
     return names
+
+
+def _names_in_order(
+    root: str, confine: str | None, skipped: list[tuple[str, str]], progress: Callable[[int], None] | None
+) -> list[str]:
+    """:func:`scan_names` on local disk: depth first in name order, a folder's files gathered by
+    one comprehension and sorted there, so the names come out sorted without a sort of them all
+    (a sub-folder ``d`` is placed as ``d/`` is among its siblings, as the full paths sort)."""
+    out: list[str] = []
+    tell = _every(progress)
+    # what is left, last first: a folder to list (its path and prefix), or one file's name (None)
+    stack: list[tuple[str | None, str]] = [(root, "")]
+    while stack:
+        path, prefix = stack.pop()
+        if path is None:
+            out.append(prefix)  # (here: a file's whole relative name)
+            continue
+        try:
+            with os.scandir(path) as it:
+                entries = list(it)
+        except OSError as exc:
+            _unlistable(prefix[:-1], exc, skipped)
+            continue
+        files = [prefix + de.name for de in entries if de.is_file(follow_symlinks=False)]
+        dirs: list[os.DirEntry[str]] = []
+        if len(files) < len(entries):
+            dirs = [de for de in entries if de.is_dir(follow_symlinks=False)]
+            if len(files) + len(dirs) < len(entries):  # links and special files: checked one by one
+                odd = [
+                    (prefix + de.name, de)
+                    for de in entries
+                    if not de.is_file(follow_symlinks=False)
+                    and not de.is_dir(follow_symlinks=False)
+                    and not is_leftover(de.name)
+                ]
+                files += [e.rel for e in _stat_entries(odd, confine, skipped)]
+            dirs = [de for de in dirs if not is_leftover(de.name)]
+        files.sort()
+        # the dot-names, where leftovers are: one block between prefix + "." and prefix + "/"
+        lo, hi = bisect_left(files, prefix + "."), bisect_left(files, prefix + "/")
+        if lo < hi:
+            files[lo:hi] = [n for n in files[lo:hi] if not is_leftover(n[len(prefix) :])]
+        if not dirs:  # everything before this folder is out already: its names follow
+            out += files
+            tell(len(out))
+            continue
+        keyed = sorted([(n, None) for n in files] + [(f"{prefix}{de.name}/", de.path) for de in dirs])
+        stack += [(d, key) for key, d in reversed(keyed)]  # popped in name order
+    return out
 
 
 def _walk_serial(
@@ -252,7 +303,6 @@ def _walk_serial(
     skipped: list[tuple[str, str]],
     results: list[Entry],
     progress: Callable[[int], None] | None,
-    names: bool = False,
 ) -> None:
     """:func:`scan_local` on local disk: depth first, one thread, the same rules."""
     stack = [(root, "")]
@@ -261,7 +311,7 @@ def _walk_serial(
         tell(len(results))
         path, rel = stack.pop()
         try:
-            listed = _scan_dir(path, rel, stat, confine, skipped, True, names)
+            listed = _scan_dir(path, rel, stat, confine, skipped, True)
         except OSError as exc:
             _unlistable(rel, exc, skipped)
             continue
