@@ -241,7 +241,7 @@ class UCVolumeDataset(EpochStream):
         self.epoch, self._resume = st.epoch, st
 
     # -- iteration ----------------------------------------------------------------------------------
-    def _plan_items(self) -> tuple[Grid, int, list[int], bool]:
+    def _plan_items(self) -> tuple[Grid, int, Sequence[int], bool]:
         rank, world = _dist.rank_and_world()
         worker, workers, in_worker = _dist.worker()
         if self._plan is not None and in_worker is not None:
@@ -250,9 +250,11 @@ class UCVolumeDataset(EpochStream):
         s = stream_index(grid, rank, worker)
         st = self._epoch_state()
         try:
-            items = (
+            items: Sequence[int] = (
                 stream_items(st, grid, s)
                 if st.segments
+                else range(len(self.files))[s :: grid.streams]  # name order: no list of a million indices
+                if not self.shuffle
                 else epoch_order(
                     len(self.files),
                     seed=self.seed,
