@@ -33,6 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 VOLUME = "main.scale.v"
+WORKER_ITEMS = 20_000  # items the workers' measurement reads after the first batch
 PER_FOLDER = 100
 
 METHODS = {
@@ -77,6 +78,8 @@ def child(spec: dict) -> dict:
         res = ip.run_line_magic("air_volume", f"ls -r {vpath}")
         text = repr(res)
         return {"s": time.perf_counter() - t, "n": len(getattr(res, "files", [])), "lines": text.count("\n") + 1}
+    if method == "workers":
+        return _workers(vpath)
     from air_magics.data import UCVolumeDataset
 
     before = _rss()
@@ -94,6 +97,29 @@ def child(spec: dict) -> dict:
     s = time.perf_counter() - t
     assert os.path.exists(first), first
     return {"s": s, "n": None}
+
+
+def _workers(vpath: str) -> dict:
+    """Each DataLoader worker's unique memory (USS: pages no other process shares) after its first
+    batch and after the loader has read up to ``WORKER_ITEMS`` items (half the epoch at most): what reading the file list
+    costs a worker (a list of one object per file grows by copy-on-read as its items are touched)."""
+    import psutil
+
+    from air_magics.data import DataLoader, UCVolumeDataset
+
+    ds = UCVolumeDataset(vpath, shuffle=True, seed=0)
+    it = iter(DataLoader(ds, batch_size=256, num_workers=2))
+    next(it)
+
+    def uss() -> list[int]:
+        return [c.memory_full_info().uss for c in psutil.Process().children()]
+
+    first, read, target = uss(), 256, min(WORKER_ITEMS, len(ds) // 2)  # stopped mid-epoch: workers alive
+    for batch in it:
+        read += len(batch)
+        if read >= target:
+            break
+    return {"s": 0.0, "n": None, "uss_first": sorted(first), "uss_after": sorted(uss()), "read": read}
 
 
 def _make(root: Path, n: int) -> None:
@@ -146,9 +172,9 @@ def main(argv: list[str] | None = None) -> int:
             t = time.perf_counter()
             _make(folder, n)
             print(f"{n:,} files made in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-            results[n] = {m: [] for m in METHODS}
+            results[n] = {m: [] for m in [*METHODS, "workers"]}
             for rep in range(reps):
-                for m in METHODS:
+                for m in [*METHODS, "workers"]:
                     r = _measure({"method": m, "folder": str(folder), "vpath": vpath}, env)
                     if r.get("n") is not None and r["n"] != n:
                         print(f"**wrong count**: {m} saw {r['n']} files of {n}", file=sys.stderr)
@@ -190,6 +216,7 @@ def _report(results: dict[int, dict[str, list[dict]]], reps: int) -> None:
         if lines:
             print(f"\n`ls -r` printed {max(lines):,} lines for {n:,} files.")
         print()
+    _report_workers(results)
     if len(results) > 1:
         lo, hi = min(results), max(results)
         print(f"### Growth from {lo:,} to {hi:,} files (per-file cost ratio; 1.00 = linear)\n")
@@ -198,6 +225,35 @@ def _report(results: dict[int, dict[str, list[dict]]], reps: int) -> None:
         for m, label in METHODS.items():
             cells = " | ".join(f"{per_file[m][n] * 1e6:,.1f}" for n in sorted(results))
             print(f"| {label} | {cells} | {per_file[m][hi] / per_file[m][lo]:.2f} |")
+
+
+def _report_workers(results: dict[int, dict[str, list[dict]]]) -> None:
+    """Each worker's unique memory after its first batch and after reading more (medians over reps
+    and the two workers): growth per item read, and per listed file between the sizes."""
+    rows = []
+    for n, by in sorted(results.items()):
+        runs = [r for r in by.get("workers", []) if r.get("uss_first")]
+        if not runs:
+            continue
+        first = statistics.median(u for r in runs for u in r["uss_first"])
+        after = statistics.median(u for r in runs for u in r["uss_after"])
+        read = statistics.median(r["read"] - 256 for r in runs)
+        rows.append((n, first, after, read))
+    if not rows:
+        return
+    print("### DataLoader workers (2, `shuffle=True`): unique memory (USS) of each\n")
+    print("| files | after its first batch | after the loader read N more items | growth per item read |")
+    print("|---|---|---|---|")
+    for n, first, after, read in rows:
+        print(
+            f"| {n:,} | {first / 2**20:,.1f} MiB | {after / 2**20:,.1f} MiB (N = {read:,.0f}) | {(after - first) / max(read, 1):,.0f} B |"
+        )
+    if len(rows) > 1:
+        (n0, f0, _, _), (n1, f1, _, _) = rows[0], rows[-1]
+        print(
+            f"\nFrom {n0:,} to {n1:,} files a worker's first-batch USS grows by {(f1 - f0) / (n1 - n0):,.0f} B per listed file."
+        )
+    print()
 
 
 if __name__ == "__main__":

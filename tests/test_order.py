@@ -131,3 +131,15 @@ def test_the_shuffle_is_numpys_frozen_permutation_and_old_states_keep_pythons():
         EpochState.from_dict({**new.to_dict(), "shuffler": "bogus"})
     with pytest.raises(OrderStateError, match="unknown"):
         epoch_order(3, shuffle=True, shuffler="bogus")
+
+
+def test_the_permutation_is_the_shuffle_kept_as_one_array():
+    from array import array
+
+    from air_magics.data.order import epoch_permutation
+
+    perm = epoch_permutation(5000, seed=9, epoch=3)
+    assert isinstance(perm, array) and perm.typecode == "q" and perm.itemsize == 8
+    assert list(perm) == epoch_order(5000, seed=9, epoch=3, shuffle=True) and sorted(perm) == list(range(5000))
+    assert list(perm[1::3]) == deal(epoch_order(5000, seed=9, epoch=3, shuffle=True), 3)[1]
+    assert len(epoch_permutation(0)) == 0

@@ -35,7 +35,15 @@ from ..volumes.store import VolumeStore
 from . import _dist
 from .feed import Feed, SkippedFile, Tally, feed, read_local
 from .listing import list_files, shard_groups
-from .order import EpochState, Grid, OrderStateError, epoch_order, stream_index, stream_items
+from .order import (
+    EpochState,
+    Grid,
+    OrderStateError,
+    epoch_order,
+    epoch_permutation,
+    stream_index,
+    stream_items,
+)
 from .stream import EpochStream
 
 if TYPE_CHECKING:
@@ -255,6 +263,8 @@ class UCVolumeDataset(EpochStream):
                 if st.segments
                 else range(len(self.files))[s :: grid.streams]  # name order: no list of a million indices
                 if not self.shuffle
+                else epoch_permutation(len(self.files), seed=self.seed, epoch=self.epoch)[s :: grid.streams]
+                if self._groups is None and st.shuffler == "mt19937"  # 8 B an index (see epoch_permutation)
                 else epoch_order(
                     len(self.files),
                     seed=self.seed,
