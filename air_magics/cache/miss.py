@@ -78,9 +78,8 @@ class MissPath:
         self._hits, self._overflow, self._guard = hits, overflow, guard
         self._bounds, self._publish = bounds, publish
         self._dirs = DirMaker()  # the cache's folders, verified once per process (see copy_one)
-        self._behind = WriteBehind(
-            entries, str(root), after_batch=publish
-        )  # a snapshot once rows land  # the rows of this process's fetches
+        # the rows of this process's fetches; the writer publishes a snapshot once they land
+        self._behind = WriteBehind(entries, str(root), after_batch=publish)
         self._row_error: BaseException | None = None  # a row the writer could not commit (raised by the next fetch)
 
     def fetch(self, f: VolumeFile, keep: Residency | None, landed: Landed | None = None) -> str:

@@ -20,6 +20,7 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
@@ -35,15 +36,7 @@ from ..volumes.store import VolumeStore
 from . import _dist
 from .feed import Feed, SkippedFile, Tally, feed, read_local
 from .listing import list_files, shard_groups
-from .order import (
-    EpochState,
-    Grid,
-    OrderStateError,
-    epoch_order,
-    epoch_permutation,
-    stream_index,
-    stream_items,
-)
+from .order import EpochState, Grid, OrderStateError, stream_index, stream_items, stream_order
 from .stream import EpochStream
 
 if TYPE_CHECKING:
@@ -209,16 +202,7 @@ class UCVolumeDataset(EpochStream):
     def _epoch_state(self) -> EpochState:
         base = self._resume
         if base is not None and base.epoch == self.epoch:
-            return EpochState(
-                base.seed,
-                base.epoch,
-                base.n,
-                base.shuffle,
-                base.fingerprint,
-                list(base.segments),
-                self._groups,
-                base.shuffler,
-            )
+            return replace(base, segments=list(base.segments), groups=self._groups)
         return EpochState(self.seed, self.epoch, len(self.files), self.shuffle, self.fingerprint, groups=self._groups)
 
     def state_dict(
@@ -258,21 +242,19 @@ class UCVolumeDataset(EpochStream):
         s = stream_index(grid, rank, worker)
         st = self._epoch_state()
         try:
-            items: Sequence[int] = (
+            items = (
                 stream_items(st, grid, s)
                 if st.segments
-                else range(len(self.files))[s :: grid.streams]  # name order: no list of a million indices
-                if not self.shuffle
-                else epoch_permutation(len(self.files), seed=self.seed, epoch=self.epoch)[s :: grid.streams]
-                if self._groups is None and st.shuffler == "mt19937"  # 8 B an index (see epoch_permutation)
-                else epoch_order(
+                else stream_order(
                     len(self.files),
+                    s,
+                    grid.streams,
                     seed=self.seed,
                     epoch=self.epoch,
                     shuffle=self.shuffle,
                     groups=self._groups,
                     shuffler=st.shuffler,
-                )[s :: grid.streams]
+                )
             )
         except OrderStateError as exc:
             raise DatasetError(str(exc)) from None

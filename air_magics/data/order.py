@@ -23,7 +23,7 @@ import hashlib
 import random
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import AirError
@@ -34,6 +34,7 @@ __all__ = [
     "EpochState",
     "epoch_order",
     "epoch_permutation",
+    "stream_order",
     "deal",
     "stream_index",
     "remaining_order",
@@ -117,6 +118,27 @@ def epoch_permutation(n: int, *, seed: int = 0, epoch: int = 0) -> array:
     out = array("q")
     out.frombytes(np.random.RandomState(words).permutation(n).astype(np.int64).tobytes())
     return out
+
+
+def stream_order(
+    n: int,
+    stream: int,
+    streams: int,
+    *,
+    seed: int = 0,
+    epoch: int = 0,
+    shuffle: bool = False,
+    groups: Sequence[int] | None = None,
+    shuffler: str = SHUFFLER,
+) -> Sequence[int]:
+    """Stream *stream*'s items of a fresh epoch, ``epoch_order(...)[stream::streams]``, kept
+    compact: a ``range`` in name order, an ``array('q')`` for the ``"mt19937"`` shuffle (a list of
+    a million int objects per stream grew each DataLoader worker by ~45 B a listed file)."""
+    if not shuffle:
+        return range(n)[stream::streams]
+    if groups is None and shuffler == "mt19937":
+        return epoch_permutation(n, seed=seed, epoch=epoch)[stream::streams]
+    return epoch_order(n, seed=seed, epoch=epoch, shuffle=shuffle, groups=groups, shuffler=shuffler)[stream::streams]
 
 
 def deal(order: Sequence[int], streams: int) -> list[list[int]]:
@@ -230,16 +252,7 @@ def with_progress(state: EpochState, grid: Grid, counts: dict[int, int]) -> Epoc
     else:
         for s, c in counts.items():
             full[s] = c
-    return EpochState(
-        state.seed,
-        state.epoch,
-        state.n,
-        state.shuffle,
-        state.fingerprint,
-        segments + [(grid, full)],
-        state.groups,
-        state.shuffler,
-    )
+    return replace(state, segments=segments + [(grid, full)])
 
 
 def stream_items(state: EpochState, grid: Grid, stream: int) -> list[int]:

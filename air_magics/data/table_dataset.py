@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..cache import FileCache
@@ -226,15 +227,7 @@ class UCDataset(EpochStream):
     def _epoch_state(self) -> EpochState:
         base = self._resume
         if base is not None and base.epoch == self.epoch:
-            return EpochState(
-                base.seed,
-                base.epoch,
-                base.n,
-                base.shuffle,
-                base.fingerprint,
-                list(base.segments),
-                shuffler=base.shuffler,
-            )
+            return replace(base, segments=list(base.segments))
         return EpochState(self.seed, self.epoch, self.num_rows, self.shuffle, self.fingerprint)
 
     def _stream_plan(self, st: EpochState, grid: Grid, stream: int) -> StreamPlan:

@@ -382,13 +382,17 @@ class VolumeStore:
                 workers=self.workers,
                 stat=stat,
                 skipped=found,
-                local_disk=self.kind == "embedded" and is_within(loc.path, str(self.root)),
+                local_disk=self._on_local_disk(loc),
                 progress=progress,
             )
             if found and skipped is None:
                 _log_skipped(vp, found)
             return out
         return _fs_entries(loc, vp, recursive=recursive, with_dirs=with_dirs)
+
+    def _on_local_disk(self, loc: Location) -> bool:
+        """*loc* is in the embedded volumes, on this machine's own disk (walked serially)."""
+        return self.kind == "embedded" and is_within(loc.path, str(self.root))
 
     def names(self, path: str | VolumePath, *, recursive: bool) -> list[str] | None:
         """The files below the folder *path* as sorted relative names (``/``-separated), no sizes:
@@ -405,7 +409,7 @@ class VolumeStore:
             confine=loc.root,
             workers=self.workers,
             skipped=found,
-            local_disk=self.kind == "embedded" and is_within(loc.path, str(self.root)),
+            local_disk=self._on_local_disk(loc),
         )
         if found:
             _log_skipped(vp, found)
