@@ -45,3 +45,26 @@ def test_the_count_and_skipped_files_travel_with_the_dataset(vol):
         next(it)
     copy = pickle.loads(pickle.dumps(ds))
     assert copy.position() == (0, 7) and copy.skipped == [] and copy.skipped is not ds.skipped
+
+
+def test_a_new_dataset_over_a_warm_cache_reads_the_index_a_window_at_a_time(monkeypatch):
+    """The validation of a stream asks the cache's index for one window of its order at a time (at
+    most ``ahead`` keys held), never a row per file of the whole folder, and still validates every
+    cached file: what a DataLoader worker of a million-file epoch holds stays bounded."""
+    from air_magics.cache.entries import Entries
+
+    n = 1500
+    seeded_volume("main.raw.many", {f"/Volumes/main/raw/many/{i:04d}.bin": b"y%d" % i for i in range(n)})
+    assert len(list(UCVolumeDataset("/Volumes/main/raw/many"))) == n  # cold: every file cached
+    asked: list[int] = []
+    real = Entries.rows_for
+
+    def spy(self, keys):
+        asked.append(len(keys))
+        return real(self, keys)
+
+    monkeypatch.setattr(Entries, "rows_for", spy)
+    ds = UCVolumeDataset("/Volumes/main/raw/many", shuffle=True, seed=3)  # a new list: nothing known
+    assert sorted(open(p, "rb").read() for p in ds) == sorted(b"y%d" % i for i in range(n))
+    assert ds.validation.done and ds.validation.valid == n
+    assert sum(asked) == n and max(asked) <= 512 and len(asked) > 2

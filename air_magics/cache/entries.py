@@ -12,7 +12,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ __all__ = ["Entries", "Row", "PENDING", "FETCH_PIN"]
 Row = tuple[int, float, float, float]  # (size, source mtime, last access, last checked against the source)
 _OPEN_LOCK = ForkSafeLock()  # fresh in a forked child: the parent's threads may hold its copy
 
-_CHUNK = 500
+_CHUNK = 500  # keys per query (SQLite allows 999 parameters in old builds)
 PENDING = -1.0  # the mtime of a row whose fetch is under way (no source has it)
 FETCH_PIN = 60.0  # s: a row being fetched (PENDING) and renewed this recently is never evicted under its fetch
 
@@ -73,13 +73,21 @@ class Entries:
         with self._open() as db:
             return db.execute("SELECT size, mtime, last_access, checked FROM entries WHERE key=?", (key,)).fetchone()
 
-    def rows_between(self, lo: str, hi: str) -> dict[str, Row]:
-        """Every entry whose key is in ``[lo, hi)``: one query for a whole dataset's folder."""
+    def rows_for(self, keys: Sequence[str]) -> dict[str, Row]:
+        """The entries of *keys* (those the index holds), a few hundred keys per query: a stream
+        asks for one window of its order at a time, so what it holds stays bounded however many
+        files the dataset has (one query for a whole folder held a row per file in every worker)."""
+        out: dict[str, Row] = {}
         with self._open() as db:
-            found = db.execute(
-                "SELECT key, size, mtime, last_access, checked FROM entries WHERE key >= ? AND key < ?", (lo, hi)
-            ).fetchall()
-        return {k: (s, m, a, c) for k, s, m, a, c in found}
+            for i in range(0, len(keys), _CHUNK):
+                part = keys[i : i + _CHUNK]
+                found = db.execute(
+                    "SELECT key, size, mtime, last_access, checked FROM entries WHERE key IN "
+                    f"({','.join('?' * len(part))})",
+                    part,
+                ).fetchall()
+                out.update((k, (s, m, a, c)) for k, s, m, a, c in found)
+        return out
 
     def all_rows(self) -> list[tuple[str, str, int, float]]:
         """Every entry as ``(key, local, size, source mtime)`` (a check compares them with the files)."""

@@ -30,7 +30,7 @@ from ..transfer.file import source_stat
 from ..volumes.filelist import FileList
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location
-from .entries import Entries
+from .entries import Entries, Row
 from .hits import HitLog
 
 __all__ = ["Validation", "VALIDATION_THREADS", "timed_stat"]
@@ -165,9 +165,10 @@ class Validation:
             for i in order:  # a warm epoch in the same process: everything pinned moments ago
                 self._decided[i] = 1
             return
-        # one query for the whole stream: *files* are sorted by key, so its keys lie between those
-        # of its lowest and highest index (no key made per item: a million-file epoch starts at once)
-        rows = self._entries.rows_between(files[min(order)].key, files[max(order)].key + "\0")
+        # the index's rows of one window of the order at a time (held from the window's request to
+        # its batch's settling): a worker of a million-file epoch never holds a row per file
+        rows: dict[str, Row] = {}
+        key = files.key if isinstance(files, FileList) else (lambda i: files[i].key)
         made: list[ThreadPoolExecutor] = []
 
         def pool() -> ThreadPoolExecutor:  # made on the first request (a warm epoch asks nothing)
@@ -180,7 +181,10 @@ class Validation:
 
         def send(upto: int) -> None:
             nonlocal sent
-            for i in order[sent:upto]:
+            window = order[sent:upto]
+            if window:
+                rows.update(self._entries.rows_for([key(i) for i in window]))
+            for i in window:
                 if self._must_ask(files[i], rows):
                     asked[i] = pool().submit(timed_stat, files[i].src)
                     self.requests += 1
@@ -191,7 +195,10 @@ class Validation:
                 if not self._room_for(start):
                     return
                 send(min(len(order), start + self._ahead))  # a sliding window: the pool never drains
-                self._settle(order[start : start + _BATCH], rows, asked)
+                batch = order[start : start + _BATCH]
+                self._settle(batch, rows, asked)
+                for i in batch:
+                    rows.pop(key(i), None)
         finally:
             for p in made:
                 p.shutdown(wait=False, cancel_futures=True)
