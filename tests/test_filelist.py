@@ -3,6 +3,7 @@
 resume behaviour as a list of ``VolumeFile`` values, and what an epoch learns stays known."""
 
 import hashlib
+import os
 import pickle
 
 import pytest
@@ -94,8 +95,23 @@ def test_the_list_travels_to_workers_as_flat_buffers_and_an_item_alone_as_a_plai
         1.5,
         item.slot,
     )
+    back5 = pickle.loads(pickle.dumps(ds.files))[5]  # a pickled list keeps what is known (spawned workers)
+    assert (back5.size, back5.mtime) == (15, 1.5)
     loader = DataLoader(ds, batch_size=8, num_workers=2)
     assert sorted(p for batch in loader for p in batch) == sorted(f.slot for f in ds.files)
+
+
+def test_versions_a_forked_worker_learns_are_shared_pages_not_copies(store, tmp_path):
+    """What a forked DataLoader worker learns of each file (its size and mtime, filled in as it
+    fetches) lands in memory shared with the main process: no private copy of those pages per
+    worker (the per-file growth issue 35 measured), and the main process sees it."""
+    ds = UCVolumeDataset(FOLDER, cache=FileCache(tmp_path / "c"), store=store)
+    assert all(f.size is None for f in ds.files)
+    loader = DataLoader(ds, batch_size=8, num_workers=2, multiprocessing_context="fork")
+    assert sum(len(batch) for batch in loader) == N
+    assert [(f.size, f.mtime) for f in ds.files] == [
+        (st.st_size, st.st_mtime) for st in (os.stat(f.src.path) for f in ds.files)
+    ]
 
 
 def test_names_that_cannot_be_a_listing_are_refused():

@@ -134,12 +134,21 @@ def test_the_shuffle_is_numpys_frozen_permutation_and_old_states_keep_pythons():
 
 
 def test_the_permutation_is_the_shuffle_kept_as_one_array():
+    import hashlib
     from array import array
+
+    import numpy as np
 
     from air_magics.data.order import epoch_permutation
 
-    perm = epoch_permutation(5000, seed=9, epoch=3)
-    assert isinstance(perm, array) and perm.typecode == "q" and perm.itemsize == 8
-    assert list(perm) == epoch_order(5000, seed=9, epoch=3, shuffle=True) and sorted(perm) == list(range(5000))
-    assert list(perm[1::3]) == deal(epoch_order(5000, seed=9, epoch=3, shuffle=True), 3)[1]
-    assert len(epoch_permutation(0)) == 0
+    n = 50_000  # more than one fill block
+    perm = epoch_permutation(n, seed=9, epoch=3)
+    assert isinstance(perm, array) and perm.itemsize == 4  # 4 B an index below 2**31 files
+    # the saved states' contract: numpy's legacy permutation seeded by the sha256 words, forever
+    words = np.frombuffer(hashlib.sha256(b"air-order:9:3").digest(), dtype=np.uint32)
+    assert list(perm) == np.random.RandomState(words).permutation(n).tolist()
+    assert list(perm) == epoch_order(n, seed=9, epoch=3, shuffle=True) and sorted(perm) == list(range(n))
+    for s in range(3):  # a stream's share, made without keeping the rest
+        share = epoch_permutation(n, seed=9, epoch=3, stream=s, streams=3)
+        assert list(share) == deal(epoch_order(n, seed=9, epoch=3, shuffle=True), 3)[s] == list(perm[s::3])
+    assert len(epoch_permutation(0)) == 0 and len(epoch_permutation(2, stream=3, streams=4)) == 0

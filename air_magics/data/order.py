@@ -20,6 +20,7 @@ for a million), for states saved before it (no ``shuffler`` key), so they resume
 from __future__ import annotations
 
 import hashlib
+import mmap
 import random
 from array import array
 from collections.abc import Sequence
@@ -46,6 +47,7 @@ __all__ = [
 
 SHUFFLER = "mt19937"  # what a new epoch's shuffle uses (see the module docstring)
 _SHUFFLERS = ("mt19937", "random")
+_FILL = 1 << 13  # indices written per block while a permutation is made
 
 
 class OrderStateError(AirError, ValueError):
@@ -108,15 +110,30 @@ def epoch_order(
     return order
 
 
-def epoch_permutation(n: int, *, seed: int = 0, epoch: int = 0) -> array:
-    """The ``"mt19937"`` shuffle of ``0..n-1`` as one ``array('q')`` (8 B an index, where a list
-    holds an int object each: a DataLoader worker of a million-file epoch keeps its stream's share
-    of it, and a list grew each worker by ~45 B a listed file)."""
+def epoch_permutation(n: int, *, seed: int = 0, epoch: int = 0, stream: int = 0, streams: int = 1) -> array:
+    """The ``"mt19937"`` shuffle of ``0..n-1`` (numpy's legacy ``RandomState(words).permutation(n)``),
+    or stream *stream*'s share of it (``[stream::streams]``), as one ``array`` of 4 B an index
+    (8 B from 2**31 files). Why so: a DataLoader worker of a million-file epoch keeps its share and
+    nothing else. The whole permutation is made in place in a mapping of its own, unmapped at the
+    end (numpy's copies of it, freed into the heap, stayed in each worker: ~24 B a listed file)."""
     import numpy as np
 
     words = np.frombuffer(hashlib.sha256(f"air-order:{seed}:{epoch}".encode()).digest(), dtype=np.uint32)
-    out = array("q")
-    out.frombytes(np.random.RandomState(words).permutation(n).astype(np.int64).tobytes())
+    share = len(range(stream, n, streams))
+    out = array("i" if n < 2**31 else "q", [0]) * share
+    if not n:
+        return out
+    buf = mmap.mmap(-1, n * 8)
+    try:
+        perm = np.frombuffer(buf, dtype=np.int64)
+        for i in range(0, n, _FILL):  # arange(n), a block at a time (no second array of n)
+            perm[i : i + _FILL] = np.arange(i, min(n, i + _FILL))
+        np.random.RandomState(words).shuffle(perm)  # what permutation(n) does to its arange
+        view = np.frombuffer(out, dtype=np.int32 if out.typecode == "i" else np.int64)
+        view[:] = perm[stream::streams]
+        del perm, view  # (the mapping closes only once no view of it is left)
+    finally:
+        buf.close()
     return out
 
 
@@ -137,7 +154,7 @@ def stream_order(
     if not shuffle:
         return range(n)[stream::streams]
     if groups is None and shuffler == "mt19937":
-        return epoch_permutation(n, seed=seed, epoch=epoch)[stream::streams]
+        return epoch_permutation(n, seed=seed, epoch=epoch, stream=stream, streams=streams)
     return epoch_order(n, seed=seed, epoch=epoch, shuffle=shuffle, groups=groups, shuffler=shuffler)[stream::streams]
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import mmap
+import struct
 from array import array
 from collections.abc import Iterator, Sequence
 from typing import Protocol, overload
@@ -32,6 +34,8 @@ class Hasher(Protocol):
 
 
 _SEP = "\0"
+_UNKNOWN_SIZE = struct.pack("q", -1)
+_UNKNOWN_MTIME = struct.pack("d", math.nan)
 
 
 class ListedFile(VolumeFile):
@@ -74,6 +78,21 @@ class ListedFile(VolumeFile):
         return f"ListedFile(key={self.key!r}, size={self.size!r}, mtime={self.mtime!r}, slot={self.slot!r})"
 
 
+def _versions(n: int, sizes: bytes | None = None, mtimes: bytes | None = None) -> tuple[memoryview, memoryview]:
+    """The sizes (``'q'``, -1: not known) and mtimes (``'d'``, NaN: not known) of *n* files, in
+    memory shared with forked children (an anonymous ``mmap`` is ``MAP_SHARED``). Why: a DataLoader
+    worker fills them in as it fetches; in private memory each page it wrote became its own copy
+    (up to 16 B per listed file in every worker), here the pages stay one copy, and what one worker
+    learns of a file's version the others and the main process see too."""
+    size = max(n, 1) * 8
+    out = []
+    for fmt, data, unknown in (("q", sizes, _UNKNOWN_SIZE), ("d", mtimes, _UNKNOWN_MTIME)):
+        mm = mmap.mmap(-1, size)
+        mm.write(data if data is not None else unknown * n)
+        out.append(memoryview(mm).cast(fmt)[:n])
+    return out[0], out[1]
+
+
 class FileList(Sequence[VolumeFile]):
     """The files below one volume folder (``base_key``, stored at ``base``), in sorted order.
 
@@ -90,11 +109,19 @@ class FileList(Sequence[VolumeFile]):
             )
         # starts[i]: where name i begins in _text; starts[n]: one past the end (plus the separator)
         self._starts = array("q", itertools.accumulate((len(n) + 1 for n in names), initial=0))
-        n = len(names)
-        self.sizes = array("q", [-1]) * n  # -1: not known yet
-        self.mtimes = array("d", [math.nan]) * n  # NaN: not known yet
+        self.sizes, self.mtimes = _versions(len(names))
         self.slot_root = ""
         self._src_root = base.path.rstrip("/")
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["sizes"], state["mtimes"] = self.sizes.tobytes(), self.mtimes.tobytes()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        sizes, mtimes = state.pop("sizes"), state.pop("mtimes")
+        self.__dict__.update(state)
+        self.sizes, self.mtimes = _versions(len(self), sizes, mtimes)
 
     def __len__(self) -> int:
         return len(self._starts) - 1
