@@ -105,3 +105,45 @@ def test_names_alone_are_the_sorted_names_of_the_full_walk(tree, local_disk):
     assert names.index("a-b") < names.index("a.txt") < names.index("a/1.bin") < names.index("a0")
     assert skipped == full_skipped and {r for r, _ in skipped} >= {"e/broken", "e/loop", "out.bin"}
     assert scan_names(tree / "e", confine=tree, local_disk=local_disk, recursive=False) == ["4.bin"]
+
+
+def _rows(stats):
+    return sorted((stats.names[i], stats.sizes[i], stats.mtimes[i]) for i in range(len(stats)))
+
+
+@pytest.mark.parametrize("by_find", [True, False])
+def test_file_stats_are_the_full_walks_files_by_find_or_not(tree, by_find, monkeypatch):
+    """``ls -r``'s listing (GNU find, or the Python walk where find is not GNU's) has exactly the
+    files, sizes, mtimes and skipped entries of the serial walk; its rows come out in name order."""
+    from air_magics.volumes import filestats
+
+    if not by_find:
+        monkeypatch.setattr(filestats, "_gnu_find", lambda: None)
+    else:
+        assert filestats._gnu_find(), "GNU find is part of the test environment (findutils)"
+    walked: list[tuple[str, str]] = []
+    full = scan_local(tree, confine=tree, skipped=walked, local_disk=True)
+    skipped: list[tuple[str, str]] = []
+    told: list[int] = []
+    stats = filestats.file_stats(str(tree), confine=str(tree), skipped=skipped, progress=told.append)
+    assert _rows(stats) == sorted((e.rel, e.size, pytest.approx(e.mtime, abs=1e-6)) for e in full)
+    assert skipped == walked and {why for _, why in skipped} >= {"FIFO", "broken link", "symlink loop"}
+    assert list(stats) == sorted(stats, key=lambda e: e.rel) and stats[:2] == list(stats)[:2]
+    assert [e.rel for e in stats[:50]] == sorted(e.rel for e in full)
+    assert "a/.x.air-tmp-1-2" not in stats.names
+    dropped = filestats.file_stats(str(tree), confine=str(tree), drop=("2.bin", "4.bin"))
+    assert sorted(dropped.names) == sorted(e.rel for e in full if not e.rel.endswith(("/2.bin", "/4.bin")))
+
+
+def test_file_stats_fall_back_to_the_python_walk_where_find_says_anything(tree):
+    """find that prints a message (here: the folder is gone) gives no listing of its own; the
+    Python walk's answer stands (a gone root raises, as every listing's does)."""
+    from air_magics.volumes import filestats
+
+    gone = tree / "gone"
+    names, odd, sizes, mtimes = [], [], filestats.array("q"), filestats.array("d")
+    run = filestats._start(str(tree), ["./a", "./gone"], str(tree.parent / "cols"), ())
+    assert not filestats._collect(*run, names, sizes, mtimes, odd)
+    assert "No such file" in open(run[1]["err"]).read()
+    with pytest.raises(FileNotFoundError):
+        filestats.file_stats(str(gone))

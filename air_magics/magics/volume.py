@@ -25,7 +25,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -240,12 +240,15 @@ def _delta_note(st: Any, vp: VolumePath) -> str | None:
         return f"Delta table, unreadable: {exc} (ls -r lists its files)"
 
 
-def _listing_rows(st: Any, vp: VolumePath, recursive: bool, pattern: str | None) -> tuple[VolumePath, list[Entry]]:
+def _listing_rows(st: Any, vp: VolumePath, recursive: bool, pattern: str | None) -> tuple[VolumePath, Sequence[Entry]]:
     """The raw rows ``ls`` summarizes and the folder they are relative to (a glob's fixed part),
     without the files air_magics keeps for itself in a user's folder (a pack's lock)."""
     from ..shards.dest import LOCK_NAME
 
     with _ListingProgress(str(vp)) as progress:
+        stats = st.file_stats(vp, progress=progress, drop=(LOCK_NAME,)) if recursive and not pattern else None
+        if stats is not None:  # a folder on this disk: the files' columns, no object per file
+            return vp, stats
         base, rows = st.listing(vp, recursive=recursive, pattern=pattern, progress=progress)
     return base, [e for e in rows if not e.rel.endswith(LOCK_NAME) or e.rel.rpartition("/")[2] != LOCK_NAME]
 

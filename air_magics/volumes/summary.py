@@ -7,20 +7,18 @@ files should be copied to local disk once (``%%air_copy``) or packed into 1-10 G
 
 from __future__ import annotations
 
-import statistics
 import time
 from array import array
-from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from html import escape
-from itertools import repeat
 from shlex import quote
 
 from ..errors import VolumeNotFoundError, VolumePathError
 from ..io.units import fmt_bytes
 from .detect import volumes_mount_status
+from .filestats import FileStats, size_stats
 from .path import VolumePath
 from .store import FileInfo, VolumeInfo
 from .walk import Entry
@@ -92,15 +90,13 @@ class ListingSummary:
     def __post_init__(self) -> None:
         if self.limit < 0:
             raise ValueError(f"limit={self.limit}: give the number of rows to show (0 or more)")
-        counts = [0] * len(_BUCKETS)
-        sizes = array("q", [e.size or 0 for e in self.rows if not e.is_dir])
-        n_dirs = len(self.rows) - len(sizes)
-        for i in map(bisect_right, repeat(_BOUNDS, len(sizes)), sizes):  # the bucket: sizes below its bound
-            counts[i] += 1
-        self.n_files, self.n_folders = len(sizes), n_dirs
-        self.total_bytes = sum(sizes)
-        self.median_size = float(statistics.median(sizes)) if sizes else 0.0
-        self._counts = counts
+        if isinstance(self.rows, FileStats):  # files alone, as columns (``ls -r`` on this disk)
+            sizes = self.rows.sizes
+        else:
+            sizes = array("q", [e.size or 0 for e in self.rows if not e.is_dir])
+        self.total_bytes, self._counts, self.median_size = size_stats(sizes, _BOUNDS)
+        self.n_files = len(sizes)
+        self.n_folders = len(self.rows) - self.n_files
 
     @cached_property
     def entries(self) -> list[FileInfo]:

@@ -21,7 +21,7 @@ from ..io.gcpause import gc_paused
 from ..io.leftovers import is_leftover
 from ..io.pools import threads
 
-__all__ = ["Entry", "scan_local", "scan_names"]
+__all__ = ["Entry", "checked_links", "scan_local", "scan_names"]
 
 _STAT_CHUNK = 4
 PROGRESS_EVERY = 10_000  # entries between two calls of a listing's ``progress``
@@ -124,6 +124,36 @@ def _stat_entries(
             continue  # a link to a folder is not followed (no loops)
         out.append(Entry(rel, st.st_size, st.st_mtime))
     return out
+
+
+class _PathEntry:
+    """What :func:`_stat_entries` asks of an ``os.DirEntry``, for a path found another way."""
+
+    __slots__ = ("path", "_lstat")
+
+    def __init__(self, path: str) -> None:
+        self.path, self._lstat = path, None
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        if follow_symlinks:
+            return os.stat(self.path)
+        if self._lstat is None:
+            self._lstat = os.lstat(self.path)
+        return self._lstat
+
+    def is_symlink(self) -> bool:
+        try:
+            return stat_module.S_ISLNK(self.stat(follow_symlinks=False).st_mode)
+        except OSError:
+            return False
+
+
+def checked_links(root: str, rels: list[str], confine: str | None, skipped: list[tuple[str, str]]) -> list[Entry]:
+    """The entries *rels* below *root* that are neither plain files nor folders (links, special
+    files), found by another walk (``find``), under the listing's rules: a link to a file inside
+    *confine* is listed with its target's size, anything else is appended to *skipped*."""
+    conf = os.path.realpath(confine) if confine is not None else None
+    return _stat_entries([(rel, _PathEntry(os.path.join(root, rel))) for rel in rels], conf, skipped)  # type: ignore[misc]
 
 
 def _special_kind(mode: int) -> str:
