@@ -19,7 +19,6 @@ import shutil
 import statistics
 import subprocess
 import tempfile
-import time
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
@@ -33,7 +32,8 @@ from .walk import Entry, checked_links, scan_local
 __all__ = ["FileStats", "file_stats", "size_stats"]
 
 _HEAD = 4096  # a slice from 0 up to this many rows is found by a heap, not a sort of everything
-_POLL = 0.02  # seconds between two looks at find's progress
+_BULK = 1 << 20  # bytes of a column from which numpy parses it
+_POLL = 0.1  # seconds between two looks at find's progress
 _FINDS = min(4, os.cpu_count() or 1)  # find processes at once (one per core, a few at most)
 
 
@@ -79,6 +79,8 @@ def size_stats(sizes: array, bounds: Sequence[int]) -> tuple[int, list[int], flo
     if not len(sizes):
         return 0, [0] * (len(bounds) + 1), 0.0
     try:
+        if len(sizes) * 8 < _BULK:
+            raise ImportError  # (as in _numbers)
         import numpy as np
     except ImportError:
         counts = [0] * (len(bounds) + 1)
@@ -218,6 +220,8 @@ def _numbers(text: bytes, typecode: str) -> array:
     """A column of decimal numbers, one a line, as an ``array`` (numpy parses it at C speed
     where it is installed: 20 ms a million, where ``map(int, ...)`` takes 130 and floats 280)."""
     try:
+        if len(text) < _BULK:
+            raise ImportError  # (a short column: not worth numpy's import, ~70 ms in a fresh process)
         import numpy as np
     except ImportError:
         return array(typecode, map(int if typecode == "q" else float, text.split()))
@@ -248,12 +252,16 @@ def _follow(procs: list[subprocess.Popen], sizes: list[str], progress: Callable[
     files = [open(path, "rb") for path in sizes]  # noqa: SIM115 (closed below)
     try:
         seen, told = 0, 0
-        while any(proc.poll() is None for proc in procs):
-            time.sleep(_POLL)
-            seen += sum(f.read().count(b"\n") for f in files)
-            if seen > told:
-                told = seen
-                progress(seen)
+        for proc in procs:
+            while True:
+                try:
+                    proc.wait(_POLL)  # (returns as soon as it ends: a quick listing waits for nothing)
+                    break
+                except subprocess.TimeoutExpired:
+                    seen += sum(f.read().count(b"\n") for f in files)
+                    if seen > told:
+                        told = seen
+                        progress(seen)
     finally:
         for f in files:
             f.close()
