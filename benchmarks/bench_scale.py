@@ -12,9 +12,17 @@ runs in a fresh process (imports excluded from the clock), interleaved over ``--
   the file list pickled (what each DataLoader worker receives);
 - ``%air_volume ls -r``: the magic in an IPython shell, its result's text made.
 
-Run: ``.venv/bin/python benchmarks/bench_scale.py [--sizes 10000,100000] [--reps 3]`` (``--sizes
-10000,100000,1000000`` for the million; making it takes minutes and ~4 GB of disk). Prints a table
-per size and the per-file growth from the smallest size to the largest.
+With ``--epochs`` (always in ``--quick``), per size and each in a fresh process: the ceiling, a
+plain 64-thread pool copying every file (``os.walk`` + ``shutil.copyfile``); a cold epoch of
+``UCVolumeDataset(folder)`` into a fresh cache, then a warm one in that process, the JSON size of
+``state_dict()`` half way through a third and the cache index's size; a restart epoch (a new
+process over the warm cache); eviction of half the cache (a limit of half its bytes, then one
+miss); ``pack`` into 1 GiB shards. One rep at a million files (minutes each).
+
+Run: ``.venv/bin/python benchmarks/bench_scale.py [--sizes 10000,100000] [--reps 3] [--epochs]``
+(``--sizes 10000,100000,1000000`` for the million; making it takes minutes and ~4 GB of disk,
+~12 GB with ``--epochs``). Prints a table per size and the per-file growth from the smallest size
+to the largest.
 """
 
 from __future__ import annotations
@@ -80,6 +88,8 @@ def child(spec: dict) -> dict:
         return {"s": time.perf_counter() - t, "n": len(getattr(res, "files", [])), "lines": text.count("\n") + 1}
     if method == "workers":
         return _workers(vpath)
+    if method in EPOCHS:
+        return EPOCHS[method](spec)
     from air_magics.data import UCVolumeDataset
 
     before = _rss()
@@ -122,6 +132,95 @@ def _workers(vpath: str) -> dict:
     return {"s": 0.0, "n": None, "uss_first": sorted(first), "uss_after": sorted(uss()), "read": read}
 
 
+def _epochs(spec: dict) -> dict:
+    """A fresh cache: the cold epoch (listing included), then a warm one in the same process, the
+    size of ``state_dict()`` half way through a third, and the cache index's size afterwards."""
+    from air_magics.data import UCVolumeDataset
+
+    t = time.perf_counter()
+    ds = UCVolumeDataset(spec["vpath"])
+    n = sum(1 for _ in ds)
+    cold = time.perf_counter() - t
+    t = time.perf_counter()
+    assert sum(1 for _ in ds) == n
+    warm = time.perf_counter() - t
+    it = iter(ds)
+    for _ in range(n // 2):
+        next(it)
+    state = len(json.dumps(ds.state_dict()))
+    ds.cache.info()  # (the index rows are written behind the fetches: all in before it is measured)
+    index = sum(p.stat().st_size for p in Path(ds.cache.root).glob("index.sqlite*"))
+    return {"s": cold, "n": n, "cold": cold, "warm": warm, "state": state, "index": index}
+
+
+def _restart(spec: dict) -> dict:
+    """A new process over the warm cache: every file validated, none fetched."""
+    from air_magics.data import UCVolumeDataset
+
+    t = time.perf_counter()
+    n = sum(1 for _ in UCVolumeDataset(spec["vpath"]))
+    return {"s": time.perf_counter() - t, "n": n}
+
+
+def _evict(spec: dict) -> dict:
+    """The full cache given a limit of half its bytes: the next miss evicts half the entries."""
+    from air_magics.cache import FileCache
+
+    cache = FileCache(pin_seconds=0.0)
+    before = cache.info()
+    cache.limit = max(1, before.bytes // 2)
+    t = time.perf_counter()
+    cache.get(spec["extra"])
+    s = time.perf_counter() - t
+    evicted = before.entries - cache.info().entries + 1
+    return {"s": s, "n": None, "evicted": evicted}
+
+
+def _pool(spec: dict) -> dict:
+    """Ceiling for the cold epoch: ``os.walk`` the folder and copy every file to local disk with a
+    plain 64-thread pool (``shutil.copyfile``), into a fresh folder."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    dst = Path(spec["scratch"])
+    t = time.perf_counter()
+    jobs = []
+    for d, _, fs in os.walk(spec["folder"]):
+        out = dst / os.path.relpath(d, spec["folder"])
+        out.mkdir(parents=True, exist_ok=True)
+        jobs += [(os.path.join(d, f), str(out / f)) for f in fs]
+    with ThreadPoolExecutor(64) as pool:
+        for _ in pool.map(lambda job: shutil.copyfile(*job), jobs, chunksize=64):
+            pass
+    s = time.perf_counter() - t
+    shutil.rmtree(dst, ignore_errors=True)
+    return {"s": s, "n": len(jobs)}
+
+
+def _pack(spec: dict) -> dict:
+    """``pack`` of the folder into 1 GiB shards beside it (removed afterwards)."""
+    from air_magics.shards import pack
+
+    dest = spec["vpath"] + "_packed"
+    t = time.perf_counter()
+    report = pack(spec["vpath"], dest)
+    s = time.perf_counter() - t
+    from air_magics.volumes import VolumeStore
+
+    shutil.rmtree(VolumeStore().locate(dest).path, ignore_errors=True)
+    return {"s": s, "n": report.files}
+
+
+EPOCHS = {"epochs": _epochs, "restart": _restart, "evict": _evict, "pool": _pool, "pack": _pack}
+EPOCH_ROWS = {
+    "pool": "ceiling: `os.walk` + 64-thread pool copying every file",
+    "cold": "cold epoch (`for p in UCVolumeDataset(folder)`, listing included)",
+    "warm": "warm epoch, same process",
+    "restart": "restart epoch: a new process over the warm cache",
+    "pack": "`pack` into 1 GiB shards",
+    "evict": "eviction at a limit of half (the next miss; per evicted file)",
+}
+
+
 def _make(root: Path, n: int) -> None:
     data = b"x" * 1024
     for i in range(0, n, PER_FOLDER):
@@ -146,6 +245,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="10000,100000", help="file counts, comma-separated")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="a smoke run: 2,000 files, one rep")
+    ap.add_argument(
+        "--epochs",
+        action="store_true",
+        help="also the cold, warm and restart epochs, pack and eviction (minutes at 1M)",
+    )
     ap.add_argument("--no-wait", action="store_true", help="accepted for the suite's runner (never waits anyway)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -182,11 +286,64 @@ def main(argv: list[str] | None = None) -> int:
                     results[n][m].append(r)
                     shutil.rmtree(work / "home" / "cache", ignore_errors=True)  # every first item is cold
                 print(f"{n:,} files: rep {rep + 1}/{reps} done", file=sys.stderr)
+            if a.epochs or a.quick:
+                _epoch_reps(results[n], folder, vpath, env, work, reps if n < 1_000_000 else 1)
             shutil.rmtree(folder, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     _report(results, reps)
     return 1 if bad else 0
+
+
+def _epoch_reps(by: dict[str, list[dict]], folder: Path, vpath: str, env: dict, work: Path, reps: int) -> None:
+    """The epochs' measurements (one rep at a million files: minutes each), in this order: the
+    pool; a cold then warm epoch; a restart; eviction of half the cache; ``pack``."""
+    extra = f"/Volumes/{VOLUME.replace('.', '/')}/extra.bin"
+    spec = {"folder": str(folder), "vpath": vpath, "extra": extra, "scratch": str(work / "pool-copy")}
+    with open(Path(folder).parents[0] / "extra.bin", "wb") as f:
+        f.write(b"e" * 1024)
+    for m in [*EPOCHS, "state", "index", "cold", "warm"]:
+        by.setdefault(m, [])
+    for _ in range(reps):
+        shutil.rmtree(work / "home" / "cache", ignore_errors=True)
+        for m in EPOCHS:
+            r = _measure({**spec, "method": m}, env)
+            if m == "epochs":
+                for k in ("cold", "warm", "state", "index"):
+                    by[k].append({"s": r[k], "n": r["n"]} if k in ("cold", "warm") else {k: r[k]})
+            else:
+                by[m].append(r)
+            print(f"  {m}: {r['s']:.1f} s", file=sys.stderr)
+    shutil.rmtree(work / "home" / "cache", ignore_errors=True)
+
+
+def _report_epochs(results: dict[int, dict[str, list[dict]]]) -> None:
+    """One table of the epochs' per-file costs at every size, and their growth."""
+    sizes = [n for n, by in sorted(results.items()) if by.get("cold")]
+    if not sizes:
+        return
+    print("### Epochs, `pack` and eviction (us per file; x: the pool ceiling's cost / ours, 1.00 = as fast)\n")
+    print("| method | " + " | ".join(f"{n:,}" for n in sizes) + f" | {sizes[-1]:,} / {sizes[0]:,} |")
+    print("|---|" + "---|" * len(sizes) + "---|")
+    for m, label in EPOCH_ROWS.items():
+        cells, per = [], []
+        for n in sizes:
+            runs = results[n].get(m, [])
+            if not runs:
+                cells.append("-")
+                continue
+            count = n if m != "evict" else statistics.median(r["evicted"] for r in runs)
+            us = statistics.median(r["s"] for r in runs) / max(count, 1) * 1e6
+            pool = statistics.median(r["s"] for r in results[n]["pool"]) / n * 1e6
+            per.append(us)
+            cells.append(f"{us:,.1f}" + (f" ({pool / us:.2f}x)" if m in ("cold", "pack") else ""))
+        growth = f"{per[-1] / per[0]:.2f}" if len(per) > 1 else "-"
+        print(f"| {label} | {' | '.join(cells)} | {growth} |")
+    for key, label in (("state", "`state_dict()` half way, JSON bytes"), ("index", "cache index bytes per file")):
+        vals = [statistics.median(r[key] for r in results[n][key]) for n in sizes]
+        shown = [f"{v:,.0f}" if key == "state" else f"{v / n:,.0f}" for v, n in zip(vals, sizes, strict=True)]
+        print(f"| {label} | {' | '.join(shown)} | - |")
+    print()
 
 
 def _report(results: dict[int, dict[str, list[dict]]], reps: int) -> None:
@@ -217,6 +374,7 @@ def _report(results: dict[int, dict[str, list[dict]]], reps: int) -> None:
             print(f"\n`ls -r` printed {max(lines):,} lines for {n:,} files.")
         print()
     _report_workers(results)
+    _report_epochs(results)
     if len(results) > 1:
         lo, hi = min(results), max(results)
         print(f"### Growth from {lo:,} to {hi:,} files (per-file cost ratio; 1.00 = linear)\n")

@@ -88,6 +88,10 @@ SCENARIOS = {
             "ceiling: `os.walk` + join + sort",
             "`%air_volume ls -r`",
             "memory B/file",
+            "### Epochs, `pack` and eviction",
+            "| cold epoch (`for p in UCVolumeDataset(folder)`, listing included) |",
+            "| restart epoch: a new process over the warm cache |",
+            "| eviction at a limit of half",
         ],
     ),
     "shards_mosaic": (  # 64 files x 8 KiB at 1 ms; mosaicml-streaming rows only where its venv is
