@@ -45,7 +45,7 @@ class FileStats(Sequence[Entry]):
     def __init__(self, names: list[str], sizes: array, mtimes: array) -> None:
         self.names, self.sizes, self.mtimes = names, sizes, mtimes
         self._sorted: list[int] | None = None
-        self._head: list[Entry] | None = None
+        self._head: tuple[int, list[Entry]] | None = None  # (stop, the first rows)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -61,12 +61,11 @@ class FileStats(Sequence[Entry]):
         if isinstance(i, slice):
             start, stop, step = i.indices(len(self))
             if self._sorted is None and start == 0 and step == 1 and stop <= _HEAD:
-                if self._head is None or len(self._head) != stop:  # (a summary shows its head twice)
+                if self._head is None or self._head[0] != stop:  # (a summary shows its head twice)
                     names = self.names
-                    self._head = [
-                        self._row(j) for _, j in heapq.nsmallest(stop, zip(names, range(len(names)), strict=True))
-                    ]
-                return list(self._head)
+                    found = heapq.nsmallest(stop, zip(names, range(len(names)), strict=True))
+                    self._head = (stop, [self._row(j) for _, j in found])
+                return list(self._head[1])
             return [self[j] for j in range(start, stop, step)]
         if self._sorted is None:
             self._sorted = sorted(range(len(self.names)), key=self.names.__getitem__)
