@@ -68,3 +68,29 @@ def test_a_new_dataset_over_a_warm_cache_reads_the_index_a_window_at_a_time(monk
     assert sorted(open(p, "rb").read() for p in ds) == sorted(b"y%d" % i for i in range(n))
     assert ds.validation.done and ds.validation.valid == n
     assert sum(asked) == n and max(asked) <= 512 and len(asked) > 2
+
+
+def test_a_warm_epoch_whose_pins_aged_waits_for_the_validation_instead_of_a_fetch_per_item(monkeypatch, tmp_path):
+    """Files this process knows whose pins aged (an epoch longer than ``pin_seconds / 4``, as at a
+    million files) are re-pinned by the validation, a batch per transaction, and then served on the
+    consumer's thread: no fetch call per item (a thread and a transaction each, ~45 us a file)."""
+    import time
+
+    from air_magics.cache import FileCache
+
+    n = 300
+    seeded_volume("main.raw.aged", {f"/Volumes/main/raw/aged/{i:04d}.bin": b"z%d" % i for i in range(n)})
+    ds = UCVolumeDataset("/Volumes/main/raw/aged", cache=FileCache(tmp_path / "c", pin_seconds=0.4))
+    assert len(list(ds)) == n  # cold: fetched
+    fetches: list[str] = []
+    real = FileCache.fetch
+
+    def spy(self, f, keep=None):
+        fetches.append(f.key)
+        return real(self, f, keep)
+
+    monkeypatch.setattr(FileCache, "fetch", spy)
+    time.sleep(0.2)  # past pin_seconds / 4: nothing is served from this process's state alone
+    paths = list(ds)
+    assert [open(p, "rb").read() for p in paths] == [b"z%d" % i for i in range(n)]
+    assert ds.validation.valid == n and fetches == []
