@@ -9,7 +9,6 @@ Such a key is named after its content (``<volume path>@<crc32>``), so it is neve
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -20,10 +19,10 @@ from ..io.units import fmt_bytes
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location
 from .overflow import Residency
+from .sources import DERIVED, SourceCheck
 
 __all__ = ["ClaimedEntries", "ClearReport", "ClearProgress", "DERIVED", "CLEAR_WAIT"]
 
-DERIVED = re.compile(r"@[0-9a-f]{8}$")  # a key claim() made: a copy named after its content
 CLEAR_WAIT = 2.0  # seconds clear() waits for a stripe busy with a fetch; its entries are kept after that
 
 
@@ -120,5 +119,8 @@ class ClaimedEntries:
 
     def _source_exists(self, key: str) -> bool:
         """Whether *key*'s source exists (eviction spares a file's only copy); a :meth:`claim` copy
-        (``...@<8 hex digits>``) never is one."""
-        return bool(DERIVED.search(key)) or self.store.exists(key)
+        (``...@<8 hex digits>``) never is one. See :mod:`.sources`."""
+        check = self.__dict__.get("_sources")
+        if check is None:
+            check = self.__dict__["_sources"] = SourceCheck(self.store)
+        return check(key)

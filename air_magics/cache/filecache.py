@@ -208,6 +208,7 @@ class FileCache(ClaimedEntries):
             "_report_timer",
             "_miss",
             "_guard",
+            "_sources",
         ):
             state.pop(k, None)
         return state
