@@ -492,3 +492,24 @@ def test_pack_and_read_on_a_flaky_fuse_volume(slowfs, tmp_path, monkeypatch):
         got = {"/".join(Path(p).parts[-3:]): hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in ds}
     assert got == {k: v for k, v in hashes.items()}
     assert sum(json.loads(stats.read_text())["faults"].values()) > 10
+
+
+@pytest.mark.parametrize(
+    "name,size,mtime",
+    [
+        ("a.bin", 0, 0.0),
+        ("d/e/f.jpg", 1023, 1_700_000_000.7),
+        ("x" * 100, 512, 1.0),  # the longest name a ustar header holds
+        ("x" * 101, 5, 1.0),  # one more: a pax header
+        ("caf\u00e9/\u00fc.txt", 7, 2.0),  # not ASCII: a pax header
+        ("big.bin", 8**11, 3.0),  # a size the octal field cannot hold
+        ("old.bin", 1, -5.0),  # a negative mtime
+        ("bad\udcff.bin", 3, 4.0),  # an undecodable byte kept as a surrogate
+    ],
+)
+def test_a_members_bytes_are_its_headers_length_whether_made_or_known(name, size, mtime):
+    """The plan's size of a member (header known without making it where a plain ustar header
+    holds it) is exactly what writing it takes."""
+    from air_magics.shards.format import BLOCK, member_bytes, member_header
+
+    assert member_bytes(name, size, mtime) == len(member_header(name, size, mtime)) + size + (-size % BLOCK)
