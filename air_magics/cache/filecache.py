@@ -486,6 +486,7 @@ class FileCache(ClaimedEntries):
 
         keys = [r[0] for r in rows]
         removed, nbytes, kept = self._evictor.drop(keys, cutoff, wait=CLEAR_WAIT, evictions=False, progress=step)
+        self._miss.forget_row_error()  # (its file was taken back when the row failed, before the flush above)
         self._entries.heal_totals(reset_stats)  # heal any drift while we are at it
         self.publish_status()
         return ClearReport(removed, nbytes, kept, 0.0 if force else self.pin_seconds)

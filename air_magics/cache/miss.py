@@ -279,6 +279,12 @@ class MissPath:
         """Wait until the rows of this process's fetches are in the index."""
         self._behind.flush()
 
+    def forget_row_error(self) -> None:
+        """Drop a row error not yet raised: ``clear()`` removed every file such a row was about, so
+        the next fetch after it has nothing of the past to answer for (it raised a disk-full
+        error from before the clear, made after the caller had already seen one)."""
+        self._row_error = None
+
     def _raise_row_error(self) -> None:
         error, self._row_error = self._row_error, None
         if error is not None:
