@@ -19,7 +19,7 @@ from ..io.units import fmt_bytes
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location
 from .overflow import Residency
-from .sources import DERIVED, SourceCheck
+from .sources import DERIVED
 
 __all__ = ["ClaimedEntries", "ClearReport", "ClearProgress", "DERIVED", "CLEAR_WAIT"]
 
@@ -116,11 +116,3 @@ class ClaimedEntries:
     def overflow_folder(self) -> Path:
         """This process's overflow folder (removed at exit, or swept once the process is dead)."""
         return self._overflow.folder()
-
-    def _source_exists(self, key: str) -> bool:
-        """Whether *key*'s source exists (eviction spares a file's only copy); a :meth:`claim` copy
-        (``...@<8 hex digits>``) never is one. See :mod:`.sources`."""
-        check = self.__dict__.get("_sources")
-        if check is None:
-            check = self.__dict__["_sources"] = SourceCheck(self.store)
-        return check(key)

@@ -54,6 +54,7 @@ from .hits import PIN_MARGIN, HitLog
 from .miss import MissPath
 from .overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency
 from .rootguard import RootGuard
+from .sources import SourceCheck
 from .stripes import Stripes
 from .validate import Validation
 
@@ -180,7 +181,7 @@ class FileCache(ClaimedEntries):
             self.files_limit,
             self.reserve,
             self.pin_seconds,
-            self._source_exists,
+            SourceCheck(self.store),  # (eviction spares a file whose source is gone)
             wal_check.ready,
         )
         self._miss = MissPath(
@@ -208,7 +209,6 @@ class FileCache(ClaimedEntries):
             "_report_timer",
             "_miss",
             "_guard",
-            "_sources",
         ):
             state.pop(k, None)
         return state

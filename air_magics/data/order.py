@@ -149,8 +149,9 @@ def stream_order(
     shuffler: str = SHUFFLER,
 ) -> Sequence[int]:
     """Stream *stream*'s items of a fresh epoch, ``epoch_order(...)[stream::streams]``, kept
-    compact: a ``range`` in name order, an ``array('q')`` for the ``"mt19937"`` shuffle (a list of
-    a million int objects per stream grew each DataLoader worker by ~45 B a listed file)."""
+    compact: a ``range`` in name order, the stream's share of :func:`epoch_permutation` for the
+    ``"mt19937"`` shuffle (a list of a million int objects per stream grew each DataLoader worker
+    by ~45 B a listed file)."""
     if not shuffle:
         return range(n)[stream::streams]
     if groups is None and shuffler == "mt19937":
