@@ -2,12 +2,14 @@
 takes (cold through the prefetcher, warm runs, warm through ``ready``), and ``iter()`` alone plans
 nothing (the stream is planned at its first ``next()``, as a generator ``__iter__``'s body was)."""
 
+import os
 import pickle
 
 import pytest
 from _seed import seeded_volume
 
 from air_magics.data import UCVolumeDataset
+from air_magics.data import feed as feed_module
 
 N = 150  # more than two warm runs of 64
 
@@ -90,7 +92,56 @@ def test_a_warm_epoch_whose_pins_aged_waits_for_the_validation_instead_of_a_fetc
         return real(self, f, keep)
 
     monkeypatch.setattr(FileCache, "fetch", spy)
+    prefetchers: list[object] = []
+    real_prefetcher = feed_module.Prefetcher
+
+    def spy_prefetcher(*args, **kwargs):
+        prefetchers.append(args)
+        return real_prefetcher(*args, **kwargs)
+
+    monkeypatch.setattr(feed_module, "Prefetcher", spy_prefetcher)
     time.sleep(0.2)  # past pin_seconds / 4: nothing is served from this process's state alone
     paths = list(ds)
     assert [open(p, "rb").read() for p in paths] == [b"z%d" % i for i in range(n)]
     assert ds.validation.valid == n and fetches == []
+    # ... on the warm run: each block waits for its re-pin, no prefetcher (a thread hand-off per item)
+    assert prefetchers == []
+
+
+def test_an_aged_entry_evicted_meanwhile_is_fetched_again_never_handed_out_gone(tmp_path):
+    """An entry this process validated, whose pin aged and which another process then evicted (row
+    and file), is not re-pinned (the pin finds its row inside one transaction) and is fetched anew:
+    its path is never handed out missing."""
+    import time
+
+    from air_magics.cache import FileCache
+
+    n = 200
+    seeded_volume("main.raw.gone", {f"/Volumes/main/raw/gone/{i:04d}.bin": b"g%d" % i for i in range(n)})
+    ds = UCVolumeDataset("/Volumes/main/raw/gone", cache=FileCache(tmp_path / "c", pin_seconds=0.4))
+    assert len(list(ds)) == n
+    time.sleep(0.6)  # past PIN_MARGIN x pin_seconds: evictable by anyone
+    other = FileCache(tmp_path / "c", pin_seconds=0.4)  # another handle: this process's hits unknown to it
+    assert other.clear().removed == n  # (the others' pins aged: nothing is kept)
+    seen = []
+    for p in ds:
+        assert os.path.exists(p), p  # at the moment it is handed out
+        seen.append(open(p, "rb").read())
+    assert seen == [b"g%d" % i for i in range(n)]
+    assert ds.validation.valid == 0 and ds.cache.info().misses == 2 * n
+
+
+def test_a_pin_takes_only_rows_present_at_the_version_wanted(tmp_path):
+    """``Entries.pin`` finds and pins rows in one transaction: a row missing or of another version is
+    left alone (its access time too); *checked* is recorded only for keys pinned (a sibling trusts a checked row's version)."""
+    from air_magics.cache.entries import Entries
+
+    e = Entries(tmp_path, 0)
+    e.write_rows([("a", "/x/a", 3, 10.0, True), ("b", "/x/b", 4, 20.0, True)])
+    before = {k: e.row(k) for k in "ab"}
+    pinned = e.pin({"a": (3, 10.0), "b": (4, 21.0), "c": (1, 1.0)}, before["a"][2] + 100, checked=["a", "b"])
+    assert pinned == ["a"]
+    assert e.row("a")[2] == before["a"][2] + 100 and e.row("a")[3] == before["a"][2] + 100
+    assert e.row("b") == before["b"] and e.row("c") is None
+    assert e.pin({"b": None}, before["b"][2] + 5) == ["b"] and e.row("b")[2] == before["b"][2] + 5
+    assert e.pin({}, 0.0) == []

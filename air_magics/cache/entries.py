@@ -12,7 +12,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -312,16 +312,43 @@ class Entries:
             if checkpoint_now:
                 checkpoint(db)
 
-    def touch_many(self, keys: Iterable[str], now: float, checked: Iterable[str] = ()) -> None:
-        """Access time *now* for every key (a validated look-ahead: pinned before it is handed out);
-        the keys of *checked* were compared with their sources just now (siblings may trust that)."""
-        rows = [(now, k) for k in keys]
-        if rows:
-            with self._open() as db, self.disk_full("recording hits"), transaction(db):
-                db.executemany("UPDATE entries SET last_access = MAX(last_access, ?) WHERE key = ?", rows)
-                db.executemany(
-                    "UPDATE entries SET checked = MAX(checked, ?) WHERE key = ?", [(now, k) for k in checked]
+    def pin(self, want: Mapping[str, tuple[int, float] | None], now: float, checked: Iterable[str] = ()) -> list[str]:
+        """Access time *now* for the entries of *want* that the index holds at the version given
+        (``key -> (size, mtime)``, or None: any version), in one transaction; their keys.
+
+        Why one transaction that reads and writes: eviction unlinks a file before its row's deletion
+        commits, so a row found here has its file on disk, and once this commits it is spared for
+        ``PIN_MARGIN x pin_seconds``. A row read before and pinned after could be evicted between the
+        two and its path still handed out. The keys of *checked* were compared with their sources
+        just now: those pinned record it (siblings may trust their version; a row of another
+        version records nothing)."""
+        keys = list(want)
+        pinned: list[str] = []
+        if not keys:
+            return pinned
+        with self._open() as db, self.disk_full("recording hits"), transaction(db):
+            for i in range(0, len(keys), _CHUNK):
+                part = keys[i : i + _CHUNK]
+                found = db.execute(
+                    f"SELECT key, size, mtime FROM entries WHERE key IN ({','.join('?' * len(part))})", part
+                ).fetchall()
+                same = [k for k, size, mtime in found if (v := want[k]) is None or same_version(size, mtime, *v)]
+                if same:
+                    db.execute(
+                        "UPDATE entries SET last_access = MAX(last_access, ?) "
+                        f"WHERE key IN ({','.join('?' * len(same))})",
+                        (now, *same),
+                    )
+                    pinned += same
+            took = set(pinned)  # a row of another version was not checked: a sibling must not trust it
+            checked = [k for k in checked if k in took]
+            for i in range(0, len(checked), _CHUNK):
+                part = checked[i : i + _CHUNK]
+                db.execute(
+                    f"UPDATE entries SET checked = MAX(checked, ?) WHERE key IN ({','.join('?' * len(part))})",
+                    (now, *part),
                 )
+        return pinned
 
 
 class _Pending:

@@ -40,6 +40,7 @@ from .. import settings
 from ..errors import CacheLimitError
 from ..events import CacheEvent, Throttle, channel
 from ..io.units import parse_size
+from ..io.versions import same_version
 from ..snapshots import CacheInfo  # the value cache events carry; it lives below the events
 from ..transfer import Landed
 from ..volumes.filelist import FileList
@@ -283,6 +284,18 @@ class FileCache(ClaimedEntries):
             self._overflow.handed_out(n)
         return paths
 
+    def validated_here(self, files: Sequence[VolumeFile], i: int) -> bool:
+        """Whether this process validated ``files[i]`` at the version the list carries: when
+        :meth:`hit` still says None its pin has aged (an epoch longer than ``pin_seconds / 4``),
+        and a validation re-pins it in a batch, no fetch needed."""
+        if isinstance(files, FileList):
+            key, size, mtime = files.key(i), files.sizes[i], files.mtimes[i]
+        else:
+            f = files[i]
+            key, size, mtime = f.key, f.size, f.mtime
+        known = self._hits.version(key)
+        return known is not None and size is not None and size >= 0 and same_version(*known, size, mtime)  # type: ignore[arg-type]
+
     def fetch(self, f: VolumeFile, keep: Residency | None = None) -> str:
         """*f*'s cached path for its current version, fetching it on a miss (see :meth:`get`)."""
         local = self._miss.fetch(f, keep)
@@ -390,10 +403,7 @@ class FileCache(ClaimedEntries):
         """Renew the guarantee of a path handed out earlier: it stays for another ``pin_seconds``.
         False when the cache does not hold *path*."""
         key = str(VolumePath.parse(path))
-        if self._entries.row(key) is None:
-            return False
-        self._entries.touch_many([key], time.time())
-        return True
+        return bool(self._entries.pin({key: None}, time.time()))
 
     def known_version(self, path: str | VolumePath) -> tuple[int, float] | None:
         """The source (size, mtime) this process last fetched or validated *path* against, or None."""

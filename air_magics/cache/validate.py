@@ -38,7 +38,7 @@ __all__ = ["Validation", "VALIDATION_THREADS", "timed_stat"]
 VALIDATION_THREADS = 2 * threads(
     "remote-io"
 )  # 128 requests in flight: the knee on a 10 ms FUSE volume here (64: 5k stats/s, 128: 8-9k)
-_BATCH = 64  # entries pinned per index transaction
+_BATCH = 256  # entries pinned per index transaction
 
 
 def timed_stat(src: Location) -> tuple[int, float]:
@@ -165,10 +165,11 @@ class Validation:
             for i in order:  # a warm epoch in the same process: everything pinned moments ago
                 self._decided[i] = 1
             return
-        # the index's rows of one window of the order at a time (held from the window's request to
-        # its batch's settling): a worker of a million-file epoch never holds a row per file
-        rows: dict[str, Row] = {}
         key = files.key if isinstance(files, FileList) else (lambda i: files[i].key)
+        # the index's rows of the files whose version the list does not carry (a source may have to
+        # be asked), one window of the order at a time and held until its batch settles: a worker
+        # of a million-file epoch never holds a row per file
+        rows: dict[str, Row] = {}
         made: list[ThreadPoolExecutor] = []
 
         def pool() -> ThreadPoolExecutor:  # made on the first request (a warm epoch asks nothing)
@@ -181,11 +182,11 @@ class Validation:
 
         def send(upto: int) -> None:
             nonlocal sent
-            window = order[sent:upto]
-            if window:
-                rows.update(self._entries.rows_for([key(i) for i in window]))
-            for i in window:
-                if self._must_ask(files[i], rows):
+            unknown = [i for i in order[sent:upto] if self._version(i) is None]
+            if unknown:
+                rows.update(self._entries.rows_for([key(i) for i in unknown]))
+            for i in unknown:
+                if self._must_ask(key(i), rows):
                     asked[i] = pool().submit(timed_stat, files[i].src)
                     self.requests += 1
             sent = max(sent, upto)
@@ -196,12 +197,22 @@ class Validation:
                     return
                 send(min(len(order), start + self._ahead))  # a sliding window: the pool never drains
                 batch = order[start : start + _BATCH]
-                self._settle(batch, rows, asked)
+                self._settle(batch, key, rows, asked)
                 for i in batch:
                     rows.pop(key(i), None)
         finally:
             for p in made:
                 p.shutdown(wait=False, cancel_futures=True)
+
+    def _version(self, i: int) -> tuple[int, float] | None:
+        """File *i*'s (size, mtime) as the list knows it (None: not known), no item made for a
+        :class:`~air_magics.volumes.filelist.FileList`."""
+        files = self._files
+        if isinstance(files, FileList):
+            size = files.sizes[i]
+            return None if size < 0 else (size, files.mtimes[i])
+        f = files[i]
+        return None if f.size is None else (f.size, f.mtime)  # type: ignore[return-value]
 
     def _room_for(self, start: int) -> bool:
         """Wait until the consumer is within one window of *start* (pins stay just ahead of it)."""
@@ -215,52 +226,63 @@ class Validation:
         self._waited += time.perf_counter() - t0
         return bool(ok) and not self._stop
 
-    def _must_ask(self, f: VolumeFile, rows: dict) -> bool:
-        """A source request only for a file the cache holds whose version is known neither here nor
-        from a check made during this run."""
-        row = rows.get(f.key)
-        return row is not None and f.size is None and row[3] < self._trusted_since and self._hits.version(f.key) is None
+    def _must_ask(self, key: str, rows: dict) -> bool:
+        """A source request only for a file (of a version the list does not carry) that the cache
+        holds, whose version is known neither here nor from a check made during this run."""
+        row = rows.get(key)
+        return row is not None and row[3] < self._trusted_since and self._hits.version(key) is None
 
-    def _settle(self, items: Sequence[int], rows: dict, asked: dict[int, Future]) -> None:
-        """Decide *items*: fill in the versions asked for, pin and remember the valid entries."""
-        files, valid, checked, hits, now = self._files, [], [], self._hits, time.time()
+    def _settle(self, items: Sequence[int], key: Callable[[int], str], rows: dict, asked: dict[int, Future]) -> None:
+        """Decide *items*: fill in the versions asked for, pin and remember the valid entries.
+
+        The pins are one transaction that finds each row at the version wanted (see
+        :meth:`Entries.pin`); a local copy is looked at (its size) only for an entry this process has
+        not validated at that version (a new process): what it validated stays served unlooked-at
+        while pinned, and re-pinning it (an epoch longer than ``pin_seconds / 4``) costs the index
+        alone."""
+        files, hits, now, trusted = self._files, self._hits, time.time(), self._trusted_since
+        want: dict[str, tuple[int, float]] = {}
+        checked: list[str] = []
+        version = self._version
         for i in items:
-            f = files[i]
-            if f.size is not None and hits.recent(f.key, now):
+            k = key(i)
+            v = listed = version(i)
+            if v is not None and hits.recent(k, now):
                 continue  # validated and pinned here moments ago (a warm epoch): nothing to do
             fut = asked.pop(i, None)
             if fut is not None:
                 try:
-                    size, mtime = fut.result()
+                    v = fut.result()
                 except OSError:
                     continue  # gone or unreadable: the fetch path says which, with its own request
                 self.revalidated += 1
-                f.mtime = mtime  # mtime first: a reader that sees the size also sees the mtime
-                f.size = size
-                checked.append(f.key)
-            elif f.size is None:
-                known = self._hits.version(f.key)
-                row = rows.get(f.key)
-                if known is None and row is not None and row[3] >= self._trusted_since:
-                    known = (row[0], row[1])  # checked against the source during this run
-                if known is None:
+                checked.append(k)
+            elif v is None:
+                v = hits.version(k)
+                row = rows.get(k)
+                if v is None and row is not None and row[3] >= trusted:
+                    v = (row[0], row[1])  # checked against the source during this run
+                if v is None:
                     continue  # not cached: nothing to validate
-                f.mtime, f.size = known[1], known[0]
-            row = rows.get(f.key)
-            if row is None or not same_version(row[0], row[1], f.size, f.mtime):  # type: ignore[arg-type]
-                continue
-            try:
-                if os.stat(f.slot).st_size != row[0]:
+            if fut is not None or listed is None:  # what was learnt stays known for the fetch
+                f = files[i]
+                f.mtime = v[1]  # mtime first: a reader that sees the size also sees the mtime
+                f.size = v[0]
+            known = hits.version(k)
+            if known is None or not same_version(*known, *v):
+                try:
+                    if os.stat(files[i].slot).st_size != v[0]:
+                        continue
+                except OSError:
                     continue
-            except OSError:
-                continue
-            valid.append(f)
-        if valid:
+            want[k] = v
+        if want:
             now = time.time()
-            self._entries.touch_many([f.key for f in valid], now, checked)
-            for f in valid:
-                self._hits.remember(f.key, f.size, f.mtime, now)  # type: ignore[arg-type]
-            self.valid += len(valid)
+            pinned = self._entries.pin(want, now, checked)
+            for k in pinned:
+                size, mtime = want[k]
+                hits.remember(k, size, mtime, now)
+            self.valid += len(pinned)
         decided = self._decided
         for i in items:
             decided[i] = 1
