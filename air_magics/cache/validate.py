@@ -182,7 +182,12 @@ class Validation:
 
         def send(upto: int) -> None:
             nonlocal sent
-            unknown = [i for i in order[sent:upto] if self._version(i) is None]
+            window = order[sent:upto]
+            if isinstance(files, FileList):
+                sizes = files.sizes
+                unknown = [i for i in window if sizes[i] < 0]
+            else:
+                unknown = [i for i in window if files[i].size is None]
             if unknown:
                 rows.update(self._entries.rows_for([key(i) for i in unknown]))
             for i in unknown:
@@ -196,23 +201,23 @@ class Validation:
                 if not self._room_for(start):
                     return
                 send(min(len(order), start + self._ahead))  # a sliding window: the pool never drains
-                batch = order[start : start + _BATCH]
-                self._settle(batch, key, rows, asked)
-                for i in batch:
-                    rows.pop(key(i), None)
+                keys = self._settle(order[start : start + _BATCH], rows, asked)
+                if rows:
+                    for k in keys:
+                        rows.pop(k, None)
         finally:
             for p in made:
                 p.shutdown(wait=False, cancel_futures=True)
 
-    def _version(self, i: int) -> tuple[int, float] | None:
-        """File *i*'s (size, mtime) as the list knows it (None: not known), no item made for a
-        :class:`~air_magics.volumes.filelist.FileList`."""
+    def _columns(self, items: Sequence[int]) -> tuple[list[str], list[int], list[float]]:
+        """The keys, sizes and mtimes of ``files[i]`` for *items* (a size of -1: not known), made at
+        once (no item made for a :class:`~air_magics.volumes.filelist.FileList`)."""
         files = self._files
         if isinstance(files, FileList):
-            size = files.sizes[i]
-            return None if size < 0 else (size, files.mtimes[i])
-        f = files[i]
-        return None if f.size is None else (f.size, f.mtime)  # type: ignore[return-value]
+            return files.run(items)[1:]
+        run = [files[i] for i in items]
+        sizes = [-1 if f.size is None else f.size for f in run]
+        return [f.key for f in run], sizes, [f.mtime for f in run]  # type: ignore[misc]
 
     def _room_for(self, start: int) -> bool:
         """Wait until the consumer is within one window of *start* (pins stay just ahead of it)."""
@@ -232,8 +237,8 @@ class Validation:
         row = rows.get(key)
         return row is not None and row[3] < self._trusted_since and self._hits.version(key) is None
 
-    def _settle(self, items: Sequence[int], key: Callable[[int], str], rows: dict, asked: dict[int, Future]) -> None:
-        """Decide *items*: fill in the versions asked for, pin and remember the valid entries.
+    def _settle(self, items: Sequence[int], rows: dict, asked: dict[int, Future]) -> list[str]:
+        """Decide *items*: fill in the versions asked for, pin and remember the valid entries; their keys.
 
         The pins are one transaction that finds each row at the version wanted (see
         :meth:`Entries.pin`); a local copy is looked at (its size) only for an entry this process has
@@ -241,14 +246,14 @@ class Validation:
         while pinned, and re-pinning it (an epoch longer than ``pin_seconds / 4``) costs the index
         alone."""
         files, hits, now, trusted = self._files, self._hits, time.time(), self._trusted_since
+        keys, sizes, mtimes = self._columns(items)
         want: dict[str, tuple[int, float]] = {}
         checked: list[str] = []
-        version = self._version
-        for i in items:
-            k = key(i)
-            v = listed = version(i)
-            if v is not None and hits.recent(k, now):
+        for i, k, size, mtime in zip(items, keys, sizes, mtimes, strict=True):
+            listed = size >= 0
+            if listed and hits.recent(k, now):
                 continue  # validated and pinned here moments ago (a warm epoch): nothing to do
+            v: tuple[int, float] | None = (size, mtime) if listed else None
             fut = asked.pop(i, None)
             if fut is not None:
                 try:
@@ -264,7 +269,7 @@ class Validation:
                     v = (row[0], row[1])  # checked against the source during this run
                 if v is None:
                     continue  # not cached: nothing to validate
-            if fut is not None or listed is None:  # what was learnt stays known for the fetch
+            if fut is not None or not listed:  # what was learnt stays known for the fetch
                 f = files[i]
                 f.mtime = v[1]  # mtime first: a reader that sees the size also sees the mtime
                 f.size = v[0]
@@ -288,3 +293,4 @@ class Validation:
             decided[i] = 1
         with self._cond:
             self._cond.notify_all()
+        return keys
