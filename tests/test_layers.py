@@ -76,6 +76,36 @@ def test_the_checker_sees_a_violation(tmp_path):
     assert {"air_magics.widgets", "air_magics.magics", "IPython"} <= found
 
 
+def _pools_made(path: Path) -> list[int]:
+    """Lines of *path* that construct a ``ThreadPoolExecutor`` (by name or as an attribute)."""
+    return [
+        n.lineno
+        for n in ast.walk(ast.parse(path.read_text()))
+        if isinstance(n, ast.Call)
+        and (getattr(n.func, "id", None) or getattr(n.func, "attr", None)) == "ThreadPoolExecutor"
+    ]
+
+
+def test_every_thread_pool_is_made_by_the_pool_layer():
+    """One pool layer: a pool's size follows from its kind (``io/pools.py``: ``job_pool`` for one
+    job, ``ProcessPool`` for a process's lifetime), never from a call site of its own."""
+    bad = {
+        str(p.relative_to(PKG)): lines
+        for p in sorted(PKG.rglob("*.py"))
+        if p != PKG / "io" / "pools.py" and (lines := _pools_made(p))
+    }
+    assert not bad, f"thread pools made outside io/pools.py (use job_pool or ProcessPool): {bad}"
+
+
+def test_the_pool_check_sees_a_pool(tmp_path):
+    fake = tmp_path / "made.py"
+    fake.write_text(
+        "import concurrent.futures as cf\nfrom concurrent.futures import ThreadPoolExecutor\n"
+        "a = cf.ThreadPoolExecutor(2)\ndef f():\n    with ThreadPoolExecutor(4) as p:\n        pass\n"
+    )
+    assert _pools_made(fake) == [3, 5]
+
+
 @pytest.mark.parametrize("name", ["events.py", "snapshots.py"])
 def test_events_sit_at_the_bottom(name):
     """Every layer emits events, so the event module and the values it carries import only the

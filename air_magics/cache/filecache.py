@@ -39,6 +39,7 @@ from typing import Any
 from .. import settings
 from ..errors import CacheLimitError
 from ..events import CacheEvent, Throttle, channel
+from ..io.flusher import call_later
 from ..io.units import parse_size
 from ..io.versions import same_version
 from ..snapshots import CacheInfo  # the value cache events carry; it lives below the events
@@ -168,7 +169,7 @@ class FileCache(ClaimedEntries):
         self._status = Throttle(0.5)
         self._last_report = float("-inf")  # publish_status(soon=True): see there
         self._report_lock = threading.Lock()
-        self._report_timer: threading.Timer | None = None
+        self._report_due = False  # a report is queued on the flusher thread
         self._revalidated, self._revalidation_seconds = 0, 0.0  # this process's checks against the volume
         self._hits = HitLog(self.pin_seconds, flush=self.flush_hits)
         self._overflow = OverflowWindow(self.root, self.overflow_files, self.window, self.limit, self._entries)
@@ -207,7 +208,7 @@ class FileCache(ClaimedEntries):
             "_evictor",
             "_last_report",
             "_report_lock",
-            "_report_timer",
+            "_report_due",
             "_miss",
             "_guard",
         ):
@@ -508,19 +509,24 @@ class FileCache(ClaimedEntries):
 
         ``soon``: the end of a stream. Within a second of the last report the report is made a
         second later on a background thread instead (once, however many streams end meanwhile): a
-        loop of short epochs does not pay a statistics query and a status document per epoch."""
+        loop of short epochs does not pay a statistics query and a status document per epoch. (On
+        this process's flusher thread: :mod:`air_magics.io.flusher`.)"""
         now = time.monotonic()
         if soon and now - self._last_report < _REPORT_EVERY:
             self.flush_hits()  # the counts are in the index when the stream ends; the report waits
             with self._report_lock:
-                if self._report_timer is None or not self._report_timer.is_alive():
-                    self._report_timer = threading.Timer(_REPORT_EVERY, self.publish_status)
-                    self._report_timer.daemon = True
-                    self._report_timer.start()
+                if not self._report_due:
+                    self._report_due = True
+                    call_later(_REPORT_EVERY, self._report_later)
             return
         self._last_report = now
         self.flush_hits()
         self._emit("done")
+
+    def _report_later(self) -> None:
+        with self._report_lock:
+            self._report_due = False
+        self.publish_status()
 
     def _publish(self, force: bool = False) -> None:
         # a snapshot costs a database query: sampled at most twice a second per process, and only

@@ -12,8 +12,9 @@ only while that recorded time is less than ``pin_seconds / 4`` old, so whatever 
 protected for at least ``pin_seconds`` after the hand-out. It renews the recorded time (a batched
 write) once it is ``pin_seconds / 8`` old: an entry read every epoch is written a few times a minute,
 not once per hit, and the hit counters are batched too. Pending access times are written within
-``interval`` seconds even when no further hit comes (a timer thread started by the first pending
-write): a loop that stops reading must not leave its last hand-outs unpinned in the index.
+``interval`` seconds even when no further hit comes (queued by the first pending write on the
+process's flusher thread, :mod:`air_magics.io.flusher`): a loop that stops reading must not leave
+its last hand-outs unpinned in the index.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from ..io.flusher import call_later
 from ..io.forksafe import renew_after_fork
 from ..io.versions import MTIME_TOLERANCE
 
@@ -36,8 +38,8 @@ class HitLog:
 
     def __init__(self, pin_seconds: float, interval: float = 0.25, flush: Callable[[], None] | None = None) -> None:
         self._lock = threading.Lock()
-        self._flush = flush  # writes what take() returns; called by the timer
-        self._timer_pid: int | None = None  # the process whose timer is pending (none after a fork)
+        self._flush = flush  # writes what take() returns; called on the flusher thread
+        self._queued_pid: int | None = None  # the process that queued a flush not yet run (none after a fork)
         self._known: dict[str, tuple[int, float, float]] = {}  # key -> (size, mtime, access time in the index)
         self._access: dict[str, float] = {}
         self._hits = self._bytes = 0
@@ -49,9 +51,9 @@ class HitLog:
         renew_after_fork(self)
 
     def after_fork(self) -> None:
-        """A forked child: a fresh lock (the parent's timer thread may hold its copy) and no timer."""
+        """A forked child: a fresh lock (the parent's flusher thread may hold its copy) and no flush queued."""
         self._lock = threading.Lock()
-        self._timer_pid = None
+        self._queued_pid = None
 
     def serve(self, key: str, size: int, mtime: float) -> bool:
         """A warm hit decided from process-local state alone: True (and counted) when *key* was
@@ -64,7 +66,7 @@ class HitLog:
         age = now - k[2]
         if age >= self._fresh:
             return False
-        if age >= self._renew or self._timer_pid is None:
+        if age >= self._renew or self._queued_pid is None:
             self.note(key, size, now)  # renews the pin (and makes sure a flush is scheduled)
         else:
             with self._lock:
@@ -92,7 +94,7 @@ class HitLog:
             nbytes += k[0]
         if not n:
             return 0
-        if not renew and self._timer_pid is None:  # no flush scheduled: one noted hit schedules it
+        if not renew and self._queued_pid is None:  # no flush scheduled: one noted hit schedules it
             renew.append(0)
         for j in renew:  # each renews its pin and is counted there
             self.note(keys[j], sizes[j], now)  # type: ignore[arg-type]
@@ -129,7 +131,7 @@ class HitLog:
             self._bytes += size
             start = self._schedule()
         if start:
-            self._start_timer()
+            self._queue_flush()
         return time.monotonic() >= self._due
 
     def count(self, **deltas: int) -> None:
@@ -141,24 +143,22 @@ class HitLog:
                 counts[name] = counts.get(name, 0) + n
             start = self._schedule()
         if start:
-            self._start_timer()
+            self._queue_flush()
 
     def _schedule(self) -> bool:
-        """(Lock held.) True when a flush timer must be started: none is pending in this process
-        (``_timer_pid`` is None again after each flush and in a forked child)."""
-        start = self._flush is not None and self._timer_pid is None
+        """(Lock held.) True when a flush must be queued: none is pending in this process
+        (``_queued_pid`` is None again after each flush and in a forked child)."""
+        start = self._flush is not None and self._queued_pid is None
         if start:
-            self._timer_pid = os.getpid()
+            self._queued_pid = os.getpid()
         return start
 
-    def _start_timer(self) -> None:
-        t = threading.Timer(self._interval, self._timed_flush)
-        t.daemon = True
-        t.start()
+    def _queue_flush(self) -> None:
+        call_later(self._interval, self._timed_flush)
 
     def _timed_flush(self) -> None:
         with self._lock:
-            self._timer_pid = None
+            self._queued_pid = None
         try:
             self._flush()  # type: ignore[misc]
         except Exception:  # the cache folder gone, the interpreter shutting down: the next hit retries

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from ..io.pools import threads
+from ..io.pools import job_pool, threads
 from ..io.stageclock import STAGES
 from ..io.versions import same_version
 from ..transfer.file import source_stat
@@ -174,7 +174,7 @@ class Validation:
 
         def pool() -> ThreadPoolExecutor:  # made on the first request (a warm epoch asks nothing)
             if not made:
-                made.append(ThreadPoolExecutor(self._threads, thread_name_prefix="air-cache-validate"))
+                made.append(job_pool("remote-io", "air-cache-validate", self._threads))
             return made[0]
 
         asked: dict[int, Future] = {}

@@ -31,7 +31,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -42,7 +42,7 @@ from torch.distributed.checkpoint import FileSystemWriter
 from .. import settings
 from ..errors import CheckpointCorruptError, CheckpointError
 from ..events import CheckpointEvent, Listener, channel
-from ..io.pools import threads
+from ..io.pools import job_pool, threads
 from ..transfer import CopyTask, copy_files, copy_one
 from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
@@ -223,7 +223,7 @@ class UCVolumeWriter(FileSystemWriter):
         for name in names:
             tasks.append(CopyTask(VolumeFile.staged(str(self.staging / name)), self.dest.join(name)))
         self._emit("uploading", files=len(tasks), bytes=sum(t.size for t in tasks))
-        with ThreadPoolExecutor(max_workers=max(1, min(len(names), threads("cpu")))) as hasher:
+        with job_pool("cpu", "air-ckpt-hash", min(len(names), threads("cpu"))) as hasher:
             hashing = hasher.map(lambda n: (n, file_digest(self.staging / n)), names)
             report = copy_files(  # job="": no job of its own, the sidebar shows it as the checkpoint's
                 tasks, workers=self.upload_workers, overwrite=True, dest=str(self.volume_path), job=""

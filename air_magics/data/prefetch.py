@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from ..io.pools import job_pool
+
 __all__ = ["Prefetcher"]
 
 _END = object()
@@ -98,7 +100,7 @@ class Prefetcher:
         self._flying += 1
         self._window.append(fut)
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.depth, thread_name_prefix=self._name)
+            self._pool = job_pool("stream", self._name, self.depth)
         self._pool.submit(self._run, item, fut)
 
     def _top_up(self) -> None:

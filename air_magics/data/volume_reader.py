@@ -30,6 +30,7 @@ from torch.distributed.checkpoint.filesystem import FileSystem
 
 from ..cache import FileCache
 from ..errors import CheckpointCorruptError, CheckpointError
+from ..io.pools import job_pool
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
 from .commit import CHECKSUMS, COMMITTED, METADATA, STEP_RE, file_digest, parse_checksums, read_text
@@ -190,7 +191,7 @@ class UCVolumeReader(FileSystemReader):
         return got
 
     def _pool(self, n: int) -> ThreadPoolExecutor:
-        return ThreadPoolExecutor(max_workers=max(1, min(self.workers, n)))
+        return job_pool("remote-io", "air-ckpt-read", min(self.workers, n))
 
     def verify(self) -> list[str]:
         """Check every file of the checkpoint: against its checksum if recorded, else that each file

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import SettingError
 
-__all__ = ["ProcessPool", "KINDS", "threads", "set_threads"]
+__all__ = ["ProcessPool", "KINDS", "job_pool", "threads", "set_threads"]
 
 KINDS: dict[str, int] = {"remote-io": 64, "stream": 16, "ranges": 8, "local-io": 4}
 """Built-in size of each kind but ``"cpu"`` (which is the machine's core count)."""
@@ -61,8 +61,20 @@ def set_threads(kind: str, n: int | None) -> None:
     _OVERRIDES[kind] = n
 
 
+def job_pool(kind: str, name: str, workers: int | None = None) -> ThreadPoolExecutor:
+    """A thread pool for one job, shut down by its ``with`` block or its owner: *workers* threads
+    (at least 1; a caller's bound such as the files at hand) or, when None, the size of *kind*;
+    its threads are named *name* (what ``py-spy`` and a thread dump show).
+
+    Why every pool comes from here: its size follows from its kind, not from the call site, and a
+    pool made anywhere else is a finding (``tests/test_layers.py`` looks)."""
+    n = threads(kind) if workers is None else max(1, workers)
+    return ThreadPoolExecutor(max_workers=n, thread_name_prefix=name)
+
+
 class ProcessPool:
-    """A lazily made ``ThreadPoolExecutor`` of *workers* threads named *name*, one per process."""
+    """A lazily made ``ThreadPoolExecutor`` of *workers* threads named *name*, one per process (a
+    pool that lives as long as its process: a server's, or a cache's)."""
 
     def __init__(self, workers: int, name: str) -> None:
         self.workers, self.name = workers, name

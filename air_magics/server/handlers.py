@@ -20,7 +20,6 @@ import functools
 import json
 import math
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -29,7 +28,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from ..errors import AirError
-from ..io.pools import threads
+from ..io.pools import ProcessPool, threads
 from . import queries
 from .redact import redact
 
@@ -39,7 +38,7 @@ API_PREFIX = "air/api"
 # "volumes": listings on possibly slow mounts; "checkpoints": checkpoint folders, on volumes too;
 # "status": the local status documents and the local cache, never stuck behind either of them.
 _POOLS = {
-    kind: ThreadPoolExecutor(max_workers=n, thread_name_prefix=f"air-api-{kind}")
+    kind: ProcessPool(n, f"air-api-{kind}")  # made at its first request
     for kind, n in (
         ("volumes", threads("local-io")),
         ("checkpoints", max(1, threads("local-io") // 2)),
@@ -77,7 +76,7 @@ class _Base(APIHandler):
         """Run *fn* on pool *pool* and answer its result as JSON, or its error as a JSON message."""
         loop = asyncio.get_running_loop()
         try:
-            doc = await loop.run_in_executor(_POOLS[pool], functools.partial(fn, *args, **kwargs))
+            doc = await loop.run_in_executor(_POOLS[pool].get(), functools.partial(fn, *args, **kwargs))
             body = json.dumps(_finite(doc), default=str, allow_nan=False)
         except Exception as exc:  # noqa: BLE001 - every failure becomes an answer, never a crash
             self.fail(_status_of(exc), exc)

@@ -13,12 +13,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import AirError, VolumePathError
 from ..events import CacheEvent, CopyEvent, Event, ExportEvent, PackEvent
-from ..io.pools import threads
+from ..io.pools import ProcessPool, threads
 from ..io.process import pid_alive
 from ..status import list_status, read_status
 from ..volumes.path import VolumePath
@@ -57,7 +56,7 @@ progress as 0..1 and whether a running job's process is gone."""
 
 _listings: OrderedDict[tuple[str, str], tuple[float, list[tuple[str, bool]]]] = OrderedDict()
 _listings_lock = threading.Lock()
-_stat_pool = ThreadPoolExecutor(max_workers=threads("stream"), thread_name_prefix="air-api-stat")
+_stat_pool = ProcessPool(threads("stream"), "air-api-stat")  # made at the first listing page
 
 
 def _store() -> VolumeStore:
@@ -139,7 +138,7 @@ def list_folder(path: str, offset: int = 0, limit: int = PAGE_DEFAULT) -> dict[s
     store = _store()
     names = _names(store, vp)
     page = names[offset : offset + limit]
-    entries = list(_stat_pool.map(lambda item: _entry(store, vp, *item), page))
+    entries = list(_stat_pool.get().map(lambda item: _entry(store, vp, *item), page))
     end = offset + len(page)
     return {
         "path": str(vp),

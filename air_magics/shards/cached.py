@@ -44,12 +44,12 @@ import time
 import zlib
 from bisect import bisect_left
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ShardError
 from ..io.locks import ProcessFileLock
+from ..io.pools import job_pool
 from .direct import RETRY_CLAIM, claim_or_go_direct, read_member
 from .format import Member
 from .memberfile import MemberFile
@@ -86,7 +86,7 @@ class ShardReader:
         self._swept = time.monotonic()
         self._states = [ShardMap(len(ms)) for ms in source.shard_members]
         self._offsets: list[list[int] | None] = [None] * len(source.shards)
-        self._drivers = ThreadPoolExecutor(max_workers=_FETCHES, thread_name_prefix="air-shard-cache")
+        self._drivers = job_pool("stream", "air-shard-cache", _FETCHES)
         self._ahead = ReadAhead(source.next_shard, self._fetch_ahead, self._drivers, _AHEAD)
         self.shards_fetched = 0
         self.bytes_read = 0

@@ -39,12 +39,12 @@ import shutil
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..io.folders import staging_folder
 from ..io.locks import ProcessFileLock
+from ..io.pools import job_pool
 from .direct import RETRY_CLAIM, claim_or_go_direct, member_path
 from .members import MemberWriter
 from .renewal import renew_every
@@ -91,7 +91,7 @@ class Extractor:
         self.handed = 0  # paths handed out by this process (no lock: a lost count only delays a retry)
         self._index: list[dict[str, int] | None] = [None] * len(source.shards)  # member name -> j, per shard
         self._renew_every = renew_every(cache.pin_seconds)
-        self._drivers = ThreadPoolExecutor(max_workers=2 + PLANNED_AHEAD, thread_name_prefix="air-shard-fetch")
+        self._drivers = job_pool("stream", "air-shard-fetch", 2 + PLANNED_AHEAD)
         self._ahead = ReadAhead(source.next_shard, self._fetch_ahead, self._drivers, _AHEAD)
         self.shards_fetched = 0
         self.bytes_read = 0

@@ -25,13 +25,12 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import ShardError, SpecialFileError, VolumeNotFoundError
-from ..io.pools import threads
+from ..io.pools import job_pool, threads
 from ..io.retry import retry_call
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
@@ -178,9 +177,7 @@ class PackedFolder:
                 raise ShardError(f"index {where} is not a regular file; pack the source again") from None
             return load_index(raw, where, s)
 
-        with ThreadPoolExecutor(
-            max_workers=min(_INDEX_THREADS, max(1, len(shards))), thread_name_prefix="air-shard-index"
-        ) as pool:
+        with job_pool("stream", "air-shard-index", min(_INDEX_THREADS, len(shards))) as pool:
             per_shard = list(pool.map(index, range(len(shards))))
         refs = [MemberRef(self, i, m) for i, ms in enumerate(per_shard) for m in ms]
         refs.sort(key=lambda r: r.member.name)

@@ -15,7 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from ..errors import PackError
 from ..io.confined import open_read, publish_at, write_all
 from ..io.leftovers import temp_name
-from ..io.pools import threads
+from ..io.pools import job_pool, threads
 from ..io.retry import retry_call
 from ..io.versions import same_version
 from ..volumes.store import Location
@@ -144,7 +144,7 @@ def write_shard(dfd: int, sp: ShardPlan, feed: Feed, progress: Callable[[int], N
     stamp = float(int(time.time()))
 
     def fill(fd: int) -> None:
-        with ThreadPoolExecutor(max_workers=_WRITE_RANGES, thread_name_prefix="air-pack-write") as pool:
+        with job_pool("ranges", "air-pack-write", _WRITE_RANGES) as pool:
             out = RangeWriter(fd, pool)
             try:
                 _fill(out)

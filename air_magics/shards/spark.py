@@ -21,11 +21,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import AirError, PackError
 from ..io.confined import open_dir
+from ..io.pools import job_pool
 from ..volumes.store import Location
 from ..volumes.walk import Entry
 from .format import Index, parse_index
@@ -61,7 +61,7 @@ def pack_task(payload: str) -> str:
         sloc, dloc = Location(p["src"][0], root=p["src"][1]), Location(p["dest"][0], root=p["dest"][1])
         dfd = open_dir(dloc.path, dloc.root, create=True)
         try:
-            with ThreadPoolExecutor(max_workers=max(1, int(p["workers"])), thread_name_prefix="air-pack") as pool:
+            with job_pool("remote-io", "air-pack", int(p["workers"])) as pool:
                 feed = Feed(pool, sloc, [sp], int(p["retries"]))
                 try:
                     write_shard(dfd, sp, feed, lambda _n: None)

@@ -36,14 +36,13 @@ import re
 import time
 import zlib
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import Interrupted, PackError, ShardError
 from ..events import Listener, PackEvent, channel
 from ..io.atomic import write_json_atomic
 from ..io.confined import open_dir
 from ..io.leftovers import sweep_stale
-from ..io.pools import threads
+from ..io.pools import job_pool, threads
 from ..io.units import parse_size
 from ..snapshots import PackProgress, PackReport
 from ..volumes.glob import filter_pattern
@@ -410,7 +409,7 @@ def _write_all(
             )
         )
     else:
-        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="air-pack") as pool:
+        with job_pool("remote-io", "air-pack", workers) as pool:
             feed = Feed(pool, sloc, todo, retries)
             try:
                 for sp in todo:

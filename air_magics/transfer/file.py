@@ -21,7 +21,7 @@ from typing import IO
 from ..io.confined import open_dir, open_read, publish_at, write_all
 from ..io.forksafe import renew_after_fork
 from ..io.leftovers import TEMP_MARK, sweep_stale, temp_name
-from ..io.pools import threads
+from ..io.pools import job_pool, threads
 from ..io.versions import MTIME_TOLERANCE, same_version
 from ..volumes.store import Location, fs_mtime
 from .task import DESTINATION, SOURCE, CopyTask, mark_side
@@ -181,7 +181,6 @@ def source_stat(src: Location) -> tuple[int, float]:
 def _copy_large_local(fin: int, src: str, dst: Location, dirs: DirMaker, size: int, mtime: float) -> int:
     """Large local/mounted file: parallel ranged reads and writes (a remote mount serves each range
     concurrently), never the whole file in memory."""
-    from concurrent.futures import ThreadPoolExecutor
 
     def fill(fout: int) -> None:
         def copy_range(start: int) -> None:
@@ -196,7 +195,7 @@ def _copy_large_local(fin: int, src: str, dst: Location, dirs: DirMaker, size: i
                     n = os.pwrite(fout, view, pos)
                     view, pos = view[n:], pos + n
 
-        with ThreadPoolExecutor(max_workers=_RANGE_THREADS, thread_name_prefix="air-range") as pool:
+        with job_pool("ranges", "air-range", _RANGE_THREADS) as pool:
             list(pool.map(copy_range, range(0, size, _RANGE)))
         with _READING:
             if os.fstat(fin).st_size != size:

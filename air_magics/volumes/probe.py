@@ -16,14 +16,13 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from html import escape
 from typing import Any
 
 from ..errors import ProbeError, VolumeNotFoundError
 from ..io.confined import open_read
-from ..io.pools import threads
+from ..io.pools import job_pool, threads
 from ..io.units import fmt_bytes
 from .path import VolumePath, is_volume_text
 from .store import Location, VolumeStore
@@ -334,7 +333,7 @@ def _sizes(backend: _Backend, files: list[str], deadline: float) -> tuple[dict[s
             return None
 
     rest = [f for f in files if f not in sizes]
-    with ThreadPoolExecutor(STREAMS) as pool:
+    with job_pool("stream", "air-probe", STREAMS) as pool:
         sizes.update((f, s) for f, s in zip(rest, pool.map(one, rest), strict=True) if s is not None)
     return sizes, latency
 

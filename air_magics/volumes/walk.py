@@ -12,14 +12,14 @@ import os
 import stat as stat_module
 from bisect import bisect_left
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..io.confined import is_within
 from ..io.gcpause import gc_paused
 from ..io.leftovers import is_leftover
-from ..io.pools import threads
+from ..io.pools import job_pool
 
 __all__ = ["Entry", "checked_links", "scan_local", "scan_names"]
 
@@ -210,7 +210,7 @@ def scan_local(
         results.sort()  # by rel (unique)
         skipped.sort()
         return results
-    with ThreadPoolExecutor(max_workers=max(1, workers or threads("remote-io")), thread_name_prefix="air-scan") as pool:
+    with job_pool("remote-io", "air-scan", workers or None) as pool:
 
         def scan(path: str, rel: str) -> Future:
             return pool.submit(_scan_dir, path, rel, stat, conf, skipped, False)
