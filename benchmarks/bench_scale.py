@@ -231,7 +231,8 @@ EPOCH_ROWS = {
 }
 
 
-def _make(root: Path, n: int) -> None:
+def make(root: Path, n: int) -> None:
+    """*n* files of 1 KiB under *root*, 100 per folder, two levels of folders (``bench_scale_fuse`` too)."""
     data = b"x" * 1024
     for i in range(0, n, PER_FOLDER):
         d = root / f"d{i // 10_000:03d}" / f"e{(i // PER_FOLDER) % 100:02d}"
@@ -241,7 +242,8 @@ def _make(root: Path, n: int) -> None:
                 f.write(data)
 
 
-def _measure(spec: dict, env: dict) -> dict:
+def measure(spec: dict, env: dict) -> dict:
+    """``child(spec)`` in a fresh interpreter with *env*: its result."""
     out = subprocess.run(
         [sys.executable, __file__, "--child", json.dumps(spec)], env=env, capture_output=True, text=True, timeout=1800
     )
@@ -284,12 +286,12 @@ def main(argv: list[str] | None = None) -> int:
             vpath = f"/Volumes/{VOLUME.replace('.', '/')}/n{n}"
             folder = Path(store.locate(vpath).path)
             t = time.perf_counter()
-            _make(folder, n)
+            make(folder, n)
             print(f"{n:,} files made in {time.perf_counter() - t:.1f} s", file=sys.stderr)
             results[n] = {m: [] for m in [*METHODS, "workers"]}
             for rep in range(reps):
                 for m in [*METHODS, "workers"]:
-                    r = _measure({"method": m, "folder": str(folder), "vpath": vpath}, env)
+                    r = measure({"method": m, "folder": str(folder), "vpath": vpath}, env)
                     if r.get("n") is not None and r["n"] != n:
                         print(f"**wrong count**: {m} saw {r['n']} files of {n}", file=sys.stderr)
                         bad += 1
@@ -321,7 +323,7 @@ def _epoch_reps(
     for _ in range(reps):
         shutil.rmtree(work / "home" / "cache", ignore_errors=True)
         for m in EPOCHS:
-            r = _measure({**spec, "method": m}, env)
+            r = measure({**spec, "method": m}, env)
             if m == "epochs":
                 for k in ("cold", "warm", "aged", "state", "index"):
                     by[k].append({"s": r[k], "n": r["n"]} if k in ("cold", "warm", "aged") else {k: r[k]})

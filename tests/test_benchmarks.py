@@ -94,12 +94,22 @@ SCENARIOS = {
             "| eviction at a limit of half",
         ],
     ),
+    "scale_fuse": (  # 1,000 files at 2 ms, one rep: every measurement on a fresh mount
+        [],
+        [
+            "## bench_scale_fuse",
+            "| ceiling: `os.walk` + join + sort |",
+            "| first item, `shuffle=True` |",
+            "| cold epoch (`for p in UCVolumeDataset(folder)`, listing included) |",
+            "| restart epoch: a new process over the warm cache |",
+        ],
+    ),
     "shards_mosaic": (  # 64 files x 8 KiB at 1 ms; mosaicml-streaming rows only where its venv is
         [],
         ["## bench_shards_mosaic", "| air_magics `pack` |", "| air_magics, members by offset |", "read ceiling"],
     ),
 }
-NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic", "stages"}
+NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic", "stages", "scale_fuse"}
 
 
 # The scripts run two at a time, each lane in this order, started by the module's first test: each
@@ -108,7 +118,7 @@ NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic", "stages"}
 # checkpoint's reference run links /Volumes, which it refuses while a loader benchmark runs. The
 # tables' lane starts once the shared Spark server is up (20-40 s), so it has the shorter scripts.
 LANES = (
-    ("loader", "checkpoint", "shards_mosaic", "hotpath"),
+    ("loader", "checkpoint", "shards_mosaic", "hotpath", "scale_fuse"),
     ("tables", "copy", "confined", "stages", "delta", "serialize", "scale"),
 )
 assert sorted(n for lane in LANES for n in lane) == sorted(SCENARIOS)

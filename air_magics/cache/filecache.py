@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -38,8 +37,7 @@ from typing import Any
 
 from .. import settings
 from ..errors import CacheLimitError
-from ..events import CacheEvent, Throttle, channel
-from ..io.flusher import call_later
+from ..events import Throttle
 from ..io.units import parse_size
 from ..io.versions import same_version
 from ..snapshots import CacheInfo  # the value cache events carry; it lives below the events
@@ -55,6 +53,7 @@ from .evict import Evictor
 from .hits import PIN_MARGIN, HitLog
 from .miss import MissPath
 from .overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency
+from .reports import StatusReports
 from .rootguard import RootGuard
 from .sources import SourceCheck
 from .stripes import Stripes
@@ -63,7 +62,6 @@ from .validate import Validation
 __all__ = ["FileCache", "CacheInfo", "ClearReport", "ClearProgress", "CheckReport", "Residency"]
 
 WINDOW_SHARE = 8  # the overflow windows' default share of the limit: 1/8
-_REPORT_EVERY = 1.0  # seconds: a stream ending sooner after the last status report defers its own
 
 
 class FileCache(ClaimedEntries):
@@ -166,10 +164,7 @@ class FileCache(ClaimedEntries):
 
     # -- per-process state (never pickled) --------------------------------------------------------
     def _reset_process_state(self) -> None:
-        self._status = Throttle(0.5)
-        self._last_report = float("-inf")  # publish_status(soon=True): see there
-        self._report_lock = threading.Lock()
-        self._report_due = False  # a report is queued on the flusher thread
+        self._reports = StatusReports(lambda flush: self.info(flush=flush), self.flush_hits)
         self._revalidated, self._revalidation_seconds = 0, 0.0  # this process's checks against the volume
         self._hits = HitLog(self.pin_seconds, flush=self.flush_hits)
         self._overflow = OverflowWindow(self.root, self.overflow_files, self.window, self.limit, self._entries)
@@ -202,13 +197,10 @@ class FileCache(ClaimedEntries):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         for k in (
-            "_status",
+            "_reports",
             "_hits",
             "_overflow",
             "_evictor",
-            "_last_report",
-            "_report_lock",
-            "_report_due",
             "_miss",
             "_guard",
         ):
@@ -508,32 +500,10 @@ class FileCache(ClaimedEntries):
         batched hits are written to the shared index first, listened to or not.
 
         ``soon``: the end of a stream. Within a second of the last report the report is made a
-        second later on a background thread instead (once, however many streams end meanwhile): a
-        loop of short epochs does not pay a statistics query and a status document per epoch. (On
-        this process's flusher thread: :mod:`air_magics.io.flusher`.)"""
-        now = time.monotonic()
-        if soon and now - self._last_report < _REPORT_EVERY:
-            self.flush_hits()  # the counts are in the index when the stream ends; the report waits
-            with self._report_lock:
-                if not self._report_due:
-                    self._report_due = True
-                    call_later(_REPORT_EVERY, self._report_later)
-            return
-        self._last_report = now
-        self.flush_hits()
-        self._emit("done")
-
-    def _report_later(self) -> None:
-        with self._report_lock:
-            self._report_due = False
-        self.publish_status()
+        second later on this process's flusher thread instead (once, however many streams end
+        meanwhile): a loop of short epochs does not pay a statistics query and a status document
+        per epoch (see :mod:`.reports`)."""
+        self._reports.final(soon=soon)
 
     def _publish(self, force: bool = False) -> None:
-        # a snapshot costs a database query: sampled at most twice a second per process, and only
-        # when someone listens (the status documents do, by default)
-        if force or (channel.listening() and self._status.ready()):
-            self._emit("running")
-
-    def _emit(self, state: str) -> None:
-        if channel.listening():
-            channel.emit(CacheEvent(state=state, stats=self.info(flush=state != "running")))
+        self._reports.progress(force)
