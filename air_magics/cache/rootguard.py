@@ -4,7 +4,8 @@ Why: a process keeps open handles into its cache (the index's connection, verifi
 root is renamed and a link put in its place, new paths handed out would lead through the link into
 a folder the cache does not own, and the index would describe files that are not there. So the
 folder a process first opened is remembered (whether it is a link, and the folder it reaches) and
-compared before each write (a miss, a claim, a clear, a check's repair): an ``lstat`` and a ``stat``.
+compared before each write (a miss, a claim, a clear, a check's repair): an ``lstat`` (and a
+``stat`` of a root that is a link).
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ class RootGuard:
         from the start, to a larger disk, is fine while it keeps reaching the same folder; a folder
         deleted and made again is the same place)."""
         try:
-            link = stat.S_ISLNK(os.lstat(self.root).st_mode)
-            st = os.stat(self.root)
+            st = os.lstat(self.root)
+            link = stat.S_ISLNK(st.st_mode)
+            if link:  # (a folder's own lstat is its stat: one system call per miss, not two)
+                st = os.stat(self.root)
         except FileNotFoundError:
             return
         ident = (link, st.st_dev, st.st_ino)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..cache import FileCache, Residency
 from ..errors import DatasetError
+from ..io.pools import threads
 from ..io.stageclock import STAGES
 from ..transfer import is_transient
 from ..volumes.filelist import FileList
@@ -46,6 +47,7 @@ __all__ = ["UCVolumeDataset", "SkippedFile"]
 
 _STATE_VERSION = 1
 OUTPUTS = ("path", "bytes", "file")
+WORKER_PREFETCH = 32  # files in flight per DataLoader worker's stream by default (two workers: 64)
 
 
 class UCVolumeDataset(EpochStream):
@@ -68,7 +70,10 @@ class UCVolumeDataset(EpochStream):
 
     A file object cannot travel between processes: with a DataLoader's workers, ``"file"`` needs a
     ``transform`` that turns it into a value (a tensor, an array).
-    ``transform(item)`` runs in the prefetch threads. ``on_error``: ``"raise"`` (default)
+    ``transform(item)`` runs in the prefetch threads. ``prefetch``: files in flight per stream, one
+    thread each; by default 64 where the loop itself iterates the dataset (as many as a plain
+    thread pool keeps) and 32 in each DataLoader worker (two workers keep 64). ``on_error``:
+    ``"raise"`` (default)
     stops at a file that keeps failing; ``"skip"`` leaves it out and lists it in ``skipped``.
     """
 
@@ -84,7 +89,7 @@ class UCVolumeDataset(EpochStream):
         seed: int = 0,
         transform: Callable[[str], Any] | None = None,
         cache: FileCache | None = None,
-        prefetch: int = 32,
+        prefetch: int | None = None,
         on_error: str = "raise",
         store: VolumeStore | None = None,
         output: str = "path",
@@ -95,8 +100,8 @@ class UCVolumeDataset(EpochStream):
             raise DatasetError(f"on_error={on_error!r}: use 'raise' or 'skip'")
         if output not in OUTPUTS:
             raise DatasetError(f"output={output!r}: use 'path' (a local cached path), 'bytes' or 'file'")
-        if prefetch < 1:
-            raise DatasetError(f"prefetch={prefetch} must be at least 1")
+        if prefetch is not None and (isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1):
+            raise DatasetError(f"prefetch={prefetch!r} must be a whole number of at least 1 (or None: the default)")
         paths = [path] if isinstance(path, (str, VolumePath, os.PathLike)) else list(path)
         if not paths:
             raise DatasetError("UCVolumeDataset needs at least one path, e.g. '/Volumes/main/raw/images/train'")
@@ -119,7 +124,12 @@ class UCVolumeDataset(EpochStream):
         self.cache.bind(self.files)
         self.paths = [str(p) for p in paths]
         self.shuffle, self.seed, self.transform = shuffle, seed, transform
-        self.prefetch, self.on_error, self.output = prefetch, on_error, output
+        # files in flight per stream: a DataLoader worker's (the loader sizes its queue by it) and one
+        # read in the loop's own process, which alone has to keep as many requests in flight as a
+        # plain pool does (at 10 ms: 32 reached 0.7 of a 64-thread pool, 64 reached it)
+        self.prefetch = WORKER_PREFETCH if prefetch is None else prefetch
+        self._own_prefetch = threads("remote-io") if prefetch is None else prefetch
+        self.on_error, self.output = on_error, output
         self._init_stream()
         h = hashlib.sha1()  # of "\n".join(every key)
         if isinstance(self.files, FileList):
@@ -301,6 +311,7 @@ class UCVolumeDataset(EpochStream):
         # loader's batch size but at the end), so one message carries many items warm and the first
         # item leaves at once cold
         chunk, batch = (self._chunk, self._batch) if in_worker else (0, 1)
+        depth = self.prefetch if in_worker else self._own_prefetch
         self._grid, self._stream, self._tally.yielded = grid, stream, 0
         # what this process read since its previous epoch began stays resident through this one
         # (with persistent workers the loader's clock, so a worker that started late keeps what the
@@ -317,13 +328,13 @@ class UCVolumeDataset(EpochStream):
         if self.validation is not None:
             self.validation.close()
         validation = self.validation = cache.validate(
-            files, items, ahead=max(512, 4 * self.prefetch), trusted_since=self._trusted_since
+            files, items, ahead=max(512, 4 * depth), trusted_since=self._trusted_since
         )
         # a loader that reads packed members out of the cached shards itself gets their places
         slices = self._slicing = self._slices and in_worker and output == "bytes" and self.transform is None
         return Feed(
             files=files, items=items, cache=cache, output=output, transform=self.transform, fetch=self._fetch,
-            keep=keep, validation=validation, tally=self._tally, prefetch=self.prefetch, chunk=chunk, batch=batch,
+            keep=keep, validation=validation, tally=self._tally, prefetch=depth, chunk=chunk, batch=batch,
             timed=in_worker, packed=self._groups is not None, slices=slices,
         )  # fmt: skip
 
