@@ -48,6 +48,10 @@ def test_hit_miss_and_stats(vol):
         1000,
     )
     assert info.hit_rate == 0.5 and "hit rate 50.0%" in repr(info)
+    # the miss's progress snapshot is made on the process's flusher thread, moments later
+    deadline = time.monotonic() + 5
+    while (read_status("cache") or {}).get("misses") != 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert read_status("cache")["misses"] == 1
 
 
