@@ -20,6 +20,7 @@ Run: ``.venv/bin/python benchmarks/bench_scale_fuse.py [--files 100000] [--laten
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -71,8 +72,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _measure(n: int, latency: float, reps: int, pin: float, work: Path) -> int:
-    import os
-
     t = time.perf_counter()
     scale.make(work / "backing" / REL, n)
     print(f"{n:,} files made in {time.perf_counter() - t:.1f} s", file=sys.stderr)

@@ -131,7 +131,7 @@ def feed(plan: Callable[[], Feed]) -> Iterator[Any]:
             data = member.ready_bytes()
             return data if data is None or output == "bytes" else _named(io.BytesIO(data), member.name)
         path = hit(f)
-        if path is None and f.size is not None and validation.started and validation.wait(i):
+        if path is None and validation.started and cache.validated_here(files, i) and validation.wait(i):
             # known here but its pin has aged (an epoch longer than pin_seconds / 4): the validation
             # re-pins it a batch per transaction; waiting for that beats a thread and a transaction
             # of its own per item (a warm epoch at 1M files: ~45 us a file that way)
