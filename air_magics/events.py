@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from .io.forksafe import renew_after_fork
 from .snapshots import (
     HIDDEN,
     CacheInfo,
@@ -252,6 +253,11 @@ class EventChannel:
         self._listeners: tuple[Listener, ...] = ()  # replaced, never mutated: emit reads it without a lock
         self._lock = threading.Lock()
         self._failing: set[int] = set()
+        renew_after_fork(self)
+
+    def after_fork(self) -> None:
+        """A forked child gets a fresh lock (a parent's thread may hold its copy at ``fork()``)."""
+        self._lock = threading.Lock()
 
     def attach(self, listener: Listener) -> Attachment:
         if not callable(listener):
@@ -328,6 +334,11 @@ class _Throttled:
     def __init__(self, listener: Listener, interval: float, key: Callable[[Event], Hashable]) -> None:
         self.listener, self.interval, self.key = listener, interval, key
         self._last: dict[Hashable, float] = {}
+        self._lock = threading.Lock()
+        renew_after_fork(self)
+
+    def after_fork(self) -> None:
+        """A forked child gets a fresh lock: the parent's flusher thread may be inside a call at ``fork()``."""
         self._lock = threading.Lock()
 
     def __call__(self, event: Event) -> None:

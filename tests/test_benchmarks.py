@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -124,9 +125,29 @@ LANES = (
 assert sorted(n for lane in LANES for n in lane) == sorted(SCENARIOS)
 
 
-def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+def _run(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run *argv*; past *timeout*, every process of its session (the script, its DataLoader workers)
+    prints its threads' stacks (faulthandler, on SIGABRT) and the test fails with them: a hang that
+    shows up once in twenty runs must be readable from the one CI log that has it."""
+    env = dict(env if env is not None else {k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    env["PYTHONFAULTHANDLER"] = "1"
+    p = subprocess.Popen(
+        argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGABRT)
+        try:
+            out, err = p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+        raise AssertionError(
+            f"{' '.join(argv[1:])} still running after {timeout:.0f} s; its stacks:\n{err[-20000:]}\n"
+            f"its output:\n{out[-3000:]}"
+        ) from None
+    return subprocess.CompletedProcess(argv, p.returncode, out, err)
 
 
 def _unavailable(name: str) -> str | None:
@@ -176,7 +197,7 @@ class _Runs:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AIR_VOLUMES_ROOT")}
         env.update(AIR_HOME=str(home), AIR_VOLUMES_MOUNT=str(home / "no-such-mount"))
         argv = [sys.executable, f"benchmarks/bench_{name}.py", "--quick", "--no-wait", *flags]
-        return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
+        return _run(argv, 400, env)
 
     def result(self, name: str) -> subprocess.CompletedProcess:
         assert self.done[name].wait(timeout=800), f"bench_{name} still running after 800 s"

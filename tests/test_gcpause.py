@@ -2,6 +2,8 @@
 block, and an application's own choice to keep it off is left alone."""
 
 import gc
+import os
+import signal
 import threading
 
 import pytest
@@ -49,3 +51,38 @@ def test_an_error_inside_still_resumes_and_a_disabled_collector_stays_off():
         assert not gc.isenabled()  # the application's choice
     finally:
         gc.enable()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_during_another_threads_block_has_the_collector_on_and_can_pause_it():
+    """The child has no such thread, so nothing would ever end that block there: the collector would
+    stay off for the child's life (and its lock could be held by the dead thread)."""
+    inside, release = threading.Event(), threading.Event()
+
+    def other():
+        with gc_paused():
+            inside.set()
+            release.wait(30)
+
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        assert inside.wait(10)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                signal.alarm(10)
+                if gc.isenabled():
+                    with gc_paused():
+                        off = not gc.isenabled()
+                    code = 0 if off and gc.isenabled() else 3
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert not gc.isenabled()  # the parent's block is still open
+    finally:
+        release.set()
+        t.join()
+    assert gc.isenabled()

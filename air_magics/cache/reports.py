@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from ..events import CacheEvent, Throttle, channel
 from ..io.flusher import call_later
+from ..io.forksafe import renew_after_fork
 from ..snapshots import CacheInfo
 
 __all__ = ["StatusReports", "REPORT_EVERY"]
@@ -34,6 +35,13 @@ class StatusReports:
         self._last = float("-inf")  # monotonic time of the last final report
         self._lock = threading.Lock()
         self._due = False  # a deferred final report is queued
+        renew_after_fork(self)
+
+    def after_fork(self) -> None:
+        """A forked child (a DataLoader worker): a fresh lock, which the parent's flusher thread may
+        hold at ``fork()`` while it emits, and no deferred report queued (the parent's is the parent's)."""
+        self._lock = threading.Lock()
+        self._due = False
 
     def final(self, *, soon: bool = False) -> None:
         """A ``CacheEvent`` with ``state="done"`` now, or (``soon``, within :data:`REPORT_EVERY` of

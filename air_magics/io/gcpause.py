@@ -9,6 +9,7 @@ counting still frees everything at once; the collector runs again right after th
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +18,19 @@ __all__ = ["gc_paused"]
 
 _lock = threading.Lock()
 _depth = 0  # blocks open in any thread: the collector resumes when the last one ends
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has none of the parent's threads, so none of their open blocks: a fresh lock,
+    and the collector back on if only those blocks had paused it."""
+    global _lock, _depth
+    _lock = threading.Lock()
+    if _depth:
+        _depth = 0
+        gc.enable()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @contextmanager
@@ -34,6 +48,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if paused:
             with _lock:
-                _depth -= 1
+                _depth = max(0, _depth - 1)  # 0 already: a block open at fork() ending in the child
                 if _depth == 0:
                     gc.enable()

@@ -27,6 +27,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import SettingError
+from .forksafe import renew_after_fork
 
 __all__ = ["ProcessPool", "KINDS", "job_pool", "threads", "set_threads"]
 
@@ -81,6 +82,11 @@ class ProcessPool:
         self._lock = threading.Lock()
         self._pid: int = 0
         self._pool: ThreadPoolExecutor | None = None
+        renew_after_fork(self)
+
+    def after_fork(self) -> None:
+        """A forked child gets a fresh lock (another thread may hold the parent's at ``fork()``)."""
+        self._lock = threading.Lock()
 
     def get(self) -> ThreadPoolExecutor:
         """This process's pool (made now in a process that has none: a fresh one, or a forked child)."""

@@ -10,6 +10,7 @@ from collections.abc import Hashable
 from typing import IO, Any
 
 from ..events import CopyEvent, Event, ExportEvent, LoaderEvent, ServerEvent
+from ..io.forksafe import renew_after_fork
 from ..io.units import fmt_bytes, fmt_rate, fmt_share
 
 __all__ = ["TqdmListener"]
@@ -26,6 +27,11 @@ class TqdmListener:
     def __init__(self, file: IO[str] | None = None, *, leave: bool = True) -> None:
         self.file, self.leave = file, leave
         self._bars: dict[Hashable, Any] = {}
+        self._lock = threading.Lock()
+        renew_after_fork(self)
+
+    def after_fork(self) -> None:
+        """A forked child gets a fresh lock (the parent's flusher thread may be drawing at ``fork()``)."""
         self._lock = threading.Lock()
 
     def __call__(self, event: Event) -> None:
