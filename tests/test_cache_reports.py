@@ -8,7 +8,6 @@ import threading
 import time
 
 import pytest
-
 from _seed import seeded_volume
 
 from air_magics.cache import FileCache
