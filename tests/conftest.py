@@ -56,6 +56,13 @@ def sha(path: str | os.PathLike[str]) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def xxh(path: str | os.PathLike[str]) -> str:
+    """The xxh3-128 a checkpoint's manifest records for the file at *path* (computed here on its own)."""
+    import xxhash
+
+    return xxhash.xxh3_128(Path(path).read_bytes()).hexdigest()
+
+
 def make_tree(root: Path, n_dirs: int, per_dir: int, size: int = 4096, seed: int = 0) -> dict[str, str]:
     """Write n_dirs x per_dir files of random bytes under root; returns rel path -> sha256."""
     import random

@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 import torch.distributed.checkpoint as dcp
-from conftest import sha
+from conftest import xxh
 from torch.distributed.checkpoint.api import CheckpointException
 
 from air_magics.data import CheckpointError, UCVolumeReader, UCVolumeWriter
@@ -60,8 +60,8 @@ def test_files_go_straight_to_the_volume_hashed_in_the_stream(mounted, tmp_path,
     assert set(names) == set(manifest) | {CHECKSUMS} and METADATA in manifest
     assert len([n for n in names if n.endswith(".distcp")]) == 8
     for name, digest in manifest.items():
-        assert digest == {"size": (folder / name).stat().st_size, "sha256": sha(folder / name)}, name
-    assert w.checksums[CHECKSUMS]["sha256"] == sha(folder / CHECKSUMS)
+        assert digest == {"size": (folder / name).stat().st_size, "xxh3_128": xxh(folder / name)}, name
+    assert w.checksums[CHECKSUMS]["xxh3_128"] == xxh(folder / CHECKSUMS)
     assert not (tmp_path / "home" / "staging").exists() or not any((tmp_path / "home" / "staging").iterdir())
     out = zeros_like(s)
     dcp.load(out, storage_reader=UCVolumeReader("/Volumes/main/ck/runs/a"))
@@ -129,7 +129,7 @@ def test_direct_is_refused_for_a_remote_volume_and_staging_still_works(mounted, 
     s = state(4)
     w = UCVolumeWriter("/Volumes/main/ck/runs/staged", direct=False)
     dcp.save(s, storage_writer=w)
-    assert w.checksums[METADATA]["sha256"] == sha(runs / "staged" / METADATA)
+    assert w.checksums[METADATA]["xxh3_128"] == xxh(runs / "staged" / METADATA)
     out = zeros_like(s)
     dcp.load(out, storage_reader=UCVolumeReader("/Volumes/main/ck/runs/staged"))
     assert all(torch.equal(out[k], s[k]) for k in s)

@@ -226,13 +226,13 @@ def test_commit_marker_records_every_file(vol):
     saved(vol, "marker", steps=(5,))
     d = folder(vol, "marker/step_5")
     doc = json.loads((d / "_COMMITTED").read_text())
-    assert doc["step"] == 5 and doc["algorithm"] == "sha256"
+    assert doc["step"] == 5 and doc["algorithm"] == "xxh3_128"
     assert set(doc["files"]) == {p.name for p in d.iterdir()} - {"_COMMITTED"}
     assert len([n for n in doc["files"] if n.endswith(".distcp")]) > 1
-    from conftest import sha
+    from conftest import xxh
 
     assert all(
-        doc["files"][p.name] == {"size": p.stat().st_size, "sha256": sha(p)}
+        doc["files"][p.name] == {"size": p.stat().st_size, "xxh3_128": xxh(p)}
         for p in d.iterdir()
         if p.name != "_COMMITTED"
     )
@@ -289,6 +289,58 @@ def test_checkpoint_without_checksums_still_loads(vol):
         mgr.load(zeros(), 2)
     with pytest.raises(CheckpointCorruptError, match="truncated"):
         mgr.verify(2)
+
+
+def test_a_checkpoint_that_recorded_sha256_still_verifies_and_loads(vol):
+    """Saves before xxh3-128 recorded sha256 in ``_COMMITTED`` and the manifest: a load hashes each
+    file with the algorithm its record names, so those steps load, and a changed file is still caught."""
+    from conftest import sha
+
+    mgr = saved(vol, "sha", steps=(1, 2))
+    for step in (1, 2):
+        d = folder(vol, f"sha/step_{step}")
+        files = {p.name: {"size": p.stat().st_size, "sha256": sha(p)} for p in d.iterdir() if p.name != "_COMMITTED"}
+        (d / "_COMMITTED").write_text(json.dumps({"step": step, "time": 0.0, "algorithm": "sha256", "files": files}))
+    assert loads(mgr, 2) and mgr.verify(2) == 2
+    flip_every_4k(largest_distcp(folder(vol, "sha/step_2")))
+    with pytest.raises(CheckpointCorruptError, match="checksum mismatch"):
+        mgr.load(zeros(), 2)
+    d = folder(vol, "sha/step_1")
+    doc = json.loads((d / "_COMMITTED").read_text())
+    (d / "_COMMITTED").write_text(json.dumps({**doc, "algorithm": "md4"}))
+    with pytest.raises(
+        CheckpointCorruptError, match=r"file _COMMITTED unreadable \(unknown checksum format \(algorithm 'md4'\)"
+    ):
+        mgr.load(zeros(), 1)
+
+
+def _item_zips(d: Path) -> list[bytes]:
+    """Each tensor item's ``torch.save`` bytes, cut out of its ``.distcp`` file by ``.metadata``."""
+    meta = dcp.FileSystemReader(str(d)).read_metadata()
+    return [
+        (d / info.relative_path).read_bytes()[info.offset : info.offset + info.length]
+        for info in meta.storage_data.values()
+    ]
+
+
+@pytest.mark.parametrize(("zip_crc32", "direct"), [(False, None), (True, None), (False, False)])
+def test_the_items_zip_crc32_is_left_out_unless_asked_for(vol, zip_crc32, direct):
+    """The zip CRC32 costs as much CPU as the writing and nobody reads it (each file's own checksum
+    is verified); ``zip_crc32=True`` keeps it. Either way the caller's setting is as before, and plain
+    torch reads the files."""
+    import io
+    import zipfile
+
+    assert torch.serialization.get_crc32_options()
+    name = f"crc-{zip_crc32}-{direct}"  # direct=False: staged on local disk, then uploaded
+    dcp.save(state(), storage_writer=UCVolumeWriter(f"{RUNS}/{name}", zip_crc32=zip_crc32, direct=direct))
+    assert torch.serialization.get_crc32_options()
+    zips = _item_zips(folder(vol, name))
+    bad = [zipfile.ZipFile(io.BytesIO(z)).testzip() for z in zips]
+    assert len(zips) == 4 and all((b is None) == zip_crc32 for b in bad), bad  # testzip: the first bad record
+    out = zeros()  # plain torch reads either
+    dcp.load(out, storage_reader=dcp.FileSystemReader(str(folder(vol, name))))
+    assert all(torch.equal(out[k], v) for k, v in state().items())
 
 
 def test_corrupt_error_is_an_air_checkpoint_error_and_pickles():

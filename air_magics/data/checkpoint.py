@@ -8,13 +8,13 @@ Commit protocol of one save (each rank, then the coordinator):
 1. ``write_data``: on a mounted or local volume, torch's ``thread_count`` writer threads write this
    rank's data files straight onto the volume through
    :class:`~air_magics.data.direct_write.DirectVolumeFS` (each file under a hidden temp name,
-   renamed when complete; its sha256 computed from the bytes as they stream). On a remote (fsspec)
+   renamed when complete; its checksum computed from the bytes as they stream). On a remote (fsspec)
    volume they are written to a local *staging* folder and uploaded in parallel by the transfer
    engine (temp name + rename per file, transient errors retried), hashed from the staged copies
    meanwhile. Either way a rank returns only when its files are on the volume, and hands the
    digests to the coordinator with its write results.
 2. ``finish`` (coordinator, after every rank's ``write_data``): ``.metadata`` is written, the
-   manifest ``.checksums.json`` (size + sha256 of every data file and of ``.metadata``) is put on
+   manifest ``.checksums.json`` (size + xxh3-128 of every data file and of ``.metadata``) is put on
    the volume, then ``.metadata`` is published *last*. A checkpoint folder without ``.metadata`` is
    never loadable, so a crash at any earlier point leaves no checkpoint that looks complete.
 
@@ -47,16 +47,11 @@ from ..transfer import CopyTask, copy_files, copy_one
 from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import VolumeStore
-from .commit import (
-    CHECKSUMS,
-    METADATA,
-    checksums_json,
-    file_digest,
-    text_digest,
-    write_text_atomic,
-)
+from .commit import CHECKSUMS, METADATA, write_text_atomic
+from .digests import ALGORITHM, checksums_json, file_digest, text_digest
 from .direct_write import DirectVolumeFS
 from .volume_reader import UCVolumeReader
+from .zipcrc import StagingFS
 
 __all__ = ["UCVolumeWriter", "UCVolumeReader", "CheckpointError", "CheckpointCorruptError", "METADATA"]
 
@@ -72,7 +67,7 @@ class _Checked:
 
     info: Any
     file_size: int
-    sha256: str
+    digest: str  # of ALGORITHM
 
 
 def _staging_root() -> Path:
@@ -113,6 +108,7 @@ class UCVolumeWriter(FileSystemWriter):
         direct: bool | None = None,
         sync_files: bool = False,
         overwrite: bool = False,
+        zip_crc32: bool = False,
         store: VolumeStore | None = None,
         listeners: Sequence[Listener] = (),
         **kwargs: Any,
@@ -128,12 +124,17 @@ class UCVolumeWriter(FileSystemWriter):
             sync_files: fsync each data file. Default False here, as the transfer engine's uploads
                 (``FileSystemWriter`` defaults to True); the manifest is always fsynced.
             overwrite: allow saving into a volume folder that already holds ``.metadata``. Default False.
+            zip_crc32: keep the CRC32 ``torch.save`` computes for each item's zip record. Default
+                False: each file's own checksum in the manifest is what a load verifies, and the
+                CRC cost as much CPU as the writing (:mod:`air_magics.data.zipcrc`: set in torch's
+                writer threads only).
             store: the :class:`~air_magics.volumes.VolumeStore` that resolves *path* (default: a new one).
             listeners: :class:`~air_magics.events.CheckpointEvent` listeners.
             **kwargs: passed to ``FileSystemWriter`` (e.g. ``single_file_per_rank``).
         """
         self.store = store or VolumeStore.shared()
         self.upload_workers = upload_workers
+        self.zip_crc32 = zip_crc32
         self.listeners = tuple(listeners)
         self.volume_path = VolumePath.parse(path)
         self.dest = self.store.locate(self.volume_path)
@@ -150,10 +151,11 @@ class UCVolumeWriter(FileSystemWriter):
         kw = dict(thread_count=thread_count, sync_files=sync_files, overwrite=overwrite, **kwargs)
         if self.direct:
             super().__init__(self.dest.path, **kw)
-            self.fs = self.direct_fs = DirectVolumeFS(self.dest.root)
+            self.fs = self.direct_fs = DirectVolumeFS(self.dest.root, zip_crc32=zip_crc32)
         else:
             _clean_stale_staging()
             super().__init__(self.staging, **kw)
+            self.fs = StagingFS(zip_crc32)
 
     def reset(self, checkpoint_id: str | os.PathLike[str] | None = None) -> None:
         if checkpoint_id and str(checkpoint_id) not in (str(self.staging), str(self.volume_path)):
@@ -210,7 +212,7 @@ class UCVolumeWriter(FileSystemWriter):
 
         def checked(wr: Any) -> Any:  # the digest rides to the coordinator with torch's own results
             d = digests[wr.storage_data.relative_path]
-            return dataclasses.replace(wr, storage_data=_Checked(wr.storage_data, d["size"], d["sha256"]))
+            return dataclasses.replace(wr, storage_data=_Checked(wr.storage_data, d["size"], d[ALGORITHM]))
 
         fut: Any = torch.futures.Future()
         fut.set_result([checked(wr) for wr in results])
@@ -248,7 +250,7 @@ class UCVolumeWriter(FileSystemWriter):
             for wr in wr_list:
                 sd = wr.storage_data
                 if isinstance(sd, _Checked):
-                    files[sd.info.relative_path] = {"size": sd.file_size, "sha256": sd.sha256}
+                    files[sd.info.relative_path] = {"size": sd.file_size, ALGORITHM: sd.digest}
                     mine[sd.info.relative_path] = sd.file_size
                     wr = dataclasses.replace(wr, storage_data=sd.info)
                 else:

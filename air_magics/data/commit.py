@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import time
@@ -37,21 +36,15 @@ __all__ = [
     "checkpoint_status",
     "save_state",
     "scan_checkpoints",
-    "file_digest",
-    "text_digest",
-    "checksums_json",
     "commit_marker",
-    "parse_checksums",
 ]
 
 METADATA = ".metadata"  # torch DCP's metadata file: uploaded last by UCVolumeWriter
 COMMITTED = "_COMMITTED"  # the manager's marker: written after .metadata, before the rename
-CHECKSUMS = ".checksums.json"  # UCVolumeWriter's manifest (size + sha256 per file), uploaded before .metadata
+CHECKSUMS = ".checksums.json"  # UCVolumeWriter's manifest (size + checksum per file), uploaded before .metadata
 PENDING_PREFIX = ".pending-step_"
 PRUNING_PREFIX = ".pruning-"  # a pruned step renamed out of sight before its files are deleted
 STEP_RE = re.compile(r"step_([0-9]+)\Z")
-ALGORITHM = "sha256"
-_CHUNK = 4 << 20
 
 
 def status_name(directory: str) -> str:
@@ -170,53 +163,10 @@ def uncommit_folder(loc: Location, trash: Location) -> Location:
 
 
 # -- checksums ------------------------------------------------------------------------------------
-def file_digest(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """``{"size", "sha256"}`` of a local file (hashlib releases the GIL: threads hash in parallel)."""
-    h, size = hashlib.sha256(), 0
-    buf = bytearray(_CHUNK)
-    view = memoryview(buf)
-    with open(path, "rb", buffering=0) as f:
-        while n := f.readinto(buf):
-            h.update(view[:n])
-            size += n
-    return {"size": size, ALGORITHM: h.hexdigest()}
-
-
-def text_digest(text: str) -> dict[str, Any]:
-    """``{"size", "sha256"}`` of *text* as written (UTF-8), the shape :func:`file_digest` returns."""
-    raw = text.encode()
-    return {"size": len(raw), ALGORITHM: hashlib.sha256(raw).hexdigest()}
-
-
-def checksums_json(files: Mapping[str, Mapping[str, Any]]) -> str:
-    """The writer's manifest (:data:`CHECKSUMS`): every file it put in the folder but itself."""
-    return json.dumps({"algorithm": ALGORITHM, "files": dict(sorted(files.items()))}, indent=1)
-
-
-def commit_marker(step: int, files: Mapping[str, Mapping[str, Any]] | None) -> str:
-    """Text of ``_COMMITTED``: the step, the time and, when known, the checksum of every file."""
+def commit_marker(step: int, files: Mapping[str, Mapping[str, Any]] | None, algorithm: str) -> str:
+    """Text of ``_COMMITTED``: the step, the time and, when known, the checksum of every file
+    (made with *algorithm*, :data:`air_magics.data.digests.ALGORITHM` for a new save)."""
     doc: dict[str, Any] = {"step": int(step), "time": time.time()}
     if files:
-        doc.update(algorithm=ALGORITHM, files=dict(sorted(files.items())))
+        doc.update(algorithm=algorithm, files=dict(sorted(files.items())))
     return json.dumps(doc, indent=1)
-
-
-def parse_checksums(text: str) -> dict[str, dict[str, Any]] | None:
-    """Files and checksums from a ``_COMMITTED`` or manifest text; ``None`` when it records none
-    (a marker written before checksums existed). Raises ``ValueError`` for text that is not one."""
-    doc = json.loads(text)
-    if not isinstance(doc, dict):
-        raise ValueError("not a JSON object")
-    files = doc.get("files")
-    if files is None:
-        return None
-    if (
-        doc.get("algorithm") != ALGORITHM
-        or not isinstance(files, dict)
-        or not all(
-            isinstance(v, dict) and isinstance(v.get("size"), int) and isinstance(v.get(ALGORITHM), str)
-            for v in files.values()
-        )
-    ):
-        raise ValueError(f"unknown checksum format (algorithm {doc.get('algorithm')!r})")
-    return files

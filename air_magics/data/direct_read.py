@@ -2,13 +2,12 @@
 
 Why: a restore through the cache copies each file to local disk, hashes the copy, then torch reads
 the copy: every byte crosses the disk twice. Here a file is read once, in whole chunks, into one
-buffer (its sha256 computed chunk by chunk as they arrive), verified, and torch reads the buffer
+buffer (its checksum computed chunk by chunk as they arrive), verified, and torch reads the buffer
 (:class:`MemoryFile`); the buffer is dropped as soon as the file's items are in their tensors.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 from ..io.confined import open_read
 from ..io.retry import retry_call
 from ..volumes.store import Location
-from .commit import ALGORITHM
+from .digests import ALGORITHM, new_hasher
 
 __all__ = ["MemoryFile", "read_file", "CHUNK_BYTES"]
 
@@ -57,15 +56,22 @@ class MemoryFile(io.RawIOBase):
         super().close()
 
 
-def read_file(loc: Location, *, keep: bool = True, digest: bool = True) -> tuple[bytearray | None, dict[str, Any]]:
+def read_file(
+    loc: Location, *, keep: bool = True, digest: str | None = ALGORITHM
+) -> tuple[bytearray | None, dict[str, Any]]:
     """Read the file at *loc* (a local or mounted path, confined to its root) in whole chunks.
 
     Returns its bytes (``None`` with ``keep=False``: only hashed, e.g. to verify) and
-    ``{"size", "sha256"}`` of what was read (``{"size"}`` alone without *digest*). Transient errors
+    ``{"size", <digest>: hex}`` of what was read, hashed with algorithm *digest* (``{"size"}``
+    alone for ``digest=None``). Transient errors
     of the volume are retried."""
     fd, st = open_read(loc.path, loc.root)
     with open(fd, "rb", buffering=0, closefd=True) as f:
-        h, size, total = hashlib.sha256(), 0, st.st_size  # a file that changes meanwhile fails its checksum
+        h, size, total = (
+            new_hasher(digest or ALGORITHM),
+            0,
+            st.st_size,
+        )  # a file that changes meanwhile fails its checksum
         buf = bytearray(total if keep else min(total, CHUNK_BYTES))
         with memoryview(buf) as view:
             while size < total:
@@ -79,4 +85,4 @@ def read_file(loc: Location, *, keep: bool = True, digest: bool = True) -> tuple
                 size += n
     if keep and size < total:  # shorter than it said: what was read is what is verified
         del buf[size:]
-    return (buf if keep else None), ({"size": size, ALGORITHM: h.hexdigest()} if digest else {"size": size})
+    return (buf if keep else None), ({"size": size, digest: h.hexdigest()} if digest else {"size": size})

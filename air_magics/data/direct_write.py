@@ -3,7 +3,7 @@
 Why: staging a save on local disk and uploading it writes every byte twice and reads it back once
 to hash it; 8 plain threads writing 8 files to the mount write each byte once. Here torch's own
 ``FileSystemWriter`` threads write onto the volume through this :class:`DirectVolumeFS` (torch's
-public ``FileSystemBase`` seam), and each stream's sha256 is computed from the bytes as they pass.
+public ``FileSystemBase`` seam), and each stream's checksum is computed from the bytes as they pass.
 
 Each file is written as :class:`~air_magics.io.atomic.AtomicFile` (a hidden temp name in the
 verified folder, renamed on close, removed if the write fails), so no half-written data file ever
@@ -14,7 +14,7 @@ Renames the writer asks for (torch's ``.metadata.tmp`` -> ``.metadata``) can be 
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import io
 import os
 from collections.abc import Iterator
@@ -26,7 +26,8 @@ from torch.distributed.checkpoint.filesystem import FileSystemBase
 from ..io.atomic import AtomicFile
 from ..io.confined import makedirs, open_dir, open_file
 from ..io.retry import retry_call
-from .commit import ALGORITHM
+from .digests import ALGORITHM, new_hasher
+from .zipcrc import no_zip_crc32
 
 __all__ = ["DirectVolumeFS", "CHUNK_BYTES"]
 
@@ -45,7 +46,7 @@ class _Stream(io.RawIOBase):
     def __init__(self, file: AtomicFile, chunk_bytes: int) -> None:
         super().__init__()
         self.file = file
-        self.hash = hashlib.sha256()
+        self.hash = new_hasher()
         self.size = 0  # bytes accepted
         self._chunk = bytearray(chunk_bytes)
         self._view = memoryview(self._chunk)
@@ -77,7 +78,7 @@ class _Stream(io.RawIOBase):
         self._fill = 0
 
     def _put(self, data: memoryview) -> None:
-        self.hash.update(data)  # releases the GIL for more than 2 KiB
+        self.hash.update(data)
         while data:  # a write may be short; a transient error is retried
             data = data[retry_call(lambda d=data: self.file.write(d)) :]
 
@@ -137,16 +138,17 @@ class _Sink(io.RawIOBase):
 class DirectVolumeFS(FileSystemBase):
     """torch DCP file system for one folder on a mounted volume, confined to ``root``.
 
-    ``digests`` maps each file name written (after any rename) to ``{"size", "sha256"}``; a file
+    ``digests`` maps each file name written (after any rename) to ``{"size", ALGORITHM: hex}``; a file
     nothing was written to is not created (its digest says size 0). A file
     whose writing failed (after transient errors were retried) is not published; its error is kept
     in ``failures`` (name, exception) rather than raised in torch's writer thread, where it would
     be lost: the writer checks ``failures`` when torch's threads are done.
     """
 
-    def __init__(self, root: str | None, *, chunk_bytes: int = CHUNK_BYTES) -> None:
+    def __init__(self, root: str | None, *, chunk_bytes: int = CHUNK_BYTES, zip_crc32: bool = False) -> None:
         self.root = root
         self.chunk_bytes = chunk_bytes
+        self.zip_crc32 = zip_crc32  # False: torch.save writes no zip CRC32 into these files (see .zipcrc)
         self.digests: dict[str, dict[str, Any]] = {}
         self.failures: list[tuple[str, BaseException]] = []
         self._held: list[tuple[str, str]] | None = None
@@ -171,7 +173,8 @@ class DirectVolumeFS(FileSystemBase):
             return
         stream = _Stream(file, self.chunk_bytes)
         try:
-            yield stream
+            with contextlib.nullcontext() if self.zip_crc32 else no_zip_crc32():  # torch's writer thread
+                yield stream
             stream.close()  # torch closes it too; a second close is a no-op
         except BaseException as exc:
             stream.discard()  # nothing half-written is published

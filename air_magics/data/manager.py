@@ -16,8 +16,8 @@ loadable and ``latest`` unchanged. Every transition (staging, uploading, committ
 emitted as a :class:`~air_magics.events.CheckpointEvent` (rank 0); the default listeners write it to
 the status document that the checkpoint view and the sidebar show.
 
-Integrity: ``_COMMITTED`` is JSON holding the size and sha256 of every other file of the step
-(hashed from the staged copies before upload); loads verify the local copies they read and
+Integrity: ``_COMMITTED`` is JSON holding the size and checksum (xxh3-128, :mod:`.digests`) of
+every other file of the step (hashed as the files stream to the volume); loads verify the local copies they read and
 :meth:`CheckpointManager.verify` checks a whole step. A missing or changed file raises
 :class:`~air_magics.errors.CheckpointCorruptError` naming it and the step to fall back to.
 Pruning un-commits first (renames ``step_N`` to ``.pruning-step_N.<id>``, or on object stores
@@ -60,6 +60,7 @@ from .commit import (
     uncommit_folder,
     write_text_atomic,
 )
+from .digests import ALGORITHM
 
 __all__ = ["CheckpointManager"]
 
@@ -285,7 +286,7 @@ class CheckpointManager:
         if rank == 0:
             src, dst = self._loc(f"{PENDING_PREFIX}{int(step)}"), self._loc(f"step_{int(step)}")
             # checksums of every file (None if torch ran the save elsewhere: then .checksums.json has them)
-            write_text_atomic(src.join(COMMITTED), commit_marker(step, writer.checksums or None))
+            write_text_atomic(src.join(COMMITTED), commit_marker(step, writer.checksums or None, ALGORITHM))
             commit_folder(src, dst, last=COMMITTED)
             write_text_atomic(self._loc("latest"), f"step_{int(step)}")
             self._latest = step

@@ -33,7 +33,8 @@ from ..errors import CheckpointCorruptError, CheckpointError
 from ..io.pools import job_pool
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
-from .commit import CHECKSUMS, COMMITTED, METADATA, STEP_RE, file_digest, parse_checksums, read_text
+from .commit import CHECKSUMS, COMMITTED, METADATA, STEP_RE, read_text
+from .digests import algorithm_of, file_digest, parse_checksums
 from .direct_read import MemoryFile, read_file
 
 __all__ = ["UCVolumeReader"]
@@ -147,15 +148,15 @@ class UCVolumeReader(FileSystemReader):
                 return files
         return None
 
-    def _read(self, vp: VolumePath, verify: bool, keep: bool) -> tuple[Fetched | None, dict[str, Any]]:
-        """File *vp* as bytes (direct) or a local copy (cache), with its digest when *verify*
-        (else its size only)."""
+    def _read(self, vp: VolumePath, algorithm: str | None, keep: bool) -> tuple[Fetched | None, dict[str, Any]]:
+        """File *vp* as bytes (direct) or a local copy (cache), with its digest by *algorithm*
+        (``None``: its size only)."""
         if self.reads_direct:
-            if not (verify or keep):  # a size is all that is asked: no read at all
+            if not (algorithm or keep):  # a size is all that is asked: no read at all
                 return None, {"size": self.store.stat(vp).size}
-            return read_file(self.store.locate(vp), keep=keep, digest=verify)
+            return read_file(self.store.locate(vp), keep=keep, digest=algorithm)
         local = self.cache.get(vp)
-        return local, (file_digest(local) if verify else {"size": os.path.getsize(local)})
+        return local, (file_digest(local, algorithm) if algorithm else {"size": os.path.getsize(local)})
 
     def _fetch(self, name: str, keep: bool = True) -> tuple[Fetched | None, int]:
         """File *name* (and its size), verified against its recorded checksum; kept in
@@ -167,7 +168,7 @@ class UCVolumeReader(FileSystemReader):
             raise self._corrupt(name, f"not listed in the checkpoint's checksums ({len(self.checksums)} files)")
         for attempt in (0, 1):
             try:
-                got_file, got = self._read(vp, want is not None, keep)
+                got_file, got = self._read(vp, None if want is None else algorithm_of(want), keep)
             except FileNotFoundError:
                 raise self._corrupt(name, "missing") from None
             if want is None or got == want:
