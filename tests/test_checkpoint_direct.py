@@ -134,3 +134,33 @@ def test_direct_is_refused_for_a_remote_volume_and_staging_still_works(mounted, 
     dcp.load(out, storage_reader=UCVolumeReader("/Volumes/main/ck/runs/staged"))
     assert all(torch.equal(out[k], s[k]) for k in s)
     assert os.listdir(runs / "staged") and not [n for n in os.listdir(runs / "staged") if is_leftover(n)]
+
+
+def test_plain_tensors_load_in_place_and_the_rest_through_torch(mounted, tmp_path, monkeypatch):
+    """A direct restore copies each plain tensor from the verified buffer into its destination once
+    (data/stored_tensor.py); strided and low-precision tensors come back bit for bit, and what is not
+    a tensor (a nested object, saved as pickled bytes) still loads through torch's own reading."""
+    from air_magics.data import volume_reader
+
+    mounted()
+    monkeypatch.setenv("AIR_HOME", str(tmp_path / "home"))
+    g = torch.Generator().manual_seed(7)
+    s = {
+        "w": torch.randn(64, 48, generator=g).t(),  # saved with its transposed strides
+        "h": torch.randn(1000, generator=g).to(torch.bfloat16),
+        "n": torch.arange(10, dtype=torch.int64),
+        "extra": {"step": 3, "note": "not a tensor"},
+    }
+    dcp.save(s, storage_writer=UCVolumeWriter("/Volumes/main/ck/runs/inplace"))
+    seen = []
+    real = volume_reader.stored_tensor
+    monkeypatch.setattr(volume_reader, "stored_tensor", lambda rec: (seen.append(r := real(rec)), r)[1])
+    out = {
+        "w": torch.zeros(48, 64),
+        "h": torch.zeros(1000, dtype=torch.bfloat16),
+        "n": torch.zeros(10, dtype=torch.int64),
+        "extra": {"step": 0, "note": ""},
+    }
+    dcp.load(out, storage_reader=UCVolumeReader("/Volumes/main/ck/runs/inplace"))
+    assert len(seen) == 3 and all(t is not None for t in seen)  # every tensor in place, none through torch.load
+    assert all(torch.equal(out[k], s[k]) for k in ("w", "h", "n")) and out["extra"] == s["extra"]

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from torch.distributed.checkpoint import FileSystemReader
 from torch.distributed.checkpoint.filesystem import FileSystem
+from torch.distributed.checkpoint.planner import LoadItemType
 
 from ..cache import FileCache
 from ..errors import CheckpointCorruptError, CheckpointError
@@ -36,6 +37,7 @@ from ..volumes.store import VolumeStore
 from .commit import CHECKSUMS, COMMITTED, METADATA, STEP_RE, read_text
 from .digests import algorithm_of, file_digest, parse_checksums
 from .direct_read import MemoryFile, read_file
+from .stored_tensor import stored_tensor
 
 __all__ = ["UCVolumeReader"]
 
@@ -241,7 +243,11 @@ class UCVolumeReader(FileSystemReader):
             got, size = self._fetch(name)
             self._check_size(name, size, need[name])
             try:
-                FileSystemReader.read_data(self, dataclasses.replace(plan, items=per_file[name]), planner)
+                items = per_file[name]
+                if isinstance(got, bytearray):  # read into memory: its plain tensors go straight in
+                    items = self._load_in_place(got, items, planner)
+                if items:  # the rest (or every item of a cached copy) through torch's own reading
+                    FileSystemReader.read_data(self, dataclasses.replace(plan, items=items), planner)
             finally:
                 if isinstance(got, bytearray):  # the bytes are in their tensors now
                     self.fs.fetched.pop(str(self.volume_path.joinpath(name)), None)
@@ -251,3 +257,29 @@ class UCVolumeReader(FileSystemReader):
         fut: torch.futures.Future[None] = torch.futures.Future()
         fut.set_result(None)
         return fut
+
+    def _load_in_place(self, data: bytearray, items: list[Any], planner: Any) -> list[Any]:
+        """Copy each plain tensor item of the verified file *data* into its destination in one copy
+        (:func:`~air_magics.data.stored_tensor.stored_tensor`, where torch's reading makes two);
+        returns the items left for torch (objects, transformed items, anything unusual)."""
+        rest = []
+        view = memoryview(data)
+        for req in items:
+            md = self.storage_data[req.storage_index]
+            src = None
+            if req.type == LoadItemType.TENSOR and not getattr(md, "transform_descriptors", None):
+                src = stored_tensor(view[md.offset : md.offset + md.length])
+            if src is None:
+                rest.append(req)
+                continue
+            for dim, (start, length) in enumerate(zip(req.storage_offsets, req.lengths, strict=True)):
+                src = src.narrow(dim, start, length)
+            target = planner.resolve_tensor(req).detach()
+            if target.size() != src.size():
+                raise CheckpointError(
+                    f"{req.storage_index.fqn}: the checkpoint holds {tuple(src.size())}, the state "
+                    f"{tuple(target.size())}; load it into a state of the shapes it was saved from"
+                )
+            target.copy_(src)
+            planner.commit_tensor(req, target)
+        return rest
