@@ -83,6 +83,12 @@ class _Stream(io.RawIOBase):
             data = data[retry_call(lambda d=data: self.file.write(d)) :]
 
     def flush(self) -> None:
+        """Nothing: ``torch.save`` flushes after every item, and a partial chunk written then would
+        be an extra request, and every chunk after it would start off the mount's request grid
+        (448 writes of ~560 KiB for a 256 MB save instead of ~256 of 1 MiB). The bytes still held
+        are written by :meth:`close` (and by :meth:`fileno`, before an fsync)."""
+
+    def _write_held(self) -> None:
         if self._fill and not self.closed:
             self._drain()
 
@@ -90,7 +96,7 @@ class _Stream(io.RawIOBase):
         return self.size
 
     def fileno(self) -> int:
-        self.flush()  # for ``sync_files``: what is fsynced is everything written
+        self._write_held()  # for ``sync_files``: what is fsynced is everything written
         return self.file.fileno()
 
     def discard(self) -> None:
@@ -104,7 +110,7 @@ class _Stream(io.RawIOBase):
             return
         try:
             if self.size:
-                self.flush()
+                self._write_held()
                 self.file.close()  # publishes: temp name -> name
             else:  # torch opens one file per writer thread, items or not: an empty one is not kept
                 self.file.discard()
