@@ -7,8 +7,8 @@ format and our checksums cost on this machine, so the gap to that ceiling can be
 
 - ``plain8``: the tensors' bytes in 8 files, 8 plain threads (the ceiling's work, in RAM);
 - ``torch8``: torch's ``FileSystemWriter(thread_count=8)`` (its format: ``torch.save`` per item);
-- ``direct8``: air_magics' writer path (``DirectVolumeFS``: torch's threads, chunked writes, sha256
-  computed in the stream), as ``UCVolumeWriter`` uses it on a mounted volume.
+- ``direct8``: air_magics' writer path (``DirectVolumeFS``: torch's threads, chunked writes, xxh3-128
+  computed in the stream, no zip CRC32), as ``UCVolumeWriter`` uses it on a mounted volume.
 
 Run: ``.venv/bin/python benchmarks/bench_serialize.py [--size-mb 256] [--reps 5]``; prints a
 markdown table (medians; CPU = user + system seconds of this process).
@@ -77,7 +77,7 @@ def _loads_back(state: dict, folder: Path) -> bool:
 METHODS = {
     "plain8": ("8 plain threads, the tensors' bytes (the ceiling's work)", lambda s, d: _plain8(s, d)),
     "torch8": ("torch `FileSystemWriter(thread_count=8)`", lambda s, d: _dcp(s, d, direct=False)),
-    "direct8": ("air_magics `DirectVolumeFS` (torch's threads + sha256 in the stream)", lambda s, d: _dcp(s, d, True)),
+    "direct8": ("air_magics `DirectVolumeFS` (torch's threads + xxh3-128 in the stream, no zip CRC32)", lambda s, d: _dcp(s, d, True)),
 }
 
 
