@@ -77,7 +77,10 @@ def _loads_back(state: dict, folder: Path) -> bool:
 METHODS = {
     "plain8": ("8 plain threads, the tensors' bytes (the ceiling's work)", lambda s, d: _plain8(s, d)),
     "torch8": ("torch `FileSystemWriter(thread_count=8)`", lambda s, d: _dcp(s, d, direct=False)),
-    "direct8": ("air_magics `DirectVolumeFS` (torch's threads + xxh3-128 in the stream, no zip CRC32)", lambda s, d: _dcp(s, d, True)),
+    "direct8": (
+        "air_magics `DirectVolumeFS` (torch's threads + xxh3-128 in the stream, no zip CRC32)",
+        lambda s, d: _dcp(s, d, True),
+    ),
 }
 
 
