@@ -60,7 +60,13 @@ def test_files_go_straight_to_the_volume_hashed_in_the_stream(mounted, tmp_path,
     assert set(names) == set(manifest) | {CHECKSUMS} and METADATA in manifest
     assert len([n for n in names if n.endswith(".distcp")]) == 8
     for name, digest in manifest.items():
-        assert digest == {"size": (folder / name).stat().st_size, "xxh3_128": xxh(folder / name)}, name
+        plain = {k: v for k, v in digest.items() if k != "items"}
+        assert plain == {"size": (folder / name).stat().st_size, "xxh3_128": xxh(folder / name)}, name
+        # and where each tensor's data lies in a data file: the bytes there are its tensor's, as saved
+        assert ("items" in digest) == name.endswith(".distcp"), name
+        for at, (data_at, nbytes) in digest.get("items", {}).items():
+            raw = (folder / name).read_bytes()[data_at : data_at + nbytes]
+            assert int(at) < data_at and any(raw == v.numpy().tobytes() for v in s.values()), name
     assert w.checksums[CHECKSUMS]["xxh3_128"] == xxh(folder / CHECKSUMS)
     assert not (tmp_path / "home" / "staging").exists() or not any((tmp_path / "home" / "staging").iterdir())
     out = zeros_like(s)
@@ -136,31 +142,60 @@ def test_direct_is_refused_for_a_remote_volume_and_staging_still_works(mounted, 
     assert os.listdir(runs / "staged") and not [n for n in os.listdir(runs / "staged") if is_leftover(n)]
 
 
-def test_plain_tensors_load_in_place_and_the_rest_through_torch(mounted, tmp_path, monkeypatch):
-    """A direct restore copies each plain tensor from the verified buffer into its destination once
-    (data/stored_tensor.py); strided and low-precision tensors come back bit for bit, and what is not
-    a tensor (a nested object, saved as pickled bytes) still loads through torch's own reading."""
+def test_tensors_land_in_their_destinations_and_the_rest_loads_through_torch(mounted, tmp_path, monkeypatch):
+    """A direct restore reads each large tensor's bytes straight into its destination (the manifest
+    says where they lie: data/read_into.py), copies each small plain tensor from the verified bytes
+    once (data/stored_tensor.py), and loads what is not a tensor (a nested object, saved as pickled
+    bytes) through torch's own reading; a tensor saved with other strides (transposed) or read into
+    another dtype comes back right, bit for bit."""
     from air_magics.data import volume_reader
 
     mounted()
     monkeypatch.setenv("AIR_HOME", str(tmp_path / "home"))
     g = torch.Generator().manual_seed(7)
     s = {
-        "w": torch.randn(64, 48, generator=g).t(),  # saved with its transposed strides
-        "h": torch.randn(1000, generator=g).to(torch.bfloat16),
+        "big": torch.randn(20_000, generator=g),  # placed as is
+        "w": torch.randn(64, 48, generator=g).t(),  # placed, then set right: saved with transposed strides
+        "h": torch.randn(1000, generator=g).to(torch.bfloat16),  # small: one copy from the kept bytes
         "n": torch.arange(10, dtype=torch.int64),
         "extra": {"step": 3, "note": "not a tensor"},
     }
     dcp.save(s, storage_writer=UCVolumeWriter("/Volumes/main/ck/runs/inplace"))
-    seen = []
-    real = volume_reader.stored_tensor
-    monkeypatch.setattr(volume_reader, "stored_tensor", lambda rec: (seen.append(r := real(rec)), r)[1])
+    small, placed = [], []
+    real_small, real_layout = volume_reader.stored_tensor, volume_reader.stored_layout
+    monkeypatch.setattr(volume_reader, "stored_tensor", lambda rec: (small.append(r := real_small(rec)), r)[1])
+    monkeypatch.setattr(volume_reader, "stored_layout", lambda f: (placed.append(r := real_layout(f)), r)[1])
     out = {
+        "big": torch.zeros(20_000),
         "w": torch.zeros(48, 64),
         "h": torch.zeros(1000, dtype=torch.bfloat16),
         "n": torch.zeros(10, dtype=torch.int64),
         "extra": {"step": 0, "note": ""},
     }
     dcp.load(out, storage_reader=UCVolumeReader("/Volumes/main/ck/runs/inplace"))
-    assert len(seen) == 3 and all(t is not None for t in seen)  # every tensor in place, none through torch.load
-    assert all(torch.equal(out[k], s[k]) for k in ("w", "h", "n")) and out["extra"] == s["extra"]
+    assert len(placed) == 2 and all(p is not None for p in placed)  # big and w: read in place
+    assert len(small) == 2 and all(t is not None for t in small)  # h and n: none through torch.load
+    assert all(torch.equal(out[k], s[k]) for k in ("big", "w", "h", "n")) and out["extra"] == s["extra"]
+
+
+def test_a_corrupt_file_read_in_place_is_reported_after_one_more_read(mounted, tmp_path, monkeypatch):
+    """The bytes land in the destinations before the whole file is verified; a file that fails its
+    checksum is read once more, then the load fails naming it (never a silent load)."""
+    from air_magics.data import volume_reader
+    from air_magics.errors import CheckpointCorruptError
+
+    runs = mounted()
+    monkeypatch.setenv("AIR_HOME", str(tmp_path / "home"))
+    s = state(2, 40_000)
+    dcp.save(s, storage_writer=UCVolumeWriter("/Volumes/main/ck/runs/bad"))
+    victim = max((runs / "bad").glob("*.distcp"), key=lambda p: p.stat().st_size)
+    data = bytearray(victim.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # a flipped byte inside a tensor's data
+    victim.write_bytes(bytes(data))
+    reads = []
+    real = volume_reader.read_placed
+    monkeypatch.setattr(volume_reader, "read_placed", lambda loc, *a: (reads.append(loc.path), real(loc, *a))[1])
+    with pytest.raises(CheckpointException, match=f"file {victim.name} checksum mismatch"):
+        dcp.load(zeros_like(s), storage_reader=UCVolumeReader("/Volumes/main/ck/runs/bad"))
+    assert reads.count(reads[-1]) == 2 and reads[-1].endswith(victim.name)
+    assert issubclass(CheckpointCorruptError, CheckpointError)

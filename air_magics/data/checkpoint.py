@@ -56,6 +56,7 @@ from .zipcrc import StagingFS
 __all__ = ["UCVolumeWriter", "UCVolumeReader", "CheckpointError", "CheckpointCorruptError", "METADATA"]
 
 _STALE_STAGING = 24 * 3600
+PLACED_MIN_BYTES = 4096  # a tensor this large has its data position recorded (data_layout)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +69,7 @@ class _Checked:
     info: Any
     file_size: int
     digest: str  # of ALGORITHM
+    items: dict[str, list[int]] | None = None  # item offset -> [offset, bytes] of its tensor's data (see data_layout)
 
 
 def _staging_root() -> Path:
@@ -169,6 +171,7 @@ class UCVolumeWriter(FileSystemWriter):
         if self.direct:
             self.direct_fs.root = self.dest.root
             self.direct_fs.digests.clear()
+            self.direct_fs.writes.clear()
             self.direct_fs.failures.clear()
             checkpoint_id = self.dest.path
         else:
@@ -207,12 +210,17 @@ class UCVolumeWriter(FileSystemWriter):
                 if not digests[name]["size"]:  # items of no bytes: the file must still be there
                     write_text_atomic(self.dest.join(name), "")
             self.bytes_uploaded += sum(digests[n]["size"] for n in names)
+            layout = data_layout(plan, results, self.direct_fs.writes)
         else:
             digests = self._upload(names)
+            layout = {}
 
         def checked(wr: Any) -> Any:  # the digest rides to the coordinator with torch's own results
-            d = digests[wr.storage_data.relative_path]
-            return dataclasses.replace(wr, storage_data=_Checked(wr.storage_data, d["size"], d[ALGORITHM]))
+            name = wr.storage_data.relative_path
+            d = digests[name]
+            return dataclasses.replace(
+                wr, storage_data=_Checked(wr.storage_data, d["size"], d[ALGORITHM], layout.get(name))
+            )
 
         fut: Any = torch.futures.Future()
         fut.set_result([checked(wr) for wr in results])
@@ -251,6 +259,8 @@ class UCVolumeWriter(FileSystemWriter):
                 sd = wr.storage_data
                 if isinstance(sd, _Checked):
                     files[sd.info.relative_path] = {"size": sd.file_size, ALGORITHM: sd.digest}
+                    if sd.items:
+                        files[sd.info.relative_path]["items"] = sd.items
                     mine[sd.info.relative_path] = sd.file_size
                     wr = dataclasses.replace(wr, storage_data=sd.info)
                 else:
@@ -308,6 +318,33 @@ class UCVolumeWriter(FileSystemWriter):
             CheckpointEvent(state=state, directory=str(self.volume_path), detail=MappingProxyType(detail)),
             self.listeners,
         )
+
+
+def data_layout(
+    plan: Any, results: list[Any], writes: dict[str, list[tuple[int, int]]]
+) -> dict[str, dict[str, list[int]]]:
+    """Where each tensor item's data lies in its file: ``{file: {item offset: [data offset, bytes]}}``.
+
+    Why: a restore can then read those bytes straight into the destination tensor
+    (:mod:`air_magics.data.read_into`) instead of into a buffer and copying. ``torch.save`` writes a
+    tensor's storage in one call of exactly its bytes, so it is the write of that size inside the
+    item; only items of at least :data:`PLACED_MIN_BYTES` get an entry, where no header record
+    (local headers, the pickle, data descriptors: tens to hundreds of bytes) can be that size. The
+    reader checks the position against the record's own header before it trusts the bytes. Smaller
+    items, and any with no such write, are read the ordinary way."""
+    items = {item.index: item for item in plan.items}
+    out: dict[str, dict[str, list[int]]] = {}
+    for wr in results:
+        td = getattr(items.get(wr.index), "tensor_data", None)
+        sd = wr.storage_data
+        if td is None:
+            continue
+        nbytes = math.prod(td.chunk.sizes) * td.properties.dtype.itemsize  # this rank's chunk of it
+        end = sd.offset + sd.length
+        found = [at for at, n in writes.get(sd.relative_path, ()) if n == nbytes and sd.offset <= at and at + n <= end]
+        if nbytes >= PLACED_MIN_BYTES and len(found) == 1:
+            out.setdefault(sd.relative_path, {})[str(sd.offset)] = [found[0], nbytes]
+    return out
 
 
 def _planned_bytes(plan: Any) -> int:

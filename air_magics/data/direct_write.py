@@ -48,6 +48,7 @@ class _Stream(io.RawIOBase):
         self.file = file
         self.hash = new_hasher()
         self.size = 0  # bytes accepted
+        self.writes: list[tuple[int, int]] = []  # (file offset, bytes) of each write torch made
         self._chunk = bytearray(chunk_bytes)
         self._view = memoryview(self._chunk)
         self._fill = 0
@@ -58,6 +59,7 @@ class _Stream(io.RawIOBase):
     def write(self, b: Any) -> int:
         src = memoryview(b).cast("B")
         n, room = src.nbytes, len(self._chunk)
+        self.writes.append((self.size, n))
         while src:
             if not self._fill and src.nbytes >= room:  # whole chunks of a storage go as they are
                 whole = src.nbytes - src.nbytes % room
@@ -156,6 +158,7 @@ class DirectVolumeFS(FileSystemBase):
         self.chunk_bytes = chunk_bytes
         self.zip_crc32 = zip_crc32  # False: torch.save writes no zip CRC32 into these files (see .zipcrc)
         self.digests: dict[str, dict[str, Any]] = {}
+        self.writes: dict[str, list[tuple[int, int]]] = {}  # file name -> torch's writes into it (offset, bytes)
         self.failures: list[tuple[str, BaseException]] = []
         self._held: list[tuple[str, str]] | None = None
 
@@ -189,6 +192,7 @@ class DirectVolumeFS(FileSystemBase):
             self.failures.append((name, exc))  # reported by the writer, on the caller's thread
             return
         self.digests[name] = {"size": stream.size, ALGORITHM: stream.hash.hexdigest()}
+        self.writes[name] = stream.writes
 
     def concat_path(self, path: str | os.PathLike[str], suffix: str) -> str:
         return f"{str(path).rstrip('/')}/{suffix}"

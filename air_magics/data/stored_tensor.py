@@ -15,49 +15,76 @@ from __future__ import annotations
 import struct
 import sys
 import zipfile
-from typing import Any
+from typing import IO
 
 import torch
 
 from .direct_read import MemoryFile
 
-__all__ = ["stored_tensor"]
+__all__ = ["stored_layout", "stored_meta", "stored_tensor"]
 
 _LOCAL_HEADER = 30  # bytes of a zip local file header before its name and extra field
+
+
+def stored_meta(record: IO[bytes]) -> torch.Tensor | None:
+    """The tensor a ``torch.save`` record holds, on the meta device (dtype, shape, strides, offset;
+    its data is not read); ``None`` when the record is not one plain dense tensor."""
+    try:
+        meta = torch.load(record, map_location="meta", weights_only=True)
+    except Exception:  # not a record this reads: torch.load reads it, and reports what is wrong with it
+        return None
+    if type(meta) is not torch.Tensor or meta.layout != torch.strided or meta.is_quantized:
+        return None
+    return meta
+
+
+def stored_layout(record: IO[bytes]) -> tuple[torch.Tensor, int] | None:
+    """The tensor a ``torch.save`` record holds (on the meta device) and where its data starts in
+    the record; ``None`` unless it is one plain dense tensor in one uncompressed storage, in this
+    machine's byte order. Reads the record's headers only (its central directory, the pickle, the
+    local headers), never its data."""
+    meta = stored_meta(record)
+    if meta is None:
+        return None
+    try:
+        with zipfile.ZipFile(record) as zf:
+            members = zf.infolist()
+            data = [m for m in members if m.filename.rsplit("/", 2)[-2:-1] == ["data"]]
+            order = [m for m in members if m.filename.endswith("/byteorder")]
+            if len(data) != 1 or data[0].compress_type != zipfile.ZIP_STORED:
+                return None
+        if order:  # (not zf.read: the CRC32 it checks is not there in files written without one)
+            record.seek(_data_start(record, order[0]))
+            if record.read(order[0].file_size) != sys.byteorder.encode():
+                return None
+        info = data[0]
+        if info.file_size != meta.untyped_storage().nbytes() or info.file_size % meta.element_size():
+            return None
+        return meta, _data_start(record, info)
+    except Exception:  # not a record this reads: torch.load reads it, and reports what is wrong with it
+        return None
+
+
+def _data_start(record: IO[bytes], info: zipfile.ZipInfo) -> int:
+    """Where member *info*'s bytes start in the zip *record*: after its local header."""
+    record.seek(info.header_offset)
+    head = record.read(_LOCAL_HEADER)
+    if head[:4] != b"PK\x03\x04":
+        raise ValueError("not a local file header")
+    name_len, extra_len = struct.unpack("<HH", head[26:30])
+    return info.header_offset + _LOCAL_HEADER + name_len + extra_len
 
 
 def stored_tensor(record: memoryview) -> torch.Tensor | None:
     """The tensor ``torch.save`` wrote into *record* (a writable buffer's view), sharing its memory;
     ``None`` when the record is not one plain dense tensor in one uncompressed storage."""
-    try:
-        meta = torch.load(MemoryFile(record), map_location="meta", weights_only=True)
-        if type(meta) is not torch.Tensor or meta.layout != torch.strided or meta.is_quantized:
-            return None
-        with zipfile.ZipFile(MemoryFile(record)) as zf:
-            members = zf.infolist()
-        data = [m for m in members if m.filename.rsplit("/", 2)[-2:-1] == ["data"]]
-        order = [m for m in members if m.filename.endswith("/byteorder")]
-        if len(data) != 1 or data[0].compress_type != zipfile.ZIP_STORED:
-            return None
-        if order and bytes(_member(record, order[0])) != sys.byteorder.encode():
-            return None
-        raw = _member(record, data[0])
-        if raw.nbytes != meta.untyped_storage().nbytes() or raw.nbytes % meta.element_size():
-            return None
-        flat = torch.frombuffer(raw, dtype=meta.dtype) if raw.nbytes else torch.empty(0, dtype=meta.dtype)
-        return flat.as_strided(meta.size(), meta.stride(), meta.storage_offset())
-    except Exception:  # not a record this reads: torch.load reads it, and reports what is wrong with it
+    layout = stored_layout(MemoryFile(record))
+    if layout is None:
         return None
-
-
-def _member(record: memoryview, info: zipfile.ZipInfo) -> memoryview:
-    """The bytes of stored member *info* of the zip in *record* (no copy)."""
-    at = info.header_offset
-    head: Any = record[at : at + _LOCAL_HEADER]
-    if bytes(head[:4]) != b"PK\x03\x04":
-        raise ValueError("not a local file header")
-    name_len, extra_len = struct.unpack("<HH", head[26:30])
-    start = at + _LOCAL_HEADER + name_len + extra_len
-    if start + info.file_size > record.nbytes:
-        raise ValueError("member runs past the record")
-    return record[start : start + info.file_size]
+    meta, start = layout
+    nbytes = meta.untyped_storage().nbytes()
+    if start + nbytes > record.nbytes:
+        return None
+    raw = record[start : start + nbytes]
+    flat = torch.frombuffer(raw, dtype=meta.dtype) if nbytes else torch.empty(0, dtype=meta.dtype)
+    return flat.as_strided(meta.size(), meta.stride(), meta.storage_offset())

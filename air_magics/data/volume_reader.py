@@ -37,11 +37,12 @@ from ..volumes.store import VolumeStore
 from .commit import CHECKSUMS, COMMITTED, METADATA, STEP_RE, read_text
 from .digests import algorithm_of, file_digest, parse_checksums
 from .direct_read import MemoryFile, read_file
-from .stored_tensor import stored_tensor
+from .read_into import Kept, KeptFile, read_placed
+from .stored_tensor import stored_layout, stored_tensor
 
 __all__ = ["UCVolumeReader"]
 
-Fetched = str | bytearray  # a verified local copy's path, or the verified bytes themselves
+Fetched = str | bytearray | Kept  # a verified local copy's path, the verified bytes, or those kept of a placed read
 
 
 class _ReaderFS(FileSystem):
@@ -67,10 +68,45 @@ class _ReaderFS(FileSystem):
             got = self.fetch(str(path))
         if isinstance(got, str):
             return FileSystem.create_stream(self, got, mode)
+        if isinstance(got, Kept):
+            return contextlib.closing(KeptFile(got))
         return contextlib.closing(MemoryFile(got))
 
     def exists(self, path: str | os.PathLike[str]) -> bool:
         return self.store.exists(str(path))
+
+
+@dataclasses.dataclass
+class _Placement:
+    """A file's read plan: tensor data straight into destinations, the other bytes of its items kept."""
+
+    place: list[tuple[int, memoryview]] = dataclasses.field(default_factory=list)  # (file offset, destination)
+    keep: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # [start, end) file ranges
+    placed: list[tuple[Any, Any, torch.Tensor, int]] = dataclasses.field(
+        default_factory=list
+    )  # req, info, target, data at
+
+
+def _placeable(req: Any, planner: Any, nbytes: int) -> torch.Tensor | None:
+    """The destination of read item *req* when the stored chunk's *nbytes* can land in it as they
+    are: the whole chunk, into a contiguous CPU tensor of as many bytes (its dtype and strides are
+    checked against the record once it is read)."""
+    if any(req.storage_offsets):
+        return None
+    target = planner.resolve_tensor(req).detach()
+    if (
+        target.device.type != "cpu"
+        or not target.is_contiguous()
+        or list(target.size()) != list(req.lengths)
+        or target.numel() * target.element_size() != nbytes
+    ):
+        return None
+    return target
+
+
+def _bytes_of(t: torch.Tensor) -> memoryview:
+    """The memory of contiguous CPU tensor *t* as writable bytes."""
+    return memoryview(t.reshape(-1).view(torch.uint8).numpy()).cast("B")
 
 
 class UCVolumeReader(FileSystemReader):
@@ -150,9 +186,13 @@ class UCVolumeReader(FileSystemReader):
                 return files
         return None
 
-    def _read(self, vp: VolumePath, algorithm: str | None, keep: bool) -> tuple[Fetched | None, dict[str, Any]]:
-        """File *vp* as bytes (direct) or a local copy (cache), with its digest by *algorithm*
-        (``None``: its size only)."""
+    def _read(
+        self, vp: VolumePath, algorithm: str | None, keep: bool, into: _Placement | None = None
+    ) -> tuple[Fetched | None, dict[str, Any]]:
+        """File *vp* as bytes (direct), placed into its tensors (*into*) or a local copy (cache),
+        with its digest by *algorithm* (``None``: its size only)."""
+        if into is not None and algorithm is not None:
+            return read_placed(self.store.locate(vp), into.place, into.keep, algorithm)
         if self.reads_direct:
             if not (algorithm or keep):  # a size is all that is asked: no read at all
                 return None, {"size": self.store.stat(vp).size}
@@ -160,7 +200,7 @@ class UCVolumeReader(FileSystemReader):
         local = self.cache.get(vp)
         return local, (file_digest(local, algorithm) if algorithm else {"size": os.path.getsize(local)})
 
-    def _fetch(self, name: str, keep: bool = True) -> tuple[Fetched | None, int]:
+    def _fetch(self, name: str, keep: bool = True, into: _Placement | None = None) -> tuple[Fetched | None, int]:
         """File *name* (and its size), verified against its recorded checksum; kept in
         ``fs.fetched`` for torch when *keep*. A bad file is read once more before the checkpoint is
         called corrupt (a cached copy may be the bad one)."""
@@ -170,10 +210,10 @@ class UCVolumeReader(FileSystemReader):
             raise self._corrupt(name, f"not listed in the checkpoint's checksums ({len(self.checksums)} files)")
         for attempt in (0, 1):
             try:
-                got_file, got = self._read(vp, None if want is None else algorithm_of(want), keep)
+                got_file, got = self._read(vp, None if want is None else algorithm_of(want), keep, into)
             except FileNotFoundError:
                 raise self._corrupt(name, "missing") from None
-            if want is None or got == want:
+            if want is None or got == {k: v for k, v in want.items() if k != "items"}:
                 if keep and got_file is not None:
                     self.fs.fetched[str(vp)] = got_file
                 return got_file, got["size"]
@@ -240,16 +280,19 @@ class UCVolumeReader(FileSystemReader):
         need = self._extents(self.storage_data[item.storage_index] for item in plan.items)
 
         def load(name: str) -> None:
-            got, size = self._fetch(name)
+            into = self._placement(name, per_file[name], planner)
+            got, size = self._fetch(name, into=into)
             self._check_size(name, size, need[name])
             try:
                 items = per_file[name]
-                if isinstance(got, bytearray):  # read into memory: its plain tensors go straight in
+                if isinstance(got, Kept) and into is not None:  # the placed tensors: checked, committed
+                    items = self._finish_placement(name, got, into, items, planner)
+                if isinstance(got, (bytearray, Kept)):  # read into memory: its plain tensors go straight in
                     items = self._load_in_place(got, items, planner)
                 if items:  # the rest (or every item of a cached copy) through torch's own reading
                     FileSystemReader.read_data(self, dataclasses.replace(plan, items=items), planner)
             finally:
-                if isinstance(got, bytearray):  # the bytes are in their tensors now
+                if not isinstance(got, str):  # the bytes are in their tensors now
                     self.fs.fetched.pop(str(self.volume_path.joinpath(name)), None)
 
         with self._pool(len(per_file)) as pool:
@@ -258,17 +301,66 @@ class UCVolumeReader(FileSystemReader):
         fut.set_result(None)
         return fut
 
-    def _load_in_place(self, data: bytearray, items: list[Any], planner: Any) -> list[Any]:
+    def _placement(self, name: str, items: list[Any], planner: Any) -> _Placement | None:
+        """Where *name*'s tensor items go when it is read (direct reads of a file whose manifest
+        records its items' data positions, see :mod:`~air_magics.data.read_into`): a plain CPU
+        destination of the stored chunk's bytes takes them as they arrive; everything else of each
+        planned item is kept. ``None``: read the file whole, as before."""
+        want = None if self.checksums is None else self.checksums.get(name)
+        layout = (want or {}).get("items") if self.reads_direct else None
+        if not layout:
+            return None
+        into = _Placement()
+        for req in items:
+            md = self.storage_data[req.storage_index]
+            at = layout.get(str(md.offset))
+            target = None
+            if at is not None and req.type == LoadItemType.TENSOR and not getattr(md, "transform_descriptors", None):
+                target = _placeable(req, planner, at[1])
+            if target is None:
+                into.keep.append((md.offset, md.offset + md.length))
+                continue
+            data_at, nbytes = at
+            into.place.append((data_at, _bytes_of(target)))
+            into.keep += [(md.offset, data_at), (data_at + nbytes, md.offset + md.length)]
+            into.placed.append((req, md, target, data_at))
+        return into
+
+    def _finish_placement(self, name: str, kept: Kept, into: _Placement, items: list[Any], planner: Any) -> list[Any]:
+        """Check each placed tensor against its record's own header (kept), set right one saved with
+        other strides or dtype, commit it; returns the other *items*."""
+        done = set()
+        for req, md, target, data_at in into.placed:
+            layout = stored_layout(KeptFile(kept, md.offset, md.length))
+            if layout is None or md.offset + layout[1] != data_at:
+                raise self._corrupt(name, f"item {req.storage_index.fqn} is not where its manifest says")
+            meta = layout[0]
+            if not (
+                meta.dtype == target.dtype
+                and meta.size() == target.size()
+                and meta.is_contiguous()
+                and meta.storage_offset() == 0
+            ):  # the bytes in place are the storage as saved: view them as saved, copy them in
+                raw = torch.frombuffer(bytearray(_bytes_of(target)), dtype=meta.dtype)
+                target.copy_(raw.as_strided(meta.size(), meta.stride(), meta.storage_offset()))
+            planner.commit_tensor(req, target)
+            done.add(id(req))
+        return [req for req in items if id(req) not in done]
+
+    def _load_in_place(self, data: bytearray | Kept, items: list[Any], planner: Any) -> list[Any]:
         """Copy each plain tensor item of the verified file *data* into its destination in one copy
         (:func:`~air_magics.data.stored_tensor.stored_tensor`, where torch's reading makes two);
         returns the items left for torch (objects, transformed items, anything unusual)."""
         rest = []
-        view = memoryview(data)
+        view = memoryview(data) if isinstance(data, bytearray) else None
         for req in items:
             md = self.storage_data[req.storage_index]
             src = None
             if req.type == LoadItemType.TENSOR and not getattr(md, "transform_descriptors", None):
-                src = stored_tensor(view[md.offset : md.offset + md.length])
+                record = (
+                    view[md.offset : md.offset + md.length] if view is not None else data.piece(md.offset, md.length)
+                )
+                src = None if record is None else stored_tensor(record)
             if src is None:
                 rest.append(req)
                 continue
