@@ -64,7 +64,8 @@ def test_files_go_straight_to_the_volume_hashed_in_the_stream(mounted, tmp_path,
         assert plain == {"size": (folder / name).stat().st_size, "xxh3_128": xxh(folder / name)}, name
         # and where each tensor's data lies in a data file: the bytes there are its tensor's, as saved
         assert ("items" in digest) == name.endswith(".distcp"), name
-        for at, (data_at, nbytes) in digest.get("items", {}).items():
+        for at, (data_at, nbytes, dtype) in digest.get("items", {}).items():
+            assert dtype == "float32"
             raw = (folder / name).read_bytes()[data_at : data_at + nbytes]
             assert int(at) < data_at and any(raw == v.numpy().tobytes() for v in s.values()), name
     assert w.checksums[CHECKSUMS]["xxh3_128"] == xxh(folder / CHECKSUMS)
@@ -143,28 +144,28 @@ def test_direct_is_refused_for_a_remote_volume_and_staging_still_works(mounted, 
 
 
 def test_tensors_land_in_their_destinations_and_the_rest_loads_through_torch(mounted, tmp_path, monkeypatch):
-    """A direct restore reads each large tensor's bytes straight into its destination (the manifest
-    says where they lie: data/read_into.py), copies each small plain tensor from the verified bytes
-    once (data/stored_tensor.py), and loads what is not a tensor (a nested object, saved as pickled
-    bytes) through torch's own reading; a tensor saved with other strides (transposed) or read into
-    another dtype comes back right, bit for bit."""
+    """A direct restore reads each large contiguous tensor's bytes straight into its destination (the
+    manifest says where they lie: data/read_into.py), copies each other plain tensor (small, or saved
+    with other strides: transposed) from the verified bytes once (data/stored_tensor.py), and loads
+    what is not a tensor (a nested object, saved as pickled bytes) through torch's own reading; all
+    of it bit for bit."""
     from air_magics.data import volume_reader
 
     mounted()
     monkeypatch.setenv("AIR_HOME", str(tmp_path / "home"))
     g = torch.Generator().manual_seed(7)
     s = {
-        "big": torch.randn(20_000, generator=g),  # placed as is
-        "w": torch.randn(64, 48, generator=g).t(),  # placed, then set right: saved with transposed strides
+        "big": torch.randn(20_000, generator=g),  # placed
+        "w": torch.randn(64, 48, generator=g).t(),  # large, but saved with transposed strides: copied
         "h": torch.randn(1000, generator=g).to(torch.bfloat16),  # small: one copy from the kept bytes
         "n": torch.arange(10, dtype=torch.int64),
         "extra": {"step": 3, "note": "not a tensor"},
     }
     dcp.save(s, storage_writer=UCVolumeWriter("/Volumes/main/ck/runs/inplace"))
     small, placed = [], []
-    real_small, real_layout = volume_reader.stored_tensor, volume_reader.stored_layout
+    real_small, real_bytes = volume_reader.stored_tensor, volume_reader._bytes_of  # noqa: SLF001
     monkeypatch.setattr(volume_reader, "stored_tensor", lambda rec: (small.append(r := real_small(rec)), r)[1])
-    monkeypatch.setattr(volume_reader, "stored_layout", lambda f: (placed.append(r := real_layout(f)), r)[1])
+    monkeypatch.setattr(volume_reader, "_bytes_of", lambda t: (placed.append(t.shape), real_bytes(t))[1])
     out = {
         "big": torch.zeros(20_000),
         "w": torch.zeros(48, 64),
@@ -173,8 +174,8 @@ def test_tensors_land_in_their_destinations_and_the_rest_loads_through_torch(mou
         "extra": {"step": 0, "note": ""},
     }
     dcp.load(out, storage_reader=UCVolumeReader("/Volumes/main/ck/runs/inplace"))
-    assert len(placed) == 2 and all(p is not None for p in placed)  # big and w: read in place
-    assert len(small) == 2 and all(t is not None for t in small)  # h and n: none through torch.load
+    assert placed == [torch.Size([20_000])]  # big: read in place
+    assert len(small) == 3 and all(t is not None for t in small)  # w, h and n: none through torch.load
     assert all(torch.equal(out[k], s[k]) for k in ("big", "w", "h", "n")) and out["extra"] == s["extra"]
 
 

@@ -28,6 +28,7 @@ import dataclasses
 import math
 import os
 import shutil
+import sys
 import time
 import uuid
 from collections.abc import Sequence
@@ -69,7 +70,9 @@ class _Checked:
     info: Any
     file_size: int
     digest: str  # of ALGORITHM
-    items: dict[str, list[int]] | None = None  # item offset -> [offset, bytes] of its tensor's data (see data_layout)
+    items: dict[str, list[Any]] | None = (
+        None  # item offset -> [offset, bytes, dtype] of its tensor's data (data_layout)
+    )
 
 
 def _staging_root() -> Path:
@@ -210,7 +213,7 @@ class UCVolumeWriter(FileSystemWriter):
                 if not digests[name]["size"]:  # items of no bytes: the file must still be there
                     write_text_atomic(self.dest.join(name), "")
             self.bytes_uploaded += sum(digests[n]["size"] for n in names)
-            layout = data_layout(plan, results, self.direct_fs.writes)
+            layout = data_layout(plan, planner, results, self.direct_fs.writes)
         else:
             digests = self._upload(names)
             layout = {}
@@ -321,29 +324,45 @@ class UCVolumeWriter(FileSystemWriter):
 
 
 def data_layout(
-    plan: Any, results: list[Any], writes: dict[str, list[tuple[int, int]]]
-) -> dict[str, dict[str, list[int]]]:
-    """Where each tensor item's data lies in its file: ``{file: {item offset: [data offset, bytes]}}``.
+    plan: Any, planner: Any, results: list[Any], writes: dict[str, list[tuple[int, int]]]
+) -> dict[str, dict[str, list[Any]]]:
+    """Where each large tensor's data lies in its file and what it is:
+    ``{file: {item offset: [data offset, bytes, dtype name]}}``.
 
-    Why: a restore can then read those bytes straight into the destination tensor
-    (:mod:`air_magics.data.read_into`) instead of into a buffer and copying. ``torch.save`` writes a
-    tensor's storage in one call of exactly its bytes, so it is the write of that size inside the
-    item; only items of at least :data:`PLACED_MIN_BYTES` get an entry, where no header record
-    (local headers, the pickle, data descriptors: tens to hundreds of bytes) can be that size. The
-    reader checks the position against the record's own header before it trusts the bytes. Smaller
-    items, and any with no such write, are read the ordinary way."""
+    Why: a restore then reads those bytes straight into the destination tensor
+    (:mod:`air_magics.data.read_into`) instead of into a buffer, then parsing each record's header
+    and copying. ``torch.save`` writes a tensor's storage in one call of exactly its bytes, so it is
+    the write of that size inside the item; only tensors of at least :data:`PLACED_MIN_BYTES` get an
+    entry (no header record, tens to hundreds of bytes, can be that size), and only those saved
+    contiguous from their storage's start, on a little-endian machine: their bytes are the tensor,
+    element by element, in the recorded dtype. Other items are read the ordinary way."""
     items = {item.index: item for item in plan.items}
-    out: dict[str, dict[str, list[int]]] = {}
+    out: dict[str, dict[str, list[Any]]] = {}
+    if sys.byteorder != "little":
+        return out
     for wr in results:
-        td = getattr(items.get(wr.index), "tensor_data", None)
+        item = items.get(wr.index)
+        td = getattr(item, "tensor_data", None)
         sd = wr.storage_data
         if td is None:
             continue
         nbytes = math.prod(td.chunk.sizes) * td.properties.dtype.itemsize  # this rank's chunk of it
         end = sd.offset + sd.length
         found = [at for at, n in writes.get(sd.relative_path, ()) if n == nbytes and sd.offset <= at and at + n <= end]
-        if nbytes >= PLACED_MIN_BYTES and len(found) == 1:
-            out.setdefault(sd.relative_path, {})[str(sd.offset)] = [found[0], nbytes]
+        if nbytes < PLACED_MIN_BYTES or len(found) != 1:
+            continue
+        t = planner.resolve_data(item)  # what torch saved (a lookup in the state being saved)
+        if (
+            isinstance(t, torch.Tensor)
+            and t.is_contiguous()
+            and t.storage_offset() == 0
+            and t.dtype == td.properties.dtype
+        ):
+            out.setdefault(sd.relative_path, {})[str(sd.offset)] = [
+                found[0],
+                nbytes,
+                str(t.dtype).removeprefix("torch."),
+            ]
     return out
 
 

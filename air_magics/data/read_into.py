@@ -60,8 +60,8 @@ class Kept:
 
 
 class KeptFile(io.RawIOBase):
-    """A read-only, seekable view of ``[base, base + length)`` of a :class:`Kept` file, for
-    ``torch.load`` (a record's header: its data region is never read) and torch's own reading."""
+    """A read-only, seekable view of ``[base, base + length)`` of a :class:`Kept` file: what torch's
+    own reading opens for the items that were kept (objects, unusual tensors)."""
 
     def __init__(self, kept: Kept, base: int = 0, length: int | None = None) -> None:
         super().__init__()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -38,7 +39,7 @@ from .commit import CHECKSUMS, COMMITTED, METADATA, STEP_RE, read_text
 from .digests import algorithm_of, file_digest, parse_checksums
 from .direct_read import MemoryFile, read_file
 from .read_into import Kept, KeptFile, read_placed
-from .stored_tensor import stored_layout, stored_tensor
+from .stored_tensor import stored_tensor
 
 __all__ = ["UCVolumeReader"]
 
@@ -87,15 +88,16 @@ class _Placement:
     )  # req, info, target, data at
 
 
-def _placeable(req: Any, planner: Any, nbytes: int) -> torch.Tensor | None:
-    """The destination of read item *req* when the stored chunk's *nbytes* can land in it as they
-    are: the whole chunk, into a contiguous CPU tensor of as many bytes (its dtype and strides are
-    checked against the record once it is read)."""
-    if any(req.storage_offsets):
+def _placeable(req: Any, planner: Any, nbytes: int, dtype: str) -> torch.Tensor | None:
+    """The destination of read item *req* when the stored chunk's *nbytes* (a contiguous tensor of
+    *dtype*, as the writer recorded) can land in it as they are: the whole chunk, into a contiguous
+    CPU tensor of that dtype and as many bytes, on a little-endian machine."""
+    if any(req.storage_offsets) or sys.byteorder != "little":
         return None
     target = planner.resolve_tensor(req).detach()
     if (
         target.device.type != "cpu"
+        or str(target.dtype).removeprefix("torch.") != dtype
         or not target.is_contiguous()
         or list(target.size()) != list(req.lengths)
         or target.numel() * target.element_size() != nbytes
@@ -286,7 +288,7 @@ class UCVolumeReader(FileSystemReader):
             try:
                 items = per_file[name]
                 if isinstance(got, Kept) and into is not None:  # the placed tensors: checked, committed
-                    items = self._finish_placement(name, got, into, items, planner)
+                    items = self._finish_placement(into, items, planner)
                 if isinstance(got, (bytearray, Kept)):  # read into memory: its plain tensors go straight in
                     items = self._load_in_place(got, items, planner)
                 if items:  # the rest (or every item of a cached copy) through torch's own reading
@@ -315,34 +317,26 @@ class UCVolumeReader(FileSystemReader):
             md = self.storage_data[req.storage_index]
             at = layout.get(str(md.offset))
             target = None
-            if at is not None and req.type == LoadItemType.TENSOR and not getattr(md, "transform_descriptors", None):
-                target = _placeable(req, planner, at[1])
+            if (
+                at is not None
+                and len(at) == 3
+                and req.type == LoadItemType.TENSOR
+                and not getattr(md, "transform_descriptors", None)
+            ):
+                target = _placeable(req, planner, at[1], at[2])
             if target is None:
                 into.keep.append((md.offset, md.offset + md.length))
                 continue
-            data_at, nbytes = at
+            data_at, nbytes, _ = at
             into.place.append((data_at, _bytes_of(target)))
             into.keep += [(md.offset, data_at), (data_at + nbytes, md.offset + md.length)]
             into.placed.append((req, md, target, data_at))
         return into
 
-    def _finish_placement(self, name: str, kept: Kept, into: _Placement, items: list[Any], planner: Any) -> list[Any]:
-        """Check each placed tensor against its record's own header (kept), set right one saved with
-        other strides or dtype, commit it; returns the other *items*."""
+    def _finish_placement(self, into: _Placement, items: list[Any], planner: Any) -> list[Any]:
+        """Commit each placed tensor (its bytes are in place, the file verified); returns the other *items*."""
         done = set()
-        for req, md, target, data_at in into.placed:
-            layout = stored_layout(KeptFile(kept, md.offset, md.length))
-            if layout is None or md.offset + layout[1] != data_at:
-                raise self._corrupt(name, f"item {req.storage_index.fqn} is not where its manifest says")
-            meta = layout[0]
-            if not (
-                meta.dtype == target.dtype
-                and meta.size() == target.size()
-                and meta.is_contiguous()
-                and meta.storage_offset() == 0
-            ):  # the bytes in place are the storage as saved: view them as saved, copy them in
-                raw = torch.frombuffer(bytearray(_bytes_of(target)), dtype=meta.dtype)
-                target.copy_(raw.as_strided(meta.size(), meta.stride(), meta.storage_offset()))
+        for req, _md, target, _at in into.placed:
             planner.commit_tensor(req, target)
             done.add(id(req))
         return [req for req in items if id(req) not in done]
