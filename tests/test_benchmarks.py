@@ -116,11 +116,12 @@ NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic", "stages", "scale_
 # The scripts run two at a time, each lane in this order, started by the module's first test: each
 # script is mostly its child processes' start-up (interpreters, imports, mounts) and a 2-core machine
 # has room for two. The loader and the checkpoint share a lane because they must not overlap: the
-# checkpoint's reference run links /Volumes, which it refuses while a loader benchmark runs. The
-# tables' lane starts once the shared Spark server is up (20-40 s), so it has the shorter scripts.
+# checkpoint's reference run links /Volumes, which it refuses while a loader benchmark runs. Both
+# lanes start at once; the tables script comes last in its lane and waits there for the shared Spark
+# server, which starts meanwhile (20-40 s).
 LANES = (
     ("loader", "checkpoint", "shards_mosaic", "hotpath", "scale_fuse"),
-    ("tables", "copy", "confined", "stages", "delta", "serialize", "scale"),
+    ("copy", "confined", "stages", "delta", "serialize", "scale", "tables"),
 )
 assert sorted(n for lane in LANES for n in lane) == sorted(SCENARIOS)
 
@@ -178,10 +179,13 @@ class _Runs:
         self.done: dict[str, threading.Event] = {n: threading.Event() for n in names}
         self.out: dict[str, subprocess.CompletedProcess | BaseException] = {}
         self.spark_dir, self.base = spark_dir, base
+        self.spark_ready = threading.Event()  # set once spark_dir is known (or the tables' outcome is)
         self.threads = [threading.Thread(target=self._lane, args=(lane,), daemon=True) for lane in LANES]
 
     def _lane(self, lane: tuple[str, ...]) -> None:
         for name in lane:
+            if name == "tables":
+                self.spark_ready.wait(800)  # the shared server, started by the fixture meanwhile
             if name in self.done and name not in self.out:
                 try:
                     self.out[name] = self._run(name)
@@ -218,14 +222,16 @@ def smoke_runs(request, tmp_path_factory):
     }
     names = {n for n in selected if _unavailable(n) is None}
     runs = _Runs(names, None, tmp_path_factory.mktemp("bench-smoke"))
-    runs.threads[0].start()  # the loader lane runs while the shared Spark server starts
-    if "tables" in names:
-        try:
+    for t in runs.threads:  # both lanes run while the shared Spark server starts
+        t.start()
+    try:
+        if "tables" in names:
             runs.spark_dir = request.getfixturevalue("spark_server")["store"]
-        except (Exception, pytest.skip.Exception) as exc:  # the tables test reports it; the others still run
-            runs.out["tables"] = exc
-            runs.done["tables"].set()
-    runs.threads[1].start()
+    except (Exception, pytest.skip.Exception) as exc:  # the tables test reports it; the others still run
+        runs.out["tables"] = exc
+        runs.done["tables"].set()
+    finally:
+        runs.spark_ready.set()
     yield runs
     for t in runs.threads:
         t.join(timeout=800)
