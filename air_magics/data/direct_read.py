@@ -17,17 +17,18 @@ from ..io.retry import retry_call
 from ..volumes.store import Location
 from .digests import ALGORITHM, new_hasher
 
-__all__ = ["MemoryFile", "read_file", "CHUNK_BYTES"]
+__all__ = ["MemoryFile", "RandomAccessReader", "read_file", "CHUNK_BYTES"]
 
 CHUNK_BYTES = 4 << 20  # what one read asks of the mount (it splits it into its own requests)
 
 
-class MemoryFile(io.RawIOBase):
-    """A read-only, seekable file over a buffer (no copy of it), for ``torch.load`` and DCP's views."""
+class RandomAccessReader(io.RawIOBase):
+    """A read-only, seekable file of *length* bytes whose :meth:`read_at` fills a buffer from an
+    offset: what ``torch.load`` and DCP's views of a file need, over bytes already in memory."""
 
-    def __init__(self, buffer: Any) -> None:
+    def __init__(self, length: int) -> None:
         super().__init__()
-        self._view = memoryview(buffer).cast("B")
+        self.length = length
         self._pos = 0
 
     def readable(self) -> bool:
@@ -37,7 +38,7 @@ class MemoryFile(io.RawIOBase):
         return True
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._pos, os.SEEK_END: self._view.nbytes}[whence]
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._pos, os.SEEK_END: self.length}[whence]
         self._pos = max(0, base + offset)
         return self._pos
 
@@ -46,10 +47,24 @@ class MemoryFile(io.RawIOBase):
 
     def readinto(self, b: Any) -> int:
         out = memoryview(b).cast("B")
-        n = max(0, min(out.nbytes, self._view.nbytes - self._pos))
-        out[:n] = self._view[self._pos : self._pos + n]
+        n = max(0, min(out.nbytes, self.length - self._pos))
+        self.read_at(self._pos, out[:n])
         self._pos += n
         return n
+
+    def read_at(self, at: int, out: memoryview) -> None:
+        raise NotImplementedError
+
+
+class MemoryFile(RandomAccessReader):
+    """A read-only, seekable file over a buffer (no copy of it), for ``torch.load`` and DCP's views."""
+
+    def __init__(self, buffer: Any) -> None:
+        self._view = memoryview(buffer).cast("B")
+        super().__init__(self._view.nbytes)
+
+    def read_at(self, at: int, out: memoryview) -> None:
+        out[:] = self._view[at : at + out.nbytes]
 
     def close(self) -> None:
         self._view.release()

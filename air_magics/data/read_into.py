@@ -13,8 +13,6 @@ load fails, as a load from a corrupt file always does).
 
 from __future__ import annotations
 
-import io
-import os
 from bisect import bisect_right
 from typing import Any
 
@@ -22,7 +20,7 @@ from ..io.confined import open_read
 from ..io.retry import retry_call
 from ..volumes.store import Location
 from .digests import new_hasher
-from .direct_read import CHUNK_BYTES
+from .direct_read import CHUNK_BYTES, RandomAccessReader
 
 __all__ = ["Kept", "KeptFile", "read_placed"]
 
@@ -59,36 +57,16 @@ class Kept:
             i += 1
 
 
-class KeptFile(io.RawIOBase):
+class KeptFile(RandomAccessReader):
     """A read-only, seekable view of ``[base, base + length)`` of a :class:`Kept` file: what torch's
     own reading opens for the items that were kept (objects, unusual tensors)."""
 
     def __init__(self, kept: Kept, base: int = 0, length: int | None = None) -> None:
-        super().__init__()
+        super().__init__(kept.size - base if length is None else length)
         self.kept, self.base = kept, base
-        self.length = kept.size - base if length is None else length
-        self._pos = 0
 
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._pos, os.SEEK_END: self.length}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
-
-    def readinto(self, b: Any) -> int:
-        out = memoryview(b).cast("B")
-        n = max(0, min(out.nbytes, self.length - self._pos))
-        self.kept.copy_into(self.base + self._pos, out[:n])
-        self._pos += n
-        return n
+    def read_at(self, at: int, out: memoryview) -> None:
+        self.kept.copy_into(self.base + at, out)
 
 
 def read_placed(
