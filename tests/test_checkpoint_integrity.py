@@ -352,3 +352,36 @@ def test_corrupt_error_is_an_air_checkpoint_error_and_pickles():
     assert isinstance(e, CheckpointError) and isinstance(e, AirError) and isinstance(e, RuntimeError)
     assert str(e) == "corrupt checkpoint step_3: file __0_0.distcp checksum mismatch; load an earlier step"
     assert str(pickle.loads(pickle.dumps(e))) == str(e)
+
+
+def test_a_save_makes_no_dcp_debug_records_unless_someone_listens(vol):
+    """torch logs ~2 DEBUG records per DCP step into a handler that discards them (7 ms of a
+    background save's call at 100 tensors); while the manager's call runs they are not made, the
+    level is as before afterwards, and a handler of the user's own still gets them."""
+    import io
+    import logging
+
+    log = logging.getLogger("c10d-NullHandler-dcp_logger")
+    made = []
+
+    class Seen(logging.Filter):
+        def filter(self, record):
+            made.append(record)
+            return True
+
+    seen = Seen()
+    log.addFilter(seen)
+    try:
+        level = log.level
+        mgr = CheckpointManager(f"{RUNS}/quietlog", show=False)
+        mgr.save(1, state(1))
+        assert made == [] and log.level == level
+        mine = logging.StreamHandler(io.StringIO())  # a handler of the user's own
+        log.addHandler(mine)
+        try:
+            mgr.save(2, state(2))
+        finally:
+            log.removeHandler(mine)
+        assert len(made) > 10 and loads(mgr, 2)
+    finally:
+        log.removeFilter(seen)
