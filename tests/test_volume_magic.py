@@ -59,7 +59,9 @@ def test_pack_tip_suggests_a_destination_pack_accepts(text_ip, small_files, caps
     for line in (create, pack, *_commands(folder.advice())):  # as the tips say: each works
         ip.run_line_magic("air_volume", line[len("%air_volume ") :])
     out = capsys.readouterr().out
-    assert out.count("600 / 600 files") == 2
+    # each pack's report once; its progress line reached 600 / 600 (more than once when a slow
+    # machine sends that count again with a later time or shard count: the text line is redrawn)
+    assert out.count("wrote 1 shard (600 files") == 2 and out.count("600 / 600 files") >= 2, out
     assert "packed folder: 600 members" in repr(ip.run_line_magic("air_volume", "ls /Volumes/main/me/raw_packed"))
     assert "packed folder: 600 members" in repr(ip.run_line_magic("air_volume", "ls /Volumes/main/me/raw/imgs_packed"))
 
