@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from .io.forksafe import renew_after_fork
+from .io.forksafe import ForkSafeLock
 from .snapshots import (
     HIDDEN,
     CacheInfo,
@@ -251,13 +250,8 @@ class EventChannel:
 
     def __init__(self) -> None:
         self._listeners: tuple[Listener, ...] = ()  # replaced, never mutated: emit reads it without a lock
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()  # a parent's thread may hold it at fork(): a child's is fresh
         self._failing: set[int] = set()
-        renew_after_fork(self)
-
-    def after_fork(self) -> None:
-        """A forked child gets a fresh lock (a parent's thread may hold its copy at ``fork()``)."""
-        self._lock = threading.Lock()
 
     def attach(self, listener: Listener) -> Attachment:
         if not callable(listener):
@@ -334,12 +328,7 @@ class _Throttled:
     def __init__(self, listener: Listener, interval: float, key: Callable[[Event], Hashable]) -> None:
         self.listener, self.interval, self.key = listener, interval, key
         self._last: dict[Hashable, float] = {}
-        self._lock = threading.Lock()
-        renew_after_fork(self)
-
-    def after_fork(self) -> None:
-        """A forked child gets a fresh lock: the parent's flusher thread may be inside a call at ``fork()``."""
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()  # the parent's flusher thread may be inside a call at fork()
 
     def __call__(self, event: Event) -> None:
         k = self.key(event)

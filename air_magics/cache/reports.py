@@ -11,13 +11,12 @@ progress report asked for before a final one never lands after it.
 from __future__ import annotations
 
 import functools
-import threading
 import time
 from collections.abc import Callable
 
 from ..events import CacheEvent, Throttle, channel
 from ..io.flusher import call_later
-from ..io.forksafe import renew_after_fork
+from ..io.forksafe import ForkSafeLock, renew_after_fork
 from ..snapshots import CacheInfo
 
 __all__ = ["StatusReports", "REPORT_EVERY"]
@@ -33,14 +32,12 @@ class StatusReports:
         self._info, self._flush = info, flush
         self._progress = Throttle(0.5)
         self._last = float("-inf")  # monotonic time of the last final report
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()  # the parent's flusher thread may hold it at fork() while it emits
         self._due = False  # a deferred final report is queued
         renew_after_fork(self)
 
     def after_fork(self) -> None:
-        """A forked child (a DataLoader worker): a fresh lock, which the parent's flusher thread may
-        hold at ``fork()`` while it emits, and no deferred report queued (the parent's is the parent's)."""
-        self._lock = threading.Lock()
+        """A forked child (a DataLoader worker) has no deferred report queued: the parent's is the parent's."""
         self._due = False
 
     def final(self, *, soon: bool = False) -> None:

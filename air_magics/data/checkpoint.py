@@ -70,9 +70,7 @@ class _Checked:
     info: Any
     file_size: int
     digest: str  # of ALGORITHM
-    items: dict[str, list[Any]] | None = (
-        None  # item offset -> [offset, bytes, dtype] of its tensor's data (data_layout)
-    )
+    items: dict[str, list[Any]] | None = None  # item offset -> [data offset, bytes, dtype] (data_layout)
 
 
 def _staging_root() -> Path:

@@ -78,15 +78,11 @@ def read_file(
 
     Returns its bytes (``None`` with ``keep=False``: only hashed, e.g. to verify) and
     ``{"size", <digest>: hex}`` of what was read, hashed with algorithm *digest* (``{"size"}``
-    alone for ``digest=None``). Transient errors
-    of the volume are retried."""
+    alone for ``digest=None``). Transient errors of the volume are retried."""
     fd, st = open_read(loc.path, loc.root)
     with open(fd, "rb", buffering=0, closefd=True) as f:
-        h, size, total = (
-            new_hasher(digest or ALGORITHM),
-            0,
-            st.st_size,
-        )  # a file that changes meanwhile fails its checksum
+        h = new_hasher(digest or ALGORITHM)
+        size, total = 0, st.st_size  # a file that changes meanwhile fails its checksum
         buf = bytearray(total if keep else min(total, CHUNK_BYTES))
         with memoryview(buf) as view:
             while size < total:

@@ -181,8 +181,8 @@ class CheckpointManager:
         waited = time.perf_counter() - t_wait
         rank, world = _dist.rank_and_world()
         here = self._loc()  # located once: the caller is waiting (each name below is joined to it)
-        done = here.join(f"step_{int(step)}")
-        if os.path.exists(done.path) if done.is_local else done.fs.exists(done.path):  # not a listing
+        step_dir = here.join(f"step_{int(step)}")
+        if os.path.exists(step_dir.path) if step_dir.is_local else step_dir.fs.exists(step_dir.path):  # no listing
             raise CheckpointError(
                 f"{self.step_path(step)} already exists; checkpoints are never overwritten: use a new step"
             )

@@ -21,12 +21,12 @@ import torch
 
 from .direct_read import MemoryFile
 
-__all__ = ["stored_layout", "stored_meta", "stored_tensor"]
+__all__ = ["stored_tensor"]
 
 _LOCAL_HEADER = 30  # bytes of a zip local file header before its name and extra field
 
 
-def stored_meta(record: IO[bytes]) -> torch.Tensor | None:
+def _stored_meta(record: IO[bytes]) -> torch.Tensor | None:
     """The tensor a ``torch.save`` record holds, on the meta device (dtype, shape, strides, offset;
     its data is not read); ``None`` when the record is not one plain dense tensor."""
     try:
@@ -38,12 +38,12 @@ def stored_meta(record: IO[bytes]) -> torch.Tensor | None:
     return meta
 
 
-def stored_layout(record: IO[bytes]) -> tuple[torch.Tensor, int] | None:
+def _stored_layout(record: IO[bytes]) -> tuple[torch.Tensor, int] | None:
     """The tensor a ``torch.save`` record holds (on the meta device) and where its data starts in
     the record; ``None`` unless it is one plain dense tensor in one uncompressed storage, in this
     machine's byte order. Reads the record's headers only (its central directory, the pickle, the
     local headers), never its data."""
-    meta = stored_meta(record)
+    meta = _stored_meta(record)
     if meta is None:
         return None
     try:
@@ -78,7 +78,7 @@ def _data_start(record: IO[bytes], info: zipfile.ZipInfo) -> int:
 def stored_tensor(record: memoryview) -> torch.Tensor | None:
     """The tensor ``torch.save`` wrote into *record* (a writable buffer's view), sharing its memory;
     ``None`` when the record is not one plain dense tensor in one uncompressed storage."""
-    layout = stored_layout(MemoryFile(record))
+    layout = _stored_layout(MemoryFile(record))
     if layout is None:
         return None
     meta, start = layout

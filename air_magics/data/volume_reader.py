@@ -83,9 +83,7 @@ class _Placement:
 
     place: list[tuple[int, memoryview]] = dataclasses.field(default_factory=list)  # (file offset, destination)
     keep: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # [start, end) file ranges
-    placed: list[tuple[Any, Any, torch.Tensor, int]] = dataclasses.field(
-        default_factory=list
-    )  # req, info, target, data at
+    placed: list[tuple[Any, torch.Tensor]] = dataclasses.field(default_factory=list)  # (read item, destination)
 
 
 def _placeable(req: Any, planner: Any, nbytes: int, dtype: str) -> torch.Tensor | None:
@@ -287,7 +285,7 @@ class UCVolumeReader(FileSystemReader):
             self._check_size(name, size, need[name])
             try:
                 items = per_file[name]
-                if isinstance(got, Kept) and into is not None:  # the placed tensors: checked, committed
+                if into is not None:  # the placed tensors: in place, the file verified
                     items = self._finish_placement(into, items, planner)
                 if isinstance(got, (bytearray, Kept)):  # read into memory: its plain tensors go straight in
                     items = self._load_in_place(got, items, planner)
@@ -330,13 +328,13 @@ class UCVolumeReader(FileSystemReader):
             data_at, nbytes, _ = at
             into.place.append((data_at, _bytes_of(target)))
             into.keep += [(md.offset, data_at), (data_at + nbytes, md.offset + md.length)]
-            into.placed.append((req, md, target, data_at))
+            into.placed.append((req, target))
         return into
 
     def _finish_placement(self, into: _Placement, items: list[Any], planner: Any) -> list[Any]:
         """Commit each placed tensor (its bytes are in place, the file verified); returns the other *items*."""
         done = set()
-        for req, _md, target, _at in into.placed:
+        for req, target in into.placed:
             planner.commit_tensor(req, target)
             done.add(id(req))
         return [req for req in items if id(req) not in done]

@@ -23,11 +23,10 @@ maker's.
 from __future__ import annotations
 
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import SettingError
-from .forksafe import renew_after_fork
+from .forksafe import ForkSafeLock
 
 __all__ = ["ProcessPool", "KINDS", "job_pool", "threads", "set_threads"]
 
@@ -79,14 +78,9 @@ class ProcessPool:
 
     def __init__(self, workers: int, name: str) -> None:
         self.workers, self.name = workers, name
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()  # another thread may hold it at fork(): a child's is fresh
         self._pid: int = 0
         self._pool: ThreadPoolExecutor | None = None
-        renew_after_fork(self)
-
-    def after_fork(self) -> None:
-        """A forked child gets a fresh lock (another thread may hold the parent's at ``fork()``)."""
-        self._lock = threading.Lock()
 
     def get(self) -> ThreadPoolExecutor:
         """This process's pool (made now in a process that has none: a fresh one, or a forked child)."""

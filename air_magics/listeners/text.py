@@ -5,12 +5,11 @@ the embedded Spark server's start (seconds waited). Each bar's clock starts when
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Hashable
 from typing import IO, Any
 
 from ..events import CopyEvent, Event, ExportEvent, LoaderEvent, ServerEvent
-from ..io.forksafe import renew_after_fork
+from ..io.forksafe import ForkSafeLock
 from ..io.units import fmt_bytes, fmt_rate, fmt_share
 
 __all__ = ["TqdmListener"]
@@ -27,12 +26,7 @@ class TqdmListener:
     def __init__(self, file: IO[str] | None = None, *, leave: bool = True) -> None:
         self.file, self.leave = file, leave
         self._bars: dict[Hashable, Any] = {}
-        self._lock = threading.Lock()
-        renew_after_fork(self)
-
-    def after_fork(self) -> None:
-        """A forked child gets a fresh lock (the parent's flusher thread may be drawing at ``fork()``)."""
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()  # the parent's flusher thread may be drawing at fork()
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, CopyEvent):
