@@ -2,21 +2,22 @@
 
 Why a module of its own: the dataset decides *what* a stream is (its files in epoch order, the
 cache validation running ahead of it, how one file is fetched); this decides *how* its items
-leave, which is the hot path. While items are at hand they leave on the consumer's thread in runs
-of ``_RUN`` looked up in one call into the cache (no thread, no lock, no Future per item); from the
-first item that is not, a :class:`~air_magics.data.prefetch.Prefetcher` keeps ``prefetch`` fetches
-in flight. In a DataLoader worker items leave as lists of ready items (whole batches). Every item
-counts in the dataset's :class:`Tally` before it is yielded (a ``state_dict`` taken mid-epoch
-resumes at the next item), the consumer's position reaches the cache validation, and the
-stream's seconds blocked on fetches and spent outside it reach the stage clock
+leave, which is the hot path. Two stages, each entered once per item: *fetch*, a
+:class:`~air_magics.data.prefetch.Prefetcher` that hands over runs of results in stream order
+(while items are at hand, runs of up to 64 looked up in one call into the cache on the consumer's
+thread: no thread, no lock, no Future per item; from the first item that is not, ``prefetch``
+fetches in flight), and *hand out*, one loop for the main process and DataLoader workers, warm
+and cold, that counts every item in the dataset's :class:`Tally` before it leaves (a
+``state_dict`` taken mid-epoch resumes at the next item). A worker's chunking into whole batches
+is a step after it. The consumer's position reaches the cache validation, and the stream's
+seconds blocked on fetches and spent outside it reach the stage clock
 (:mod:`air_magics.io.stageclock`).
 """
 
 from __future__ import annotations
 
 import io
-import itertools
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
@@ -29,9 +30,6 @@ if TYPE_CHECKING:
     from ..volumes.resolved import VolumeFile
 
 __all__ = ["Feed", "SkippedFile", "Tally", "feed", "read_local"]
-
-_ADVANCE_EVERY = 64  # items between two reports of the consumer's position to the validation
-_RUN = 64  # items a warm run looks up at once (one call into the cache)
 
 
 @dataclass(frozen=True)
@@ -112,16 +110,56 @@ def feed(plan: Callable[[], Feed]) -> Iterator[Any]:
     Why *plan* is a callback: the dataset's ``__iter__`` returns this generator itself, so its
     items pass through no generator of the dataset's own (a warm item costs this loop and the
     cache's lookup, nothing more), and the stream is still planned at the first ``next()``, not
-    at ``iter()``, as the body of a generator ``__iter__`` would be."""
-    fd = plan()
-    files, cache, output, transform, tally = fd.files, fd.cache, fd.output, fd.transform, fd.tally
-    validation, keep, chunk, slices, fetch_file, timed = fd.validation, fd.keep, fd.chunk, fd.slices, fd.fetch, fd.timed
-    hit = cache.hit
+    at ``iter()``, as the body of a generator ``__iter__`` would be.
 
-    def ready(i: int) -> Any | None:  # a warm file needs no thread; a transform runs on the threads
-        f = files[i]
+    The stream is two stages: *fetch* (:class:`Prefetcher`: hits looked up a run at a time on
+    the consumer's thread, misses on threads, runs of results in stream order) and *hand out*
+    (:func:`_hand_out`, the one loop that counts each item before it leaves); a DataLoader
+    worker's chunking (:func:`_chunked`) is a step between them, the same loop for warm and
+    cold items, fresh and persistent workers."""
+    fd = plan()
+    validation = fd.validation
+    try:
+        with Prefetcher(
+            fd.items, _fetcher(fd), fd.prefetch, ready=_ready(fd), ready_run=_ready_run(fd), on_window=validation.start
+        ) as fetched:
+            clock = _StreamClock(fetched)
+            try:
+                runs = fetched.runs()
+                yield from (
+                    _chunked(fd, runs, fetched, clock) if fd.chunk else _hand_out(fd, runs, clock, timed=fd.timed)
+                )
+            finally:
+                clock.flush()
+    finally:
+        validation.close()
+        try:
+            fd.cache.publish_status(soon=True)
+        except Exception:  # e.g. a generator closed during interpreter shutdown
+            pass
+
+
+def _fetcher(fd: Feed) -> Callable[[int], Any]:
+    """One item fetched on a thread: its file's version found first (no second request for it)."""
+    files, keep, fetch_file, wait = fd.files, fd.keep, fd.fetch, fd.validation.wait
+
+    def fetch(i: int) -> Any:
+        wait(i)
+        return fetch_file(files[i], keep, i)
+
+    return fetch
+
+
+def _ready(fd: Feed) -> Callable[[int], Any | None]:
+    """One item's value if it is at hand (a warm file needs no thread), else None; an item with a
+    transform always goes to the threads, where the transform runs."""
+    files, cache, output, validation, slices = fd.files, fd.cache, fd.output, fd.validation, fd.slices
+    hit, transform = cache.hit, fd.transform
+
+    def ready(i: int) -> Any | None:
         if transform is not None:
             return None
+        f = files[i]
         member = f.member
         if member is not None:
             if output == "path":
@@ -138,147 +176,80 @@ def feed(plan: Callable[[], Feed]) -> Iterator[Any]:
             path = hit(f)
         return path if path is None or output == "path" else read_local(path, output)
 
-    def fetch(i: int) -> Any:
-        validation.wait(i)  # its version is being found: no second request for it
-        return fetch_file(files[i], keep, i)
-
-    try:
-        rest: Iterator[int] | None = iter(fd.items)
-        carry: list[Any] = []
-        if transform is None and output == "path":  # a warm stream needs no prefetcher
-            if not chunk:
-                rest = yield from _warm_run(fd, rest)
-            else:
-                rest, carry = yield from _warm_chunks(fd, rest)
-            if rest is None:
-                if carry:
-                    yield carry
-                return
-        # an item not at hand (or a stream that does not run warm): its version may need checking
-        # against the volume, so the validation starts now, not at the first fetch thread's wait
-        validation.start()
-        with Prefetcher(rest, fetch, fd.prefetch, ready=ready) as fetched:
-            clock = _StreamClock(fetched)
-            try:
-                if not chunk:
-                    for value in fetched:
-                        n = tally.yielded = tally.yielded + 1
-                        if n % _ADVANCE_EVERY == 0:
-                            validation.advance(n)
-                            clock.flush()
-                        if value.__class__ is SkippedFile:
-                            tally.skipped.append(value)
-                        elif timed:  # in a worker, the time outside the stream is its consumer's
-                            t0 = perf_counter()
-                            yield value
-                            STAGES.add("outside", perf_counter() - t0)  # before the wrapper's batch leaves
-                        else:  # the loop's own process: the time outside is the loop's compute
-                            yield value
-                    return
-                yield from _chunks(fd, fetched, clock, carry)
-            finally:
-                clock.flush()
-    finally:
-        validation.close()
-        try:
-            cache.publish_status(soon=True)
-        except Exception:  # e.g. a generator closed during interpreter shutdown
-            pass
+    return ready
 
 
-def _warm_chunks(fd: Feed, items: Iterator[int]) -> Generator[list[str], None, tuple[Iterator[int] | None, list[str]]]:
-    """:func:`_warm_run` for a DataLoader worker: lists of ``fd.chunk`` paths (a multiple of the
-    batch size); returns the rest of the stream (or None) and the paths gathered since the last
-    list, which the prefetcher's lists carry on."""
-    tally, validation, chunk, ready = fd.tally, fd.validation, fd.chunk, []
-    while block := list(itertools.islice(items, _RUN)):
-        paths = _ready_paths(fd, block)
-        n = tally.yielded = tally.yielded + len(paths)
-        validation.advance(n)
-        ready += paths
-        while len(ready) >= chunk:
-            t0 = perf_counter()
-            yield ready[:chunk]
-            # the worker's collate and hand-over, on the clock before the next batch carries its totals
-            STAGES.add("outside", perf_counter() - t0)
-            ready = ready[chunk:]
-        if len(paths) < len(block):
-            return itertools.chain(block[len(paths) :], items), ready
-    return None, ready
+def _ready_run(fd: Feed) -> Callable[[list[int]], list[Any]] | None:
+    """The values of a run's leading items that are at hand; for a plain folder's paths one call
+    into the cache per run (None: the prefetcher asks :func:`_ready` item by item)."""
+    if fd.transform is not None or fd.output != "path" or fd.packed:
+        return None
+    cache, files, validation = fd.cache, fd.files, fd.validation
+    hit_paths, validated_here = cache.hit_paths, cache.validated_here
 
-
-def _ready_paths(fd: Feed, block: list[int]) -> list[str]:
-    """The paths of the leading files of *block* (indices into ``fd.files``) that are at hand
-    (cached and validated here, or a packed member already extracted): a plain folder's run is
-    one call into the cache."""
-    if not fd.packed:
-        cache, files, validation = fd.cache, fd.files, fd.validation
-        paths = cache.hit_paths(files, block)
+    def ready_run(block: list[int]) -> list[Any]:
+        paths = hit_paths(files, block)
         # files validated here whose pins aged (an epoch longer than pin_seconds / 4, as at a million
         # files): the validation re-pins the block's in one transaction, then the run goes on here;
-        # the prefetcher would cost a thread hand-off and a second lookup per item (~10 us a file)
-        while len(paths) < len(block) and cache.validated_here(files, block[len(paths)]):
+        # a fetch thread would cost a hand-off and a second lookup per item (~10 us a file)
+        while len(paths) < len(block) and validated_here(files, block[len(paths)]):
             if not validation.wait(block[-1]):
                 break
-            more = cache.hit_paths(files, block[len(paths) :])
+            more = hit_paths(files, block[len(paths) :])
             if not more:
                 break
             paths += more
         return paths
-    hit, paths, files = fd.cache.hit, [], fd.files
-    for f in (files[i] for i in block):
-        member = f.member
-        path = hit(f) if member is None else member.ready()
-        if path is None:
-            break
-        paths.append(path)
-    return paths
+
+    return ready_run
 
 
-def _warm_run(fd: Feed, items: Iterator[int]) -> Generator[str, None, Any]:
-    """The stream's paths while they are at hand, on the consumer's thread (a warm epoch: runs
-    of ``_RUN`` items looked up at once, no thread, no lock per item); returns the rest of the
-    stream from the first item that is not (for the prefetcher), or None when the stream ended."""
-    tally, validation, timed = fd.tally, fd.validation, fd.timed
-    n = tally.yielded
-    while block := list(itertools.islice(items, _RUN)):
-        paths = _ready_paths(fd, block)
-        validation.advance(n + len(paths))
-        for path in paths:
-            n = tally.yielded = n + 1
-            if timed:  # in a worker, the time outside the stream is its consumer's (a wrapper's decode)
+def _hand_out(fd: Feed, runs: Iterable[list[Any]], clock: _StreamClock, *, timed: bool) -> Iterator[Any]:
+    """The hand-out loop: each item counted in the dataset's tally before it leaves (a
+    ``state_dict`` taken between two items resumes at the next one), a skipped file recorded
+    instead of yielded, the consumer's position passed to the validation once per run; *timed*
+    (a worker's items handed one by one): the time outside the stream is its consumer's."""
+    tally, advance = fd.tally, fd.validation.advance
+    skipped = tally.skipped
+    for run in runs:
+        advance(tally.yielded + len(run))
+        clock.flush()
+        for value in run:
+            tally.yielded += 1
+            if value.__class__ is SkippedFile:
+                skipped.append(value)
+            elif timed:
                 t0 = perf_counter()
-                yield path
-                # on the clock at once: the batch the wrapper is building carries the totals, and a
-                # total kept here until the run ends left the verdict blind for the whole warm epoch
+                yield value
+                # on the clock at once: the batch a wrapper is building carries the totals
                 STAGES.add("outside", perf_counter() - t0)
-            else:
-                yield path
-        if len(paths) < len(block):
-            return itertools.chain(block[len(paths) :], items)
-    return None
+            else:  # the loop's own process: the time outside is the loop's compute
+                yield value
 
 
-def _chunks(fd: Feed, fetched: Prefetcher, clock: _StreamClock, carry: list[Any]) -> Iterator[list[Any]]:
-    """Lists of ready items for a DataLoader worker: up to ``fd.chunk`` items, a multiple of
-    ``fd.batch`` unless the stream ends, sent as soon as the next item is not ready yet (*carry*:
-    items the warm run had gathered when it met one that was not)."""
-    tally, validation, chunk, batch = fd.tally, fd.validation, fd.chunk, fd.batch
-    ready_items: list[Any] = carry
-    for value in fetched:
-        n = tally.yielded = tally.yielded + 1
-        if n % _ADVANCE_EVERY == 0:
-            validation.advance(n)
-        if value.__class__ is SkippedFile:
-            tally.skipped.append(value)
-        else:
-            ready_items.append(value)
-        k = len(ready_items)
-        if k and (k >= chunk or (k % batch == 0 and not fetched.next_ready())):
+def _chunked(fd: Feed, runs: Iterator[list[Any]], fetched: Prefetcher, clock: _StreamClock) -> Iterator[list[Any]]:
+    """A DataLoader worker's messages, cut from the hand-out loop: lists of up to ``fd.chunk``
+    items, a multiple of ``fd.batch`` unless the stream ends, sent as soon as the next item is
+    not ready yet (the first item never waits for a full chunk). An item is counted as it joins
+    a list, so the position a list carries counts exactly the items sent with it and before it."""
+    chunk, batch, tally = fd.chunk, fd.batch, fd.tally
+    run_end = 0  # the count at which the run being handed out ends
+
+    def tracked() -> Iterator[list[Any]]:
+        nonlocal run_end
+        for run in runs:
+            run_end = tally.yielded + len(run)
+            yield run
+
+    items: list[Any] = []
+    for value in _hand_out(fd, tracked(), clock, timed=False):
+        items.append(value)
+        k = len(items)
+        if k >= chunk or (k % batch == 0 and tally.yielded >= run_end and not fetched.next_ready()):
             clock.flush()
             t0 = perf_counter()
-            yield ready_items
+            yield items
             STAGES.add("outside", perf_counter() - t0)  # the worker's collate and hand-over
-            ready_items = []
-    if ready_items:
-        yield ready_items
+            items = []
+    if items:
+        yield items

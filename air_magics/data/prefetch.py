@@ -11,6 +11,7 @@ and at most ``2 x depth`` results wait to be handed out.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections import deque
@@ -23,6 +24,7 @@ from ..io.pools import job_pool
 __all__ = ["Prefetcher"]
 
 _END = object()
+RUN = 64  # items looked up at once while nothing is in flight, and the most a run holds
 
 
 class _Ready:
@@ -42,13 +44,17 @@ class _Ready:
 
 
 class Prefetcher:
-    """``for value in Prefetcher(items, fetch, depth): ...``; ``fetch(item)`` runs on a thread pool.
+    """``for run in Prefetcher(items, fetch, depth).runs(): ...``; ``fetch(item)`` runs on a thread pool.
 
-    ``ready(item)`` (optional) returns a value without a thread when one is at hand (a warm cache
-    hit), or ``None``. While nothing is in flight the consumer asks ``ready`` itself, item by item
-    (a warm epoch runs on the consumer's thread: no lock, no Future, no thread per item); the
-    first item that is not ready starts the threaded window, which runs until it drains. Use as a
-    context manager: leaving cancels what has not started and waits for the fetches in flight.
+    Results leave in *runs*: lists of consecutive results in stream order, so the consumer's loop
+    is entered once per run, not once per item. While nothing is in flight the consumer looks up
+    ``RUN`` items at once with ``ready_run(items)``, which returns the values of the leading items
+    that are at hand (a warm cache: one call into the cache, no thread, no lock, no Future); the
+    first item that is not starts the threaded window (``on_window`` is called once, before the
+    window's first fetch), which runs until it drains, a run then being the head result (waited
+    for) and those behind it that are already in. Inside the window ``ready(item)`` still spares
+    a thread for an item at hand. Use as a context manager: leaving cancels what has not started
+    and waits for the fetches in flight. Iterating the Prefetcher itself yields the results one by one.
     """
 
     def __init__(
@@ -58,10 +64,14 @@ class Prefetcher:
         depth: int,
         *,
         ready: Callable[[Any], Any | None] | None = None,
+        ready_run: Callable[[list[Any]], list[Any]] | None = None,
+        on_window: Callable[[], None] | None = None,
         name: str = "air-prefetch",
     ) -> None:
         self._items = iter(items)
         self._fetch, self._ready, self.depth = fetch, ready, depth
+        self._ready_run = ready_run if ready_run is not None else self._leading_ready
+        self._on_window = on_window
         self._name = name
         self._pool: ThreadPoolExecutor | None = None  # made on the first item that is not ready
         self._lock = threading.Lock()
@@ -72,6 +82,22 @@ class Prefetcher:
         self._closed = False
         self._inline = True  # the consumer owns the item iterator (nothing in flight, nothing queued)
         self.blocked = 0.0  # seconds the consumer waited for a result that was not in yet
+
+    @property
+    def threaded(self) -> bool:
+        """Whether any item has gone to a fetch thread."""
+        return self._pool is not None
+
+    def _leading_ready(self, block: list[Any]) -> list[Any]:
+        """The default ``ready_run``: ``ready`` item by item, up to the first that is not at hand."""
+        ready, out = self._ready, []
+        if ready is not None:
+            for item in block:
+                value = ready(item)
+                if value is None:
+                    break
+                out.append(value)
+        return out
 
     def __enter__(self) -> Prefetcher:
         return self
@@ -156,30 +182,41 @@ class Prefetcher:
     def next_ready(self) -> bool:
         """True when the next result is already there (the consumer may batch it with this one)."""
         if self._inline:
-            return True  # inline, the next item is asked for at once (and is usually a hit)
+            return True  # inline, the next items are looked up at once (and are usually hits)
         with self._lock:
             return bool(self._window) and self._window[0].done()
 
     def __iter__(self) -> Iterator[Any]:
-        items, ready, lock, window = self._items, self._ready, self._lock, self._window
+        for run in self.runs():
+            yield from run
+
+    def runs(self) -> Iterator[list[Any]]:
+        """The results in stream order, as lists of up to ``RUN`` (see the class)."""
+        lock, window = self._lock, self._window
         while True:
             if self._inline:
-                item = next(items, _END)
-                if item is _END:
+                block = list(itertools.islice(self._items, RUN))
+                if not block:
                     self._exhausted = True
                     return
-                value = ready(item) if ready is not None else None
-                if value is not None:
-                    yield value
+                values = self._ready_run(block)
+                if values:
+                    yield values
+                if len(values) == len(block):
                     continue
+                rest = block[len(values) :]
+                if self._on_window is not None:  # the window's first fetch may need it
+                    self._on_window()
+                    self._on_window = None
                 with lock:  # not ready: this item and those after it go through the window
                     self._inline = False
-                    self._start(item)
+                    self._items = itertools.chain(rest[1:], self._items)
+                    self._start(rest[0])
                 self._top_up()
             with lock:
                 head = window.popleft() if window else None
             if head is None:
-                # drained: back to asking inline once the last fetch's callback has run (it lands
+                # drained: back to looking up inline once the last fetch's callback has run (it lands
                 # just after its result is set, and may still top the window up); taking the
                 # filler's lock first means no filler is between two items of the stream
                 with self._filling, lock:
@@ -191,10 +228,16 @@ class Prefetcher:
                     time.sleep(0)
                 continue
             if head.done():
-                value = head.result()
+                run = [head.result()]
             else:
                 t0 = time.perf_counter()
-                value = head.result()
+                run = [head.result()]
                 self.blocked += time.perf_counter() - t0
+            with lock:  # what is already in behind the head joins its run (an error stays for its turn)
+                while window and len(run) < RUN:
+                    nxt = window[0]
+                    if not nxt.done() or (nxt.__class__ is not _Ready and nxt.exception() is not None):
+                        break
+                    run.append(window.popleft().result())
             self._top_up()
-            yield value
+            yield run
