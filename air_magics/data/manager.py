@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 import uuid
@@ -45,6 +44,7 @@ from typing import Any
 
 from ..errors import AirError, CheckpointCorruptError
 from ..events import CheckpointEvent, Listener, channel
+from ..io.flusher import call_later
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
 from . import _dist
@@ -63,6 +63,7 @@ from .commit import (
     write_text_atomic,
 )
 from .digests import ALGORITHM
+from .held_folder import HeldFolder
 
 __all__ = ["CheckpointManager"]
 
@@ -122,6 +123,8 @@ class CheckpointManager:
         self.status_name = status_name(str(self.directory))
         self._active: str | None = None
         self._latest: int | None | str = "unknown"  # what _publish reports; listed once, then kept by _commit
+        self._located: Location | None = None  # see _loc
+        self._held: HeldFolder | None = None  # see _held_folder
         self.listeners = tuple(listeners)
         if _dist.rank_and_world()[0] == 0:
             self.store.makedirs(self.directory)
@@ -133,8 +136,21 @@ class CheckpointManager:
         return f"CheckpointManager({str(self.directory)!r}, keep={self.keep}, latest={self.latest()})"
 
     # -- where things are -----------------------------------------------------------------------
+    def _held_folder(self) -> HeldFolder:
+        """The manager's folder, for the save's lookups (see :mod:`.held_folder`)."""
+        if self._held is None:
+            self._held = HeldFolder(self._loc())
+        return self._held
+
     def _loc(self, name: str = "") -> Location:
-        return self.store.locate(self.directory.joinpath(name) if name else self.directory)
+        """Where the manager's folder (or *name* in it) lies. The folder is located once per manager
+        (a lookup is an ``lstat`` per path part on a mount: 2-4 ms on a volume at 2 ms a request, and a
+        save made several); what escapes the volume through a link is still refused at every open
+        (:mod:`air_magics.io.confined`), and a save that fails locates it again."""
+        here = self._located
+        if here is None:
+            here = self._located = self.store.locate(self.directory)
+        return here.join(name) if name else here
 
     def step_path(self, step: int) -> VolumePath:
         return self.directory / f"step_{int(step)}"
@@ -180,9 +196,9 @@ class CheckpointManager:
         self.wait()  # one save in flight at a time
         waited = time.perf_counter() - t_wait
         rank, world = _dist.rank_and_world()
-        here = self._loc()  # located once: the caller is waiting (each name below is joined to it)
-        step_dir = here.join(f"step_{int(step)}")
-        if os.path.exists(step_dir.path) if step_dir.is_local else step_dir.fs.exists(step_dir.path):  # no listing
+        here = self._loc()
+        folder = self._held_folder()
+        if folder.has(f"step_{int(step)}"):  # one lookup (no listing)
             raise CheckpointError(
                 f"{self.step_path(step)} already exists; checkpoints are never overwritten: use a new step"
             )
@@ -190,15 +206,20 @@ class CheckpointManager:
             state = self._collect(model, optimizer, loader, rank)
         pending = self.directory / f"{PENDING_PREFIX}{int(step)}"
         self._active = pending.name
-        if rank == 0:  # a leftover of a crashed attempt at this step (rmtree follows no link)
+        if rank == 0 and folder.has(pending.name):  # a crashed attempt's leftover (rmtree follows no link)
             remove_folder(here.join(pending.name))
         _barrier(world)
-        rec = self._record(step, "staging", started=time.time())
+        # a save in the background reports its start from this process's flusher thread: the status
+        # document (1.5-3 ms on a disk busy with the previous save's writeback) is off the loop's clock
+        rec = self._record(step, "staging", publish=blocking, started=time.time())
+        if not blocking:
+            call_later(0.0, self._publish)
         if waited > _WAITED_NOTICE:  # the previous save had not finished: the view says so
             rec["waited_s"] = waited
         writer = UCVolumeWriter(
             pending,
             store=self.store,
+            location=here.join(pending.name),
             upload_workers=self.upload_workers,
             listeners=[lambda e: self._update(rec, e.state, **e.detail)],
         )
@@ -216,6 +237,7 @@ class CheckpointManager:
                 else:
                     fut = dcp.async_save(state, storage_writer=writer)
         except BaseException as exc:
+            self._located = self._held = None  # the volume may have moved: the next save looks again
             self._update(rec, "failed", error=str(_as_error(exc, "save failed")))
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
@@ -270,6 +292,7 @@ class CheckpointManager:
         try:
             self._commit(step, rec, writer, rank, world=1)  # no collectives off the main thread
         except Exception as exc:
+            self._located = self._held = None  # the volume may have moved: the next save looks again
             self._update(rec, "failed", error=str(exc))
         finally:
             done.set()
@@ -451,11 +474,12 @@ class CheckpointManager:
         return state
 
     # -- status ---------------------------------------------------------------------------------
-    def _record(self, step: int, state: str, **info: Any) -> dict[str, Any]:
+    def _record(self, step: int, state: str, *, publish: bool = True, **info: Any) -> dict[str, Any]:
         rec = {"step": step, "state": state, **info}
         self._history.append(rec)
         del self._history[:-_HISTORY]
-        self._publish()
+        if publish:
+            self._publish()
         return rec
 
     def _update(self, rec: dict[str, Any], state: str, **info: Any) -> None:

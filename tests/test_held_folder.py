@@ -1,0 +1,63 @@
+"""data/held_folder.py and the checks a save makes through it: one lookup per name, relative to the
+manager's folder; a crashed attempt's leftover removed, an existing step refused."""
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from air_magics.data import CheckpointError, CheckpointManager
+from air_magics.data.held_folder import HeldFolder
+from air_magics.errors import ConfinementError
+from air_magics.volumes import VolumeStore
+
+
+@pytest.fixture
+def store():
+    s = VolumeStore()
+    s.create("main.hf.runs")
+    return s
+
+
+def test_names_are_looked_up_in_the_folder_it_holds(store, tmp_path):
+    loc = store.locate("/Volumes/main/hf/runs/a")
+    held = HeldFolder(loc)
+    assert not held.has("step_1")  # the folder is not there yet: nothing is in it, nothing held
+    os.makedirs(loc.path)
+    Path(loc.path, "file").write_text("x")
+    os.makedirs(os.path.join(loc.path, "step_1"))
+    os.symlink("/nonexistent", os.path.join(loc.path, "dangling"))
+    assert held.has("step_1") and held.has("file") and held.has("dangling")  # a link counts, followed or not
+    assert not held.has("step_2")
+    # held: the folder it opened, even once that folder is renamed (the manager drops it when a save fails)
+    os.rename(loc.path, loc.path + ".moved")
+    assert held.has("step_1")
+
+
+def test_a_link_out_of_the_volume_is_refused_when_the_folder_is_opened(store, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    loc = store.locate("/Volumes/main/hf/runs")
+    os.symlink(outside, os.path.join(loc.path, "escape"))
+    with pytest.raises(ConfinementError, match="leads outside"):
+        HeldFolder(loc.join("escape")).has("anything")
+
+
+def test_a_save_removes_its_crashed_attempt_and_refuses_an_existing_step(store):
+    mgr = CheckpointManager("/Volumes/main/hf/runs/m", show=False)
+    mgr.save(1, {"w": torch.ones(3)})
+    d = store.locate("/Volumes/main/hf/runs/m").path
+    leftover = Path(d, ".pending-step_2")
+    leftover.mkdir()
+    (leftover / "__0_0.distcp").write_bytes(b"half a file")  # what a killed save left
+    mgr.save(2, {"w": torch.full((3,), 2.0)})
+    assert not leftover.exists() and mgr.steps() == [1, 2]
+    out = {"w": torch.zeros(3)}
+    assert mgr.load(out) == 2 and torch.equal(out["w"], torch.full((3,), 2.0))
+    with pytest.raises(CheckpointError, match="never overwritten"):
+        mgr.save(2, {"w": torch.ones(3)})
+    mgr.save(3, {"w": torch.ones(3)}, blocking=False, background_staging=True)
+    with pytest.raises(CheckpointError, match="never overwritten"):
+        mgr.save(3, {"w": torch.ones(3)}, blocking=False)  # waits for step 3, then finds it
+    mgr.wait()
