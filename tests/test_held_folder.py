@@ -61,3 +61,23 @@ def test_a_save_removes_its_crashed_attempt_and_refuses_an_existing_step(store):
     with pytest.raises(CheckpointError, match="never overwritten"):
         mgr.save(3, {"w": torch.ones(3)}, blocking=False)  # waits for step 3, then finds it
     mgr.wait()
+
+
+def test_latest_trusts_its_pointer_only_when_the_step_it_names_is_complete(store):
+    """``latest()`` reads the pointer and checks both markers of its step (three lookups); a pointer
+    to a step that is missing, incomplete or not a step name falls back to the listing's newest."""
+    mgr = CheckpointManager("/Volumes/main/hf/runs/p", show=False)
+    for step in (1, 2):
+        mgr.save(step, {"w": torch.full((2,), float(step))})
+    d = Path(store.locate("/Volumes/main/hf/runs/p").path)
+    assert mgr.latest() == 2
+    for pointer, expect in (("step_1", 1), ("step_9", 2), ("garbage", 2), ("step_2", 2)):
+        (d / "latest").write_text(pointer)
+        assert mgr.latest() == expect, pointer
+    (d / "step_2" / "_COMMITTED").unlink()  # un-committed: step 1 is the newest complete one
+    assert mgr.latest() == 1 and mgr.steps() == [1]
+    with pytest.raises(CheckpointError, match="missing or incomplete"):
+        mgr.load({"w": torch.zeros(2)}, step=2)
+    (d / "latest").unlink()
+    out = {"w": torch.zeros(2)}
+    assert mgr.load(out) == 1 and torch.equal(out["w"], torch.full((2,), 1.0))

@@ -13,6 +13,7 @@ import weakref
 
 from ..io.confined import open_dir
 from ..volumes.store import Location
+from .commit import read_text
 
 __all__ = ["HeldFolder"]
 
@@ -26,19 +27,39 @@ class HeldFolder:
         self.loc = loc
         self._fd: int | None = None
 
+    def _held(self) -> int | None:
+        """The folder's descriptor; None while the folder is not there."""
+        if self._fd is None:
+            try:
+                self._fd = open_dir(self.loc.path, self.loc.root)
+            except FileNotFoundError:  # not made yet (another rank makes it): nothing is in it
+                return None
+            weakref.finalize(self, os.close, self._fd)
+        return self._fd
+
     def has(self, name: str) -> bool:
-        """Whether *name* (a file, folder or link) is in the folder."""
+        """Whether *name* (a file, folder or link; ``a/b`` looks inside folder ``a``) is in the folder."""
         loc = self.loc
         if not loc.is_local:
             return bool(loc.fs.exists(loc.join(name).path))
-        if self._fd is None:
-            try:
-                self._fd = open_dir(loc.path, loc.root)
-            except FileNotFoundError:  # not made yet (another rank makes it): nothing is in it
-                return False
-            weakref.finalize(self, os.close, self._fd)
+        fd = self._held()
         try:
-            os.stat(name, dir_fd=self._fd, follow_symlinks=False)
-        except FileNotFoundError:
+            os.stat(name, dir_fd=fd, follow_symlinks=False) if fd is not None else None
+        except (FileNotFoundError, NotADirectoryError):
             return False
-        return True
+        return fd is not None
+
+    def read_text(self, name: str) -> str | None:
+        """File *name*'s text, stripped (a link is not followed); None when it is not there."""
+        loc = self.loc
+        if not loc.is_local:
+            return read_text(loc.join(name))
+        fd = self._held()
+        if fd is None:
+            return None
+        try:
+            f = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        with open(f, encoding="utf-8", closefd=True) as text:
+            return text.read().strip()

@@ -51,8 +51,10 @@ from . import _dist
 from .checkpoint import CheckpointError, UCVolumeReader, UCVolumeWriter
 from .commit import (
     COMMITTED,
+    METADATA,
     PENDING_PREFIX,
     PRUNING_PREFIX,
+    STEP_RE,
     checkpoint_status,
     commit_folder,
     commit_marker,
@@ -161,7 +163,15 @@ class CheckpointManager:
 
     def latest(self) -> int | None:
         """The newest complete step (the ``latest`` pointer, verified), or ``None``."""
+        pointed = self._held_folder().read_text("latest")
+        if pointed and STEP_RE.match(pointed) and self._committed(int(pointed[5:])):
+            return int(pointed[5:])  # three lookups; the listing (a request per step, and more) only without one
         return checkpoint_status(str(self.directory), self.store)["latest"]
+
+    def _committed(self, step: int) -> bool:
+        """Whether ``step_<step>`` is a complete checkpoint (both markers), by two lookups."""
+        folder = self._held_folder()
+        return folder.has(f"step_{int(step)}/{COMMITTED}") and folder.has(f"step_{int(step)}/{METADATA}")
 
     # -- saving ---------------------------------------------------------------------------------
     def save(
@@ -444,7 +454,7 @@ class CheckpointManager:
             step = self.latest()
             if step is None:
                 raise CheckpointError(f"no complete checkpoint in {self.directory}; save one first")
-        elif step not in self.steps():
+        elif not self._committed(step):
             raise CheckpointError(
                 f"{self.step_path(step)} is missing or incomplete; complete steps: {self.steps() or 'none'}"
             )

@@ -34,7 +34,7 @@ from ..cache import FileCache
 from ..errors import CheckpointCorruptError, CheckpointError
 from ..io.pools import job_pool
 from ..volumes.path import VolumePath
-from ..volumes.store import VolumeStore
+from ..volumes.store import Location, VolumeStore
 from .commit import CHECKSUMS, COMMITTED, METADATA, STEP_RE, read_text
 from .digests import algorithm_of, file_digest, parse_checksums
 from .direct_read import MemoryFile, read_file
@@ -84,6 +84,10 @@ class _Placement:
     place: list[tuple[int, memoryview]] = dataclasses.field(default_factory=list)  # (file offset, destination)
     keep: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # [start, end) file ranges
     placed: list[tuple[Any, torch.Tensor]] = dataclasses.field(default_factory=list)  # (read item, destination)
+
+
+def _exists(loc: Location) -> bool:
+    return os.path.exists(loc.path) if loc.is_local else bool(loc.fs.exists(loc.path))
 
 
 def _placeable(req: Any, planner: Any, nbytes: int, dtype: str) -> torch.Tensor | None:
@@ -151,17 +155,15 @@ class UCVolumeReader(FileSystemReader):
         self.path = str(self.volume_path)
         name = self.volume_path.name
         self.label = name if STEP_RE.match(name) else str(self.volume_path)  # step_N, as the manager names it
-        store = self.store
-        if not store.exists(self.volume_path.joinpath(METADATA)):
-            what = (
-                "does not exist"
-                if not store.exists(self.volume_path)
-                else "has no .metadata (incomplete or not a checkpoint)"
-            )
+        # located once: each file is joined to it (a lookup is an lstat per path part, a request each
+        # on a mount whose cached entries expired); every open is still confined to the volume
+        self.where = where = self.store.locate(self.volume_path)
+        if not _exists(where.join(METADATA)):
+            what = "does not exist" if not _exists(where) else "has no .metadata (incomplete or not a checkpoint)"
             raise CheckpointError(
                 f"checkpoint {self.volume_path} {what}; pick a complete one (CheckpointManager.latest())"
             )
-        self.reads_direct = store.locate(self.volume_path).is_local if self.direct is None else self.direct
+        self.reads_direct = where.is_local if self.direct is None else self.direct
         self.checksums = self._recorded_checksums()
 
     @classmethod
@@ -175,7 +177,7 @@ class UCVolumeReader(FileSystemReader):
     def _recorded_checksums(self) -> dict[str, dict[str, Any]] | None:
         """Checksums from ``_COMMITTED`` (the manager's), else ``.checksums.json``; ``None``: none recorded."""
         for name in (COMMITTED, CHECKSUMS):
-            text = read_text(self.store.locate(self.volume_path.joinpath(name)))
+            text = read_text(self.where.join(name))
             if text is None:
                 continue
             try:
@@ -192,11 +194,12 @@ class UCVolumeReader(FileSystemReader):
         """File *vp* as bytes (direct), placed into its tensors (*into*) or a local copy (cache),
         with its digest by *algorithm* (``None``: its size only)."""
         if into is not None and algorithm is not None:
-            return read_placed(self.store.locate(vp), into.place, into.keep, algorithm)
+            return read_placed(self.where.join(vp.name), into.place, into.keep, algorithm)
         if self.reads_direct:
+            loc = self.where.join(vp.name)
             if not (algorithm or keep):  # a size is all that is asked: no read at all
-                return None, {"size": self.store.stat(vp).size}
-            return read_file(self.store.locate(vp), keep=keep, digest=algorithm)
+                return None, {"size": os.stat(loc.path).st_size if loc.is_local else int(loc.fs.size(loc.path))}
+            return read_file(loc, keep=keep, digest=algorithm)
         local = self.cache.get(vp)
         return local, (file_digest(local, algorithm) if algorithm else {"size": os.path.getsize(local)})
 
