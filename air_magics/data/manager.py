@@ -31,12 +31,11 @@ are removed only by a save of the same step N and by ``cleanup()``.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import logging
 import threading
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import MappingProxyType
@@ -64,6 +63,7 @@ from .commit import (
     uncommit_folder,
     write_text_atomic,
 )
+from .dcp_calls import async_save_on_thread, quiet_async_saves, single_process_quiet
 from .digests import ALGORITHM
 from .held_folder import HeldFolder
 
@@ -199,6 +199,10 @@ class CheckpointManager:
             if step % 100 == 0:
                 mgr.save(step, model=model, optimizer=optimizer, blocking=False, background_staging=True)
 
+        With one process, ``background_staging=True`` runs torch's ``async_save`` itself on a thread
+        kept for it, so a failure there (the state cannot be staged or planned) is not raised here:
+        the save's record says ``failed`` with the error (the view shows it; :meth:`wait` returns).
+
         One save is in flight at a time: a save waits for the previous one to finish."""
         import torch.distributed.checkpoint as dcp
 
@@ -235,12 +239,16 @@ class CheckpointManager:
         )
         t0 = time.perf_counter()
         if not blocking:
-            _quiet_async_saves()  # outside the scoped filter below, which would undo it on exit
+            quiet_async_saves()  # outside the scoped filter below, which would undo it on exit
         staged: Any = None
         try:
-            with _single_process_quiet():
+            # one process: the call returns at once, DCP runs on a thread of its own (see dcp_calls)
+            on_thread = not blocking and background_staging and world == 1
+            with contextlib.nullcontext() if on_thread else single_process_quiet():
                 if blocking:
                     dcp.save(state, storage_writer=writer)
+                elif on_thread:
+                    fut, staged = async_save_on_thread(state, writer, self._background_stager())
                 elif background_staging:
                     resp = dcp.async_save(state, storage_writer=writer, async_stager=self._background_stager())
                     fut, staged = resp.upload_completion, resp.staging_completion
@@ -380,7 +388,7 @@ class CheckpointManager:
         step = self._pick(step)
         with self._suggest_earlier_step(step):
             try:
-                with _single_process_quiet():
+                with single_process_quiet():
                     dcp.load(state, storage_reader=self._reader(step))
             except BaseException as exc:
                 if isinstance(exc, (KeyboardInterrupt, SystemExit, AirError)) or _corruption(exc):
@@ -534,44 +542,3 @@ def _barrier(world: int) -> None:
 
 
 _WAITED_NOTICE = 0.05  # seconds a save waited for the previous one before the view mentions it
-
-
-def _quiet_async_saves() -> None:
-    """An async save's staging thread warns outside any caller's scope, and the warnings module has
-    no per-thread filters: from the first async save on, this one torch message (only it, only as
-    attributed to torch.distributed.checkpoint) is ignored in the process. Idempotent."""
-    warnings.filterwarnings(
-        "ignore",
-        message="torch.distributed is disabled, unavailable or uninitialized",
-        category=UserWarning,
-        module=r"torch\.distributed\.checkpoint",
-    )
-
-
-_DCP_LOGGER = "c10d-NullHandler-dcp_logger"  # torch's: DEBUG, into a NullHandler
-
-
-@contextmanager
-def _single_process_quiet() -> Iterator[None]:
-    """DCP warns on every single-process save and load ("assuming the intent is to ... in a single
-    process"), the normal case here. Scoped to the call: the user's own warning filters are left
-    alone (an async save's background thread may still warn once).
-
-    DCP also makes two DEBUG log records for each of its steps (~200 for a 100-tensor save, 7 ms
-    of the caller's time in a background save's call) for a logger whose only handler discards them;
-    while the call runs, that logger records INFO and up (unless someone lowered it, or gave it a
-    handler of their own)."""
-    log = logging.getLogger(_DCP_LOGGER)
-    level = log.level
-    quiet = level == logging.DEBUG and all(isinstance(h, logging.NullHandler) for h in log.handlers)
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", message="torch.distributed is disabled, unavailable or uninitialized", category=UserWarning
-        )
-        if quiet:
-            log.setLevel(logging.INFO)
-        try:
-            yield
-        finally:
-            if quiet:
-                log.setLevel(level)

@@ -1,5 +1,7 @@
-"""data/held_folder.py and the checks a save makes through it: one lookup per name, relative to the
-manager's folder; a crashed attempt's leftover removed, an existing step refused."""
+"""What a manager's save and load do on the training loop's clock: lookups relative to its held
+folder (data/held_folder.py: a crashed attempt's leftover removed, an existing step refused, the
+``latest`` pointer trusted only for a complete step), and a background save's DCP call on a
+thread of its own (data/dcp_calls.py: its failure reaches the record, not the caller)."""
 
 import os
 from pathlib import Path
@@ -81,3 +83,24 @@ def test_latest_trusts_its_pointer_only_when_the_step_it_names_is_complete(store
     (d / "latest").unlink()
     out = {"w": torch.zeros(2)}
     assert mgr.load(out) == 1 and torch.equal(out["w"], torch.full((2,), 1.0))
+
+
+def test_a_background_save_that_fails_off_the_call_is_recorded_failed_and_the_next_one_works(store):
+    """With one process, a background-staging save's DCP call runs on a thread of its own (the call
+    returns at once): its failure reaches the save's record, not the caller, and leaves no step."""
+    import threading
+
+    from air_magics.data.commit import checkpoint_status
+
+    mgr = CheckpointManager("/Volumes/main/hf/runs/f", show=False)
+    mgr.save(1, {"w": torch.ones(2)})
+    mgr.save(2, {"w": torch.ones(2), "lock": threading.Lock()}, blocking=False, background_staging=True)
+    mgr.wait_staged()
+    mgr.wait()
+    last = checkpoint_status("/Volumes/main/hf/runs/f")["saves"][-1]
+    assert last["step"] == 2 and last["state"] == "failed" and "lock" in last["error"].lower(), last
+    assert mgr.steps() == [1] and mgr.latest() == 1
+    mgr.save(3, {"w": torch.full((2,), 3.0)}, blocking=False, background_staging=True)
+    mgr.wait()
+    out = {"w": torch.zeros(2)}
+    assert mgr.steps() == [1, 3] and mgr.load(out) == 3 and torch.equal(out["w"], torch.full((2,), 3.0))
