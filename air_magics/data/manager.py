@@ -37,6 +37,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
@@ -44,6 +45,7 @@ from typing import Any
 from ..errors import AirError, CheckpointCorruptError
 from ..events import CheckpointEvent, Listener, channel
 from ..io.flusher import call_later
+from ..io.pools import ProcessPool
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
 from . import _dist
@@ -68,6 +70,9 @@ from .digests import ALGORITHM
 from .held_folder import HeldFolder
 
 __all__ = ["CheckpointManager"]
+
+_TAIL_NAME = "air-ckpt-tail"
+_TAIL = ProcessPool(1, _TAIL_NAME)  # a one-process save's pointer and pruning (see _after_commit)
 
 _HISTORY = 20
 _PRUNE_HOOK: Callable[[str], None] | None = None
@@ -127,6 +132,7 @@ class CheckpointManager:
         self._latest: int | None | str = "unknown"  # what _publish reports; listed once, then kept by _commit
         self._located: Location | None = None  # see _loc
         self._held: HeldFolder | None = None  # see _held_folder
+        self._tail: Future[None] | None = None  # the last commit's pointer and pruning (see _after_commit)
         self.listeners = tuple(listeners)
         if _dist.rank_and_world()[0] == 0:
             self.store.makedirs(self.directory)
@@ -159,10 +165,12 @@ class CheckpointManager:
 
     def steps(self) -> list[int]:
         """Committed steps, oldest first."""
+        self._wait_tail()
         return checkpoint_status(str(self.directory), self.store)["steps"]
 
     def latest(self) -> int | None:
         """The newest complete step (the ``latest`` pointer, verified), or ``None``."""
+        self._wait_tail()
         pointed = self._held_folder().read_text("latest")
         if pointed and STEP_RE.match(pointed) and self._committed(int(pointed[5:])):
             return int(pointed[5:])  # three lookups; the listing (a request per step, and more) only without one
@@ -316,7 +324,7 @@ class CheckpointManager:
             done.set()
 
     def wait(self) -> None:
-        """Wait for a background save to finish (committed or failed)."""
+        """Wait for a background save to finish (committed or failed), its pointer and pruning too."""
         with self._lock:
             pending, self._pending = self._pending, None
         if pending is not None:
@@ -326,6 +334,7 @@ class CheckpointManager:
             except BaseException:
                 pass  # recorded as failed by the callback
             done.wait()  # committed (or failed) and published
+        self._wait_tail()
 
     def _commit(self, step: int, rec: dict[str, Any], writer: UCVolumeWriter, rank: int, world: int) -> None:
         if rank == 0:
@@ -333,9 +342,11 @@ class CheckpointManager:
             # checksums of every file (None if torch ran the save elsewhere: then .checksums.json has them)
             write_text_atomic(src.join(COMMITTED), commit_marker(step, writer.checksums or None, ALGORITHM))
             commit_folder(src, dst, last=COMMITTED)
-            write_text_atomic(self._loc("latest"), f"step_{int(step)}")
             self._latest = step
-            self._prune()
+            if world == 1:  # durable now: the pointer and the pruning need not hold the caller
+                self._tail = _TAIL.get().submit(self._after_commit, step, rec, background=True)
+            else:
+                self._after_commit(step, rec, background=False)
         _barrier(world)
         seconds = time.time() - rec["started"]
         ranks = writer.rank_bytes if len(writer.rank_bytes) > 1 else None  # rank 0 saw every rank's files
@@ -348,6 +359,27 @@ class CheckpointManager:
             mb_per_s=total / 1e6 / seconds if seconds > 0 else 0.0,
             rank_bytes=ranks,
         )
+
+    def _after_commit(self, step: int, rec: dict[str, Any], *, background: bool) -> None:
+        """The ``latest`` pointer and the pruning to ``keep`` (20-40 ms, and 100+ more for each step
+        deleted, on a volume at 2 ms a request). Neither is part of the commit: a pointer not yet
+        moved names a complete older step (and :meth:`latest` waits for it in this process), and a
+        prune killed midway is finished by the next one. In the *background*, a failure is kept in
+        the save's record (``after_commit_error``) instead of raised."""
+        try:
+            write_text_atomic(self._loc("latest"), f"step_{int(step)}")
+            self._prune()
+        except Exception as exc:
+            if not background:
+                raise
+            rec["after_commit_error"] = f"{type(exc).__name__}: {exc}"
+            self._publish()
+
+    def _wait_tail(self) -> None:
+        """Wait for the last save's pointer and pruning (see :meth:`_after_commit`)."""
+        tail = self._tail
+        if tail is not None and not threading.current_thread().name.startswith(_TAIL_NAME):  # (not on itself)
+            tail.result()
 
     def _prune(self) -> None:
         found = scan_checkpoints(self.directory, self.store)
@@ -371,6 +403,7 @@ class CheckpointManager:
         older than *older_than* seconds, except this manager's running save. Call it while no other
         process saves here: a pending folder does not say which process owns it.
         """
+        self._wait_tail()
         found = scan_checkpoints(self.directory, self.store)
         mine = {self._active, "step_" + self._active[len(PENDING_PREFIX) :]} if self._active else set()
         unowned = found["pending"] + found["uncommitted"]
@@ -458,6 +491,7 @@ class CheckpointManager:
         return step
 
     def _pick(self, step: int | None) -> int:
+        self._wait_tail()  # a step being pruned is not picked
         if step is None:
             step = self.latest()
             if step is None:
