@@ -152,6 +152,9 @@ class UCVolumeWriter(FileSystemWriter):
             )
         self.direct = self.dest.is_local if direct is None else direct
         self.bytes_uploaded = 0
+        # the manifest is fsynced before .metadata is published (a power cut must not leave a checkpoint
+        # whose checksums are lost); False where a later fsynced marker records them too (the manager's)
+        self.manifest_fsync = True
         self.checksums: dict[str, dict[str, Any]] = {}  # coordinator, after finish: every file written
         self.rank_bytes: list[int] = []  # coordinator, after finish: data bytes each rank wrote
         self.staging = None if self.direct else _staging_root() / uuid.uuid4().hex
@@ -174,6 +177,7 @@ class UCVolumeWriter(FileSystemWriter):
                     f"make a writer for it"
                 )
         if self.direct:
+            self.direct_fs.release_folders()  # a new save verifies its folders again
             self.direct_fs.root = self.dest.root
             self.direct_fs.digests.clear()
             self.direct_fs.writes.clear()
@@ -193,6 +197,9 @@ class UCVolumeWriter(FileSystemWriter):
 
     def _remote_exists(self, rel: str) -> bool:
         loc = self.dest.join(rel)
+        if self.direct:  # the folder made and held now (torch's own check and every file then use it)
+            self.direct_fs.mkdir(self.dest.path)
+            return self.direct_fs.exists(loc.path)
         return os.path.exists(loc.path) if loc.is_local else loc.fs.exists(loc.path)
 
     def prepare_local_plan(self, plan: Any) -> Any:
@@ -294,16 +301,19 @@ class UCVolumeWriter(FileSystemWriter):
         """torch writes ``.metadata`` onto the volume under its temp name; its publishing waits
         until the manifest (with its digest) is there."""
         fs = self.direct_fs
-        with fs.hold_renames():
-            super().finish(metadata, results)
-        self._raise_failures()
-        if files is not None:
-            tmp = next(os.path.basename(src) for src, _ in fs.held())
-            files[METADATA] = fs.digests[tmp]
-            text = checksums_json(files)
-            write_text_atomic(self.dest.join(CHECKSUMS), text)
-            files[CHECKSUMS] = text_digest(text)
-        fs.release_renames()
+        try:
+            with fs.hold_renames():
+                super().finish(metadata, results)
+            self._raise_failures()
+            if files is not None:
+                tmp = next(os.path.basename(src) for src, _ in fs.held())
+                files[METADATA] = fs.digests[tmp]
+                text = checksums_json(files)
+                fs.write_text(self.dest.join(CHECKSUMS).path, text, fsync=self.manifest_fsync)
+                files[CHECKSUMS] = text_digest(text)
+            fs.release_renames()
+        finally:
+            fs.release_folders()
         self.bytes_uploaded += files[METADATA]["size"] if files else 0
         self.checksums = files or {}
         self._emit("uploaded", bytes=self.bytes_uploaded)

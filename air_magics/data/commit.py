@@ -107,10 +107,11 @@ def save_state(save: Mapping[str, Any], committed: Collection[Any] | None) -> st
     return "pruned" if state == "committed" and committed is not None and save.get("step") not in committed else state
 
 
-def write_text_atomic(loc: Location, text: str) -> None:
-    """Replace a small text file so readers see the old or the new content, never a mix."""
+def write_text_atomic(loc: Location, text: str, *, fsync: bool = True) -> None:
+    """Replace a small text file so readers see the old or the new content, never a mix (and, with
+    *fsync*, one that survives a power cut)."""
     if loc.is_local:  # confined: temp + fsync + rename inside the verified folder
-        write_atomic(loc.path, text, root=loc.root, fsync=True)
+        write_atomic(loc.path, text, root=loc.root, fsync=fsync)
     else:  # object stores publish a whole object at once
         with loc.fs.open(loc.path, "w") as f:
             f.write(text)

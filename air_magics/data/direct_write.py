@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -24,7 +26,8 @@ from typing import Any
 from torch.distributed.checkpoint.filesystem import FileSystemBase
 
 from ..io.atomic import AtomicFile
-from ..io.confined import makedirs, open_dir, open_file
+from ..io.confined import open_dir, open_file, publish_at, write_all
+from ..io.leftovers import temp_name
 from ..io.retry import retry_call
 from .digests import ALGORITHM, new_hasher
 from .zipcrc import no_zip_crc32
@@ -161,6 +164,25 @@ class DirectVolumeFS(FileSystemBase):
         self.writes: dict[str, list[tuple[int, int]]] = {}  # file name -> torch's writes into it (offset, bytes)
         self.failures: list[tuple[str, BaseException]] = []
         self._held: list[tuple[str, str]] | None = None
+        # each folder's verified descriptor, opened once per save: a path is resolved part by part, a
+        # request per part on a mount (8 data files, .metadata, the manifest and the renames each did)
+        self._folders: dict[str, int] = {}
+        self._folders_lock = threading.Lock()
+        weakref.finalize(self, _close_all, self._folders)
+
+    def _folder(self, folder: str, *, create: bool = False) -> int:
+        """*folder*'s descriptor, verified inside ``root`` (made first with *create*), held until
+        :meth:`release_folders`; the caller does not close it."""
+        with self._folders_lock:
+            fd = self._folders.get(folder)
+            if fd is None:
+                fd = self._folders[folder] = open_dir(folder, self.root, create=create)
+            return fd
+
+    def release_folders(self) -> None:
+        """Close the folder descriptors held for this save (the next save verifies its folders again)."""
+        with self._folders_lock:
+            _close_all(self._folders)
 
     @contextmanager
     def create_stream(self, path: str | os.PathLike[str], mode: str) -> Iterator[io.IOBase]:
@@ -174,7 +196,7 @@ class DirectVolumeFS(FileSystemBase):
         folder, name = os.path.split(path)
         try:
             temp = AtomicFile.temp_for(name)  # one name through the retries: a failed create is tried again
-            file = retry_call(lambda: AtomicFile(open_dir(folder, self.root, create=True), name, path, temp=temp))
+            file = retry_call(lambda: AtomicFile(os.dup(self._folder(folder, create=True)), name, path, temp=temp))
         except Exception as exc:
             self.failures.append((name, exc))
             with _Sink() as sink:  # torch's thread goes on to its next file; the writer reports this one
@@ -211,11 +233,8 @@ class DirectVolumeFS(FileSystemBase):
         new_folder, new_name = os.path.split(new_path)
         if folder != new_folder:
             raise ValueError(f"DirectVolumeFS renames inside one folder, not {path!r} -> {new_path!r}")
-        fd = open_dir(folder, self.root)
-        try:
-            os.replace(name, new_name, src_dir_fd=fd, dst_dir_fd=fd)
-        finally:
-            os.close(fd)
+        fd = self._folder(folder)
+        os.replace(name, new_name, src_dir_fd=fd, dst_dir_fd=fd)
         if name in self.digests:
             self.digests[new_name] = self.digests.pop(name)
 
@@ -240,19 +259,38 @@ class DirectVolumeFS(FileSystemBase):
             self._rename(src, dst)
 
     def mkdir(self, path: str | os.PathLike[str]) -> None:
-        makedirs(str(path), self.root)
+        self._folder(str(path), create=True)  # made (confined) and held for the files written into it
+
+    def write_text(self, path: str | os.PathLike[str], text: str, *, fsync: bool) -> None:
+        """Replace small file *path* atomically (temp name, optional fsync, rename) in its held folder."""
+        folder, name = os.path.split(str(path))
+        data = text.encode()
+        publish_at(
+            self._folder(folder, create=True), name, lambda fd: write_all(fd, data), temp=temp_name(name), fsync=fsync
+        )
 
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
         return True
 
     def exists(self, path: str | os.PathLike[str]) -> bool:
-        return os.path.lexists(str(path))
+        folder, name = os.path.split(str(path))
+        fd = self._folders.get(folder)
+        if fd is None:
+            return os.path.lexists(str(path))
+        try:  # one lookup in the held folder
+            os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return True
 
     def rm_file(self, path: str | os.PathLike[str]) -> None:
         folder, name = os.path.split(str(path))
-        fd = open_dir(folder, self.root)
-        try:
-            os.unlink(name, dir_fd=fd)
-        finally:
+        os.unlink(name, dir_fd=self._folder(folder))
+
+
+def _close_all(folders: dict[str, int]) -> None:
+    for fd in folders.values():
+        with contextlib.suppress(OSError):
             os.close(fd)
+    folders.clear()

@@ -245,6 +245,7 @@ class CheckpointManager:
             upload_workers=self.upload_workers,
             listeners=[lambda e: self._update(rec, e.state, **e.detail)],
         )
+        writer.manifest_fsync = False  # _COMMITTED, fsynced before the step is renamed in, records the checksums
         t0 = time.perf_counter()
         if not blocking:
             quiet_async_saves()  # outside the scoped filter below, which would undo it on exit
