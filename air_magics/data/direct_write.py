@@ -34,17 +34,20 @@ from .zipcrc import no_zip_crc32
 
 __all__ = ["DirectVolumeFS", "CHUNK_BYTES"]
 
-CHUNK_BYTES = 4 << 20  # a multiple of a mount's largest request (FUSE: 1 MiB); one buffer per file
+GRID = 1 << 20  # a mount's largest request (FUSE: 1 MiB): writes leave in whole multiples of it
+CHUNK_BYTES = 4 << 20  # what a stream holds at most between its writes (headers, partial requests)
 
 
 class _Stream(io.RawIOBase):
-    """torch's stream onto an :class:`AtomicFile`: whole chunks only, hashed as they leave.
+    """torch's stream onto an :class:`AtomicFile`: whole requests only, hashed as they leave.
 
     torch.save writes a few header bytes before each tensor's storage; through a plain buffered
     file each header is a request of its own to the volume and each storage an odd-sized tail. Here
-    only whole chunks are written (a mount splits each into full-size requests): the bytes that
-    precede a whole chunk are copied into one, the rest of a large write goes as it is. So a file
-    takes about as many requests as a plain writer's."""
+    only whole multiples of ``GRID`` leave (a mount splits each into full-size requests): the bytes
+    held from earlier writes go out together with the head of a large write in one ``writev`` (no
+    copy of the storage's bytes), and what is left over (under ``GRID``) is held for the next. So a
+    file takes about as many requests as a plain writer's, and a storage's bytes are copied only
+    for its last partial megabyte."""
 
     def __init__(self, file: AtomicFile, chunk_bytes: int) -> None:
         super().__init__()
@@ -61,31 +64,40 @@ class _Stream(io.RawIOBase):
 
     def write(self, b: Any) -> int:
         src = memoryview(b).cast("B")
-        n, room = src.nbytes, len(self._chunk)
+        n = src.nbytes
         self.writes.append((self.size, n))
-        while src:
-            if not self._fill and src.nbytes >= room:  # whole chunks of a storage go as they are
-                whole = src.nbytes - src.nbytes % room
-                self._put(src[:whole])
-                src = src[whole:]
-                continue
-            take = min(room - self._fill, src.nbytes)
-            self._view[self._fill : self._fill + take] = src[:take]
-            self._fill += take
-            src = src[take:]
-            if self._fill == room:
+        total = self._fill + n
+        if n >= GRID or total > len(self._chunk):  # whole requests leave now, held bytes first
+            head = total - total % GRID - self._fill
+            if head > 0:
+                self._put(self._view[: self._fill], src[:head])
+                self._fill = 0
+                src = src[head:]
+            elif self._fill:  # (more held than GRID can only be a full buffer)
                 self._drain()
+        take = src.nbytes
+        if take:  # a header, or a storage's last partial request: held for the next write
+            if self._fill + take > len(self._chunk):
+                self._drain()
+            self._view[self._fill : self._fill + take] = src
+            self._fill += take
         self.size += n
         return n
 
     def _drain(self) -> None:
-        self._put(self._view[: self._fill])
+        self._put(self._view[: self._fill], memoryview(b""))
         self._fill = 0
 
-    def _put(self, data: memoryview) -> None:
-        self.hash.update(data)
-        while data:  # a write may be short; a transient error is retried
-            data = data[retry_call(lambda d=data: self.file.write(d)) :]
+    def _put(self, held: memoryview, data: memoryview) -> None:
+        hash_update = self.hash.update
+        hash_update(held)
+        hash_update(data)
+        fd = self.file.fileno()
+        while held or data:  # a write may be short; a transient error is retried
+            parts = [p for p in (held, data) if p]
+            done = retry_call(lambda parts=parts: os.writev(fd, parts))
+            k = min(done, held.nbytes)
+            held, data = held[k:], data[done - k :]
 
     def flush(self) -> None:
         """Nothing: ``torch.save`` flushes after every item, and a partial chunk written then would
