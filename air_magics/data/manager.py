@@ -72,7 +72,7 @@ from .held_folder import HeldFolder
 __all__ = ["CheckpointManager"]
 
 _TAIL_NAME = "air-ckpt-tail"
-_TAIL = ProcessPool(1, _TAIL_NAME)  # a one-process save's pointer and pruning (see _after_commit)
+_TAIL = ProcessPool(1, _TAIL_NAME)  # a one-process save's pruning (see _after_commit)
 
 _HISTORY = 20
 _PRUNE_HOOK: Callable[[str], None] | None = None
@@ -132,7 +132,7 @@ class CheckpointManager:
         self._latest: int | None | str = "unknown"  # what _publish reports; listed once, then kept by _commit
         self._located: Location | None = None  # see _loc
         self._held: HeldFolder | None = None  # see _held_folder
-        self._tail: Future[None] | None = None  # the last commit's pointer and pruning (see _after_commit)
+        self._tail: Future[None] | None = None  # the last commit's pruning (see _after_commit)
         self.listeners = tuple(listeners)
         if _dist.rank_and_world()[0] == 0:
             self.store.makedirs(self.directory)
@@ -325,7 +325,7 @@ class CheckpointManager:
             done.set()
 
     def wait(self) -> None:
-        """Wait for a background save to finish (committed or failed), its pointer and pruning too."""
+        """Wait for a background save to finish (committed or failed), and its pruning."""
         with self._lock:
             pending, self._pending = self._pending, None
         if pending is not None:
@@ -343,11 +343,15 @@ class CheckpointManager:
             # checksums of every file (None if torch ran the save elsewhere: then .checksums.json has them)
             write_text_atomic(src.join(COMMITTED), commit_marker(step, writer.checksums or None, ALGORITHM))
             commit_folder(src, dst, last=COMMITTED)
+            # the pointer before the call returns (another process's view, the sidebar, reads it); not
+            # fsynced: it is a hint every reader checks (a pointer a power cut kept at the previous
+            # step names a complete one, as if the crash had come a moment earlier)
+            write_text_atomic(self._loc("latest"), f"step_{int(step)}", fsync=False)
             self._latest = step
-            if world == 1:  # durable now: the pointer and the pruning need not hold the caller
-                self._tail = _TAIL.get().submit(self._after_commit, step, rec, background=True)
+            if world == 1:  # committed: the pruning need not hold the caller
+                self._tail = _TAIL.get().submit(self._after_commit, rec, background=True)
             else:
-                self._after_commit(step, rec, background=False)
+                self._after_commit(rec, background=False)
         _barrier(world)
         seconds = time.time() - rec["started"]
         ranks = writer.rank_bytes if len(writer.rank_bytes) > 1 else None  # rank 0 saw every rank's files
@@ -361,14 +365,13 @@ class CheckpointManager:
             rank_bytes=ranks,
         )
 
-    def _after_commit(self, step: int, rec: dict[str, Any], *, background: bool) -> None:
-        """The ``latest`` pointer and the pruning to ``keep`` (20-40 ms, and 100+ more for each step
-        deleted, on a volume at 2 ms a request). Neither is part of the commit: a pointer not yet
-        moved names a complete older step (and :meth:`latest` waits for it in this process), and a
-        prune killed midway is finished by the next one. In the *background*, a failure is kept in
-        the save's record (``after_commit_error``) instead of raised."""
+    def _after_commit(self, rec: dict[str, Any], *, background: bool) -> None:
+        """The pruning to ``keep`` (a listing, 20-30 ms, and 100+ more for each step deleted, on a
+        volume at 2 ms a request): not part of the commit (a prune killed midway is finished by the
+        next one), so with one process it runs after the call returns, and :meth:`steps` and the
+        others wait for it in this process. In the *background*, a failure is kept in the save's
+        record (``after_commit_error``) instead of raised."""
         try:
-            write_text_atomic(self._loc("latest"), f"step_{int(step)}")
             self._prune()
         except Exception as exc:
             if not background:
@@ -377,7 +380,7 @@ class CheckpointManager:
             self._publish()
 
     def _wait_tail(self) -> None:
-        """Wait for the last save's pointer and pruning (see :meth:`_after_commit`)."""
+        """Wait for the last save's pruning (see :meth:`_after_commit`)."""
         tail = self._tail
         if tail is not None and not threading.current_thread().name.startswith(_TAIL_NAME):  # (not on itself)
             tail.result()
