@@ -200,7 +200,7 @@ class UCVolumeWriter(FileSystemWriter):
         if self.direct:  # the folder made and held now (torch's own check and every file then use it)
             self.direct_fs.mkdir(self.dest.path)
             return self.direct_fs.exists(loc.path)
-        return os.path.exists(loc.path) if loc.is_local else loc.fs.exists(loc.path)
+        return loc.exists()
 
     def prepare_local_plan(self, plan: Any) -> Any:
         if not self.overwrite and self._remote_exists(METADATA):

@@ -26,7 +26,7 @@ from typing import Any
 from torch.distributed.checkpoint.filesystem import FileSystemBase
 
 from ..io.atomic import AtomicFile
-from ..io.confined import open_dir, open_file, publish_at, write_all
+from ..io.confined import exists_at, open_dir, open_file, publish_at, write_all
 from ..io.leftovers import temp_name
 from ..io.retry import retry_call
 from .digests import ALGORITHM, new_hasher
@@ -288,13 +288,7 @@ class DirectVolumeFS(FileSystemBase):
     def exists(self, path: str | os.PathLike[str]) -> bool:
         folder, name = os.path.split(str(path))
         fd = self._folders.get(folder)
-        if fd is None:
-            return os.path.lexists(str(path))
-        try:  # one lookup in the held folder
-            os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except FileNotFoundError:
-            return False
-        return True
+        return os.path.lexists(str(path)) if fd is None else exists_at(fd, name)  # one lookup in a held folder
 
     def rm_file(self, path: str | os.PathLike[str]) -> None:
         folder, name = os.path.split(str(path))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import weakref
 
-from ..io.confined import open_dir
+from ..io.confined import exists_at, open_dir
 from ..volumes.store import Location
 from .commit import read_text
 
@@ -39,15 +39,10 @@ class HeldFolder:
 
     def has(self, name: str) -> bool:
         """Whether *name* (a file, folder or link; ``a/b`` looks inside folder ``a``) is in the folder."""
-        loc = self.loc
-        if not loc.is_local:
-            return bool(loc.fs.exists(loc.join(name).path))
+        if not self.loc.is_local:
+            return self.loc.join(name).exists()
         fd = self._held()
-        try:
-            os.stat(name, dir_fd=fd, follow_symlinks=False) if fd is not None else None
-        except (FileNotFoundError, NotADirectoryError):
-            return False
-        return fd is not None
+        return fd is not None and exists_at(fd, name)
 
     def read_text(self, name: str) -> str | None:
         """File *name*'s text, stripped (a link is not followed); None when it is not there."""

@@ -34,7 +34,7 @@ from ..cache import FileCache
 from ..errors import CheckpointCorruptError, CheckpointError
 from ..io.pools import job_pool
 from ..volumes.path import VolumePath
-from ..volumes.store import Location, VolumeStore
+from ..volumes.store import VolumeStore
 from .commit import CHECKSUMS, COMMITTED, METADATA, STEP_RE, read_text
 from .digests import algorithm_of, file_digest, parse_checksums
 from .direct_read import MemoryFile, read_file
@@ -84,10 +84,6 @@ class _Placement:
     place: list[tuple[int, memoryview]] = dataclasses.field(default_factory=list)  # (file offset, destination)
     keep: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # [start, end) file ranges
     placed: list[tuple[Any, torch.Tensor]] = dataclasses.field(default_factory=list)  # (read item, destination)
-
-
-def _exists(loc: Location) -> bool:
-    return os.path.exists(loc.path) if loc.is_local else bool(loc.fs.exists(loc.path))
 
 
 def _placeable(req: Any, planner: Any, nbytes: int, dtype: str) -> torch.Tensor | None:
@@ -158,8 +154,8 @@ class UCVolumeReader(FileSystemReader):
         # located once: each file is joined to it (a lookup is an lstat per path part, a request each
         # on a mount whose cached entries expired); every open is still confined to the volume
         self.where = where = self.store.locate(self.volume_path)
-        if not _exists(where.join(METADATA)):
-            what = "does not exist" if not _exists(where) else "has no .metadata (incomplete or not a checkpoint)"
+        if not where.join(METADATA).exists():
+            what = "does not exist" if not where.exists() else "has no .metadata (incomplete or not a checkpoint)"
             raise CheckpointError(
                 f"checkpoint {self.volume_path} {what}; pick a complete one (CheckpointManager.latest())"
             )

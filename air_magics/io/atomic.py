@@ -18,7 +18,7 @@ import os
 from typing import Any
 
 from ..errors import VolumeExistsError
-from .confined import open_dir, publish_at, write_all
+from .confined import exists_at, open_dir, publish_at, write_all
 from .leftovers import temp_name
 from .retry import retry_call
 
@@ -80,7 +80,7 @@ class AtomicFile(io.FileIO):
         self._exclusive = exclusive
         self._done = True  # nothing to publish or clean until the temp file exists
         try:
-            if exclusive and _lexists(name, dir_fd):
+            if exclusive and exists_at(dir_fd, name):
                 raise self._exists_error()
             self._temp = temp or self.temp_for(name)
             fd = os.open(self._temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=dir_fd)
@@ -147,11 +147,3 @@ class AtomicFile(io.FileIO):
             self.discard()
         except Exception:
             pass
-
-
-def _lexists(name: str, dir_fd: int) -> bool:
-    try:
-        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        return True
-    except FileNotFoundError:
-        return False

@@ -34,6 +34,7 @@ from typing import IO, Any
 from ..errors import ConfinementError, SpecialFileError
 
 __all__ = [
+    "exists_at",
     "real_root",
     "open_read",
     "open_dir",
@@ -269,6 +270,16 @@ def publish_at(
         except OSError:
             pass
         raise
+
+
+def exists_at(dir_fd: int, name: str) -> bool:
+    """Whether *name* (``a/b``: inside folder ``a``) is in the open folder *dir_fd*: one lookup
+    relative to it, a link counted, not followed."""
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return True
 
 
 def write_all(fd: int, data: bytes) -> None:

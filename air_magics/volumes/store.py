@@ -76,6 +76,10 @@ class Location:
     def is_local(self) -> bool:
         return self.fs is None
 
+    def exists(self) -> bool:
+        """Whether something is at this location (a link counts only where it leads somewhere)."""
+        return os.path.exists(self.path) if self.fs is None else bool(self.fs.exists(self.path))
+
     def join(self, rel: str) -> Location:
         """The location *rel* (``/``-separated) below this one."""
         if not rel:
@@ -269,7 +273,7 @@ class VolumeStore:
     # -- files ----------------------------------------------------------------------------------
     def exists(self, path: str | VolumePath) -> bool:
         loc = self.locate(path)
-        return os.path.exists(loc.path) if loc.is_local else loc.fs.exists(loc.path)
+        return loc.exists()
 
     def stat(self, path: str | VolumePath) -> FileInfo:
         vp = VolumePath.parse(path)
