@@ -10,9 +10,10 @@ Here one thread per process commits the rows while the fetch threads go on to th
 once a row is queued it gathers more for up to ``GATHER_S`` (or until ``GATHER_ROWS`` are
 queued, or someone flushes) and commits them in one transaction. Committing as soon as it woke
 made it one transaction per one to three rows in a cold epoch (a fetch lands every ~0.7 ms),
-each waking the thread and taking the GIL: ~37 us of CPU a row against ~7 in batches of 32. A fetch hands its key's stripe
-lock over with the row, and the writer releases it once the row has landed, so another process
-never sees the file without its row (it waits on the stripe, then finds the row: fetched once).
+each waking the thread and taking the GIL: ~37 us of CPU a row against ~7 in batches of 32.
+A fetch hands its key's stripe lock over with the row, and the writer releases it once the row
+has landed, so another process never sees the file without its row (it waits on the stripe,
+then finds the row: fetched once).
 This process serves the file from its hit log meanwhile. :meth:`flush` waits for what is queued,
 by every ``WriteBehind`` of this process on the same cache (two ``FileCache`` objects on one root,
 e.g. a dataset's and the one ``%air_volume cache --clear`` opens): the cache calls it before its
