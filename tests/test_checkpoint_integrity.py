@@ -107,6 +107,34 @@ def test_failed_prune_leftover_removed_by_cleanup(vol, monkeypatch):
     assert sorted(os.listdir(folder(vol, "failprune"))) == ["latest", "step_2", "step_3"]
 
 
+def test_a_prune_failure_reaches_the_document_whatever_publishes_last(vol, monkeypatch):
+    """The caller's thread publishes "committed" while the pruning's thread publishes its failure:
+    the document written last holds both (here the pruning fails while the caller's own publish
+    is still between its snapshot and its write)."""
+    import threading
+    import time
+
+    seen_committed = threading.Event()
+
+    def slow_listener(e):
+        last = (e.saves or [{}])[-1]
+        if last.get("state") == "committed" and "after_commit_error" not in last:
+            seen_committed.set()
+            time.sleep(0.3)  # the snapshot is taken; its document is written after this
+
+    def boom(name):
+        assert seen_committed.wait(10)
+        raise OSError("killed mid-prune")
+
+    mgr = CheckpointManager(f"{RUNS}/racing", keep=1, show=False, listeners=[slow_listener])
+    mgr.save(1, state(1))
+    monkeypatch.setattr(manager_mod, "_PRUNE_HOOK", boom)
+    mgr.save(2, state(2))
+    mgr.wait()
+    last = checkpoint_status(f"{RUNS}/racing")["saves"][-1]
+    assert last["state"] == "committed" and "killed mid-prune" in last["after_commit_error"], last
+
+
 def test_prune_on_object_store_uncommits_first(vol, monkeypatch):
     vol.register("ext.mem.ckint", "memory://air-ckpt-integrity")
     mgr = CheckpointManager("/Volumes/ext/mem/ckint/run", keep=1, show=False)

@@ -126,6 +126,7 @@ class CheckpointManager:
         self._pending: Any = None  # (upload future, committed event, staging future or None)
         self._stager: Any = None  # the background stager (its copy buffers reused across saves)
         self._lock = threading.Lock()
+        self._publishing = threading.Lock()  # see _publish
         self._history: list[dict[str, Any]] = []
         self.status_name = status_name(str(self.directory))
         self._active: str | None = None
@@ -545,14 +546,22 @@ class CheckpointManager:
         self._publish()
 
     def _publish(self) -> None:
-        """Emit the newest save's state with the recent history (rank 0 reports for all ranks)."""
+        """Emit the newest save's state with the recent history (rank 0 reports for all ranks).
+
+        One at a time: the caller's thread (``committed``) and the pruning's (``after_commit_error``)
+        both publish, and without the lock the one that took its snapshot first could write last,
+        leaving a document without the other's change."""
         if _dist.rank_and_world()[0] != 0:
             return
-        if self._latest == "unknown":
+        if self._latest == "unknown":  # (outside the lock: latest() waits for the pruning, which publishes)
             try:
                 self._latest = self.latest()
             except (AirError, OSError):
                 self._latest = None
+        with self._publishing:
+            self._emit_history()
+
+    def _emit_history(self) -> None:
         latest = self._latest if isinstance(self._latest, int) else None
         saves = tuple(MappingProxyType(dict(r)) for r in self._history)
         last = saves[-1] if saves else {}
