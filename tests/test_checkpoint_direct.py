@@ -223,3 +223,37 @@ def test_every_write_but_a_files_last_is_a_whole_request(slowfs, tmp_path, monke
     whole = sum(-(-p.stat().st_size // GRID) for p in files)  # each file's size in requests, rounded up
     writes = json.loads(stats.read_text())["ops"].get("write", 0)  # fusevol's counters, written at unmount
     assert 0 < writes <= whole, (writes, whole, len(files))
+
+
+def test_a_managers_save_renames_only_its_step_metadata_and_pointer(slowfs, tmp_path, monkeypatch):
+    """The manager's pending folder is made relative to its held folder and nothing in it is seen
+    before the commit, so its files are written under their own names: per save the volume sees
+    three renames (torch's ``.metadata.tmp``, the step folder, the ``latest`` pointer's temp name),
+    not one more per file, and no leftover of any temp name. The steps still load bit for bit and
+    a step that already exists is still refused."""
+    from air_magics.data import CheckpointManager
+
+    backing = tmp_path / "backing"
+    (backing / "main" / "ck" / "runs").mkdir(parents=True)
+    stats = tmp_path / "stats.json"
+    s = {f"t{i}": torch.randn(50_000 + 7_777 * i) for i in range(12)}
+    with slowfs.mounted(backing, tmp_path / "mnt", op_latency_ms=0, stats=stats):
+        monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
+        mgr = CheckpointManager("/Volumes/main/ck/runs/inplace", keep=5, show=False)
+        for step in (1, 2, 3):
+            mgr.save(step, {k: v * step for k, v in s.items()})
+        mgr.wait()
+        with pytest.raises(CheckpointError, match="already exists"):
+            mgr.save(2, s)
+        for step in (1, 2, 3):
+            out = zeros_like(s)
+            assert mgr.load(out, step) == step
+            assert all(torch.equal(out[k], s[k] * step) for k in s)
+    renames = json.loads(stats.read_text())["ops"].get("rename", 0)
+    assert renames == 3 * 3, renames
+    run = backing / "main" / "ck" / "runs" / "inplace"
+    assert sorted(p.name for p in run.iterdir()) == ["latest", "step_1", "step_2", "step_3"]
+    for step in (1, 2, 3):
+        names = [p.name for p in (run / f"step_{step}").iterdir()]
+        assert not [n for n in names if is_leftover(n) or n.endswith(".tmp")], names
+        assert {METADATA, CHECKSUMS, "_COMMITTED"} <= set(names)

@@ -157,3 +157,32 @@ def test_staging_folder_is_fresh_and_goes_on_exit(tmp_path):
         (staging / "0").write_text("half")
         raise RuntimeError("stop")
     assert not os.path.exists(f"{final}.tmp") and _content(final) == {"m": "member", "old": "kept"}
+
+
+def test_a_held_folder_commits_with_its_marker_and_never_replaces_a_step(tmp_path):
+    """HeldFolder.commit (the manager's commit, relative to its folder's descriptor): the marker is
+    written into the pending folder, then one rename makes it the final name; a non-empty final is
+    refused with both folders left as they were, and a link planted as the pending folder is not
+    followed."""
+    from air_magics.data.held_folder import HeldFolder
+    from air_magics.volumes.store import Location
+
+    run = tmp_path / "run"
+    _folder(run / ".pending-step_1", data="one")
+    held = HeldFolder(Location(str(run), root=str(tmp_path)))
+    held.commit(".pending-step_1", "step_1", marker="_COMMITTED", text="{}")
+    assert sorted(os.listdir(run)) == ["step_1"]
+    assert _content(run / "step_1") == {"_COMMITTED": "{}", "data": "one"}
+
+    _folder(run / ".pending-step_1", data="again")
+    with pytest.raises(VolumeExistsError, match="step_1"):
+        held.commit(".pending-step_1", "step_1", marker="_COMMITTED", text="{}")
+    assert _content(run / "step_1") == {"_COMMITTED": "{}", "data": "one"}
+
+    outside = _folder(tmp_path / "elsewhere", x="1")
+    os.symlink(outside, run / ".pending-step_2")
+    with pytest.raises(OSError):
+        held.commit(".pending-step_2", "step_2", marker="_COMMITTED", text="{}")
+    assert _content(outside) == {"x": "1"} and not (run / "step_2").exists()
+    held.write_text("latest", "step_1", fsync=False)
+    assert (run / "latest").read_text() == "step_1" and held.read_text("latest") == "step_1"

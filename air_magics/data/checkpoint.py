@@ -31,7 +31,7 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from types import MappingProxyType
@@ -115,6 +115,7 @@ class UCVolumeWriter(FileSystemWriter):
         store: VolumeStore | None = None,
         listeners: Sequence[Listener] = (),
         location: Location | None = None,
+        make_folder: Callable[[], int | None] | None = None,
         **kwargs: Any,
     ) -> None:
         """A writer for the volume folder *path* (its defaults differ from ``FileSystemWriter``'s).
@@ -137,6 +138,11 @@ class UCVolumeWriter(FileSystemWriter):
             location: where *store* puts *path*, when the caller has just located it (e.g.
                 ``CheckpointManager``, whose save is on the training loop's clock): a lookup less
                 (one ``lstat`` per path part on the mount, 2-3 ms on a volume at 2 ms a request).
+            make_folder: makes *path*'s folder and returns its descriptor, verified inside the
+                volume (None: make it by path), for a caller that publishes the folder itself once
+                the save is done (``CheckpointManager``'s pending step, made relative to its held
+                folder): nothing in such a folder is seen before, so no ``.metadata`` is looked for
+                in it and each file is written under its own name (no temp name and rename).
             **kwargs: passed to ``FileSystemWriter`` (e.g. ``single_file_per_rank``).
         """
         self.store = store or VolumeStore.shared()
@@ -145,6 +151,7 @@ class UCVolumeWriter(FileSystemWriter):
         self.listeners = tuple(listeners)
         self.volume_path = VolumePath.parse(path)
         self.dest = location if location is not None else self.store.locate(self.volume_path)
+        self.make_folder = make_folder
         if direct and not self.dest.is_local:
             raise CheckpointError(
                 f"direct=True writes through a mount, and {self.volume_path} is on a remote file system "
@@ -178,6 +185,7 @@ class UCVolumeWriter(FileSystemWriter):
                 )
         if self.direct:
             self.direct_fs.release_folders()  # a new save verifies its folders again
+            self.direct_fs.in_place = False
             self.direct_fs.root = self.dest.root
             self.direct_fs.digests.clear()
             self.direct_fs.writes.clear()
@@ -198,6 +206,11 @@ class UCVolumeWriter(FileSystemWriter):
     def _remote_exists(self, rel: str) -> bool:
         loc = self.dest.join(rel)
         if self.direct:  # the folder made and held now (torch's own check and every file then use it)
+            fd = self.make_folder() if self.make_folder is not None else None
+            if fd is not None:  # the caller's to publish: nothing in it is seen before (see __init__)
+                self.direct_fs.adopt(self.dest.path, fd)
+                self.direct_fs.in_place = True
+                return False
             self.direct_fs.mkdir(self.dest.path)
             return self.direct_fs.exists(loc.path)
         return loc.exists()

@@ -36,6 +36,7 @@ __all__ = ["DirectVolumeFS", "CHUNK_BYTES"]
 
 GRID = 1 << 20  # a mount's largest request (FUSE: 1 MiB): writes leave in whole multiples of it
 CHUNK_BYTES = 4 << 20  # what a stream holds at most between its writes (headers, partial requests)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class _Stream(io.RawIOBase):
@@ -49,7 +50,7 @@ class _Stream(io.RawIOBase):
     file takes about as many requests as a plain writer's, and a storage's bytes are copied only
     for its last partial megabyte."""
 
-    def __init__(self, file: AtomicFile, chunk_bytes: int) -> None:
+    def __init__(self, file: AtomicFile | _InPlace, chunk_bytes: int) -> None:
         super().__init__()
         self.file = file
         self.hash = new_hasher()
@@ -158,6 +159,24 @@ class _Sink(io.RawIOBase):
         return self.size
 
 
+class _InPlace(io.FileIO):
+    """A file written under its own name in a folder nobody looks into before it is published
+    (:attr:`DirectVolumeFS.in_place`): :class:`AtomicFile`'s interface, without its temp name and
+    rename. ``discard`` removes it."""
+
+    def __init__(self, dir_fd: int, name: str) -> None:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW
+        super().__init__(os.open(name, flags, 0o644, dir_fd=dir_fd), "wb", closefd=True)
+        self._dir_fd, self._name = dir_fd, name  # (the folder's descriptor stays its owner's)
+
+    def discard(self) -> None:
+        if self.closed:
+            return
+        super().close()
+        with contextlib.suppress(OSError):
+            os.unlink(self._name, dir_fd=self._dir_fd)
+
+
 class DirectVolumeFS(FileSystemBase):
     """torch DCP file system for one folder on a mounted volume, confined to ``root``.
 
@@ -166,6 +185,10 @@ class DirectVolumeFS(FileSystemBase):
     whose writing failed (after transient errors were retried) is not published; its error is kept
     in ``failures`` (name, exception) rather than raised in torch's writer thread, where it would
     be lost: the writer checks ``failures`` when torch's threads are done.
+
+    ``in_place``: files are written under their own names, not a temp name renamed at the end (for
+    a folder nobody looks into before its owner publishes it, such as ``CheckpointManager``'s
+    pending step: each rename was one more request at the end of every file).
     """
 
     def __init__(self, root: str | None, *, chunk_bytes: int = CHUNK_BYTES, zip_crc32: bool = False) -> None:
@@ -176,6 +199,7 @@ class DirectVolumeFS(FileSystemBase):
         self.writes: dict[str, list[tuple[int, int]]] = {}  # file name -> torch's writes into it (offset, bytes)
         self.failures: list[tuple[str, BaseException]] = []
         self._held: list[tuple[str, str]] | None = None
+        self.in_place = False
         # each folder's verified descriptor, opened once per save: a path is resolved part by part, a
         # request per part on a mount (8 data files, .metadata, the manifest and the renames each did)
         self._folders: dict[str, int] = {}
@@ -196,6 +220,15 @@ class DirectVolumeFS(FileSystemBase):
         with self._folders_lock:
             _close_all(self._folders)
 
+    def adopt(self, folder: str, fd: int) -> None:
+        """Hold *fd*, a descriptor of *folder* its caller opened and verified inside ``root``
+        (closed with the others by :meth:`release_folders`)."""
+        with self._folders_lock:
+            old = self._folders.pop(folder, None)
+            if old is not None:
+                os.close(old)
+            self._folders[folder] = fd
+
     @contextmanager
     def create_stream(self, path: str | os.PathLike[str], mode: str) -> Iterator[io.IOBase]:
         path = str(path)
@@ -207,8 +240,12 @@ class DirectVolumeFS(FileSystemBase):
             raise ValueError(f"DirectVolumeFS opens files as 'rb' or 'wb', not {mode!r}")
         folder, name = os.path.split(path)
         try:
-            temp = AtomicFile.temp_for(name)  # one name through the retries: a failed create is tried again
-            file = retry_call(lambda: AtomicFile(os.dup(self._folder(folder, create=True)), name, path, temp=temp))
+            file: AtomicFile | _InPlace
+            if self.in_place:
+                file = retry_call(lambda: _InPlace(self._folder(folder, create=True), name))
+            else:
+                temp = AtomicFile.temp_for(name)  # one name through the retries: a failed create is tried again
+                file = retry_call(lambda: AtomicFile(os.dup(self._folder(folder, create=True)), name, path, temp=temp))
         except Exception as exc:
             self.failures.append((name, exc))
             with _Sink() as sink:  # torch's thread goes on to its next file; the writer reports this one
@@ -277,9 +314,17 @@ class DirectVolumeFS(FileSystemBase):
         """Replace small file *path* atomically (temp name, optional fsync, rename) in its held folder."""
         folder, name = os.path.split(str(path))
         data = text.encode()
-        publish_at(
-            self._folder(folder, create=True), name, lambda fd: write_all(fd, data), temp=temp_name(name), fsync=fsync
-        )
+        dir_fd = self._folder(folder, create=True)
+        if not self.in_place:
+            publish_at(dir_fd, name, lambda fd: write_all(fd, data), temp=temp_name(name), fsync=fsync)
+            return
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o644, dir_fd=dir_fd)
+        try:
+            write_all(fd, data)
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
 
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:

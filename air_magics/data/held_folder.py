@@ -1,9 +1,10 @@
-"""``HeldFolder``: names looked up relative to a folder's descriptor, opened once.
+"""``HeldFolder``: names looked up, written and renamed relative to a folder's descriptor, opened once.
 
 Why: a path is resolved part by part, and on a FUSE mount each part whose cached entry has
 expired (after a second, commonly) is asked again: checking ``.../run/step_12`` after a minute of
-training cost five round trips, not one. ``CheckpointManager`` asks whether a step exists on the
-training loop's clock; relative to a held descriptor of its folder that is one lookup.
+training cost five round trips, not one. ``CheckpointManager`` asks whether a step exists, makes
+the step's pending folder, commits it and writes its ``latest`` pointer on the training loop's
+clock; relative to a held descriptor of its folder each of those is one or two requests.
 """
 
 from __future__ import annotations
@@ -11,9 +12,14 @@ from __future__ import annotations
 import os
 import weakref
 
-from ..io.confined import exists_at, open_dir
+from ..io.confined import exists_at, open_dir, publish_at, write_all
+from ..io.folders import publish_folder_at
+from ..io.leftovers import temp_name
 from ..volumes.store import Location
-from .commit import read_text
+from .commit import commit_folder, read_text, write_text_atomic
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW  # a link is refused, never followed
 
 __all__ = ["HeldFolder"]
 
@@ -58,3 +64,56 @@ class HeldFolder:
             return None
         with open(f, encoding="utf-8", closefd=True) as text:
             return text.read().strip()
+
+    def _required(self) -> int:
+        fd = self._held()
+        if fd is None:
+            raise FileNotFoundError(f"{self.loc.path} is not there (removed meanwhile?)")
+        return fd
+
+    def make_folder(self, name: str) -> int | None:
+        """Folder *name* in this folder, made if missing; its descriptor (the caller closes it), or
+        None on a remote file system (nothing to hold: the caller makes it by path). A link at
+        *name* is refused, never followed."""
+        if not self.loc.is_local:
+            return None
+        fd = self._required()
+        try:
+            os.mkdir(name, 0o777, dir_fd=fd)
+        except FileExistsError:
+            pass
+        return os.open(name, _DIR, dir_fd=fd)
+
+    def write_text(self, name: str, text: str, *, fsync: bool) -> None:
+        """Replace file *name* so readers see the old or the new text, never a mix (temp name,
+        optional fsync, rename)."""
+        if not self.loc.is_local:
+            write_text_atomic(self.loc.join(name), text, fsync=fsync)
+            return
+        data = text.encode()
+        publish_at(self._required(), name, lambda fd: write_all(fd, data), temp=temp_name(name), fsync=fsync)
+
+    def commit(self, pending: str, final: str, *, marker: str, text: str) -> None:
+        """Publish folder *pending* as *final* (a non-empty *final* is refused, never replaced),
+        marker file *marker* (holding *text*, fsynced) written into it first.
+
+        The marker is written under its own name, not a temp one: nothing in *pending* is read
+        as a step's until the rename, so a torn marker there is never seen (the rename of the
+        temp name was one more request on the caller's clock)."""
+        loc = self.loc
+        if not loc.is_local:
+            write_text_atomic(loc.join(f"{pending}/{marker}"), text)
+            commit_folder(loc.join(pending), loc.join(final), last=marker)
+            return
+        fd = self._required()
+        sub = os.open(pending, _DIR, dir_fd=fd)
+        try:
+            f = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o644, dir_fd=sub)
+            try:
+                write_all(f, text.encode())
+                os.fsync(f)
+            finally:
+                os.close(f)
+        finally:
+            os.close(sub)
+        publish_folder_at(fd, pending, final, display=loc.join(final).path)

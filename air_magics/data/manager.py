@@ -7,8 +7,9 @@ Layout under the manager's volume folder::
     .pruning-step_7.ab12cd34/  a pruned step, out of sight, being deleted (or the leftover of a kill)
     latest              text file naming the newest committed step, replaced atomically
 
-A save writes into ``.pending-step_<N>`` (never into an existing checkpoint), uploads
-``.metadata`` last (see :mod:`air_magics.data.checkpoint`), writes ``_COMMITTED``, renames the
+A save writes into ``.pending-step_<N>`` (never into an existing checkpoint; its files under
+their own names, as nothing in it is seen before the rename), writes ``.metadata`` last (see
+:mod:`air_magics.data.checkpoint`), writes ``_COMMITTED``, renames the
 folder to ``step_<N>`` (atomic on mounted and embedded volumes; on object stores the marker is
 copied last), moves ``latest`` and prunes to ``keep`` steps. ``latest()`` trusts only folders with
 both ``.metadata`` and ``_COMMITTED``, so a crash at any point leaves the previous checkpoint
@@ -57,13 +58,11 @@ from .commit import (
     PRUNING_PREFIX,
     STEP_RE,
     checkpoint_status,
-    commit_folder,
     commit_marker,
     remove_folder,
     scan_checkpoints,
     status_name,
     uncommit_folder,
-    write_text_atomic,
 )
 from .dcp_calls import async_save_on_thread, quiet_async_saves, single_process_quiet
 from .digests import ALGORITHM
@@ -243,6 +242,7 @@ class CheckpointManager:
             pending,
             store=self.store,
             location=here.join(pending.name),
+            make_folder=lambda: folder.make_folder(pending.name),  # relative to the held folder
             upload_workers=self.upload_workers,
             listeners=[lambda e: self._update(rec, e.state, **e.detail)],
         )
@@ -340,14 +340,18 @@ class CheckpointManager:
 
     def _commit(self, step: int, rec: dict[str, Any], writer: UCVolumeWriter, rank: int, world: int) -> None:
         if rank == 0:
-            src, dst = self._loc(f"{PENDING_PREFIX}{int(step)}"), self._loc(f"step_{int(step)}")
-            # checksums of every file (None if torch ran the save elsewhere: then .checksums.json has them)
-            write_text_atomic(src.join(COMMITTED), commit_marker(step, writer.checksums or None, ALGORITHM))
-            commit_folder(src, dst, last=COMMITTED)
-            # the pointer before the call returns (another process's view, the sidebar, reads it); not
-            # fsynced: it is a hint every reader checks (a pointer a power cut kept at the previous
-            # step names a complete one, as if the crash had come a moment earlier)
-            write_text_atomic(self._loc("latest"), f"step_{int(step)}", fsync=False)
+            folder = self._held_folder()
+            try:  # (relative to the held folder: no path is resolved again, see .held_folder)
+                # checksums of every file (None if torch ran the save elsewhere: then .checksums.json has them)
+                marker = commit_marker(step, writer.checksums or None, ALGORITHM)
+                folder.commit(f"{PENDING_PREFIX}{int(step)}", f"step_{int(step)}", marker=COMMITTED, text=marker)
+                # the pointer before the call returns (another process's view, the sidebar, reads it); not
+                # fsynced: it is a hint every reader checks (a pointer a power cut kept at the previous
+                # step names a complete one, as if the crash had come a moment earlier)
+                folder.write_text("latest", f"step_{int(step)}", fsync=False)
+            except BaseException:
+                self._located = self._held = None  # the folder may have moved: the next save looks again
+                raise
             self._latest = step
             if world == 1:  # committed: the pruning need not hold the caller
                 self._tail = _TAIL.get().submit(self._after_commit, rec, background=True)

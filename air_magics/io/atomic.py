@@ -133,8 +133,13 @@ class AtomicFile(io.FileIO):
                     raise self._exists_error() from None
             else:  # a transient error of a remote volume is worth another try before the temp file goes
                 retry_call(lambda: os.replace(self._temp, self._name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd))
-        finally:
+        except BaseException:
             self._cleanup()
+            raise
+        if self._exclusive:  # linked: the temp name still holds the file
+            self._cleanup()
+        else:  # renamed: nothing is left to remove (unlinking the gone name cost a mount one more request)
+            os.close(self._dir_fd)
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc_type is not None:

@@ -33,7 +33,7 @@ from ..errors import VolumeExistsError
 from .confined import open_dir
 from .leftovers import TRASH_EXPORT_PREFIX, owned_name
 
-__all__ = ["publish_folder", "withdraw_folder", "staging_folder", "publish_staged"]
+__all__ = ["publish_folder", "publish_folder_at", "withdraw_folder", "staging_folder", "publish_staged"]
 
 _RENAME_EXCHANGE = 2  # linux/fs.h
 _BETWEEN: Callable[[], None] | None = None  # tests: runs between the two renames of the fallback
@@ -86,34 +86,40 @@ def publish_folder(pending: str, final: str, *, root: str | None = None, replace
     parent, pname, fname = _split(pending, final)
     dfd = open_dir(parent, root, create=True)
     try:
-        try:
-            os.rename(pname, fname, src_dir_fd=dfd, dst_dir_fd=dfd)
-            return
-        except OSError as exc:
-            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-                raise
-        if not replace:
-            raise VolumeExistsError(
-                errno.EEXIST, f"{final} is not empty; nothing was replaced (remove it, or replace it)"
-            )
-        if _exchange is not None and _exchange(dfd, pname, dfd, fname):
-            shutil.rmtree(pname, dir_fd=dfd, ignore_errors=True)  # the old folder, now under pname
-            return
-        trash = owned_name(TRASH_EXPORT_PREFIX)
-        os.rename(fname, trash, src_dir_fd=dfd, dst_dir_fd=dfd)
-        try:
-            if _BETWEEN is not None:
-                _BETWEEN()
-            os.rename(pname, fname, src_dir_fd=dfd, dst_dir_fd=dfd)
-        except BaseException:
-            try:  # put the old folder back: a failed publish leaves final as it was
-                os.rename(trash, fname, src_dir_fd=dfd, dst_dir_fd=dfd)
-            except OSError:
-                pass
-            raise
-        shutil.rmtree(trash, dir_fd=dfd, ignore_errors=True)
+        publish_folder_at(dfd, pname, fname, replace=replace, display=final)
     finally:
         os.close(dfd)
+
+
+def publish_folder_at(dfd: int, pname: str, fname: str, *, replace: bool = False, display: str = "") -> None:
+    """:func:`publish_folder` of *pname* as *fname*, both in the open, verified folder *dfd* (a
+    caller that holds its folder's descriptor saves the lookups of every part of the path)."""
+    try:
+        os.rename(pname, fname, src_dir_fd=dfd, dst_dir_fd=dfd)
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+    if not replace:
+        raise VolumeExistsError(
+            errno.EEXIST, f"{display or fname} is not empty; nothing was replaced (remove it, or replace it)"
+        )
+    if _exchange is not None and _exchange(dfd, pname, dfd, fname):
+        shutil.rmtree(pname, dir_fd=dfd, ignore_errors=True)  # the old folder, now under pname
+        return
+    trash = owned_name(TRASH_EXPORT_PREFIX)
+    os.rename(fname, trash, src_dir_fd=dfd, dst_dir_fd=dfd)
+    try:
+        if _BETWEEN is not None:
+            _BETWEEN()
+        os.rename(pname, fname, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except BaseException:
+        try:  # put the old folder back: a failed publish leaves final as it was
+            os.rename(trash, fname, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except OSError:
+            pass
+        raise
+    shutil.rmtree(trash, dir_fd=dfd, ignore_errors=True)
 
 
 def withdraw_folder(path: str, trash: str, *, root: str | None = None) -> None:
