@@ -37,6 +37,7 @@ __all__ = ["DirectVolumeFS", "CHUNK_BYTES"]
 GRID = 1 << 20  # a mount's largest request (FUSE: 1 MiB): writes leave in whole multiples of it
 CHUNK_BYTES = 4 << 20  # what a stream holds at most between its writes (headers, partial requests)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_TORCH_TEMP = ".metadata.tmp"  # where torch's finish writes .metadata before renaming it into place
 
 
 class _Stream(io.RawIOBase):
@@ -241,7 +242,7 @@ class DirectVolumeFS(FileSystemBase):
         folder, name = os.path.split(path)
         try:
             file: AtomicFile | _InPlace
-            if self.in_place:
+            if self.in_place or name == _TORCH_TEMP:  # (torch renames its temp name itself: a second is waste)
                 file = retry_call(lambda: _InPlace(self._folder(folder, create=True), name))
             else:
                 temp = AtomicFile.temp_for(name)  # one name through the retries: a failed create is tried again
