@@ -172,7 +172,13 @@ class Bench:
         log(
             f"  [{size:g} MB rep {rep + 1}] {method:<5} save {mb / res.save_s:6.1f} MB/s  load {mb / res.load_s:6.1f} MB/s"
             + (f"  warm {mb / res.warm_s:6.1f} MB/s" if res.warm_s == res.warm_s else "")
-            + f"  async blocked {res.async_blocked_s:6.2f} s of {res.async_total_s:6.2f} s  busy-before {res.busy_before:.0%}  "
+            + f"  async blocked {res.async_blocked_s:6.2f} s of {res.async_total_s:6.2f} s"
+            + (
+                f"  staged blocked {res.staged_blocked_s:.3f} s (call {res.staged_call_s:.3f})"
+                if res.staged_blocked_s == res.staged_blocked_s
+                else ""
+            )
+            + f"  busy-before {res.busy_before:.0%}  "
             f"foreign {res.foreign_cores:.2f} cores" + ("" if res.ok else f"  FAILED: {res.error[:600]}")
         )
         return res
@@ -189,6 +195,7 @@ class Bench:
         res.async_blocked_s = ph.get("async", {}).get("blocked_s", float("nan"))
         res.async_total_s = ph.get("async", {}).get("s", float("nan"))
         res.staged_blocked_s = ph.get("staged", {}).get("blocked_s", float("nan"))
+        res.staged_call_s = ph.get("staged", {}).get("call_s", float("nan"))
         if rc == 0 and out.get("ok"):
             res.ok = True
             return

@@ -201,6 +201,7 @@ class _Run:
         self.out["phases"]["staged"] = {
             "s": t4 - t0 - compute,
             "blocked_s": (t1 - t0) + (t3 - t2),
+            "call_s": t1 - t0,
             "cpu_s": c4 - c0,
             **_delta(s0, _stats(self.spec["stats"])),
         }

@@ -36,6 +36,7 @@ class Result:
     async_blocked_s: float = NAN
     async_total_s: float = NAN
     staged_blocked_s: float = NAN  # CheckpointManager, background staging: call + wait_staged after 1 s of compute
+    staged_call_s: float = NAN  # ... of which the call
     phases: dict = field(default_factory=dict)
     checks: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
