@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from air_magics.errors import AirError, SettingError, VolumeExistsError
+from air_magics.errors import AirError, ConfinementError, SettingError, VolumeExistsError
 from air_magics.io import folders
 from air_magics.io.folders import publish_folder, withdraw_folder
 from air_magics.io.leftovers import PENDING_EXPORT_PREFIX, TRASH_EXPORT_PREFIX, is_leftover, owned_name, sweep_stale
@@ -181,8 +181,10 @@ def test_a_held_folder_commits_with_its_marker_and_never_replaces_a_step(tmp_pat
 
     outside = _folder(tmp_path / "elsewhere", x="1")
     os.symlink(outside, run / ".pending-step_2")
-    with pytest.raises(OSError):
+    with pytest.raises(ConfinementError, match="symlink"):
         held.commit(".pending-step_2", "step_2", marker="_COMMITTED", text="{}")
+    with pytest.raises(ConfinementError, match="symlink"):
+        held.make_folder(".pending-step_2")
     assert _content(outside) == {"x": "1"} and not (run / "step_2").exists()
     held.write_text("latest", "step_1", fsync=False)
     assert (run / "latest").read_text() == "step_1" and held.read_text("latest") == "step_1"
