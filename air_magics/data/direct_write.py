@@ -26,7 +26,7 @@ from typing import Any
 from torch.distributed.checkpoint.filesystem import FileSystemBase
 
 from ..io.atomic import AtomicFile
-from ..io.confined import exists_at, open_dir, open_file, publish_at, write_all
+from ..io.confined import create_at, exists_at, open_dir, open_file, publish_at, write_all, write_at
 from ..io.leftovers import temp_name
 from ..io.retry import retry_call
 from .digests import ALGORITHM, new_hasher
@@ -36,7 +36,6 @@ __all__ = ["DirectVolumeFS", "CHUNK_BYTES"]
 
 GRID = 1 << 20  # a mount's largest request (FUSE: 1 MiB): writes leave in whole multiples of it
 CHUNK_BYTES = 4 << 20  # what a stream holds at most between its writes (headers, partial requests)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _TORCH_TEMP = ".metadata.tmp"  # where torch's finish writes .metadata before renaming it into place
 
 
@@ -166,8 +165,7 @@ class _InPlace(io.FileIO):
     rename. ``discard`` removes it."""
 
     def __init__(self, dir_fd: int, name: str) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW
-        super().__init__(os.open(name, flags, 0o644, dir_fd=dir_fd), "wb", closefd=True)
+        super().__init__(create_at(dir_fd, name), "wb", closefd=True)
         self._dir_fd, self._name = dir_fd, name  # (the folder's descriptor stays its owner's)
 
     def discard(self) -> None:
@@ -316,16 +314,10 @@ class DirectVolumeFS(FileSystemBase):
         folder, name = os.path.split(str(path))
         data = text.encode()
         dir_fd = self._folder(folder, create=True)
-        if not self.in_place:
+        if self.in_place:
+            write_at(dir_fd, name, data, fsync=fsync)
+        else:
             publish_at(dir_fd, name, lambda fd: write_all(fd, data), temp=temp_name(name), fsync=fsync)
-            return
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o644, dir_fd=dir_fd)
-        try:
-            write_all(fd, data)
-            if fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
 
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:

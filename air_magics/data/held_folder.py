@@ -9,19 +9,14 @@ clock; relative to a held descriptor of its folder each of those is one or two r
 
 from __future__ import annotations
 
-import errno
 import os
 import weakref
 
-from ..errors import ConfinementError
-from ..io.confined import exists_at, open_dir, publish_at, write_all
+from ..io.confined import exists_at, folder_at, open_dir, publish_at, write_all, write_at
 from ..io.folders import publish_folder_at
 from ..io.leftovers import temp_name
 from ..volumes.store import Location
 from .commit import commit_folder, read_text, write_text_atomic
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW  # a link is refused, never followed
 
 __all__ = ["HeldFolder"]
 
@@ -73,30 +68,13 @@ class HeldFolder:
             raise FileNotFoundError(f"{self.loc.path} is not there (removed meanwhile?)")
         return fd
 
-    def _open_folder(self, fd: int, name: str) -> int:
-        """Folder *name* in the open folder *fd*; a link or a file there is refused, never followed."""
-        try:
-            return os.open(name, _DIR, dir_fd=fd)
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                raise ConfinementError(
-                    f"{self.loc.join(name).path!r} is a symlink or a file where a folder is needed; "
-                    f"refusing to follow it (remove it)"
-                ) from None
-            raise
-
     def make_folder(self, name: str) -> int | None:
         """Folder *name* in this folder, made if missing; its descriptor (the caller closes it), or
         None on a remote file system (nothing to hold: the caller makes it by path). A link at
         *name* is refused, never followed."""
         if not self.loc.is_local:
             return None
-        fd = self._required()
-        try:
-            os.mkdir(name, 0o777, dir_fd=fd)
-        except FileExistsError:
-            pass
-        return self._open_folder(fd, name)
+        return folder_at(self._required(), name, self.loc.join(name).path, create=True)
 
     def write_text(self, name: str, text: str, *, fsync: bool) -> None:
         """Replace file *name* so readers see the old or the new text, never a mix (temp name,
@@ -120,14 +98,9 @@ class HeldFolder:
             commit_folder(loc.join(pending), loc.join(final), last=marker)
             return
         fd = self._required()
-        sub = self._open_folder(fd, pending)
+        sub = folder_at(fd, pending, loc.join(pending).path)
         try:
-            f = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o644, dir_fd=sub)
-            try:
-                write_all(f, text.encode())
-                os.fsync(f)
-            finally:
-                os.close(f)
+            write_at(sub, marker, text.encode(), fsync=True)
         finally:
             os.close(sub)
         publish_folder_at(fd, pending, final, display=loc.join(final).path)

@@ -35,6 +35,9 @@ from ..errors import ConfinementError, SpecialFileError
 
 __all__ = [
     "exists_at",
+    "folder_at",
+    "create_at",
+    "write_at",
     "real_root",
     "open_read",
     "open_dir",
@@ -220,25 +223,49 @@ def _make_below(path: str, root: str) -> int:
     fd = open_dir(head, root)
     try:
         for name in reversed(missing):
-            try:
-                os.mkdir(name, 0o777, dir_fd=fd)
-            except FileExistsError:
-                pass
-            try:
-                nxt = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise ConfinementError(
-                        f"{os.path.join(head, name)!r} is a symlink or a file where a folder is "
-                        f"needed; refusing to follow it (remove it)"
-                    ) from None
-                raise
+            nxt = folder_at(fd, name, os.path.join(head, name), create=True)
             os.close(fd)
             fd, head = nxt, os.path.join(head, name)
         return fd
     except BaseException:
         os.close(fd)
         raise
+
+
+def folder_at(dir_fd: int, name: str, display: str, *, create: bool = False) -> int:
+    """A descriptor of folder *name* inside the open folder *dir_fd* (made first with *create*); a
+    link or a file there is refused as :class:`ConfinementError` naming *display*, never followed."""
+    if create:
+        try:
+            os.mkdir(name, 0o777, dir_fd=dir_fd)
+        except FileExistsError:
+            pass
+    try:
+        return os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise ConfinementError(
+                f"{display!r} is a symlink or a file where a folder is needed; refusing to follow it (remove it)"
+            ) from None
+        raise
+
+
+def create_at(dir_fd: int, name: str) -> int:
+    """File *name* inside the open folder *dir_fd*, created or emptied, open for writing (a link
+    there is refused, never followed). The caller closes the descriptor."""
+    return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=dir_fd)
+
+
+def write_at(dir_fd: int, name: str, data: bytes, *, fsync: bool = False) -> None:
+    """Write *data* as file *name* inside the open folder *dir_fd*, in place (no temp name: for a
+    folder nobody reads before its owner publishes it; :func:`publish_at` otherwise)."""
+    fd = create_at(dir_fd, name)
+    try:
+        write_all(fd, data)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def makedirs(path: str, root: str | None = None) -> None:
@@ -254,7 +281,7 @@ def publish_at(
     (a link at *name* is replaced, never followed). On failure the temp file is removed and *name*
     is untouched."""
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=dir_fd)
+        fd = create_at(dir_fd, temp)
         try:
             fill(fd)
             if mtime:
