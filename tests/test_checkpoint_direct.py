@@ -227,9 +227,10 @@ def test_every_write_but_a_files_last_is_a_whole_request(slowfs, tmp_path, monke
 
 def test_a_managers_save_renames_only_its_step_metadata_and_pointer(slowfs, tmp_path, monkeypatch):
     """The manager's pending folder is made relative to its held folder and nothing in it is seen
-    before the commit, so its files are written under their own names: per save the volume sees
-    three renames (torch's ``.metadata.tmp``, the step folder, the ``latest`` pointer's temp name),
-    not one more per file, and no leftover of any temp name. The steps still load bit for bit and
+    before the commit, so its files are written under their own names (torch's ``.metadata`` too:
+    kept in memory and written beside the manifest and ``_COMMITTED``): per save the volume sees
+    two renames (the step folder, the ``latest`` pointer's temp name, staged while the data
+    streamed), not one more per file, and no leftover of any temp name. The steps still load bit for bit and
     a step that already exists is still refused."""
     from air_magics.data import CheckpointManager
 
@@ -250,10 +251,79 @@ def test_a_managers_save_renames_only_its_step_metadata_and_pointer(slowfs, tmp_
             assert mgr.load(out, step) == step
             assert all(torch.equal(out[k], s[k] * step) for k in s)
     renames = json.loads(stats.read_text())["ops"].get("rename", 0)
-    assert renames == 3 * 3, renames
+    assert renames == 3 * 2, renames
     run = backing / "main" / "ck" / "runs" / "inplace"
     assert sorted(p.name for p in run.iterdir()) == ["latest", "step_1", "step_2", "step_3"]
     for step in (1, 2, 3):
         names = [p.name for p in (run / f"step_{step}").iterdir()]
         assert not [n for n in names if is_leftover(n) or n.endswith(".tmp")], names
         assert {METADATA, CHECKSUMS, "_COMMITTED"} <= set(names)
+
+
+def test_a_manager_save_that_fails_while_its_data_streams_leaves_no_pointer_behind(mounted):
+    """The ``latest`` pointer's next text is staged under a temp name while the data streams; a
+    save that fails there (an object torch cannot pickle) removes it: the pointer still names the
+    last committed step, the run folder holds nothing new but the failed step's pending folder
+    (which ``cleanup`` removes), and the step saves once the state is fixed."""
+    from air_magics.data import CheckpointManager
+
+    backing = mounted()
+    mgr = CheckpointManager("/Volumes/main/ck/runs/failing", keep=3, show=False)
+    s = state(4)
+    mgr.save(1, s)
+    with pytest.raises(CheckpointError):
+        mgr.save(2, {**s, "bad": {"fn": lambda: 0}})
+    run = backing / "failing"
+    assert sorted(p.name for p in run.iterdir()) == [".pending-step_2", "latest", "step_1"]
+    assert (run / "latest").read_text() == "step_1" and mgr.latest() == 1
+    assert mgr.cleanup() == [".pending-step_2"]
+    mgr.save(2, s)
+    assert mgr.latest() == 2 and (run / "latest").read_text() == "step_2"
+    out = zeros_like(s)
+    assert mgr.load(out) == 2 and all(torch.equal(out[k], s[k]) for k in s)
+
+
+def test_the_last_files_of_a_folder_written_in_place_go_into_the_files_made_early(tmp_path):
+    """``DirectVolumeFS.create_early`` makes the last files once the data files are created;
+    ``write_files`` fills them (fsynced where asked) and removes one made early that the save
+    did not need; with no data file created yet nothing is made early and ``write_files``
+    creates what it writes."""
+    from air_magics.data.direct_write import DirectVolumeFS
+
+    folder = tmp_path / "step"
+    folder.mkdir()
+    fs = DirectVolumeFS(str(tmp_path))
+    fs.in_place = True
+    fs.create_early(str(folder), [METADATA, CHECKSUMS, "_COMMITTED"], after=0)
+    fs.write_files(str(folder), {METADATA: (b"meta", False), "_COMMITTED": (b"{}", True)})
+    assert sorted(p.name for p in folder.iterdir()) == [METADATA, "_COMMITTED"]
+    assert (folder / METADATA).read_bytes() == b"meta" and (folder / "_COMMITTED").read_bytes() == b"{}"
+    fs.create_early(str(folder), ["never"], after=2)  # the data files never came: nothing made early
+    fs.write_files(str(folder), {CHECKSUMS: (b"[]", False)})
+    assert sorted(p.name for p in folder.iterdir()) == [CHECKSUMS, METADATA, "_COMMITTED"]
+    fs.release_folders()
+
+
+def test_a_folder_written_in_place_with_synced_files_writes_metadata_through_torch(mounted, tmp_path):
+    """With ``sync_files=True`` torch fsyncs ``.metadata`` through its own descriptor, so it is not
+    kept in memory: it is written in place, the marker is left to the caller, and the folder loads."""
+    from air_magics.io.confined import open_dir
+
+    backing = mounted()
+    s = state(3)
+    path = "/Volumes/main/ck/runs/synced"
+    root = str(tmp_path / "mnt0")
+    w = UCVolumeWriter(
+        path,
+        sync_files=True,
+        make_folder=lambda: open_dir(f"{root}/main/ck/runs/synced", root, create=True),
+        marker=("_DONE", lambda files: json.dumps(sorted(files or {}))),
+    )
+    dcp.save(s, storage_writer=w)
+    assert not w.marker_written and not w.direct_fs.kept
+    names = sorted(p.name for p in (backing / "synced").iterdir())
+    assert METADATA in names and CHECKSUMS in names and "_DONE" not in names
+    assert not [n for n in names if is_leftover(n) or n.endswith(".tmp")], names
+    out = zeros_like(s)
+    dcp.load(out, storage_reader=UCVolumeReader(path))
+    assert all(torch.equal(out[k], s[k]) for k in s)

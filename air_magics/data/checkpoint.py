@@ -116,6 +116,7 @@ class UCVolumeWriter(FileSystemWriter):
         listeners: Sequence[Listener] = (),
         location: Location | None = None,
         make_folder: Callable[[], int | None] | None = None,
+        marker: tuple[str, Callable[[dict[str, Any] | None], str]] | None = None,
         **kwargs: Any,
     ) -> None:
         """A writer for the volume folder *path* (its defaults differ from ``FileSystemWriter``'s).
@@ -143,6 +144,11 @@ class UCVolumeWriter(FileSystemWriter):
                 the save is done (``CheckpointManager``'s pending step, made relative to its held
                 folder): nothing in such a folder is seen before, so no ``.metadata`` is looked for
                 in it and each file is written under its own name (no temp name and rename).
+            marker: with *make_folder*, the caller's marker file as (name, text from the checksums
+                of every file, None where a rank wrote without them), written (fsynced) beside
+                ``.metadata`` and the manifest, the three side by side (``CheckpointManager``'s
+                ``_COMMITTED``). ``marker_written`` says whether it
+                was; where the folder was not written in place, the caller writes it.
             **kwargs: passed to ``FileSystemWriter`` (e.g. ``single_file_per_rank``).
         """
         self.store = store or VolumeStore.shared()
@@ -152,6 +158,9 @@ class UCVolumeWriter(FileSystemWriter):
         self.volume_path = VolumePath.parse(path)
         self.dest = location if location is not None else self.store.locate(self.volume_path)
         self.make_folder = make_folder
+        self.marker = marker
+        self.marker_written = False
+        self.is_coordinator = True  # see set_up_storage_writer
         if direct and not self.dest.is_local:
             raise CheckpointError(
                 f"direct=True writes through a mount, and {self.volume_path} is on a remote file system "
@@ -168,7 +177,7 @@ class UCVolumeWriter(FileSystemWriter):
         kw = dict(thread_count=thread_count, sync_files=sync_files, overwrite=overwrite, **kwargs)
         if self.direct:
             super().__init__(self.dest.path, **kw)
-            self.fs = self.direct_fs = DirectVolumeFS(self.dest.root, zip_crc32=zip_crc32)
+            self.fs = self.direct_fs = DirectVolumeFS(self.dest.root, zip_crc32=zip_crc32, sync_files=sync_files)
         else:
             _clean_stale_staging()
             super().__init__(self.staging, **kw)
@@ -188,6 +197,8 @@ class UCVolumeWriter(FileSystemWriter):
             self.direct_fs.in_place = False
             self.direct_fs.root = self.dest.root
             self.direct_fs.digests.clear()
+            self.direct_fs.kept.clear()
+            self.marker_written = False
             self.direct_fs.writes.clear()
             self.direct_fs.failures.clear()
             checkpoint_id = self.dest.path
@@ -198,6 +209,10 @@ class UCVolumeWriter(FileSystemWriter):
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
         return str(checkpoint_id).startswith("/Volumes/")
+
+    def set_up_storage_writer(self, is_coordinator: bool, *args: Any, **kwargs: Any) -> None:
+        self.is_coordinator = is_coordinator  # (the one rank that writes .metadata and the manifest)
+        super().set_up_storage_writer(is_coordinator, *args, **kwargs)
 
     @property
     def checkpoint_id(self) -> str:
@@ -224,6 +239,15 @@ class UCVolumeWriter(FileSystemWriter):
         return super().prepare_local_plan(plan)
 
     def write_data(self, plan: Any, planner: Any) -> Future[list[Any]]:
+        fs = self.direct_fs if self.direct else None
+        if fs is not None and fs.in_place and self.is_coordinator and not self.sync_files:
+            # the last files (see _write_last), made while the data streams, after the data files
+            last = (
+                [CHECKSUMS] + ([self.marker[0]] if self.marker else []) + ([METADATA] if self.use_collectives else [])
+            )
+            fs.create_early(
+                self.dest.path, last, after=self.thread_count if self.single_file_per_rank else len(plan.items)
+            )
         if self.direct:
             self._emit("uploading", files=min(self.thread_count, len(plan.items)), bytes=_planned_bytes(plan))
         results = super().write_data(plan, planner).wait()  # torch.futures.Future
@@ -312,24 +336,47 @@ class UCVolumeWriter(FileSystemWriter):
 
     def _finish_direct(self, metadata: Any, results: list[list[Any]], files: dict[str, Any] | None) -> None:
         """torch writes ``.metadata`` onto the volume under its temp name; its publishing waits
-        until the manifest (with its digest) is there."""
+        until the manifest (with its digest) is there. In a folder written in place (see
+        ``make_folder``) ``.metadata``, the manifest and the caller's marker are written side by
+        side instead: their order does not matter until the caller renames the folder in."""
         fs = self.direct_fs
         try:
             with fs.hold_renames():
                 super().finish(metadata, results)
             self._raise_failures()
+            text = ""
             if files is not None:
                 tmp = next(os.path.basename(src) for src, _ in fs.held())
                 files[METADATA] = fs.digests[tmp]
                 text = checksums_json(files)
-                fs.write_text(self.dest.join(CHECKSUMS).path, text, fsync=self.manifest_fsync)
                 files[CHECKSUMS] = text_digest(text)
-            fs.release_renames()
+            if fs.kept:
+                fs.release_renames()  # (a name in memory: no request)
+                self._write_last(files, text)
+            else:
+                if files is not None:
+                    fs.write_text(self.dest.join(CHECKSUMS).path, text, fsync=self.manifest_fsync)
+                fs.release_renames()
         finally:
             fs.release_folders()
         self.bytes_uploaded += files[METADATA]["size"] if files else 0
         self.checksums = files or {}
         self._emit("uploaded", bytes=self.bytes_uploaded)
+
+    def _write_last(self, files: dict[str, Any] | None, manifest: str) -> None:
+        """``.metadata`` (kept in memory), the manifest and the caller's marker (fsynced), side by side."""
+        fs = self.direct_fs
+        last = {name: (data, False) for name, data in fs.kept.items()}
+        if files is not None:
+            last[CHECKSUMS] = (manifest.encode(), self.manifest_fsync)
+        if self.marker is not None:
+            name, text_of = self.marker
+            last[name] = (text_of(files).encode(), True)
+        try:
+            fs.write_files(self.dest.path, last)
+        except Exception as exc:
+            raise CheckpointError(f"writing {sorted(last)} to {self.volume_path} failed: {exc}") from exc
+        self.marker_written = self.marker is not None
 
     def _raise_failures(self) -> None:
         """The first file torch's threads could not write (see ``DirectVolumeFS.failures``)."""

@@ -10,6 +10,13 @@ verified folder, renamed on close, removed if the write fails), so no half-writt
 carries a checkpoint's file name, and every open is confined to the volume (no link followed).
 Renames the writer asks for (torch's ``.metadata.tmp`` -> ``.metadata``) can be held back with
 :meth:`DirectVolumeFS.hold_renames` until the manifest is on the volume: ``.metadata`` stays last.
+
+In a folder its owner publishes itself (:attr:`DirectVolumeFS.in_place`), the order of its files
+does not matter, only that all are complete before the folder is renamed in: there torch's
+``.metadata`` is kept in memory (:attr:`DirectVolumeFS.kept`) and written by
+:meth:`DirectVolumeFS.write_files` together with the manifest and the owner's marker, side by
+side, instead of one after the other on the caller's clock (each small file is a chain of create,
+write and close requests on a mount).
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ import io
 import os
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,6 +36,7 @@ from torch.distributed.checkpoint.filesystem import FileSystemBase
 from ..io.atomic import AtomicFile
 from ..io.confined import create_at, exists_at, open_dir, open_file, publish_at, write_all, write_at
 from ..io.leftovers import temp_name
+from ..io.pools import job_pool
 from ..io.retry import retry_call
 from .digests import ALGORITHM, new_hasher
 from .zipcrc import no_zip_crc32
@@ -159,6 +168,35 @@ class _Sink(io.RawIOBase):
         return self.size
 
 
+class _Kept(io.RawIOBase):
+    """torch's ``.metadata`` stream in a folder written in place: its bytes kept in memory, hashed,
+    for :meth:`DirectVolumeFS.write_files` (no ``fileno``: such a folder's writer syncs no file
+    through torch)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.data = bytearray()
+        self.hash = new_hasher()
+        self.writes: list[tuple[int, int]] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        view = memoryview(b).cast("B")
+        self.writes.append((len(self.data), view.nbytes))
+        self.data += view
+        self.hash.update(view)
+        return view.nbytes
+
+    def tell(self) -> int:
+        return len(self.data)
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+
 class _InPlace(io.FileIO):
     """A file written under its own name in a folder nobody looks into before it is published
     (:attr:`DirectVolumeFS.in_place`): :class:`AtomicFile`'s interface, without its temp name and
@@ -187,11 +225,16 @@ class DirectVolumeFS(FileSystemBase):
 
     ``in_place``: files are written under their own names, not a temp name renamed at the end (for
     a folder nobody looks into before its owner publishes it, such as ``CheckpointManager``'s
-    pending step: each rename was one more request at the end of every file).
+    pending step: each rename was one more request at the end of every file). There torch's
+    ``.metadata`` is kept in :attr:`kept` (name -> bytes) for :meth:`write_files` to write with
+    the folder's other last files.
     """
 
-    def __init__(self, root: str | None, *, chunk_bytes: int = CHUNK_BYTES, zip_crc32: bool = False) -> None:
+    def __init__(
+        self, root: str | None, *, chunk_bytes: int = CHUNK_BYTES, zip_crc32: bool = False, sync_files: bool = False
+    ) -> None:
         self.root = root
+        self.sync_files = sync_files  # torch fsyncs each file through its descriptor: .metadata is never kept
         self.chunk_bytes = chunk_bytes
         self.zip_crc32 = zip_crc32  # False: torch.save writes no zip CRC32 into these files (see .zipcrc)
         self.digests: dict[str, dict[str, Any]] = {}
@@ -199,6 +242,10 @@ class DirectVolumeFS(FileSystemBase):
         self.failures: list[tuple[str, BaseException]] = []
         self._held: list[tuple[str, str]] | None = None
         self.in_place = False
+        self.kept: dict[str, bytes] = {}  # in place: torch's .metadata, written by write_files
+        self._early: Future[dict[str, int]] | None = None  # see create_early
+        self._early_plan: tuple[str, tuple[str, ...], int] | None = None  # (folder, names, after): not started yet
+        self._created = 0  # data files created since create_early
         # each folder's verified descriptor, opened once per save: a path is resolved part by part, a
         # request per part on a mount (8 data files, .metadata, the manifest and the renames each did)
         self._folders: dict[str, int] = {}
@@ -216,6 +263,7 @@ class DirectVolumeFS(FileSystemBase):
 
     def release_folders(self) -> None:
         """Close the folder descriptors held for this save (the next save verifies its folders again)."""
+        _close_all(self._take_early())
         with self._folders_lock:
             _close_all(self._folders)
 
@@ -238,6 +286,15 @@ class DirectVolumeFS(FileSystemBase):
         if mode != "wb":
             raise ValueError(f"DirectVolumeFS opens files as 'rb' or 'wb', not {mode!r}")
         folder, name = os.path.split(path)
+        if (
+            self.in_place and not self.sync_files and name.endswith(_TORCH_TEMP)
+        ):  # (__<rank>.metadata.tmp without collectives)
+            kept = _Kept()
+            yield kept
+            self.kept[name] = bytes(kept.data)
+            self.digests[name] = {"size": kept.size, ALGORITHM: kept.hash.hexdigest()}
+            self.writes[name] = kept.writes
+            return
         try:
             file: AtomicFile | _InPlace
             if self.in_place or name == _TORCH_TEMP:  # (torch renames its temp name itself: a second is waste)
@@ -250,6 +307,8 @@ class DirectVolumeFS(FileSystemBase):
             with _Sink() as sink:  # torch's thread goes on to its next file; the writer reports this one
                 yield sink
             return
+        if self._early_plan is not None:
+            self._data_file_created()
         stream = _Stream(file, self.chunk_bytes)
         try:
             with contextlib.nullcontext() if self.zip_crc32 else no_zip_crc32():  # torch's writer thread
@@ -281,8 +340,11 @@ class DirectVolumeFS(FileSystemBase):
         new_folder, new_name = os.path.split(new_path)
         if folder != new_folder:
             raise ValueError(f"DirectVolumeFS renames inside one folder, not {path!r} -> {new_path!r}")
-        fd = self._folder(folder)
-        os.replace(name, new_name, src_dir_fd=fd, dst_dir_fd=fd)
+        if name in self.kept:  # not on the volume yet: renamed where it is
+            self.kept[new_name] = self.kept.pop(name)
+        else:
+            fd = self._folder(folder)
+            os.replace(name, new_name, src_dir_fd=fd, dst_dir_fd=fd)
         if name in self.digests:
             self.digests[new_name] = self.digests.pop(name)
 
@@ -319,18 +381,106 @@ class DirectVolumeFS(FileSystemBase):
         else:
             publish_at(dir_fd, name, lambda fd: write_all(fd, data), temp=temp_name(name), fsync=fsync)
 
+    def create_early(self, folder: str, names: Sequence[str], *, after: int = 0) -> None:
+        """Create the files *names* (empty) in the held *folder* on a thread of their own once
+        *after* data files were created, while the data streams, for :meth:`write_files` to fill
+        (a folder written :attr:`in_place`). Why: a create waits for every other create in its
+        folder (the kernel holds the folder's lock across the mount's lookup and create), so the
+        last three files made at the end queued one behind another on the caller's clock, and
+        made at the start they would hold up the data files'. A file that cannot be made here is
+        made by :meth:`write_files`, which reports its failure."""
+        _close_all(self._take_early())
+        self._early_plan, self._created = (folder, tuple(names), after), 0
+        if after <= 0:
+            self._start_early()
+
+    def _data_file_created(self) -> None:
+        with self._folders_lock:
+            self._created += 1
+            ready = self._early_plan is not None and self._created == self._early_plan[2]
+        if ready:
+            self._start_early()
+
+    def _start_early(self) -> None:
+        plan, self._early_plan = self._early_plan, None
+        if plan is None:
+            return
+        folder, names, _ = plan
+        dir_fd = self._folder(folder)
+
+        def create() -> dict[str, int]:
+            fds = {}
+            for name in names:
+                with contextlib.suppress(OSError):
+                    fds[name] = create_at(dir_fd, name)
+            return fds
+
+        pool = job_pool("ranges", "air-ckpt-early", 1)
+        self._early = pool.submit(create)
+        pool.shutdown(wait=False)  # (the thread ends with its one task)
+
+    def _take_early(self) -> dict[str, int]:
+        self._early_plan = None  # (never started: write_files makes them)
+        early, self._early = self._early, None
+        return early.result() if early is not None else {}
+
+    def write_files(self, folder: str, files: dict[str, tuple[bytes, bool]]) -> None:
+        """Write each of *files* (name -> (bytes, fsync)) under its own name in the held *folder*,
+        side by side (a folder written :attr:`in_place`: its owner publishes it once all are
+        there), into the files :meth:`create_early` made where it did. A file that could not be
+        written is removed and its error raised; one made early and not in *files* is removed."""
+        dir_fd = self._folder(folder)
+        early = self._take_early()
+
+        def write(name: str) -> None:
+            data, fsync = files[name]
+            fd = early.pop(name, None)
+            try:
+                if fd is None:
+                    retry_call(lambda: write_at(dir_fd, name, data, fsync=fsync))
+                else:
+                    try:
+                        retry_call(lambda: _fill(fd, data, fsync))
+                    finally:
+                        os.close(fd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=dir_fd)
+                raise
+
+        try:
+            with job_pool("ranges", "air-ckpt-last", len(files)) as pool:
+                for done in [pool.submit(write, name) for name in files]:
+                    done.result()
+        finally:
+            for name in list(early):  # made early, not written: not left behind
+                os.close(early.pop(name))
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=dir_fd)
+
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
         return True
 
     def exists(self, path: str | os.PathLike[str]) -> bool:
         folder, name = os.path.split(str(path))
+        if self.in_place:  # nothing but this save's files is in such a folder (see in_place)
+            return name in self.kept or name in self.digests
         fd = self._folders.get(folder)
         return os.path.lexists(str(path)) if fd is None else exists_at(fd, name)  # one lookup in a held folder
 
     def rm_file(self, path: str | os.PathLike[str]) -> None:
         folder, name = os.path.split(str(path))
         os.unlink(name, dir_fd=self._folder(folder))
+
+
+def _fill(fd: int, data: bytes, fsync: bool) -> None:
+    """*data* as the whole of the new file open at *fd* (from offset 0: a retry writes it again)."""
+    view, at = memoryview(data), 0
+    while at < len(view):
+        at += os.pwrite(fd, view[at:], at)
+    if fsync:
+        os.fsync(fd)
 
 
 def _close_all(folders: dict[str, int]) -> None:

@@ -9,8 +9,10 @@ clock; relative to a held descriptor of its folder each of those is one or two r
 
 from __future__ import annotations
 
+import contextlib
 import os
 import weakref
+from concurrent.futures import Executor, Future
 
 from ..io.confined import exists_at, folder_at, open_dir, publish_at, write_all, write_at
 from ..io.folders import publish_folder_at
@@ -18,7 +20,7 @@ from ..io.leftovers import temp_name
 from ..volumes.store import Location
 from .commit import commit_folder, read_text, write_text_atomic
 
-__all__ = ["HeldFolder"]
+__all__ = ["HeldFolder", "StagedText"]
 
 
 class HeldFolder:
@@ -85,22 +87,84 @@ class HeldFolder:
         data = text.encode()
         publish_at(self._required(), name, lambda fd: write_all(fd, data), temp=temp_name(name), fsync=fsync)
 
-    def commit(self, pending: str, final: str, *, marker: str, text: str) -> None:
+    def stage_text(self, name: str, text: str) -> str:
+        """Write *text* under a temp name for file *name* (put in place later by :meth:`rename`);
+        returns the temp name. Local folders only."""
+        temp = temp_name(name)
+        write_at(self._required(), temp, text.encode())
+        return temp
+
+    def rename(self, name: str, new_name: str) -> None:
+        """Rename *name* to *new_name* in the folder (a file at *new_name* is replaced)."""
+        fd = self._required()
+        os.replace(name, new_name, src_dir_fd=fd, dst_dir_fd=fd)
+
+    def remove(self, name: str) -> None:
+        """Remove file *name* from the folder if it is there."""
+        fd = self._held()
+        if fd is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=fd)
+
+    def commit(self, pending: str, final: str, *, marker: str, text: str | None) -> None:
         """Publish folder *pending* as *final* (a non-empty *final* is refused, never replaced),
-        marker file *marker* (holding *text*, fsynced) written into it first.
+        marker file *marker* (holding *text*, fsynced) written into it first (``text=None``: the
+        marker is there already, written with the folder's other files).
 
         The marker is written under its own name, not a temp one: nothing in *pending* is read
         as a step's until the rename, so a torn marker there is never seen (the rename of the
         temp name was one more request on the caller's clock)."""
         loc = self.loc
         if not loc.is_local:
-            write_text_atomic(loc.join(f"{pending}/{marker}"), text)
+            if text is not None:
+                write_text_atomic(loc.join(f"{pending}/{marker}"), text)
             commit_folder(loc.join(pending), loc.join(final), last=marker)
             return
         fd = self._required()
-        sub = folder_at(fd, pending, loc.join(pending).path)
-        try:
-            write_at(sub, marker, text.encode(), fsync=True)
-        finally:
-            os.close(sub)
+        if text is not None:
+            sub = folder_at(fd, pending, loc.join(pending).path)
+            try:
+                write_at(sub, marker, text.encode(), fsync=True)
+            finally:
+                os.close(sub)
         publish_folder_at(fd, pending, final, display=loc.join(final).path)
+
+
+class StagedText:
+    """File *name*'s next *text*, written under a temp name on *pool*'s thread from :meth:`start`
+    on, while the caller works (a save's data streams), then put in place by one rename
+    (:meth:`publish`) or removed (:meth:`discard`): the create, write and close are off the
+    caller's clock. On a remote file system, when not started, or when the staging failed,
+    :meth:`publish` writes it the plain way."""
+
+    def __init__(self, folder: HeldFolder, name: str, text: str) -> None:
+        self.folder, self.name, self.text = folder, name, text
+        self._temp: Future[str] | None = None
+
+    def start(self, pool: Executor) -> None:
+        if self._temp is None and self.folder.loc.is_local:
+            self._temp = pool.submit(self.folder.stage_text, self.name, self.text)
+
+    def _staged(self) -> str | None:
+        if self._temp is None:
+            return None
+        try:
+            return self._temp.result()
+        except Exception:  # (OSError, or the folder gone): written the plain way, which reports it
+            return None
+
+    def publish(self) -> None:
+        temp, self._temp = self._staged(), None
+        if temp is not None:
+            try:
+                self.folder.rename(temp, self.name)
+                return
+            except FileNotFoundError:  # removed meanwhile (a cleanup sweeping temp names)
+                pass
+        self.folder.write_text(self.name, self.text, fsync=False)
+
+    def discard(self) -> None:
+        temp, self._temp = self._staged(), None
+        if temp is not None:
+            with contextlib.suppress(OSError):
+                self.folder.remove(temp)

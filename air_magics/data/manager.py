@@ -8,9 +8,9 @@ Layout under the manager's volume folder::
     latest              text file naming the newest committed step, replaced atomically
 
 A save writes into ``.pending-step_<N>`` (never into an existing checkpoint; its files under
-their own names, as nothing in it is seen before the rename), writes ``.metadata`` last (see
-:mod:`air_magics.data.checkpoint`), writes ``_COMMITTED``, renames the
-folder to ``step_<N>`` (atomic on mounted and embedded volumes; on object stores the marker is
+their own names, as nothing in it is seen before the rename), writes ``.metadata``, the manifest
+and ``_COMMITTED`` side by side once the data is there (see :mod:`air_magics.data.checkpoint`),
+renames the folder to ``step_<N>`` (atomic on mounted and embedded volumes; on object stores the marker is
 copied last), moves ``latest`` and prunes to ``keep`` steps. ``latest()`` trusts only folders with
 both ``.metadata`` and ``_COMMITTED``, so a crash at any point leaves the previous checkpoint
 loadable and ``latest`` unchanged. Every transition (staging, uploading, committed, failed) is
@@ -45,7 +45,6 @@ from typing import Any
 
 from ..errors import AirError, CheckpointCorruptError
 from ..events import CheckpointEvent, Listener, channel
-from ..io.flusher import call_later
 from ..io.pools import ProcessPool
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
@@ -66,12 +65,13 @@ from .commit import (
 )
 from .dcp_calls import async_save_on_thread, quiet_async_saves, single_process_quiet
 from .digests import ALGORITHM
-from .held_folder import HeldFolder
+from .held_folder import HeldFolder, StagedText
 
 __all__ = ["CheckpointManager"]
 
 _TAIL_NAME = "air-ckpt-tail"
 _TAIL = ProcessPool(1, _TAIL_NAME)  # a one-process save's pruning (see _after_commit)
+_EVENTS = ProcessPool(1, "air-ckpt-events")  # the states a save passes through, in order (see _publish)
 
 _HISTORY = 20
 _PRUNE_HOOK: Callable[[str], None] | None = None
@@ -125,7 +125,8 @@ class CheckpointManager:
         self._pending: Any = None  # (upload future, committed event, staging future or None)
         self._stager: Any = None  # the background stager (its copy buffers reused across saves)
         self._lock = threading.Lock()
-        self._publishing = threading.Lock()  # see _publish
+        self._publishing = threading.Condition()  # see _publish
+        self._queued = 0  # documents handed to the flusher thread and not yet emitted (see _publish)
         self._history: list[dict[str, Any]] = []
         self.status_name = status_name(str(self.directory))
         self._active: str | None = None
@@ -231,11 +232,18 @@ class CheckpointManager:
         if rank == 0 and folder.has(pending.name):  # a crashed attempt's leftover (rmtree follows no link)
             remove_folder(here.join(pending.name))
         _barrier(world)
-        # a save in the background reports its start from this process's flusher thread: the status
-        # document (1.5-3 ms on a disk busy with the previous save's writeback) is off the loop's clock
-        rec = self._record(step, "staging", publish=blocking, started=time.time())
-        if not blocking:
-            call_later(0.0, self._publish)
+        # reported from this process's flusher thread: the status document (1.5-3 ms on a disk busy
+        # with the previous save's writeback) is off the loop's clock
+        rec = self._record(step, "staging", started=time.time())
+        # the pointer's next text, written while the data streams (not before: a create in the folder
+        # would hold up the pending folder's); the commit renames it into place
+        pointer = StagedText(folder, "latest", f"step_{int(step)}") if rank == 0 else None
+
+        def on_writer(e: CheckpointEvent) -> None:
+            if pointer is not None and e.state == "uploading":
+                pointer.start(_TAIL.get())
+            self._update(rec, e.state, **e.detail)
+
         if waited > _WAITED_NOTICE:  # the previous save had not finished: the view says so
             rec["waited_s"] = waited
         writer = UCVolumeWriter(
@@ -243,8 +251,10 @@ class CheckpointManager:
             store=self.store,
             location=here.join(pending.name),
             make_folder=lambda: folder.make_folder(pending.name),  # relative to the held folder
+            # checksums of every file (None if torch ran the save elsewhere: then .checksums.json has them)
+            marker=(COMMITTED, lambda files: commit_marker(step, files or None, ALGORITHM)),
             upload_workers=self.upload_workers,
-            listeners=[lambda e: self._update(rec, e.state, **e.detail)],
+            listeners=[on_writer],
         )
         writer.manifest_fsync = False  # _COMMITTED, fsynced before the step is renamed in, records the checksums
         t0 = time.perf_counter()
@@ -266,20 +276,22 @@ class CheckpointManager:
                     fut = dcp.async_save(state, storage_writer=writer)
         except BaseException as exc:
             self._located = self._held = None  # the volume may have moved: the next save looks again
+            if pointer is not None:
+                pointer.discard()
             self._update(rec, "failed", error=str(_as_error(exc, "save failed")))
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             raise _as_error(exc, f"saving step {step} to {self.directory} failed") from None
         rec["blocked_s"] = time.perf_counter() - t0
         if blocking:
-            self._commit(step, rec, writer, rank, world)
+            self._commit(step, rec, writer, rank, world, pointer)
             return
         if staged is not None:  # how long the background copy took, from the call
             staged.add_done_callback(lambda f: rec.__setitem__("staging_s", time.perf_counter() - t0))
         done = threading.Event()
         with self._lock:
             self._pending = (fut, done, staged)
-        fut.add_done_callback(lambda f: self._finish_async(f, step, rec, writer, rank, done))
+        fut.add_done_callback(lambda f: self._finish_async(f, step, rec, writer, rank, pointer, done))
 
     def _background_stager(self) -> Any:
         """The stager of ``background_staging`` saves, made on first use and kept (its buffers are
@@ -309,16 +321,25 @@ class CheckpointManager:
                 pass  # the upload fails with it, and its callback records the save as failed
 
     def _finish_async(
-        self, fut: Any, step: int, rec: dict[str, Any], writer: UCVolumeWriter, rank: int, done: threading.Event
+        self,
+        fut: Any,
+        step: int,
+        rec: dict[str, Any],
+        writer: UCVolumeWriter,
+        rank: int,
+        pointer: StagedText | None,
+        done: threading.Event,
     ) -> None:
         try:
             fut.result()
         except BaseException as exc:
+            if pointer is not None:
+                pointer.discard()
             self._update(rec, "failed", error=str(_as_error(exc, "save failed")))
             done.set()
             return
         try:
-            self._commit(step, rec, writer, rank, world=1)  # no collectives off the main thread
+            self._commit(step, rec, writer, rank, 1, pointer)  # no collectives off the main thread
         except Exception as exc:
             self._located = self._held = None  # the volume may have moved: the next save looks again
             self._update(rec, "failed", error=str(exc))
@@ -338,19 +359,26 @@ class CheckpointManager:
             done.wait()  # committed (or failed) and published
         self._wait_tail()
 
-    def _commit(self, step: int, rec: dict[str, Any], writer: UCVolumeWriter, rank: int, world: int) -> None:
+    def _commit(
+        self, step: int, rec: dict[str, Any], writer: UCVolumeWriter, rank: int, world: int, pointer: StagedText | None
+    ) -> None:
         if rank == 0:
             folder = self._held_folder()
             try:  # (relative to the held folder: no path is resolved again, see .held_folder)
-                # checksums of every file (None if torch ran the save elsewhere: then .checksums.json has them)
-                marker = commit_marker(step, writer.checksums or None, ALGORITHM)
+                # _COMMITTED: written by the writer beside its last files when it wrote the folder in place
+                marker = None if writer.marker_written else commit_marker(step, writer.checksums or None, ALGORITHM)
                 folder.commit(f"{PENDING_PREFIX}{int(step)}", f"step_{int(step)}", marker=COMMITTED, text=marker)
                 # the pointer before the call returns (another process's view, the sidebar, reads it); not
                 # fsynced: it is a hint every reader checks (a pointer a power cut kept at the previous
                 # step names a complete one, as if the crash had come a moment earlier)
-                folder.write_text("latest", f"step_{int(step)}", fsync=False)
+                if pointer is not None:
+                    pointer.publish()
+                else:
+                    folder.write_text("latest", f"step_{int(step)}", fsync=False)
             except BaseException:
                 self._located = self._held = None  # the folder may have moved: the next save looks again
+                if pointer is not None:
+                    pointer.discard()
                 raise
             self._latest = step
             if world == 1:  # committed: the pruning need not hold the caller
@@ -535,26 +563,30 @@ class CheckpointManager:
         return state
 
     # -- status ---------------------------------------------------------------------------------
-    def _record(self, step: int, state: str, *, publish: bool = True, **info: Any) -> dict[str, Any]:
+    def _record(self, step: int, state: str, **info: Any) -> dict[str, Any]:
         rec = {"step": step, "state": state, **info}
         self._history.append(rec)
         del self._history[:-_HISTORY]
-        if publish:
-            self._publish()
+        self._publish(now=False)
         return rec
 
     def _update(self, rec: dict[str, Any], state: str, **info: Any) -> None:
         rec.update(info, state=state, finished=time.time() if state in ("committed", "failed") else None)
-        if state in ("committed", "failed"):
+        terminal = state in ("committed", "failed")
+        if terminal:
             self._active = None
-        self._publish()
+        self._publish(now=terminal)
 
-    def _publish(self) -> None:
+    def _publish(self, *, now: bool = True) -> None:
         """Emit the newest save's state with the recent history (rank 0 reports for all ranks).
 
-        One at a time: the caller's thread (``committed``) and the pruning's (``after_commit_error``)
-        both publish, and without the lock the one that took its snapshot first could write last,
-        leaving a document without the other's change."""
+        ``now=False`` (the states a save passes through): the event, taken now, is emitted from
+        a thread kept for that, off the caller's clock (each status document is 1.5-10 ms of disk;
+        not the process's flusher thread, whose calls must be short: a listener may log over the
+        network). One at a time and in order: an event emitted now waits for those handed over
+        before it (done long since, normally), and the caller's thread (``committed``) and the
+        pruning's (``after_commit_error``) both publish: without the lock the one that took its
+        snapshot first could write last, leaving a document without the other's change."""
         if _dist.rank_and_world()[0] != 0:
             return
         if self._latest == "unknown":  # (outside the lock: latest() waits for the pruning, which publishes)
@@ -563,24 +595,36 @@ class CheckpointManager:
             except (AirError, OSError):
                 self._latest = None
         with self._publishing:
-            self._emit_history()
+            if not now:
+                event = self._history_event()
+                self._queued += 1
+                _EVENTS.get().submit(self._emit_queued, event)
+                return
+            while self._queued:  # (the lock is let go while waiting: the snapshot is taken after)
+                self._publishing.wait()
+            channel.emit(self._history_event(), self.listeners)
 
-    def _emit_history(self) -> None:
+    def _emit_queued(self, event: CheckpointEvent) -> None:
+        with self._publishing:
+            try:
+                channel.emit(event, self.listeners)
+            finally:
+                self._queued -= 1
+                self._publishing.notify_all()
+
+    def _history_event(self) -> CheckpointEvent:
         latest = self._latest if isinstance(self._latest, int) else None
         saves = tuple(MappingProxyType(dict(r)) for r in self._history)
         last = saves[-1] if saves else {}
         detail = MappingProxyType({k: v for k, v in last.items() if k not in ("step", "state")})
-        channel.emit(
-            CheckpointEvent(
-                state=last.get("state", "running"),
-                directory=str(self.directory),
-                step=last.get("step"),
-                detail=detail,
-                keep=self.keep,
-                latest=latest,
-                saves=saves,
-            ),
-            self.listeners,
+        return CheckpointEvent(
+            state=last.get("state", "running"),
+            directory=str(self.directory),
+            step=last.get("step"),
+            detail=detail,
+            keep=self.keep,
+            latest=latest,
+            saves=saves,
         )
 
 
