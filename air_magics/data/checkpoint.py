@@ -198,6 +198,7 @@ class UCVolumeWriter(FileSystemWriter):
             self.direct_fs.root = self.dest.root
             self.direct_fs.digests.clear()
             self.direct_fs.kept.clear()
+            self.direct_fs.absent.clear()
             self.marker_written = False
             self.direct_fs.writes.clear()
             self.direct_fs.failures.clear()
@@ -350,9 +351,15 @@ class UCVolumeWriter(FileSystemWriter):
                 files[METADATA] = fs.digests[tmp]
                 text = checksums_json(files)
                 files[CHECKSUMS] = text_digest(text)
-            if fs.kept:
+            if fs.in_place and fs.kept:
                 fs.release_renames()  # (a name in memory: no request)
                 self._write_last(files, text)
+            elif fs.kept:  # .metadata under torch's temp name beside the manifest, then renamed in last
+                last = {name: (fs.kept.pop(name), False) for name in list(fs.kept)}
+                if files is not None:
+                    last[CHECKSUMS] = (text.encode(), self.manifest_fsync)
+                self._write_files(last, publish=[CHECKSUMS])
+                fs.release_renames()
             else:
                 if files is not None:
                     fs.write_text(self.dest.join(CHECKSUMS).path, text, fsync=self.manifest_fsync)
@@ -372,11 +379,17 @@ class UCVolumeWriter(FileSystemWriter):
         if self.marker is not None:
             name, text_of = self.marker
             last[name] = (text_of(files).encode(), True)
-        try:
-            fs.write_files(self.dest.path, last)
-        except Exception as exc:
-            raise CheckpointError(f"writing {sorted(last)} to {self.volume_path} failed: {exc}") from exc
+        self._write_files(last)
         self.marker_written = self.marker is not None
+
+    def _write_files(self, last: dict[str, tuple[bytes, bool]], publish: Sequence[str] = ()) -> None:
+        try:
+            self.direct_fs.write_files(self.dest.path, last, publish=publish)
+        except OSError as exc:
+            name = os.path.basename(exc.filename) if isinstance(exc.filename, str) else ", ".join(sorted(last))
+            raise CheckpointError(
+                f"writing {name} to {self.volume_path} failed ({exc}); nothing of the save was published"
+            ) from exc
 
     def _raise_failures(self) -> None:
         """The first file torch's threads could not write (see ``DirectVolumeFS.failures``)."""

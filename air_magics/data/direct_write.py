@@ -26,7 +26,7 @@ import io
 import os
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any
@@ -246,6 +246,7 @@ class DirectVolumeFS(FileSystemBase):
         self._early: Future[dict[str, int]] | None = None  # see create_early
         self._early_plan: tuple[str, tuple[str, ...], int] | None = None  # (folder, names, after): not started yet
         self._created = 0  # data files created since create_early
+        self.absent: set[str] = set()  # paths this save found absent (see exists)
         # each folder's verified descriptor, opened once per save: a path is resolved part by part, a
         # request per part on a mount (8 data files, .metadata, the manifest and the renames each did)
         self._folders: dict[str, int] = {}
@@ -286,9 +287,7 @@ class DirectVolumeFS(FileSystemBase):
         if mode != "wb":
             raise ValueError(f"DirectVolumeFS opens files as 'rb' or 'wb', not {mode!r}")
         folder, name = os.path.split(path)
-        if (
-            self.in_place and not self.sync_files and name.endswith(_TORCH_TEMP)
-        ):  # (__<rank>.metadata.tmp without collectives)
+        if not self.sync_files and name.endswith(_TORCH_TEMP):  # (__<rank>.metadata.tmp without collectives)
             kept = _Kept()
             yield kept
             self.kept[name] = bytes(kept.data)
@@ -424,16 +423,21 @@ class DirectVolumeFS(FileSystemBase):
         early, self._early = self._early, None
         return early.result() if early is not None else {}
 
-    def write_files(self, folder: str, files: dict[str, tuple[bytes, bool]]) -> None:
+    def write_files(self, folder: str, files: dict[str, tuple[bytes, bool]], *, publish: Collection[str] = ()) -> None:
         """Write each of *files* (name -> (bytes, fsync)) under its own name in the held *folder*,
-        side by side (a folder written :attr:`in_place`: its owner publishes it once all are
-        there), into the files :meth:`create_early` made where it did. A file that could not be
-        written is removed and its error raised; one made early and not in *files* is removed."""
+        side by side (in a folder written :attr:`in_place` its owner publishes it once all are
+        there), into the files :meth:`create_early` made where it did; the names in *publish* are
+        written atomically instead (temp name, rename: the folder is seen). All or none: when one
+        could not be written, every one is removed and the first error raised; one made early and
+        not in *files* is removed."""
         dir_fd = self._folder(folder)
         early = self._take_early()
 
         def write(name: str) -> None:
             data, fsync = files[name]
+            if name in publish:
+                publish_at(dir_fd, name, lambda fd: write_all(fd, data), temp=temp_name(name), fsync=fsync)
+                return
             fd = early.pop(name, None)
             try:
                 if fd is None:
@@ -450,8 +454,14 @@ class DirectVolumeFS(FileSystemBase):
 
         try:
             with job_pool("ranges", "air-ckpt-last", len(files)) as pool:
-                for done in [pool.submit(write, name) for name in files]:
-                    done.result()
+                runs = {name: pool.submit(write, name) for name in files}
+            errors = [run.exception() for run in runs.values() if run.exception() is not None]
+            if errors:
+                for name, run in runs.items():
+                    if run.exception() is None:
+                        with contextlib.suppress(OSError):
+                            os.unlink(name, dir_fd=dir_fd)
+                raise errors[0]
         finally:
             for name in list(early):  # made early, not written: not left behind
                 os.close(early.pop(name))
@@ -463,11 +473,19 @@ class DirectVolumeFS(FileSystemBase):
         return True
 
     def exists(self, path: str | os.PathLike[str]) -> bool:
+        """Whether *path* is there; a name this save found absent is not asked again (torch asks
+        for ``.metadata`` twice before it saves and once after; a rename into place replaces
+        one that came meanwhile, as torch's remove and rename would)."""
         folder, name = os.path.split(str(path))
         if self.in_place:  # nothing but this save's files is in such a folder (see in_place)
             return name in self.kept or name in self.digests
+        if str(path) in self.absent:
+            return False
         fd = self._folders.get(folder)
-        return os.path.lexists(str(path)) if fd is None else exists_at(fd, name)  # one lookup in a held folder
+        found = os.path.lexists(str(path)) if fd is None else exists_at(fd, name)  # one lookup in a held folder
+        if not found:
+            self.absent.add(str(path))
+        return found
 
     def rm_file(self, path: str | os.PathLike[str]) -> None:
         folder, name = os.path.split(str(path))
