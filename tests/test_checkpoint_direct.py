@@ -327,3 +327,19 @@ def test_a_folder_written_in_place_with_synced_files_writes_metadata_through_tor
     out = zeros_like(s)
     dcp.load(out, storage_reader=UCVolumeReader(path))
     assert all(torch.equal(out[k], s[k]) for k in s)
+
+
+def test_a_plain_torch_writer_through_direct_volume_fs_still_writes_its_metadata(tmp_path):
+    """Only ``UCVolumeWriter`` keeps ``.metadata`` in memory to write it with its last files; torch's
+    own ``FileSystemWriter`` on a ``DirectVolumeFS`` (``bench_serialize``'s setup) writes it itself,
+    and plain torch loads the folder back."""
+    from air_magics.data.direct_write import DirectVolumeFS
+
+    s = state(3)
+    w = dcp.FileSystemWriter(tmp_path / "plain", thread_count=2, sync_files=False)
+    w.fs = DirectVolumeFS(None)
+    dcp.save(s, storage_writer=w)
+    assert (tmp_path / "plain" / METADATA).is_file()
+    out = zeros_like(s)
+    dcp.load(out, storage_reader=dcp.FileSystemReader(tmp_path / "plain"))
+    assert all(torch.equal(out[k], s[k]) for k in s)

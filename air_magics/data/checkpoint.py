@@ -178,6 +178,7 @@ class UCVolumeWriter(FileSystemWriter):
         if self.direct:
             super().__init__(self.dest.path, **kw)
             self.fs = self.direct_fs = DirectVolumeFS(self.dest.root, zip_crc32=zip_crc32, sync_files=sync_files)
+            self.direct_fs.keep_metadata = True  # written by _finish_direct, beside the manifest
         else:
             _clean_stale_staging()
             super().__init__(self.staging, **kw)

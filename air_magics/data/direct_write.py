@@ -11,12 +11,12 @@ carries a checkpoint's file name, and every open is confined to the volume (no l
 Renames the writer asks for (torch's ``.metadata.tmp`` -> ``.metadata``) can be held back with
 :meth:`DirectVolumeFS.hold_renames` until the manifest is on the volume: ``.metadata`` stays last.
 
-In a folder its owner publishes itself (:attr:`DirectVolumeFS.in_place`), the order of its files
-does not matter, only that all are complete before the folder is renamed in: there torch's
-``.metadata`` is kept in memory (:attr:`DirectVolumeFS.kept`) and written by
-:meth:`DirectVolumeFS.write_files` together with the manifest and the owner's marker, side by
-side, instead of one after the other on the caller's clock (each small file is a chain of create,
-write and close requests on a mount).
+torch's ``.metadata`` is kept in memory (:attr:`DirectVolumeFS.kept`) and written by
+:meth:`DirectVolumeFS.write_files` beside the manifest (under torch's temp name, renamed in
+last), instead of one after the other on the caller's clock (each small file is a chain of
+create, write and close requests on a mount). In a folder its owner publishes itself
+(:attr:`DirectVolumeFS.in_place`) the order does not matter at all, only that all are complete
+before the folder is renamed in: there the owner's marker is written beside them too.
 """
 
 from __future__ import annotations
@@ -225,9 +225,11 @@ class DirectVolumeFS(FileSystemBase):
 
     ``in_place``: files are written under their own names, not a temp name renamed at the end (for
     a folder nobody looks into before its owner publishes it, such as ``CheckpointManager``'s
-    pending step: each rename was one more request at the end of every file). There torch's
-    ``.metadata`` is kept in :attr:`kept` (name -> bytes) for :meth:`write_files` to write with
-    the folder's other last files.
+    pending step: each rename was one more request at the end of every file).
+
+    ``keep_metadata`` (set by ``UCVolumeWriter``, not for ``sync_files``): torch's ``.metadata`` is
+    kept in :attr:`kept` (name -> bytes) for its writer to write with the folder's other last
+    files (:meth:`write_files`) instead of one after the other.
     """
 
     def __init__(
@@ -242,7 +244,10 @@ class DirectVolumeFS(FileSystemBase):
         self.failures: list[tuple[str, BaseException]] = []
         self._held: list[tuple[str, str]] | None = None
         self.in_place = False
-        self.kept: dict[str, bytes] = {}  # in place: torch's .metadata, written by write_files
+        # torch's .metadata kept in memory for its writer to write with its last files (write_files);
+        # only for a writer that does (UCVolumeWriter): a plain FileSystemWriter would never write it
+        self.keep_metadata = False
+        self.kept: dict[str, bytes] = {}
         self._early: Future[dict[str, int]] | None = None  # see create_early
         self._early_plan: tuple[str, tuple[str, ...], int] | None = None  # (folder, names, after): not started yet
         self._created = 0  # data files created since create_early
@@ -287,7 +292,7 @@ class DirectVolumeFS(FileSystemBase):
         if mode != "wb":
             raise ValueError(f"DirectVolumeFS opens files as 'rb' or 'wb', not {mode!r}")
         folder, name = os.path.split(path)
-        if not self.sync_files and name.endswith(_TORCH_TEMP):  # (__<rank>.metadata.tmp without collectives)
+        if self.keep_metadata and not self.sync_files and name.endswith(_TORCH_TEMP):  # (or __<rank>.metadata.tmp)
             kept = _Kept()
             yield kept
             self.kept[name] = bytes(kept.data)
