@@ -4,6 +4,7 @@ raw folder and over a packed one (members read from the cached shard by offset: 
 import io
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,11 @@ def test_every_item_is_its_file_content_cold_and_warm(vol, tmp_path, folder, out
             got = items
         assert sorted(got) == want
     if folder == DEST:  # read by offset: the cache holds the shards, no extracted file per member
+        # (a shard's members are served as they arrive: the epoch can end before its fetch has
+        # renamed it into place and recorded its entry, on a thread of the reader's own)
+        deadline = time.monotonic() + 30
+        while _files_under(cache.root / "files") != cache.info().entries and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert _files_under(cache.root / "files") == cache.info().entries < N
 
 
