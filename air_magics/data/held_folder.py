@@ -42,6 +42,12 @@ class HeldFolder:
             weakref.finalize(self, os.close, self._fd)
         return self._fd
 
+    def hold(self) -> None:
+        """Open the folder's descriptor now, if the folder is there (on a mount, its path resolved
+        now rather than on the clock of the first operation)."""
+        if self.loc.is_local:
+            self._held()
+
     def has(self, name: str) -> bool:
         """Whether *name* (a file, folder or link; ``a/b`` looks inside folder ``a``) is in the folder."""
         if not self.loc.is_local:

@@ -126,7 +126,7 @@ class CheckpointManager:
         self._stager: Any = None  # the background stager (its copy buffers reused across saves)
         self._lock = threading.Lock()
         self._publishing = threading.Condition()  # see _publish
-        self._queued = 0  # documents handed to the flusher thread and not yet emitted (see _publish)
+        self._queued = 0  # events handed to the events thread and not yet emitted (see _publish)
         self._history: list[dict[str, Any]] = []
         self.status_name = status_name(str(self.directory))
         self._active: str | None = None
@@ -137,6 +137,7 @@ class CheckpointManager:
         self.listeners = tuple(listeners)
         if _dist.rank_and_world()[0] == 0:
             self.store.makedirs(self.directory)
+        self._held_folder().hold()  # located and opened now: the first save resolves no path either
         channel.emit(
             CheckpointEvent(state="announced", directory=str(self.directory), keep=keep, show=show), self.listeners
         )
