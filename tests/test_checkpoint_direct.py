@@ -343,3 +343,27 @@ def test_a_plain_torch_writer_through_direct_volume_fs_still_writes_its_metadata
     out = zeros_like(s)
     dcp.load(out, storage_reader=dcp.FileSystemReader(tmp_path / "plain"))
     assert all(torch.equal(out[k], s[k]) for k in s)
+
+
+def test_a_writer_into_a_folder_without_metadata_renames_only_the_manifest_and_metadata(slowfs, tmp_path, monkeypatch):
+    """With ``overwrite=False`` the folder holds no ``.metadata`` when the save starts, so nothing
+    reads its data files before the ``.metadata`` written last names them: they are written under
+    their own names (the volume sees two renames: the manifest's temp name and torch's
+    ``.metadata.tmp``). ``overwrite=True`` over an existing checkpoint still writes each data file
+    under a temp name renamed over the old one, so the old checkpoint never meets a torn file."""
+    backing = tmp_path / "backing"
+    (backing / "main" / "ck" / "runs").mkdir(parents=True)
+    s = state(6)
+    for overwrite, stats in ((False, tmp_path / "fresh.json"), (True, tmp_path / "over.json")):
+        with slowfs.mounted(backing, tmp_path / "mnt", op_latency_ms=0, stats=stats):
+            monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
+            w = UCVolumeWriter("/Volumes/main/ck/runs/plain", overwrite=overwrite)
+            dcp.save({k: v * (2 if overwrite else 1) for k, v in s.items()}, storage_writer=w)
+            out = zeros_like(s)
+            dcp.load(out, storage_reader=UCVolumeReader("/Volumes/main/ck/runs/plain"))
+            assert all(torch.equal(out[k], s[k] * (2 if overwrite else 1)) for k in s)
+        data_files = len([n for n in w.checksums if n.endswith(".distcp")])
+        renames = json.loads(stats.read_text())["ops"].get("rename", 0)
+        assert renames == (2 + data_files if overwrite else 2), (overwrite, renames, data_files)
+    names = [p.name for p in (backing / "main" / "ck" / "runs" / "plain").iterdir()]
+    assert not [n for n in names if is_leftover(n) or n.endswith(".tmp")], names

@@ -195,7 +195,7 @@ class UCVolumeWriter(FileSystemWriter):
                 )
         if self.direct:
             self.direct_fs.release_folders()  # a new save verifies its folders again
-            self.direct_fs.in_place = False
+            self.direct_fs.in_place = self.direct_fs.data_in_place = False
             self.direct_fs.root = self.dest.root
             self.direct_fs.digests.clear()
             self.direct_fs.kept.clear()
@@ -238,6 +238,8 @@ class UCVolumeWriter(FileSystemWriter):
                 f"{self.volume_path} already holds a checkpoint; save each step to a new folder (CheckpointManager does) "
                 f"or pass overwrite=True"
             )
+        if self.direct and not self.overwrite:  # no .metadata here: its data files under their own names
+            self.direct_fs.data_in_place = True
         return super().prepare_local_plan(plan)
 
     def write_data(self, plan: Any, planner: Any) -> Future[list[Any]]:

@@ -227,6 +227,11 @@ class DirectVolumeFS(FileSystemBase):
     a folder nobody looks into before its owner publishes it, such as ``CheckpointManager``'s
     pending step: each rename was one more request at the end of every file).
 
+    ``data_in_place``: the data files only are written under their own names (a folder that holds
+    no ``.metadata`` when the save starts: no reader takes its data files for a checkpoint's until
+    the ``.metadata`` written last names them, so a torn one is never read; 8 renames at the end
+    of the data, one after another on the folder's lock, saved).
+
     ``keep_metadata`` (set by ``UCVolumeWriter``, not for ``sync_files``): torch's ``.metadata`` is
     kept in :attr:`kept` (name -> bytes) for its writer to write with the folder's other last
     files (:meth:`write_files`) instead of one after the other.
@@ -244,6 +249,7 @@ class DirectVolumeFS(FileSystemBase):
         self.failures: list[tuple[str, BaseException]] = []
         self._held: list[tuple[str, str]] | None = None
         self.in_place = False
+        self.data_in_place = False  # see the class docstring
         # torch's .metadata kept in memory for its writer to write with its last files (write_files);
         # only for a writer that does (UCVolumeWriter): a plain FileSystemWriter would never write it
         self.keep_metadata = False
@@ -301,7 +307,7 @@ class DirectVolumeFS(FileSystemBase):
             return
         try:
             file: AtomicFile | _InPlace
-            if self.in_place or name == _TORCH_TEMP:  # (torch renames its temp name itself: a second is waste)
+            if self.in_place or self.data_in_place or name == _TORCH_TEMP:  # (torch renames .metadata.tmp itself)
                 file = retry_call(lambda: _InPlace(self._folder(folder, create=True), name))
             else:
                 temp = AtomicFile.temp_for(name)  # one name through the retries: a failed create is tried again
