@@ -177,8 +177,10 @@ class UCVolumeWriter(FileSystemWriter):
         kw = dict(thread_count=thread_count, sync_files=sync_files, overwrite=overwrite, **kwargs)
         if self.direct:
             super().__init__(self.dest.path, **kw)
-            self.fs = self.direct_fs = DirectVolumeFS(self.dest.root, zip_crc32=zip_crc32, sync_files=sync_files)
-            self.direct_fs.keep_metadata = True  # written by _finish_direct, beside the manifest
+            self.fs = self.direct_fs = DirectVolumeFS(self.dest.root, zip_crc32=zip_crc32)
+            # .metadata written by _finish_direct, beside the manifest (with sync_files torch fsyncs it
+            # through its own descriptor: written by torch then)
+            self.direct_fs.keep_metadata = not sync_files
         else:
             _clean_stale_staging()
             super().__init__(self.staging, **kw)
@@ -357,15 +359,12 @@ class UCVolumeWriter(FileSystemWriter):
             if fs.in_place and fs.kept:
                 fs.release_renames()  # (a name in memory: no request)
                 self._write_last(files, text)
-            elif fs.kept:  # .metadata under torch's temp name beside the manifest, then renamed in last
+            else:  # .metadata (kept, or written by torch) under torch's temp name, renamed in after the manifest
                 last = {name: (fs.kept.pop(name), False) for name in list(fs.kept)}
                 if files is not None:
                     last[CHECKSUMS] = (text.encode(), self.manifest_fsync)
-                self._write_files(last, publish=[CHECKSUMS])
-                fs.release_renames()
-            else:
-                if files is not None:
-                    fs.write_text(self.dest.join(CHECKSUMS).path, text, fsync=self.manifest_fsync)
+                if last:
+                    self._write_files(last, publish=() if fs.in_place else (CHECKSUMS,))
                 fs.release_renames()
         finally:
             fs.release_folders()

@@ -232,16 +232,13 @@ class DirectVolumeFS(FileSystemBase):
     the ``.metadata`` written last names them, so a torn one is never read; 8 renames at the end
     of the data, one after another on the folder's lock, saved).
 
-    ``keep_metadata`` (set by ``UCVolumeWriter``, not for ``sync_files``): torch's ``.metadata`` is
+    ``keep_metadata`` (set by ``UCVolumeWriter`` unless torch fsyncs each file): torch's ``.metadata`` is
     kept in :attr:`kept` (name -> bytes) for its writer to write with the folder's other last
     files (:meth:`write_files`) instead of one after the other.
     """
 
-    def __init__(
-        self, root: str | None, *, chunk_bytes: int = CHUNK_BYTES, zip_crc32: bool = False, sync_files: bool = False
-    ) -> None:
+    def __init__(self, root: str | None, *, chunk_bytes: int = CHUNK_BYTES, zip_crc32: bool = False) -> None:
         self.root = root
-        self.sync_files = sync_files  # torch fsyncs each file through its descriptor: .metadata is never kept
         self.chunk_bytes = chunk_bytes
         self.zip_crc32 = zip_crc32  # False: torch.save writes no zip CRC32 into these files (see .zipcrc)
         self.digests: dict[str, dict[str, Any]] = {}
@@ -298,7 +295,7 @@ class DirectVolumeFS(FileSystemBase):
         if mode != "wb":
             raise ValueError(f"DirectVolumeFS opens files as 'rb' or 'wb', not {mode!r}")
         folder, name = os.path.split(path)
-        if self.keep_metadata and not self.sync_files and name.endswith(_TORCH_TEMP):  # (or __<rank>.metadata.tmp)
+        if self.keep_metadata and name.endswith(_TORCH_TEMP):  # (or __<rank>.metadata.tmp)
             kept = _Kept()
             yield kept
             self.kept[name] = bytes(kept.data)
@@ -380,16 +377,6 @@ class DirectVolumeFS(FileSystemBase):
 
     def mkdir(self, path: str | os.PathLike[str]) -> None:
         self._folder(str(path), create=True)  # made (confined) and held for the files written into it
-
-    def write_text(self, path: str | os.PathLike[str], text: str, *, fsync: bool) -> None:
-        """Replace small file *path* atomically (temp name, optional fsync, rename) in its held folder."""
-        folder, name = os.path.split(str(path))
-        data = text.encode()
-        dir_fd = self._folder(folder, create=True)
-        if self.in_place:
-            write_at(dir_fd, name, data, fsync=fsync)
-        else:
-            publish_at(dir_fd, name, lambda fd: write_all(fd, data), temp=temp_name(name), fsync=fsync)
 
     def create_early(self, folder: str, names: Sequence[str], *, after: int = 0) -> None:
         """Create the files *names* (empty) in the held *folder* on a thread of their own once

@@ -233,7 +233,7 @@ class CheckpointManager:
         if rank == 0 and folder.has(pending.name):  # a crashed attempt's leftover (rmtree follows no link)
             remove_folder(here.join(pending.name))
         _barrier(world)
-        # reported from this process's flusher thread: the status document (1.5-3 ms on a disk busy
+        # reported from the events thread (see _publish): the status document (1.5-3 ms on a disk busy
         # with the previous save's writeback) is off the loop's clock
         rec = self._record(step, "staging", started=time.time())
         # the pointer's next text, written while the data streams (not before: a create in the folder
