@@ -17,7 +17,7 @@ from typing import Any
 
 from ..io.pools import ProcessPool
 
-__all__ = ["async_save_on_thread", "dcp_debug_off", "quiet_async_saves", "single_process_quiet"]
+__all__ = ["async_save_on_thread", "dcp_debug_off", "default_stager", "quiet_async_saves", "single_process_quiet"]
 
 _STARTER = ProcessPool(1, "air-ckpt-save")  # where async_save_on_thread calls async_save
 _DCP_LOGGER = "c10d-NullHandler-dcp_logger"  # torch's: DEBUG, into a NullHandler
@@ -100,3 +100,17 @@ def async_save_on_thread(state: Any, writer: Any, stager: Any) -> tuple[Future[A
 
     _STARTER.get().submit(run)  # a thread kept for it: a new one's start waits for the GIL behind the copy
     return upload, staged
+
+
+def default_stager() -> Any:
+    """torch's ``DefaultStager`` as a background-staged save uses it: the copy on its own thread,
+    into pinned memory with non-blocking copies where CUDA is there."""
+    import torch
+    from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
+
+    cuda = torch.cuda.is_available()
+    return DefaultStager(
+        StagingOptions(
+            use_pinned_memory=cuda, use_shared_memory=False, use_async_staging=True, use_non_blocking_copy=cuda
+        )
+    )

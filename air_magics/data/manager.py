@@ -63,9 +63,10 @@ from .commit import (
     status_name,
     uncommit_folder,
 )
-from .dcp_calls import async_save_on_thread, quiet_async_saves, single_process_quiet
+from .dcp_calls import async_save_on_thread, default_stager, quiet_async_saves, single_process_quiet
 from .digests import ALGORITHM
 from .held_folder import HeldFolder, StagedText
+from .stager import BufferStager
 
 __all__ = ["CheckpointManager"]
 
@@ -296,17 +297,10 @@ class CheckpointManager:
 
     def _background_stager(self) -> Any:
         """The stager of ``background_staging`` saves, made on first use and kept (its buffers are
-        reused): a background copy, into pinned memory where CUDA is there."""
+        reused): a CPU state is copied on parallel threads (:class:`~.stager.BufferStager`), any
+        other by torch's ``DefaultStager``, into pinned memory where CUDA is there."""
         if self._stager is None:
-            import torch
-            from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
-
-            cuda = torch.cuda.is_available()
-            self._stager = DefaultStager(
-                StagingOptions(
-                    use_pinned_memory=cuda, use_shared_memory=False, use_async_staging=True, use_non_blocking_copy=cuda
-                )
-            )
+            self._stager = BufferStager(default_stager)
         return self._stager
 
     def wait_staged(self) -> None:
