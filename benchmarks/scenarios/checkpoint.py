@@ -174,7 +174,8 @@ class Bench:
             + (f"  warm {mb / res.warm_s:6.1f} MB/s" if res.warm_s == res.warm_s else "")
             + f"  async blocked {res.async_blocked_s:6.2f} s of {res.async_total_s:6.2f} s"
             + (
-                f"  staged blocked {res.staged_blocked_s:.3f} s (call {res.staged_call_s:.3f})"
+                f"  staged blocked {res.staged_blocked_s:.3f} s (call {res.staged_call_s:.3f}), "
+                f"again {res.staged_again_blocked_s:.3f} s"
                 if res.staged_blocked_s == res.staged_blocked_s
                 else ""
             )
@@ -196,6 +197,7 @@ class Bench:
         res.async_total_s = ph.get("async", {}).get("s", float("nan"))
         res.staged_blocked_s = ph.get("staged", {}).get("blocked_s", float("nan"))
         res.staged_call_s = ph.get("staged", {}).get("call_s", float("nan"))
+        res.staged_again_blocked_s = ph.get("staged_again", {}).get("blocked_s", float("nan"))
         if rc == 0 and out.get("ok"):
             res.ok = True
             return
