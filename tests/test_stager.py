@@ -113,3 +113,48 @@ def test_async_save_writes_the_staged_state_with_torchs_own_reader(tmp_path):
     dcp.load(out, storage_reader=dcp.FileSystemReader(str(tmp_path)))
     assert torch.equal(out["w"], before["w"]) and int(out["step"]) == 5
     st.close()
+
+
+def test_an_async_save_through_the_writer_stages_before_returning_on_the_pools_threads():
+    """``dcp.async_save(storage_writer=UCVolumeWriter(...))`` stages with the writer's own ``stage``
+    (torch's protocol): the copy is taken before the call returns, so the loop may change the state."""
+    import torch.distributed.checkpoint as dcp
+
+    from air_magics.data import UCVolumeReader, UCVolumeWriter
+    from air_magics.volumes import VolumeStore
+
+    store = VolumeStore()
+    store.create("main.st.runs")
+    state = {"w": torch.randn(6_000_000), "b": torch.nn.Parameter(torch.randn(5))}
+    before = {k: v.detach().clone() for k, v in state.items()}
+    writer = UCVolumeWriter("/Volumes/main/st/runs/a", store=store)
+    fut = dcp.async_save(state, storage_writer=writer)
+    with torch.no_grad():
+        for v in state.values():  # the step, right after the call
+            v.zero_()
+    fut.result()
+    out = {"w": torch.empty(6_000_000), "b": torch.empty(5)}
+    dcp.load(out, storage_reader=UCVolumeReader("/Volumes/main/st/runs/a", store=store))
+    assert all(torch.equal(out[k], before[k]) for k in before)
+    assert writer._stager is not None and writer._stager._buffers == {}  # noqa: SLF001 - nothing kept by default
+
+
+def test_the_writer_keeps_its_copy_only_when_asked_and_leaves_other_states_to_torch():
+    from air_magics.data import UCVolumeWriter
+    from air_magics.volumes import VolumeStore
+
+    store = VolumeStore()
+    store.create("main.st.runs")
+    state = {"w": torch.randn(1000)}
+    cached = UCVolumeWriter("/Volumes/main/st/runs/c", store=store, cache_staged_state_dict=True)
+    first = cached.stage(state)
+    state["w"].add_(1.0)
+    second = cached.stage(state)
+    assert second["w"].data_ptr() == first["w"].data_ptr() and torch.equal(second["w"], state["w"])
+    fresh = UCVolumeWriter("/Volumes/main/st/runs/d", store=store)
+    one, two = fresh.stage(state), fresh.stage(state)  # (both alive: a freed buffer's memory may come back)
+    assert one["w"].data_ptr() != two["w"].data_ptr() and torch.equal(two["w"], state["w"])
+    odd = {"s": torch.eye(3).as_subclass(_Marked)}
+    assert torch.equal(fresh.stage(odd)["s"], torch.eye(3))  # torch's BlockingAsyncStager
+    with pytest.raises(TypeError, match="fallback"):
+        BufferStager().stage(odd)

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..io.pools import ProcessPool, threads
 
-__all__ = ["BufferStager"]
+__all__ = ["BufferStager", "copies_itself"]
 
 _CHUNK_BYTES = 16 << 20  # one copy job: small enough to spread a large tensor over the threads
 _DRIVER = ProcessPool(1, "air-ckpt-staging")  # plans a staging and waits for its copies
@@ -41,11 +41,15 @@ class BufferStager:
 
     _synchronize_after_execute = False  # the loop synchronizes: wait_staged() before the weights change
 
-    def __init__(self, fallback: Callable[[], Any], workers: int | None = None) -> None:
+    def __init__(
+        self, fallback: Callable[[], Any] | None = None, workers: int | None = None, keep: bool = True
+    ) -> None:
         """*fallback* makes the stager for states this one does not copy itself (torch's
-        ``DefaultStager`` with the manager's options); *workers* copy threads (default: the
-        ``"cpu"`` pool size)."""
+        ``DefaultStager`` with the manager's options; required for :meth:`stage`); *workers* copy
+        threads (default: the ``"cpu"`` pool size); *keep*: keep the buffers for the next
+        staging (False: each staging's copy is new, and freed with it)."""
         self._fallback_factory = fallback
+        self._keep = keep
         self._fallback: Any = None
         self._workers = workers
         self._copies: ProcessPool | None = None
@@ -59,10 +63,10 @@ class BufferStager:
 
     def stage(self, state: Any) -> Future[Any]:
         """A ``Future`` of the staged copy of *state* (a plain CPU state here; anything else by the fallback)."""
-        import torch
-
-        if not _plain_cpu(state, torch):
+        if not copies_itself(state):
             if self._fallback is None:
+                if self._fallback_factory is None:
+                    raise TypeError("this BufferStager has no fallback for a state of other than plain CPU tensors")
                 self._fallback = self._fallback_factory()
             staged = self._fallback.stage(state)
             if not isinstance(staged, Future):  # a synchronous stager: done already
@@ -71,9 +75,28 @@ class BufferStager:
                 staged = done
             self._last = staged
             return staged
-        fut = _DRIVER.get().submit(self._stage, state)
+        fut = _DRIVER.get().submit(self.stage_now, state)
         self._last = fut
         return fut
+
+    def stage_now(self, state: Any) -> Any:
+        """The staged copy of *state* (plain CPU tensors: :func:`copies_itself`), taken now: the
+        caller waits while the pool's threads copy."""
+        import torch
+
+        with torch.no_grad():
+            jobs: list[tuple[Any, Any]] = []
+            kept: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+            staged = self._copy_of(state, (), jobs, kept, {}, torch)
+            self._buffers = kept if self._keep else {}  # buffers of names that left the state are let go
+            if self._copies is None:
+                self._copies = ProcessPool(self._workers or threads("cpu"), "air-ckpt-copy")
+            if len(jobs) > 1:
+                for fut in [self._copies.get().submit(_copy, d, s) for d, s in jobs]:
+                    fut.result()
+            elif jobs:
+                _copy(*jobs[0])
+            return staged
 
     def synchronize_staging(self) -> None:
         """Wait until the last staging is done (errors are the future's to report)."""
@@ -90,23 +113,6 @@ class BufferStager:
         if self._fallback is not None:
             self._fallback.close()
             self._fallback = None
-
-    def _stage(self, state: Any) -> Any:
-        import torch
-
-        with torch.no_grad():  # (one thread drives every staging: one at a time)
-            jobs: list[tuple[Any, Any]] = []
-            kept: dict[tuple[Any, ...], tuple[Any, Any]] = {}
-            staged = self._copy_of(state, (), jobs, kept, {}, torch)
-            self._buffers = kept  # buffers of names that left the state are let go
-            if self._copies is None:
-                self._copies = ProcessPool(self._workers or threads("cpu"), "air-ckpt-copy")
-            if len(jobs) > 1:
-                for fut in [self._copies.get().submit(_copy, d, s) for d, s in jobs]:
-                    fut.result()
-            elif jobs:
-                _copy(*jobs[0])
-            return staged
 
     def _copy_of(
         self,
@@ -141,9 +147,15 @@ class BufferStager:
         return copy.deepcopy(x)
 
 
+def copies_itself(state: Any) -> bool:
+    """True when every tensor in *state* is a plain strided CPU tensor (or ``Parameter``): what
+    :class:`BufferStager` copies itself (anything else goes to its fallback)."""
+    import torch
+
+    return _plain_cpu(state, torch)
+
+
 def _plain_cpu(x: Any, torch: Any) -> bool:
-    """True when every tensor in *x* is a plain strided CPU tensor (or ``Parameter``) and every
-    container is a dict, list or tuple: what :class:`BufferStager` copies itself."""
     if isinstance(x, torch.Tensor):
         return (
             type(x) in (torch.Tensor, torch.nn.Parameter)
