@@ -207,7 +207,7 @@ def test_every_write_but_a_files_last_is_a_whole_request(slowfs, tmp_path, monke
     multiples of the mount's largest request leave (held header bytes go out with the head of the
     next storage in one writev), so the volume sees about size / 1 MiB writes per file, not a
     header request and an odd-sized tail per tensor. The bytes still land exactly."""
-    from air_magics.data.direct_write import GRID
+    from air_magics.data.grid_stream import GRID
 
     backing = tmp_path / "backing"
     (backing / "main" / "ck" / "runs").mkdir(parents=True)

@@ -15,6 +15,7 @@ from typing import Any
 from ..io.confined import open_read
 from ..io.retry import retry_call
 from ..volumes.store import Location
+from . import chunks
 from .digests import ALGORITHM, new_hasher
 
 __all__ = ["MemoryFile", "RandomAccessReader", "read_file", "CHUNK_BYTES"]
@@ -83,8 +84,8 @@ def read_file(
     with open(fd, "rb", buffering=0, closefd=True) as f:
         h = new_hasher(digest or ALGORITHM)
         size, total = 0, st.st_size  # a file that changes meanwhile fails its checksum
-        buf = bytearray(total if keep else min(total, CHUNK_BYTES))
-        with memoryview(buf) as view:
+        buf = bytearray(total) if keep else None
+        with memoryview(buf) if buf is not None else chunks.borrowed(min(total, CHUNK_BYTES)) as view:
             while size < total:
                 with view[size : size + CHUNK_BYTES] if keep else view[: min(CHUNK_BYTES, total - size)] as window:
                     n = retry_call(lambda w=window: f.readinto(w))

@@ -19,6 +19,7 @@ from typing import Any
 from ..io.confined import open_read
 from ..io.retry import retry_call
 from ..volumes.store import Location
+from . import chunks
 from .digests import new_hasher
 from .direct_read import CHUNK_BYTES, RandomAccessReader
 
@@ -81,13 +82,13 @@ def read_placed(
     total = st.st_size
     h = new_hasher(algorithm)
     kept = Kept(total)
-    scratch = memoryview(bytearray(max(1, min(CHUNK_BYTES, total))))
     regions = sorted(
         [(at, at + v.nbytes, v) for at, v in place if v.nbytes] + [(a, b, None) for a, b in keep if b > a],
         key=lambda r: r[0],
     )
     pos = 0
-    with open(fd, "rb", buffering=0, closefd=True) as f:
+    # the skipped bytes' scratch: a kept chunk, touched only as far as headers reach (see .chunks)
+    with open(fd, "rb", buffering=0, closefd=True) as f, chunks.borrowed(max(1, min(CHUNK_BYTES, total))) as scratch:
 
         def fill(view: memoryview) -> int:
             """Read into all of *view* (less at the end of the file), hashing as the bytes arrive."""
