@@ -51,7 +51,6 @@ from ..volumes.store import Location, VolumeStore
 from .commit import CHECKSUMS, METADATA, write_text_atomic
 from .digests import ALGORITHM, checksums_json, file_digest, text_digest
 from .direct_write import DirectVolumeFS
-from .stager import BufferStager, copies_itself
 from .volume_reader import UCVolumeReader
 from .zipcrc import StagingFS
 
@@ -162,7 +161,6 @@ class UCVolumeWriter(FileSystemWriter):
         self.marker = marker
         self.marker_written = False
         self.is_coordinator = True  # see set_up_storage_writer
-        self._stager: BufferStager | None = None  # stage()'s copier, made on an async save's first stage
         if direct and not self.dest.is_local:
             raise CheckpointError(
                 f"direct=True writes through a mount, and {self.volume_path} is on a remote file system "
@@ -187,17 +185,6 @@ class UCVolumeWriter(FileSystemWriter):
             _clean_stale_staging()
             super().__init__(self.staging, **kw)
             self.fs = StagingFS(zip_crc32)
-
-    def stage(self, state_dict: Any) -> Any:
-        """The copy of the state an ``async_save`` without a stager of its own writes from, taken
-        before the call returns (torch's ``BlockingAsyncStager``): a state of plain CPU tensors is
-        copied on the ``"cpu"`` pool's threads (:class:`~air_magics.data.stager.BufferStager`; its
-        buffers kept for the next save with ``cache_staged_state_dict=True``), any other by torch."""
-        if not copies_itself(state_dict):
-            return super().stage(state_dict)
-        if self._stager is None:
-            self._stager = BufferStager(keep=self.cache_staged_state_dict)
-        return self._stager.stage_now(state_dict)
 
     def reset(self, checkpoint_id: str | os.PathLike[str] | None = None) -> None:
         if checkpoint_id and str(checkpoint_id) not in (str(self.staging), str(self.volume_path)):

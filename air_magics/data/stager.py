@@ -1,11 +1,14 @@
 """The copy of a state that a background-staged save writes from, taken on parallel threads into buffers kept between saves.
 
 Why not torch's ``DefaultStager`` for a CPU state: it copies one storage at a time on one thread,
-holding the GIL through each copy (``UntypedStorage.copy_``), and on a virtual machine the first
-touch of fresh memory is what a first copy costs (pages the host must back: 400-600 MB/s here
-once the process has freed memory before). Copying in chunks on :func:`~air_magics.io.pools.threads`
-``("cpu")`` threads, with the GIL let go (``Tensor.copy_``), takes a 1 GiB state's first copy from
-0.5-2.0 s to 0.33-0.6 s on 2 cores, and later copies, into the same buffers, run at memory speed.
+holding the GIL through each copy (``UntypedStorage.copy_``), while the save's other threads (DCP's
+planning on the manager's starter thread, the status events) want it too. Here the copies run in
+16 MB batches on the ``"cpu"`` pool's threads with the GIL let go (``Tensor.copy_``). Measured in
+the manager's own sequence (1 GiB, after a save, a load and an async save in the process): the
+loop's block after 1 s of compute fell from 0.18 s to 0.007-0.06 s. Alone in a quiet process both
+copy 1 GiB of fresh memory in the same 0.3-0.5 s: a first copy is bound by the first touch of its
+pages (on this VM 0.7-3 GB/s, depending on what the host must back), which is why the buffers
+are kept: every later copy runs at memory speed (0.1 s).
 
 A state with anything but plain strided CPU tensors (CUDA tensors, ``DTensor``, sparse or
 quantized tensors) is staged by torch's ``DefaultStager`` (pinned buffers where CUDA is there), so
@@ -24,10 +27,11 @@ from typing import Any
 
 from ..io.pools import ProcessPool, threads
 
-__all__ = ["BufferStager", "copies_itself"]
+__all__ = ["BufferStager"]
 
 _CHUNK_BYTES = 16 << 20  # one copy job: small enough to spread a large tensor over the threads
 _DRIVER = ProcessPool(1, "air-ckpt-staging")  # plans a staging and waits for its copies
+_COPIES: list[ProcessPool] = []  # the copy threads, one pool per process (sized when first used)
 
 
 class BufferStager:
@@ -41,18 +45,11 @@ class BufferStager:
 
     _synchronize_after_execute = False  # the loop synchronizes: wait_staged() before the weights change
 
-    def __init__(
-        self, fallback: Callable[[], Any] | None = None, workers: int | None = None, keep: bool = True
-    ) -> None:
+    def __init__(self, fallback: Callable[[], Any]) -> None:
         """*fallback* makes the stager for states this one does not copy itself (torch's
-        ``DefaultStager`` with the manager's options; required for :meth:`stage`); *workers* copy
-        threads (default: the ``"cpu"`` pool size); *keep*: keep the buffers for the next
-        staging (False: each staging's copy is new, and freed with it)."""
+        ``DefaultStager`` with the manager's options)."""
         self._fallback_factory = fallback
-        self._keep = keep
         self._fallback: Any = None
-        self._workers = workers
-        self._copies: ProcessPool | None = None
         self._buffers: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # path -> (shape, dtype, stride), buffer
         self._last: Future[Any] | None = None
 
@@ -63,10 +60,10 @@ class BufferStager:
 
     def stage(self, state: Any) -> Future[Any]:
         """A ``Future`` of the staged copy of *state* (a plain CPU state here; anything else by the fallback)."""
-        if not copies_itself(state):
+        import torch
+
+        if not _plain_cpu(state, torch):
             if self._fallback is None:
-                if self._fallback_factory is None:
-                    raise TypeError("this BufferStager has no fallback for a state of other than plain CPU tensors")
                 self._fallback = self._fallback_factory()
             staged = self._fallback.stage(state)
             if not isinstance(staged, Future):  # a synchronous stager: done already
@@ -75,27 +72,27 @@ class BufferStager:
                 staged = done
             self._last = staged
             return staged
-        fut = _DRIVER.get().submit(self.stage_now, state)
+        fut = _DRIVER.get().submit(self._stage, state)
         self._last = fut
         return fut
 
-    def stage_now(self, state: Any) -> Any:
-        """The staged copy of *state* (plain CPU tensors: :func:`copies_itself`), taken now: the
-        caller waits while the pool's threads copy."""
+    def _stage(self, state: Any) -> Any:
         import torch
 
         with torch.no_grad():
             jobs: list[tuple[Any, Any]] = []
             kept: dict[tuple[Any, ...], tuple[Any, Any]] = {}
             staged = self._copy_of(state, (), jobs, kept, {}, torch)
-            self._buffers = kept if self._keep else {}  # buffers of names that left the state are let go
-            if self._copies is None:
-                self._copies = ProcessPool(self._workers or threads("cpu"), "air-ckpt-copy")
-            if len(jobs) > 1:
-                for fut in [self._copies.get().submit(_copy, d, s) for d, s in jobs]:
+            self._buffers = kept  # buffers of names that left the state are let go
+            batches = _batches(jobs)
+            if len(batches) > 1:
+                if not _COPIES:
+                    _COPIES.append(ProcessPool(threads("cpu"), "air-ckpt-copy"))
+                pool = _COPIES[0].get()
+                for fut in [pool.submit(_copy, batch) for batch in batches]:
                     fut.result()
-            elif jobs:
-                _copy(*jobs[0])
+            elif batches:
+                _copy(batches[0])
             return staged
 
     def synchronize_staging(self) -> None:
@@ -147,15 +144,9 @@ class BufferStager:
         return copy.deepcopy(x)
 
 
-def copies_itself(state: Any) -> bool:
-    """True when every tensor in *state* is a plain strided CPU tensor (or ``Parameter``): what
-    :class:`BufferStager` copies itself (anything else goes to its fallback)."""
-    import torch
-
-    return _plain_cpu(state, torch)
-
-
 def _plain_cpu(x: Any, torch: Any) -> bool:
+    """True when every tensor in *x* is a plain strided CPU tensor (or ``Parameter``): what
+    :class:`BufferStager` copies itself (anything else goes to its fallback)."""
     if isinstance(x, torch.Tensor):
         return (
             type(x) in (torch.Tensor, torch.nn.Parameter)
@@ -181,5 +172,20 @@ def _chunks(dst: Any, src: Any) -> list[tuple[Any, Any]]:
     return [(d[a : a + step], s[a : a + step]) for a in range(0, s.numel(), step)]
 
 
-def _copy(dst: Any, src: Any) -> None:
-    dst.copy_(src)
+def _batches(jobs: list[tuple[Any, Any]]) -> list[list[tuple[Any, Any]]]:
+    """*jobs* in order, as batches of about ``_CHUNK_BYTES`` each (small tensors together: one
+    thread hand-off per batch, not per tensor)."""
+    out: list[list[tuple[Any, Any]]] = []
+    size = _CHUNK_BYTES
+    for job in jobs:
+        if size >= _CHUNK_BYTES:
+            out.append([])
+            size = 0
+        out[-1].append(job)
+        size += job[1].numel() * job[1].element_size()
+    return out
+
+
+def _copy(batch: list[tuple[Any, Any]]) -> None:
+    for dst, src in batch:
+        dst.copy_(src)
