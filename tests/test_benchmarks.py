@@ -61,6 +61,7 @@ SCENARIOS = {
             "| method | save MB/s",
             "air_magics `UCVolumeWriter`/`Reader`",
             "async blocked <= 20% of a synchronous save",
+            "the next background-staged save (the stager's buffers reused)",
             "measurements ok",
         ],
     ),
