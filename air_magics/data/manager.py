@@ -40,7 +40,6 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
-from types import MappingProxyType
 from typing import Any
 
 from ..errors import AirError, CheckpointCorruptError
@@ -66,15 +65,14 @@ from .commit import (
 from .dcp_calls import async_save_on_thread, default_stager, quiet_async_saves, single_process_quiet
 from .digests import ALGORITHM
 from .held_folder import HeldFolder, StagedText
+from .save_history import TERMINAL, SaveHistory
 from .stager import BufferStager
 
 __all__ = ["CheckpointManager"]
 
 _TAIL_NAME = "air-ckpt-tail"
 _TAIL = ProcessPool(1, _TAIL_NAME)  # a one-process save's pruning (see _after_commit)
-_EVENTS = ProcessPool(1, "air-ckpt-events")  # the states a save passes through, in order (see _publish)
 
-_HISTORY = 20
 _PRUNE_HOOK: Callable[[str], None] | None = None
 """Called with the step folder's name after a pruned step is un-committed and before its files are
 deleted: the point where a kill used to leave a listed step that could not load (tests kill here)."""
@@ -126,16 +124,13 @@ class CheckpointManager:
         self._pending: Any = None  # (upload future, committed event, staging future or None)
         self._stager: Any = None  # the background stager (its copy buffers reused across saves)
         self._lock = threading.Lock()
-        self._publishing = threading.Condition()  # see _publish
-        self._queued = 0  # events handed to the events thread and not yet emitted (see _publish)
-        self._history: list[dict[str, Any]] = []
         self.status_name = status_name(str(self.directory))
         self._active: str | None = None
-        self._latest: int | None | str = "unknown"  # what _publish reports; listed once, then kept by _commit
         self._located: Location | None = None  # see _loc
         self._held: HeldFolder | None = None  # see _held_folder
         self._tail: Future[None] | None = None  # the last commit's pruning (see _after_commit)
         self.listeners = tuple(listeners)
+        self._saves = SaveHistory(str(self.directory), keep, self.listeners, self.latest)
         if _dist.rank_and_world()[0] == 0:
             self.store.makedirs(self.directory)
         self._held_folder().hold()  # located and opened now: the first save resolves no path either
@@ -234,9 +229,9 @@ class CheckpointManager:
         if rank == 0 and folder.has(pending.name):  # a crashed attempt's leftover (rmtree follows no link)
             remove_folder(here.join(pending.name))
         _barrier(world)
-        # reported from the events thread (see _publish): the status document (1.5-3 ms on a disk busy
+        # reported from the events thread (see SaveHistory.publish): the status document (1.5-3 ms on a disk busy
         # with the previous save's writeback) is off the loop's clock
-        rec = self._record(step, "staging", started=time.time())
+        rec = self._saves.record(step, "staging", started=time.time())
         # the pointer's next text, written while the data streams (not before: a create in the folder
         # would hold up the pending folder's); the commit renames it into place
         pointer = StagedText(folder, "latest", f"step_{int(step)}") if rank == 0 else None
@@ -294,6 +289,11 @@ class CheckpointManager:
         with self._lock:
             self._pending = (fut, done, staged)
         fut.add_done_callback(lambda f: self._finish_async(f, step, rec, writer, rank, pointer, done))
+
+    def _update(self, rec: dict[str, Any], state: str, **info: Any) -> None:
+        if state in TERMINAL:
+            self._active = None  # (cleanup() may remove its pending folder from now on)
+        self._saves.update(rec, state, **info)
 
     def _background_stager(self) -> Any:
         """The stager of ``background_staging`` saves, made on first use and kept (its buffers are
@@ -375,7 +375,7 @@ class CheckpointManager:
                 if pointer is not None:
                     pointer.discard()
                 raise
-            self._latest = step
+            self._saves.latest = step
             if world == 1:  # committed: the pruning need not hold the caller
                 self._tail = _TAIL.get().submit(self._after_commit, rec, background=True)
             else:
@@ -405,7 +405,7 @@ class CheckpointManager:
             if not background:
                 raise
             rec["after_commit_error"] = f"{type(exc).__name__}: {exc}"
-            self._publish()
+            self._saves.publish()
 
     def _wait_tail(self) -> None:
         """Wait for the last save's pruning (see :meth:`_after_commit`)."""
@@ -556,71 +556,6 @@ class CheckpointManager:
         if not state:
             raise CheckpointError("nothing to save: pass state=... or model=/optimizer=/loader=")
         return state
-
-    # -- status ---------------------------------------------------------------------------------
-    def _record(self, step: int, state: str, **info: Any) -> dict[str, Any]:
-        rec = {"step": step, "state": state, **info}
-        self._history.append(rec)
-        del self._history[:-_HISTORY]
-        self._publish(now=False)
-        return rec
-
-    def _update(self, rec: dict[str, Any], state: str, **info: Any) -> None:
-        rec.update(info, state=state, finished=time.time() if state in ("committed", "failed") else None)
-        terminal = state in ("committed", "failed")
-        if terminal:
-            self._active = None
-        self._publish(now=terminal)
-
-    def _publish(self, *, now: bool = True) -> None:
-        """Emit the newest save's state with the recent history (rank 0 reports for all ranks).
-
-        ``now=False`` (the states a save passes through): the event, taken now, is emitted from
-        a thread kept for that, off the caller's clock (each status document is 1.5-10 ms of disk;
-        not the process's flusher thread, whose calls must be short: a listener may log over the
-        network). One at a time and in order: an event emitted now waits for those handed over
-        before it (done long since, normally), and the caller's thread (``committed``) and the
-        pruning's (``after_commit_error``) both publish: without the lock the one that took its
-        snapshot first could write last, leaving a document without the other's change."""
-        if _dist.rank_and_world()[0] != 0:
-            return
-        if self._latest == "unknown":  # (outside the lock: latest() waits for the pruning, which publishes)
-            try:
-                self._latest = self.latest()
-            except (AirError, OSError):
-                self._latest = None
-        with self._publishing:
-            if not now:
-                event = self._history_event()
-                self._queued += 1
-                _EVENTS.get().submit(self._emit_queued, event)
-                return
-            while self._queued:  # (the lock is let go while waiting: the snapshot is taken after)
-                self._publishing.wait()
-            channel.emit(self._history_event(), self.listeners)
-
-    def _emit_queued(self, event: CheckpointEvent) -> None:
-        with self._publishing:
-            try:
-                channel.emit(event, self.listeners)
-            finally:
-                self._queued -= 1
-                self._publishing.notify_all()
-
-    def _history_event(self) -> CheckpointEvent:
-        latest = self._latest if isinstance(self._latest, int) else None
-        saves = tuple(MappingProxyType(dict(r)) for r in self._history)
-        last = saves[-1] if saves else {}
-        detail = MappingProxyType({k: v for k, v in last.items() if k not in ("step", "state")})
-        return CheckpointEvent(
-            state=last.get("state", "running"),
-            directory=str(self.directory),
-            step=last.get("step"),
-            detail=detail,
-            keep=self.keep,
-            latest=latest,
-            saves=saves,
-        )
 
 
 def _barrier(world: int) -> None:
