@@ -33,7 +33,6 @@ are removed only by a save of the same step N and by ``cleanup()``.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 import uuid
@@ -67,6 +66,7 @@ from .digests import ALGORITHM
 from .held_folder import HeldFolder, StagedText
 from .save_history import TERMINAL, SaveHistory
 from .stager import BufferStager
+from .train_state import apply_state, collect_state, loader_key
 
 __all__ = ["CheckpointManager"]
 
@@ -223,7 +223,7 @@ class CheckpointManager:
                 f"{self.step_path(step)} already exists; checkpoints are never overwritten: use a new step"
             )
         if state is None:
-            state = self._collect(model, optimizer, loader, rank)
+            state = collect_state(model, optimizer, loader, rank)
         pending = self.directory / f"{PENDING_PREFIX}{int(step)}"
         self._active = pending.name
         if rank == 0 and folder.has(pending.name):  # a crashed attempt's leftover (rmtree follows no link)
@@ -501,25 +501,17 @@ class CheckpointManager:
         """Restore model, optimizer and loader from *step* or the latest; ``None`` if there is none yet."""
         if step is None and self.latest() is None:
             return None
-        from torch.distributed.checkpoint.state_dict import set_state_dict
-
         step = self._pick(step)
         rank, _ = _dist.rank_and_world()
-        state = self._collect(model, optimizer, None, rank)
-        with self._suggest_earlier_step(step):
-            loader_key = self._loader_key(step, rank) if loader is not None else None
-        if loader_key:
-            state[loader_key] = ""
+        state = collect_state(model, optimizer, None, rank)
+        key = None
+        if loader is not None:
+            with self._suggest_earlier_step(step):
+                key = loader_key(set(self._reader(step).read_metadata().state_dict_metadata), rank)
+        if key:
+            state[key] = ""
         self.load(state, step)
-        if model is not None:
-            set_state_dict(
-                model,
-                [optimizer] if optimizer is not None else [],
-                model_state_dict=state["model"],
-                optim_state_dict=state.get("optimizer", {}),
-            )
-        if loader_key:
-            loader.load_state_dict(json.loads(state[loader_key]))
+        apply_state(state, model, optimizer, loader, key)
         return step
 
     def _pick(self, step: int | None) -> int:
@@ -533,29 +525,6 @@ class CheckpointManager:
                 f"{self.step_path(step)} is missing or incomplete; complete steps: {self.steps() or 'none'}"
             )
         return step
-
-    def _loader_key(self, step: int, rank: int) -> str | None:
-        keys = set(self._reader(step).read_metadata().state_dict_metadata)
-        for key in (f"loader_rank{rank}", "loader_rank0"):  # gathered states are the same on every rank
-            if key in keys:
-                return key
-        return None
-
-    @staticmethod
-    def _collect(model: Any, optimizer: Any, loader: Any, rank: int) -> dict[str, Any]:
-        state: dict[str, Any] = {}
-        if model is not None:
-            from torch.distributed.checkpoint.state_dict import get_state_dict
-
-            msd, osd = get_state_dict(model, [optimizer] if optimizer is not None else [])
-            state["model"] = msd
-            if optimizer is not None:
-                state["optimizer"] = osd
-        if loader is not None:
-            state[f"loader_rank{rank}"] = json.dumps(loader.state_dict())  # per-rank key: DCP de-duplicates
-        if not state:
-            raise CheckpointError("nothing to save: pass state=... or model=/optimizer=/loader=")
-        return state
 
 
 def _barrier(world: int) -> None:
