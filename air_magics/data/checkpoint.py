@@ -247,7 +247,7 @@ class UCVolumeWriter(FileSystemWriter):
     def write_data(self, plan: Any, planner: Any) -> Future[list[Any]]:
         fs = self.direct_fs if self.direct else None
         if fs is not None and fs.in_place and self.is_coordinator and not self.sync_files:
-            # the last files (see _write_last), made while the data streams, after the data files
+            # the last files (see _finish_direct), made while the data streams, after the data files
             last = (
                 [CHECKSUMS] + ([self.marker[0]] if self.marker else []) + ([METADATA] if self.use_collectives else [])
             )
@@ -356,33 +356,28 @@ class UCVolumeWriter(FileSystemWriter):
                 files[METADATA] = fs.digests[tmp]
                 text = checksums_json(files)
                 files[CHECKSUMS] = text_digest(text)
-            if fs.in_place and fs.kept:
+            # in a folder written in place with .metadata kept in memory, .metadata, the manifest and the
+            # caller's marker go side by side; else .metadata (kept, or written by torch) keeps torch's
+            # temp name and is renamed in after the manifest
+            side_by_side = fs.in_place and bool(fs.kept)
+            if side_by_side:
                 fs.release_renames()  # (a name in memory: no request)
-                self._write_last(files, text)
-            else:  # .metadata (kept, or written by torch) under torch's temp name, renamed in after the manifest
-                last = {name: (fs.kept.pop(name), False) for name in list(fs.kept)}
-                if files is not None:
-                    last[CHECKSUMS] = (text.encode(), self.manifest_fsync)
-                if last:
-                    self._write_files(last, publish=() if fs.in_place else (CHECKSUMS,))
+            last = {name: (fs.kept.pop(name), False) for name in list(fs.kept)}
+            if files is not None:
+                last[CHECKSUMS] = (text.encode(), self.manifest_fsync)
+            if side_by_side and self.marker is not None:
+                name, text_of = self.marker
+                last[name] = (text_of(files).encode(), True)
+            if last:
+                self._write_files(last, publish=() if fs.in_place else (CHECKSUMS,))
+            self.marker_written = side_by_side and self.marker is not None
+            if not side_by_side:
                 fs.release_renames()
         finally:
             fs.release_folders()
         self.bytes_uploaded += files[METADATA]["size"] if files else 0
         self.checksums = files or {}
         self._emit("uploaded", bytes=self.bytes_uploaded)
-
-    def _write_last(self, files: dict[str, Any] | None, manifest: str) -> None:
-        """``.metadata`` (kept in memory), the manifest and the caller's marker (fsynced), side by side."""
-        fs = self.direct_fs
-        last = {name: (data, False) for name, data in fs.kept.items()}
-        if files is not None:
-            last[CHECKSUMS] = (manifest.encode(), self.manifest_fsync)
-        if self.marker is not None:
-            name, text_of = self.marker
-            last[name] = (text_of(files).encode(), True)
-        self._write_files(last)
-        self.marker_written = self.marker is not None
 
     def _write_files(self, last: dict[str, tuple[bytes, bool]], publish: Sequence[str] = ()) -> None:
         try:

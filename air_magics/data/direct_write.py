@@ -34,7 +34,7 @@ from typing import Any
 from torch.distributed.checkpoint.filesystem import FileSystemBase
 
 from ..io.atomic import AtomicFile
-from ..io.confined import create_at, exists_at, open_dir, open_file, publish_at, write_all, write_at
+from ..io.confined import create_at, exists_at, fill, open_dir, open_file, publish_at, write_all, write_at
 from ..io.leftovers import temp_name
 from ..io.pools import job_pool
 from ..io.retry import retry_call
@@ -340,7 +340,7 @@ class DirectVolumeFS(FileSystemBase):
                     retry_call(lambda: write_at(dir_fd, name, data, fsync=fsync))
                 else:
                     try:
-                        retry_call(lambda: _fill(fd, data, fsync))
+                        retry_call(lambda: fill(fd, data, fsync=fsync))
                     finally:
                         os.close(fd)
             except BaseException:
@@ -386,15 +386,6 @@ class DirectVolumeFS(FileSystemBase):
     def rm_file(self, path: str | os.PathLike[str]) -> None:
         folder, name = os.path.split(str(path))
         os.unlink(name, dir_fd=self._folder(folder))
-
-
-def _fill(fd: int, data: bytes, fsync: bool) -> None:
-    """*data* as the whole of the new file open at *fd* (from offset 0: a retry writes it again)."""
-    view, at = memoryview(data), 0
-    while at < len(view):
-        at += os.pwrite(fd, view[at:], at)
-    if fsync:
-        os.fsync(fd)
 
 
 def _close_all(folders: dict[str, int]) -> None:

@@ -366,10 +366,8 @@ class CheckpointManager:
                 # the pointer before the call returns (another process's view, the sidebar, reads it); not
                 # fsynced: it is a hint every reader checks (a pointer a power cut kept at the previous
                 # step names a complete one, as if the crash had come a moment earlier)
-                if pointer is not None:
+                if pointer is not None:  # (rank 0 has one: see save)
                     pointer.publish()
-                else:
-                    folder.write_text("latest", f"step_{int(step)}", fsync=False)
             except BaseException:
                 self._located = self._held = None  # the folder may have moved: the next save looks again
                 if pointer is not None:

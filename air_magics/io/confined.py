@@ -38,6 +38,7 @@ __all__ = [
     "folder_at",
     "create_at",
     "write_at",
+    "fill",
     "real_root",
     "open_read",
     "open_dir",
@@ -261,11 +262,19 @@ def write_at(dir_fd: int, name: str, data: bytes, *, fsync: bool = False) -> Non
     folder nobody reads before its owner publishes it; :func:`publish_at` otherwise)."""
     fd = create_at(dir_fd, name)
     try:
-        write_all(fd, data)
-        if fsync:
-            os.fsync(fd)
+        fill(fd, data, fsync=fsync)
     finally:
         os.close(fd)
+
+
+def fill(fd: int, data: bytes, *, fsync: bool = False) -> None:
+    """*data* as the whole of the new file open at *fd*, written from offset 0 (so a retry writes
+    it again rather than after what a failed try left), then fsynced if asked."""
+    view, at = memoryview(data), 0
+    while at < len(view):
+        at += os.pwrite(fd, view[at:], at)
+    if fsync:
+        os.fsync(fd)
 
 
 def makedirs(path: str, root: str | None = None) -> None:
