@@ -29,9 +29,14 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def air_home(tmp_path, monkeypatch):
-    """Every test gets its own AIR_HOME; no test sees a real /Volumes or the user's ~/.air."""
+    """Every test gets its own AIR_HOME; no test sees a real /Volumes or the user's ~/.air.
+
+    The cache's free-disk reserve is 16 MiB, not the 1 GiB default: a test's outcome must not hang on
+    how full the host's disk is (a CI host with 0.9 GiB free refused every overflow file). The tests
+    of the reserve itself pass ``reserve=`` or set ``AIR_CACHE_RESERVE``."""
     home = tmp_path / "air_home"
     monkeypatch.setenv("AIR_HOME", str(home))
+    monkeypatch.setenv("AIR_CACHE_RESERVE", "16MiB")
     monkeypatch.delenv("AIR_VOLUMES_ROOT", raising=False)
     monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "no-such-mount"))
     return home

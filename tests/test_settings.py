@@ -54,6 +54,7 @@ def vol():
 # -- defaults come from the environment -------------------------------------------------------------
 def test_defaults_follow_the_environment_at_every_read(fresh, air_home, tmp_path, monkeypatch):
     monkeypatch.delenv("AIR_SPARK_DIR", raising=False)  # `make test` sets it for the whole suite
+    monkeypatch.delenv("AIR_CACHE_RESERVE")  # conftest sets it for every test
     assert settings.air_home() == air_home and settings.cache_dir() == air_home / "cache"
     assert settings.spark_dir() == air_home / "spark" and settings.embedded_volumes_root() == air_home / "volumes"
     assert settings.cache_limit() is None and settings.cache_reserve() == 1 << 30 and settings.copy_workers() == 64
