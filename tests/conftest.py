@@ -18,25 +18,27 @@ from benchmarks.harness import fusevol  # noqa: E402
 
 
 def pytest_configure(config):
-    """Ctrl-C reaches the tests' child processes even when pytest inherited SIGINT as ignored (a shell
+    """The cache's free-disk reserve is 16 MiB for the whole run (this process, every server, kernel
+    and worker it starts), not the 1 GiB default: a test's outcome must not hang on how full the
+    host's disk is (a CI host with 0.9 GiB free refused every overflow file, and a server's cache
+    evicted an idle file before the clear its test was counting). The tests of the reserve itself
+    pass ``reserve=`` or set ``AIR_CACHE_RESERVE``.
+
+    Ctrl-C reaches the tests' child processes even when pytest inherited SIGINT as ignored (a shell
     runs a background job so): the children (a Jupyter server stopped with SIGINT, a copy interrupted
     by one) would inherit the ignore and only end when killed after a timeout or run to completion."""
     import signal
 
+    os.environ["AIR_CACHE_RESERVE"] = "16MiB"
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
 def air_home(tmp_path, monkeypatch):
-    """Every test gets its own AIR_HOME; no test sees a real /Volumes or the user's ~/.air.
-
-    The cache's free-disk reserve is 16 MiB, not the 1 GiB default: a test's outcome must not hang on
-    how full the host's disk is (a CI host with 0.9 GiB free refused every overflow file). The tests
-    of the reserve itself pass ``reserve=`` or set ``AIR_CACHE_RESERVE``."""
+    """Every test gets its own AIR_HOME; no test sees a real /Volumes or the user's ~/.air."""
     home = tmp_path / "air_home"
     monkeypatch.setenv("AIR_HOME", str(home))
-    monkeypatch.setenv("AIR_CACHE_RESERVE", "16MiB")
     monkeypatch.delenv("AIR_VOLUMES_ROOT", raising=False)
     monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "no-such-mount"))
     return home
