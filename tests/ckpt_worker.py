@@ -52,12 +52,12 @@ def slow_save(size_mb: int) -> None:
 
 
 def kill_prune(directory: str) -> None:
-    from air_magics.data import manager as manager_mod
+    from air_magics.data import pruning as pruning_mod
 
     mgr = CheckpointManager(directory, keep=2, show=False)
     mgr.save(1, {"w": torch.full((1000,), 1.0)})
     mgr.save(2, {"w": torch.full((1000,), 2.0)})
-    manager_mod._PRUNE_HOOK = lambda name: os.kill(os.getpid(), signal.SIGKILL)
+    pruning_mod._PRUNE_HOOK = lambda name: os.kill(os.getpid(), signal.SIGKILL)
     mgr.save(3, {"w": torch.full((1000,), 3.0)})
     print("prune was not reached", flush=True)
 

@@ -15,7 +15,7 @@ import torch.distributed.checkpoint as dcp
 
 from air_magics.cache import FileCache
 from air_magics.data import CheckpointError, CheckpointManager, UCVolumeReader, UCVolumeWriter
-from air_magics.data import manager as manager_mod
+from air_magics.data import pruning as pruning_mod
 from air_magics.data.commit import checkpoint_status
 from air_magics.errors import AirError, CheckpointCorruptError
 from air_magics.volumes import VolumeStore
@@ -95,12 +95,12 @@ def test_failed_prune_leftover_removed_by_cleanup(vol, monkeypatch):
         assert name == "step_1" and mgr.steps() == [2, 3]  # un-committed before anything is deleted
         raise OSError("killed mid-prune")
 
-    monkeypatch.setattr(manager_mod, "_PRUNE_HOOK", boom)
+    monkeypatch.setattr(pruning_mod, "_PRUNE_HOOK", boom)
     mgr.save(3, state(3))  # committed: the pruning after it fails off the caller's clock ...
     mgr.wait()
     last = checkpoint_status(f"{RUNS}/failprune")["saves"][-1]  # ... and its record says so
     assert last["state"] == "committed" and "killed mid-prune" in last["after_commit_error"], last
-    monkeypatch.setattr(manager_mod, "_PRUNE_HOOK", None)
+    monkeypatch.setattr(pruning_mod, "_PRUNE_HOOK", None)
     assert mgr.steps() == [2, 3] and all(loads(mgr, s) for s in (2, 3))
     removed = mgr.cleanup()
     assert len(removed) == 1 and removed[0].startswith(".pruning-step_1.")
@@ -128,7 +128,7 @@ def test_a_prune_failure_reaches_the_document_whatever_publishes_last(vol, monke
 
     mgr = CheckpointManager(f"{RUNS}/racing", keep=1, show=False, listeners=[slow_listener])
     mgr.save(1, state(1))
-    monkeypatch.setattr(manager_mod, "_PRUNE_HOOK", boom)
+    monkeypatch.setattr(pruning_mod, "_PRUNE_HOOK", boom)
     mgr.save(2, state(2))
     mgr.wait()
     last = checkpoint_status(f"{RUNS}/racing")["saves"][-1]
@@ -139,10 +139,10 @@ def test_prune_on_object_store_uncommits_first(vol, monkeypatch):
     vol.register("ext.mem.ckint", "memory://air-ckpt-integrity")
     mgr = CheckpointManager("/Volumes/ext/mem/ckint/run", keep=1, show=False)
     mgr.save(1, {"w": torch.arange(10.0)})
-    monkeypatch.setattr(manager_mod, "_PRUNE_HOOK", lambda name: (_ for _ in ()).throw(OSError("killed")))
+    monkeypatch.setattr(pruning_mod, "_PRUNE_HOOK", lambda name: (_ for _ in ()).throw(OSError("killed")))
     mgr.save(2, {"w": torch.arange(10.0) * 2})
     mgr.wait()  # the pruning failed after the commit (recorded in the save's record)
-    monkeypatch.setattr(manager_mod, "_PRUNE_HOOK", None)
+    monkeypatch.setattr(pruning_mod, "_PRUNE_HOOK", None)
     assert mgr.steps() == [2]  # step_1 lost its marker first: never listed half-deleted
     assert vol.exists("/Volumes/ext/mem/ckint/run/step_1")
     assert mgr.cleanup() == ["step_1"] and not vol.exists("/Volumes/ext/mem/ckint/run/step_1")

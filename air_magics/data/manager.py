@@ -35,15 +35,12 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from ..errors import AirError, CheckpointCorruptError
 from ..events import CheckpointEvent, Listener, channel
-from ..io.pools import ProcessPool
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
 from . import _dist
@@ -52,30 +49,21 @@ from .commit import (
     COMMITTED,
     METADATA,
     PENDING_PREFIX,
-    PRUNING_PREFIX,
     STEP_RE,
     checkpoint_status,
     commit_marker,
     remove_folder,
-    scan_checkpoints,
     status_name,
-    uncommit_folder,
 )
 from .dcp_calls import async_save_on_thread, default_stager, quiet_async_saves, single_process_quiet
 from .digests import ALGORITHM
 from .held_folder import HeldFolder, StagedText
+from .pruning import TAIL, StepPruner
 from .save_history import TERMINAL, SaveHistory
 from .stager import BufferStager
 from .train_state import apply_state, collect_state, loader_key
 
 __all__ = ["CheckpointManager"]
-
-_TAIL_NAME = "air-ckpt-tail"
-_TAIL = ProcessPool(1, _TAIL_NAME)  # a one-process save's pruning (see _after_commit)
-
-_PRUNE_HOOK: Callable[[str], None] | None = None
-"""Called with the step folder's name after a pruned step is un-committed and before its files are
-deleted: the point where a kill used to leave a listed step that could not load (tests kill here)."""
 
 
 def _corruption(exc: BaseException) -> CheckpointCorruptError | None:
@@ -128,7 +116,7 @@ class CheckpointManager:
         self._active: str | None = None
         self._located: Location | None = None  # see _loc
         self._held: HeldFolder | None = None  # see _held_folder
-        self._tail: Future[None] | None = None  # the last commit's pruning (see _after_commit)
+        self._pruner = StepPruner(self.directory, self.store, keep, self._loc)  # after each commit
         self.listeners = tuple(listeners)
         self._saves = SaveHistory(str(self.directory), keep, self.listeners, self.latest)
         if _dist.rank_and_world()[0] == 0:
@@ -238,7 +226,7 @@ class CheckpointManager:
 
         def on_writer(e: CheckpointEvent) -> None:
             if pointer is not None and e.state == "uploading":
-                pointer.start(_TAIL.get())
+                pointer.start(TAIL.get())
             self._update(rec, e.state, **e.detail)
 
         if waited > _WAITED_NOTICE:  # the previous save had not finished: the view says so
@@ -374,10 +362,8 @@ class CheckpointManager:
                     pointer.discard()
                 raise
             self._saves.latest = step
-            if world == 1:  # committed: the pruning need not hold the caller
-                self._tail = _TAIL.get().submit(self._after_commit, rec, background=True)
-            else:
-                self._after_commit(rec, background=False)
+            # committed: with one process the pruning need not hold the caller (see .pruning)
+            self._pruner.after_commit(rec, self._saves.publish, background=world == 1)
         _barrier(world)
         seconds = time.time() - rec["started"]
         ranks = writer.rank_bytes if len(writer.rank_bytes) > 1 else None  # rank 0 saw every rank's files
@@ -391,39 +377,9 @@ class CheckpointManager:
             rank_bytes=ranks,
         )
 
-    def _after_commit(self, rec: dict[str, Any], *, background: bool) -> None:
-        """The pruning to ``keep`` (a listing, 20-30 ms, and 100+ more for each step deleted, on a
-        volume at 2 ms a request): not part of the commit (a prune killed midway is finished by the
-        next one), so with one process it runs after the call returns, and :meth:`steps` and the
-        others wait for it in this process. In the *background*, a failure is kept in the save's
-        record (``after_commit_error``) instead of raised."""
-        try:
-            self._prune()
-        except Exception as exc:
-            if not background:
-                raise
-            rec["after_commit_error"] = f"{type(exc).__name__}: {exc}"
-            self._saves.publish()
-
     def _wait_tail(self) -> None:
-        """Wait for the last save's pruning (see :meth:`_after_commit`)."""
-        tail = self._tail
-        if tail is not None and not threading.current_thread().name.startswith(_TAIL_NAME):  # (not on itself)
-            tail.result()
-
-    def _prune(self) -> None:
-        found = scan_checkpoints(self.directory, self.store)
-        for name in found["pruning"]:  # leftovers of killed prunes: never loadable, safe for anyone to delete
-            remove_folder(self._loc(name))
-        for old in found["steps"][: -self.keep]:
-            self._discard(f"step_{old}")
-
-    def _discard(self, name: str) -> None:
-        """Delete a committed step: un-commit it first (one atomic step), then delete its files."""
-        doomed = uncommit_folder(self._loc(name), self._loc(f"{PRUNING_PREFIX}{name}.{uuid.uuid4().hex[:8]}"))
-        if _PRUNE_HOOK is not None:
-            _PRUNE_HOOK(name)
-        remove_folder(doomed)
+        """Wait for the last save's pruning (see :mod:`.pruning`)."""
+        self._pruner.wait()
 
     def cleanup(self, *, older_than: float = 0.0) -> list[str]:
         """Remove leftovers of crashed saves and prunes; returns their names.
@@ -433,15 +389,7 @@ class CheckpointManager:
         older than *older_than* seconds, except this manager's running save. Call it while no other
         process saves here: a pending folder does not say which process owns it.
         """
-        self._wait_tail()
-        found = scan_checkpoints(self.directory, self.store)
-        mine = {self._active, "step_" + self._active[len(PENDING_PREFIX) :]} if self._active else set()
-        unowned = found["pending"] + found["uncommitted"]
-        cutoff = time.time() - older_than
-        stale = [n for n in unowned if n not in mine and self.store.stat(self.directory / n).mtime <= cutoff]
-        for name in found["pruning"] + stale:
-            remove_folder(self._loc(name))
-        return found["pruning"] + stale
+        return self._pruner.cleanup(older_than=older_than, active=self._active)
 
     # -- loading --------------------------------------------------------------------------------
     def load(self, state: dict[str, Any], step: int | None = None) -> int:
