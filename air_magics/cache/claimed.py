@@ -1,4 +1,4 @@
-"""Entries the caller writes itself (cached shards, extracted member folders), and what ``clear()`` reports.
+"""Entries the caller writes itself (cached shards, extracted member folders).
 
 Why a module of its own: a packed folder's shard is fetched by the shards package (parallel range
 reads, verified as they land), not by the cache's copy; it still has to count against the limit
@@ -10,61 +10,17 @@ Such a key is named after its content (``<volume path>@<crc32>``), so it is neve
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from ..io.units import fmt_bytes
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location
+from .clearing import CLEAR_WAIT
 from .overflow import Residency
 from .sources import DERIVED
 
-__all__ = ["ClaimedEntries", "ClearReport", "ClearProgress", "DERIVED", "CLEAR_WAIT"]
-
-CLEAR_WAIT = 2.0  # seconds clear() waits for a stripe busy with a fetch; its entries are kept after that
-
-
-@dataclass(frozen=True)
-class ClearReport:
-    """What ``clear()`` did: files removed, and entries kept because a reader may hold their path."""
-
-    removed: int
-    bytes: int
-    kept: int
-    pin_seconds: float
-
-    def __str__(self) -> str:
-        text = f"removed {self.removed:,} cached files ({fmt_bytes(self.bytes)})"
-        if self.kept:
-            text += (
-                f"; kept {self.kept:,} in use (used in the last {self.pin_seconds:g} s or being fetched; "
-                f"clear(force=True) removes them too, unsafe while a training loop reads them)"
-            )
-        return text
-
-
-@dataclass(frozen=True)
-class ClearProgress:
-    """Where a ``clear(progress=...)`` stands: entries looked at (removed or kept) of the total,
-    files and bytes removed so far of the bytes the index held. Reported after each batch of
-    stripes, from ``0`` up to ``done == total`` (why: a cache of a million files takes a while)."""
-
-    done: int
-    total: int
-    removed: int
-    bytes: int
-    bytes_total: int
-
-    def __str__(self) -> str:
-        return (
-            f"{self.done:,} / {self.total:,} entries · removed {self.removed:,} files "
-            f"({fmt_bytes(self.bytes)} / {fmt_bytes(self.bytes_total)})"
-        )
-
-
-ClearListener = Callable[[ClearProgress], None]
+__all__ = ["ClaimedEntries", "DERIVED"]
 
 
 class ClaimedEntries:

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import settings
-from ..errors import CacheLimitError
 from ..events import Throttle
 from ..io.units import parse_size
 from ..io.versions import same_version
@@ -47,10 +46,12 @@ from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location, VolumeStore
 from .check import CheckReport, run_check
-from .claimed import CLEAR_WAIT, ClaimedEntries, ClearListener, ClearProgress, ClearReport
+from .claimed import ClaimedEntries
+from .clearing import ClearListener, ClearProgress, ClearReport, drop_all
 from .entries import Entries
 from .evict import Evictor
 from .hits import PIN_MARGIN, HitLog
+from .limits import check_overflow_files, split_limit
 from .miss import MissPath
 from .overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency
 from .reports import StatusReports
@@ -60,8 +61,6 @@ from .stripes import Stripes
 from .validate import Validation
 
 __all__ = ["FileCache", "CacheInfo", "ClearReport", "ClearProgress", "CheckReport", "Residency"]
-
-WINDOW_SHARE = 8  # the overflow windows' default share of the limit: 1/8
 
 
 class FileCache(ClaimedEntries):
@@ -99,14 +98,8 @@ class FileCache(ClaimedEntries):
         self.overflow_bytes = parse_size(overflow_bytes, "overflow_bytes")
         self.limit = limit if limit is not None else settings.cache_limit()
         self.reserve = parse_size(reserve, "cache reserve") if reserve is not None else settings.cache_reserve()
-        if overflow_files < 1:
-            raise CacheLimitError(
-                f"overflow_files={overflow_files!r} must be at least 1: it bounds how many files past a full "
-                f"cache stay valid, and should exceed the items a loader keeps in flight (default "
-                f"{DEFAULT_OVERFLOW_FILES})"
-            )
         self.pin_seconds = pin_seconds
-        self.overflow_files = overflow_files
+        self.overflow_files = check_overflow_files(overflow_files, DEFAULT_OVERFLOW_FILES)
         self.retries = retries
         self.store = store or VolumeStore.shared()
         self._files_root = str(self.root / "files")
@@ -123,21 +116,10 @@ class FileCache(ClaimedEntries):
     def limit(self, value: int | str | None) -> None:
         """A new limit (bytes or ``"10GiB"``; ``None``: none) for this process's next misses,
         evictions and overflow decisions alike."""
-        limit = parse_size(value, "cache limit") if value is not None else None
-        if limit is not None and limit <= 0:
-            raise CacheLimitError(f"cache limit {value!r} must be positive: give e.g. '10GiB', or None for no limit")
-        window = self.overflow_bytes
-        if limit is not None:
-            window = limit // WINDOW_SHARE if window is None else window
-            if window >= limit:
-                raise CacheLimitError(
-                    f"overflow_bytes={self.overflow_bytes!r} must be less than the cache limit {limit!r}: the "
-                    f"overflow window is part of the limit (default 1/{WINDOW_SHARE} of it)"
-                )
-        self._limit, self._window = limit, window
+        self._limit, self._window = split_limit(value, self.overflow_bytes)
         if "_evictor" in self.__dict__:  # made after the first assignment (in __init__)
             self._evictor.limit = self.files_limit
-            self._overflow.limit, self._overflow.max_bytes = limit, window
+            self._overflow.limit, self._overflow.max_bytes = self._limit, self._window
 
     @property
     def window(self) -> int | None:
@@ -478,17 +460,7 @@ class FileCache(ClaimedEntries):
         self.flush_hits()  # the pins of what this process handed out must be in the index
         self._guard.verify()
         cutoff = None if force else time.time() - self.pin_seconds * PIN_MARGIN
-        rows = self._entries.all_rows()
-        total, bytes_total = len(rows), sum(r[2] for r in rows)
-        step = None
-        if progress is not None:
-            progress(ClearProgress(0, total, 0, 0, bytes_total))
-
-            def step(done: int, removed: int, nbytes: int) -> None:
-                progress(ClearProgress(done, total, removed, nbytes, bytes_total))
-
-        keys = [r[0] for r in rows]
-        removed, nbytes, kept = self._evictor.drop(keys, cutoff, wait=CLEAR_WAIT, evictions=False, progress=step)
+        removed, nbytes, kept = drop_all(self._entries, self._evictor, cutoff, progress)
         self._miss.forget_row_error()  # (its file was taken back when the row failed, before the flush above)
         self._entries.heal_totals(reset_stats)  # heal any drift while we are at it
         self.publish_status()
