@@ -17,6 +17,7 @@ markdown table (medians; CPU = user + system seconds of this process).
 from __future__ import annotations
 
 import argparse
+import io
 import shutil
 import statistics
 import sys
@@ -25,6 +26,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -64,6 +66,45 @@ def _dcp(state: dict, folder: Path, direct: bool) -> None:
     dcp.save(state, storage_writer=writer)
 
 
+class _Discard(io.RawIOBase):
+    """A stream that keeps nothing: what ``torch.save`` costs without any write."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        return memoryview(b).nbytes
+
+
+def _torch_save_each(state: dict, crc32: bool) -> None:
+    import torch
+    import torch.serialization as ts
+
+    before = ts.get_crc32_options()
+    ts.set_crc32_options(crc32)
+    try:
+        for t in state.values():
+            torch.save(t, _Discard())
+    finally:
+        ts.set_crc32_options(before)
+
+
+def _hash_each(state: dict) -> None:
+    from air_magics.data.digests import new_hasher
+
+    for t in state.values():
+        new_hasher().update(memoryview(t.numpy()).cast("B"))
+
+
+PARTS = {  # one thread each: what DCP's path adds to the raw bytes' writing, measured apart
+    "`torch.save` of each tensor into a stream that keeps nothing, with zip CRC32 (torch's default)": lambda s: (
+        _torch_save_each(s, True)
+    ),
+    "... without zip CRC32 (as `DirectVolumeFS` writes)": lambda s: _torch_save_each(s, False),
+    "xxh3-128 of every tensor's bytes (the checksums `DirectVolumeFS` computes in the stream)": _hash_each,
+}
+
+
 def _loads_back(state: dict, folder: Path) -> bool:
     """Whether plain torch loads the checkpoint in *folder* back as *state*, bit for bit."""
     import torch
@@ -98,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     state = _state(a.size_mb)
     _dcp(_state(1, 4), Path(tempfile.mkdtemp(dir=a.dir)), direct=True)  # warm-up: imports, first DCP call
     times: dict[str, list[tuple[float, float]]] = {m: [] for m in METHODS}
+    parts: dict[str, list[float]] = {}
     for rep in range(a.reps):  # interleaved
         for method, (_, fn) in METHODS.items():
             folder = Path(tempfile.mkdtemp(prefix=f"air-ser-{method}-", dir=a.dir))
@@ -108,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"**bench_serialize**: the direct8 checkpoint in {folder} does not load back bit for bit")
                 return 1
             shutil.rmtree(folder, ignore_errors=True)
+        for part, fn in PARTS.items():
+            c = time.process_time()
+            fn(state)
+            parts.setdefault(part, []).append(time.process_time() - c)
         print(f"rep {rep + 1}/{a.reps} done", file=sys.stderr)
     ceiling = statistics.median(w for w, _ in times["plain8"])
     print(f"## bench_serialize: a {a.size_mb} MB DCP state (100 float32 tensors) written into {a.dir}, no volume\n")
@@ -122,6 +168,11 @@ def main(argv: list[str] | None = None) -> int:
             f"| {label} | {wall:.3f} ({min(walls):.3f}-{max(walls):.3f}) | {a.size_mb / wall:,.0f} | "
             f"{ceiling / wall:.2f}x | {cpu:.2f} |"
         )
+    print(f"\nWhere the CPU goes, each part alone on one thread over the same {a.size_mb} MB (medians):\n")
+    print("| part | CPU s (min-max) |")
+    print("|---|---|")
+    for part, cpus in parts.items():
+        print(f"| {part} | {statistics.median(cpus):.3f} ({min(cpus):.3f}-{max(cpus):.3f}) |")
     return 0
 
 

@@ -80,6 +80,9 @@ SCENARIOS = {
             "| method | s (min-max) |",
             "torch `FileSystemWriter(thread_count=8)`",
             "`DirectVolumeFS`",
+            "Where the CPU goes",
+            "without zip CRC32",
+            "xxh3-128 of every tensor",
         ],
     ),
     "scale": (  # 2,000 files, one rep: every measurement in its own process, the ls in an IPython shell
