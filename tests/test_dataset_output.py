@@ -109,3 +109,43 @@ def test_bytes_travel_from_workers_and_files_need_a_transform(vol, tmp_path):
 def test_a_bad_output_is_refused_with_the_choices(vol):
     with pytest.raises(DatasetError, match="output='paths'.*'path'.*'bytes'.*'file'"):
         UCVolumeDataset(SRC, output="paths")
+
+
+class _FailWhileMarked:
+    """A transform that fails on one file while *marker* exists (it runs in the workers: a file is
+    what the test can take away between two epochs)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __call__(self, path: str) -> bytes:
+        if path.endswith("f017.bin") and self.marker.exists():
+            raise ValueError(f"cannot decode {path}")
+        with open(path, "rb") as f:
+            return f.read()
+
+
+def test_an_error_from_the_workers_stops_them_then_and_the_next_iter_goes_on(vol, tmp_path):
+    """An error that ends the loop stops the workers right then. Left to the garbage collector (the
+    error's traceback holds torch's iterator), the iterator's queues could be finalized before it, so
+    each worker missed its stop message and was waited for 5 s, then killed, in whatever cell ran the
+    collection. The next ``iter`` starts new workers and delivers the rest of the epoch, each file once."""
+    import multiprocessing as mp
+
+    marker = tmp_path / "broken"
+    marker.touch()
+    before = {p.pid for p in mp.active_children()}
+    dl = DataLoader(
+        UCVolumeDataset(SRC, transform=_FailWhileMarked(marker), cache=FileCache(tmp_path / "c")),
+        batch_size=None,
+        num_workers=2,
+    )
+    got = []
+    with pytest.raises(ValueError, match="cannot decode .*f017.bin") as failed:
+        for item in dl:
+            got.append(item)
+    assert failed.value is not None  # the traceback (and with it torch's iterator) is still held here
+    assert {p.pid for p in mp.active_children()} <= before  # ... and its workers are gone all the same
+    marker.unlink()
+    rest = list(dl)
+    assert len(got) + len(rest) == N and sorted(got + rest) == sorted(content(i) for i in range(N))

@@ -309,7 +309,7 @@ class DataLoader(tud.DataLoader):
                 yield from super().__iter__()
                 return
             self._write_plan(self._inner)  # the epoch the user set on the wrapped dataset
-            yield from self._timed(super().__iter__(), track=False)
+            yield from self._stopping_on_error(super().__iter__(), track=False)
             return
         ds: EpochStream = self.dataset
         if self._epoch_done:  # the previous epoch ran to the end: move on
@@ -321,7 +321,27 @@ class DataLoader(tud.DataLoader):
         self._grid = self._current_grid()
         self._started = True
         self._write_plan(ds)
-        yield from self._timed(super().__iter__(), track=True)
+        yield from self._stopping_on_error(super().__iter__(), track=True)
+
+    def _stopping_on_error(self, inner: Iterator[Any], *, track: bool) -> Iterator[Any]:
+        """:meth:`_timed`, with the workers stopped at once when an error ends the loop.
+
+        Why: the error's traceback keeps torch's iterator alive, and when the garbage collector
+        takes it at last (at some later moment, in a notebook whenever a collection runs), its
+        queues may be finalized before it, so each worker misses its stop message and is waited
+        for 5 s, then killed: a stall of 5 s per worker in an unrelated cell. Stopped here, they
+        end in milliseconds; the next ``iter()`` starts new ones where delivery stopped (the
+        delivered counts are this process's). Ctrl-C and a ``break`` keep them (see
+        ``test_interrupt``)."""
+        try:
+            yield from self._timed(inner, track=track)
+        except Exception:
+            if self._iterator is inner:  # (persistent workers: torch keeps the iterator for the next epoch)
+                self._iterator = None
+            stop = getattr(inner, "__del__", None)  # torch's iterator stops its workers there (once)
+            if stop is not None:
+                stop()
+            raise
 
     def _timed(self, inner: Iterator[Any], *, track: bool) -> Iterator[Any]:
         """The loop's side: batches handed out one at a time (a chunk's one by one), the wait for
