@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -97,10 +98,10 @@ def _hash_each(state: dict) -> None:
 
 
 PARTS = {  # one thread each: what DCP's path adds to the raw bytes' writing, measured apart
-    "`torch.save` of each tensor into a stream that keeps nothing, with zip CRC32 (torch's default)": lambda s: (
-        _torch_save_each(s, True)
+    "`torch.save` of each tensor into a stream that keeps nothing, with zip CRC32 (torch's default)": partial(
+        _torch_save_each, crc32=True
     ),
-    "... without zip CRC32 (as `DirectVolumeFS` writes)": lambda s: _torch_save_each(s, False),
+    "... without zip CRC32 (as `DirectVolumeFS` writes)": partial(_torch_save_each, crc32=False),
     "xxh3-128 of every tensor's bytes (the checksums `DirectVolumeFS` computes in the stream)": _hash_each,
 }
 

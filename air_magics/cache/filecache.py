@@ -99,7 +99,7 @@ class FileCache(ClaimedEntries):
         self.limit = limit if limit is not None else settings.cache_limit()
         self.reserve = parse_size(reserve, "cache reserve") if reserve is not None else settings.cache_reserve()
         self.pin_seconds = pin_seconds
-        self.overflow_files = check_overflow_files(overflow_files, DEFAULT_OVERFLOW_FILES)
+        self.overflow_files = check_overflow_files(overflow_files)
         self.retries = retries
         self.store = store or VolumeStore.shared()
         self._files_root = str(self.root / "files")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..errors import CacheLimitError
 from ..io.units import parse_size
+from .overflow import DEFAULT_OVERFLOW_FILES
 
 __all__ = ["WINDOW_SHARE", "split_limit", "check_overflow_files"]
 
@@ -34,11 +35,12 @@ def split_limit(value: int | str | None, overflow_bytes: int | None) -> tuple[in
     return limit, window
 
 
-def check_overflow_files(overflow_files: int, default: int) -> int:
+def check_overflow_files(overflow_files: int) -> int:
     """*overflow_files*, refused below 1 (it bounds how many files past a full cache stay valid)."""
     if overflow_files < 1:
         raise CacheLimitError(
             f"overflow_files={overflow_files!r} must be at least 1: it bounds how many files past a full "
-            f"cache stay valid, and should exceed the items a loader keeps in flight (default {default})"
+            f"cache stay valid, and should exceed the items a loader keeps in flight (default "
+            f"{DEFAULT_OVERFLOW_FILES})"
         )
     return overflow_files

@@ -31,7 +31,7 @@ __all__ = ["BufferStager"]
 
 _CHUNK_BYTES = 16 << 20  # one copy job: small enough to spread a large tensor over the threads
 _DRIVER = ProcessPool(1, "air-ckpt-staging")  # plans a staging and waits for its copies
-_COPIES: list[ProcessPool] = []  # the copy threads, one pool per process (sized when first used)
+_COPIES = ProcessPool(threads("cpu"), "air-ckpt-copy")  # the copy threads (made on first use, per process)
 
 
 class BufferStager:
@@ -86,9 +86,7 @@ class BufferStager:
             self._buffers = kept  # buffers of names that left the state are let go
             batches = _batches(jobs)
             if len(batches) > 1:
-                if not _COPIES:
-                    _COPIES.append(ProcessPool(threads("cpu"), "air-ckpt-copy"))
-                pool = _COPIES[0].get()
+                pool = _COPIES.get()
                 for fut in [pool.submit(_copy, batch) for batch in batches]:
                     fut.result()
             elif batches:
