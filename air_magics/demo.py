@@ -90,11 +90,29 @@ def _wait_ready(proc: subprocess.Popen, port: int, token: str, timeout: float) -
     raise SystemExit(f"JupyterLab did not answer on port {port} within {timeout:.0f} s (its log is above)")
 
 
+def _check_port_free(port: int) -> None:
+    """Refuse a port something already listens on, naming the fix (JupyterLab's own message says
+    only "port not available"; 8888 is the port most often taken by another Jupyter)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds (TIME_WAIT is no owner)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise SystemExit(
+                f"port {port} is not available ({exc.strerror or exc}; another Jupyter server?): "
+                f"pick another one, e.g. `make demo PORT={port + 2}` or `python -m air_magics.demo --lab "
+                f"--port {port + 2}`"
+            ) from None
+
+
 def run_lab(port: int = 8888, *, root: str | Path = ".", notebook: str = TOUR_NOTEBOOK, timeout: float = 180.0) -> int:
     """Serve JupyterLab from *root*, print *notebook*'s URL once it answers, open a browser where one
     can show, and wait: Ctrl-C stops the server (its exit status is returned)."""
     if not (Path(root) / notebook).is_file():
         raise SystemExit(f"{notebook!r} is not under {str(root)!r}: run this from the repository's root")
+    _check_port_free(port)
     token = secrets.token_hex(24)
     cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={Path(root).resolve()}"]
     cmd += [f"--port={port}", "--port-retries=0", "--ip=127.0.0.1", "--no-browser"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -284,6 +285,8 @@ class EventChannel:
         the operation that emitted. ``KeyboardInterrupt`` (Ctrl-C in a progress callback) does,
         once every other listener has had the event, so a status document still sees the end.
         """
+        if sys.is_finalizing():  # a stream closed by the interpreter's exit (a loop left early): the
+            return  # listeners cannot import or log any more; what they would write is dropped silently
         interrupt: BaseException | None = None
         for listener in (*also, *self._listeners):
             try:

@@ -101,6 +101,27 @@ def test_manager_saves_restores_and_prunes(vol):
     assert list_status("checkpoints-")[0]["directory"] == "/Volumes/main/ck/runs/a"
 
 
+def test_a_loader_alone_is_saved_and_restored(vol):
+    """Ranks resume a data stream from the loader's position only: no model in the save or the restore."""
+    dl = DataLoader(UCVolumeDataset("/Volumes/main/ck/data", shuffle=True, seed=3), batch_size=4, num_workers=0)
+    it = iter(dl)
+    first = [x for _ in range(4) for x in next(it)]
+    mgr = CheckpointManager("/Volumes/main/ck/runs/loader", show=False)
+    mgr.save(7, loader=dl)
+    dl2 = DataLoader(UCVolumeDataset("/Volumes/main/ck/data", shuffle=True, seed=3), batch_size=4, num_workers=2)
+    assert mgr.restore(loader=dl2) == 7
+    rest = [x for b in dl2 for x in b]
+    assert len(rest) == 40 - 16
+    assert sorted(Path(p).read_text() for p in first + rest) == sorted(f"sample {i}" for i in range(40))
+    m, _ = trained()
+    mgr.save(8, model=m)
+    with pytest.raises(CheckpointError, match="holds no loader state") as err:
+        mgr.restore(loader=dl2)
+    assert "save" in str(err.value) and "nothing to save" not in str(err.value)
+    with pytest.raises(CheckpointError, match="nothing to restore into"):
+        mgr.restore()
+
+
 def test_async_save_blocks_briefly_then_commits(vol):
     mgr = CheckpointManager("/Volumes/main/ck/runs/async", show=False)
     big = {"w": torch.randn(8_000_000)}  # 32 MB

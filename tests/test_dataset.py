@@ -349,3 +349,31 @@ def test_a_wrapper_around_the_dataset_gets_persistent_workers_that_follow_set_ep
         assert sorted(order) == sorted(f"item {i}" for i in range(N))
     assert epochs[0] != epochs[1] != epochs[2]  # reshuffled every epoch, not the first epoch's order again
     assert len(pids[0]) == 2 and pids[0] == pids[1] == pids[2]  # the same worker processes throughout
+
+
+EARLY_EXIT = """
+import os, sys
+from air_magics.volumes import VolumeStore
+from air_magics.data import DataLoader, UCVolumeDataset
+s = VolumeStore()
+s.create("main.t.v", exist_ok=True)
+for i in range(120):
+    with s.open(f"/Volumes/main/t/v/{i:03d}.bin", "wb") as f:
+        f.write(os.urandom(500))
+ds = UCVolumeDataset("/Volumes/main/t/v")
+it = iter(ds) if sys.argv[1] == "dataset" else iter(DataLoader(ds, batch_size=4, num_workers=int(sys.argv[1])))
+for _ in range(5):
+    next(it)
+print("left early")
+"""
+
+
+@pytest.mark.parametrize("how", ["dataset", "0", "2"])
+def test_a_loop_left_early_exits_without_a_traceback(how, air_home):
+    """Issue 49 item 4: the stream closed by the interpreter's exit emitted its last cache report,
+    whose listener could no longer import (``sys.meta_path is None``) and logged a traceback."""
+    r = subprocess.run(
+        [sys.executable, "-c", EARLY_EXIT, how], capture_output=True, text=True, timeout=120, env=dict(os.environ)
+    )
+    assert r.returncode == 0 and r.stdout.strip() == "left early", r.stderr
+    assert r.stderr == ""

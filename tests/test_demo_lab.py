@@ -48,6 +48,17 @@ def test_run_lab_refuses_a_missing_notebook(tmp_path):
         demo.run_lab(free_port(), root=tmp_path)
 
 
+def test_a_taken_port_is_refused_with_the_fix(tmp_path):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(SystemExit, match=rf"port {port} is not available .*make demo PORT={port + 2}"):
+            demo.run_lab(port, root=REPO)
+
+
 @pytest.mark.timeout(240)
 def test_demo_serves_the_tour_and_ctrl_c_stops_it(air_home):
     port = free_port()

@@ -85,6 +85,8 @@ def test_copy_with_failures_raises_after_its_report(ip, vol, tmp_path, capsys):
         ("air_volume", "ls -R /Volumes/main/raw/img", None, "-R: did you mean -r?"),
         ("air_copy", "--too {d}", "/Volumes/main/raw/img/train", "--too: did you mean --to"),
         ("air_table", "main.raw.t --colums a,b", None, "--colums: did you mean --columns?"),
+        ("air_copy", "--dest {d}", "/Volumes/main/raw/img/train", "--dest: did you mean --to?"),
+        ("air_copy", "--to {d} --source /Volumes/main/raw/img", "x", "--source: did you mean --from?"),
     ],
 )
 def test_unknown_flags_get_did_you_mean_and_the_valid_flags(ip, vol, tmp_path, magic, line, cell, hint):
@@ -98,6 +100,21 @@ def test_unknown_flags_get_did_you_mean_and_the_valid_flags(ip, vol, tmp_path, m
     assert "\n" not in msg and "unrecognized arguments" in msg and hint in msg
     assert "Valid options: " in msg and "-o/--output VAR" in msg
     assert not d.exists()
+
+
+def test_a_source_on_the_copy_line_points_to_the_cell_body_and_from(ip, vol, tmp_path):
+    d = tmp_path / "dest"
+    with pytest.raises(UsageError) as info:
+        ip.run_line_magic("air_copy", f"--to {d} /Volumes/main/raw/img/train")
+    msg = str(info.value)
+    assert "\n" not in msg and "unrecognized arguments: /Volumes/main/raw/img/train" in msg
+    assert "below the magic line (%%air_copy --to DEST" in msg and "--from SRC" in msg
+    assert not d.exists()
+
+
+def test_a_misspelled_volume_gets_did_you_mean(ip, vol):
+    with pytest.raises(UsageError, match=r"volume 'main.raw.imgs' does not exist .*\(did you mean main.raw.img\?\)"):
+        ip.run_line_magic("air_volume", "ls /Volumes/main/raw/imgs")
 
 
 @pytest.mark.parametrize(

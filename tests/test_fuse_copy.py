@@ -208,3 +208,45 @@ def test_a_create_fault_on_every_new_name_is_retried_through_the_write_probe(slo
         r = air_magics.copy([str(local / "data")], "/Volumes/main/raw/up/in", backoff=0.01)
         assert r.ok, str(r)
     assert tree_hashes(b / "main/raw/up/in") == tree_hashes(local)
+
+
+def test_a_flush_fault_on_every_new_name_neither_aborts_the_copy_nor_escapes_the_probe(
+    slowfs, backing, tmp_path, monkeypatch
+):
+    """Issue 49 item 3: the write probe's close is a FUSE flush; a fault there escaped the probe as a
+    traceback and aborted the copy with nothing landed. Every name's first flush, create, write and
+    rename fails once here (the probe's name included), so the probe and each file meet a fault."""
+    b, _ = backing
+    local = tmp_path / "local"
+    (b / "main" / "raw" / "up").mkdir(parents=True)
+    make_tree(local / "data", n_dirs=3, per_dir=10, size=1024, seed=5)
+    with slowfs.mounted(
+        b, tmp_path / "mnt", op_latency_ms=1, fail_rate=1.0, fail_ops="flush,create,write,rename", fail_times=1
+    ) as _:
+        monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
+        r = air_magics.copy([str(local / "data")], "/Volumes/main/raw/up/in", backoff=0.01)
+        assert r.ok and r.copied == 30, str(r)
+    assert tree_hashes(b / "main/raw/up/in") == tree_hashes(local)
+    assert not [p for p in (b / "main/raw/up").iterdir() if "air-write-probe" in p.name]
+
+
+def test_a_probe_that_only_meets_transient_faults_lets_the_copy_decide(slowfs, backing, tmp_path, monkeypatch):
+    """A transient error that outlasts the probe's retries (every flush of the probe's name fails)
+    says nothing about permissions: the copy goes on, and its files land."""
+    b, _ = backing
+    local = tmp_path / "local"
+    (b / "main" / "raw" / "up").mkdir(parents=True)
+    make_tree(local / "data", n_dirs=1, per_dir=5, size=1024, seed=6)
+    with slowfs.mounted(
+        b,
+        tmp_path / "mnt",
+        op_latency_ms=1,
+        fail_rate=1.0,
+        fail_ops="flush",
+        fail_times=100,
+        fail_paths="*air-write-probe*",
+    ):
+        monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
+        r = air_magics.copy([str(local / "data")], "/Volumes/main/raw/up/in", backoff=0.001)
+        assert r.ok and r.copied == 5, str(r)
+    assert tree_hashes(b / "main/raw/up/in") == tree_hashes(local)

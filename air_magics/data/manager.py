@@ -61,7 +61,7 @@ from .held_folder import HeldFolder, StagedText
 from .pruning import TAIL, StepPruner
 from .save_history import TERMINAL, SaveHistory
 from .stager import BufferStager
-from .train_state import apply_state, collect_state, loader_key
+from .train_state import apply_state, collect_state, loader_key, model_state
 
 __all__ = ["CheckpointManager"]
 
@@ -447,13 +447,20 @@ class CheckpointManager:
         """Restore model, optimizer and loader from *step* or the latest; ``None`` if there is none yet."""
         if step is None and self.latest() is None:
             return None
+        if model is None and loader is None:
+            raise CheckpointError("nothing to restore into: pass model= (and optimizer=) and/or loader=")
         step = self._pick(step)
         rank, _ = _dist.rank_and_world()
-        state = collect_state(model, optimizer, None, rank)
+        state = model_state(model, optimizer)
         key = None
         if loader is not None:
             with self._suggest_earlier_step(step):
                 key = loader_key(set(self._reader(step).read_metadata().state_dict_metadata), rank)
+            if key is None and model is None:
+                raise CheckpointError(
+                    f"{self.step_path(step)} holds no loader state: it was saved without loader=; "
+                    "save with mgr.save(step, loader=loader) to resume a loader"
+                )
         if key:
             state[key] = ""
         self.load(state, step)

@@ -15,11 +15,14 @@ from typing import Any
 
 from ..errors import CheckpointError
 
-__all__ = ["apply_state", "collect_state", "loader_key"]
+__all__ = ["apply_state", "collect_state", "loader_key", "model_state"]
 
 
-def collect_state(model: Any, optimizer: Any, loader: Any, rank: int) -> dict[str, Any]:
-    """The state dict a save of *model*, *optimizer* and *loader* (any of them None) writes."""
+def model_state(model: Any, optimizer: Any) -> dict[str, Any]:
+    """The ``model``/``optimizer`` entries of a checkpoint's dict; empty without a *model*.
+
+    A save fills them from the live objects; a restore passes the same dict to the load, which
+    fills it in place, so both sides share this one definition of what a model's state is."""
     state: dict[str, Any] = {}
     if model is not None:
         from torch.distributed.checkpoint.state_dict import get_state_dict
@@ -28,6 +31,12 @@ def collect_state(model: Any, optimizer: Any, loader: Any, rank: int) -> dict[st
         state["model"] = msd
         if optimizer is not None:
             state["optimizer"] = osd
+    return state
+
+
+def collect_state(model: Any, optimizer: Any, loader: Any, rank: int) -> dict[str, Any]:
+    """The state dict a save of *model*, *optimizer* and *loader* (any of them None) writes."""
+    state = model_state(model, optimizer)
     if loader is not None:
         state[f"loader_rank{rank}"] = json.dumps(loader.state_dict())  # per-rank key: DCP de-duplicates
     if not state:

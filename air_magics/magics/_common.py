@@ -106,12 +106,13 @@ def _magic_name(func: Any) -> str:
     return f"%{name}" if name.startswith("air_") else name
 
 
-def parse_line(magic_func: Any, line: str) -> Any:
+def parse_line(magic_func: Any, line: str, *, stray_words: str = "") -> Any:
     """Like ``parse_argstring`` but options may sit between positionals (``ls -r PATH``).
 
     A line that cannot be split into words (an unclosed quote) and an unknown option are one-line
     ``UsageError``s; an unknown option gets the closest valid ones ("did you mean") and the list of
-    valid options."""
+    valid options. *stray_words*: what to say of words that are no option where the magic takes no
+    positionals (``%air_copy --to X SRC``: where a source goes)."""
     from IPython.utils._process_common import arg_split
 
     parser = magic_func.parser
@@ -123,8 +124,24 @@ def parse_line(magic_func: Any, line: str) -> Any:
         ) from None
     args, extra = parser.parse_known_intermixed_args(tokens)
     if extra:
-        raise UsageError(unknown_arguments_message(parser, extra))
+        message = unknown_arguments_message(parser, extra)
+        if stray_words and any(not w.startswith("-") for w in extra):
+            message = f"{message}. {stray_words}"
+        raise UsageError(message)
     return args
+
+
+# options users bring from other tools (cp, rsync, aws s3 cp), mapped to ours: a spelling match
+# would offer "--quiet or --to" for "--dest"
+_SYNONYMS = {
+    "--dest": "--to",
+    "--destination": "--to",
+    "--dst": "--to",
+    "--target": "--to",
+    "--out": "--to",
+    "--src": "--from",
+    "--source": "--from",
+}
 
 
 def unknown_arguments_message(parser: Any, extra: list[str]) -> str:
@@ -137,7 +154,8 @@ def unknown_arguments_message(parser: Any, extra: list[str]) -> str:
     for word in extra:
         if word.startswith("-") and word not in options:
             flag = word.split("=", 1)[0]
-            close = [by_lower[m] for m in closest(flag.lower(), by_lower)]
+            synonym = _SYNONYMS.get(flag.lower())
+            close = [synonym] if synonym in options else [by_lower[m] for m in closest(flag.lower(), by_lower)]
             if close:
                 hints.append(f"{flag}: did you mean {' or '.join(close)}?")
     valid = ", ".join(

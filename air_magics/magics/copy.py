@@ -70,7 +70,12 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def run(magics: Any, line: str, cell: str) -> Any:
-    args = parse_line(magics.air_copy, line)
+    args = parse_line(
+        magics.air_copy,
+        line,
+        stray_words="Sources go one per line below the magic line (%%air_copy --to DEST, then the body), or on "
+        "the line with --from SRC (repeatable): %air_copy --from SRC --to DEST",
+    )
     if not args.dest:
         raise UsageError("%%air_copy needs --to DEST (a local folder or a /Volumes/... folder)")
     body = parse_sources(cell or "")

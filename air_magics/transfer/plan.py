@@ -20,7 +20,7 @@ from pathlib import Path
 from ..errors import CopyPlanError, DestinationError, VolumeNotFoundError
 from ..io.confined import is_within
 from ..io.leftovers import temp_name
-from ..io.retry import retry_call
+from ..io.retry import is_transient, retry_call
 from ..volumes.glob import filter_glob, split_glob
 from ..volumes.path import PREFIX, VolumePath
 from ..volumes.resolved import VolumeFile
@@ -139,26 +139,32 @@ def _check_writable(loc: Location, dest: str) -> None:
 
 def _probe_write(folder: Path) -> str | None:
     """Why no file can be created in *folder* (``None`` when one can): create and remove a temp file.
-    Transient errors (``EIO`` on a flaky mount) are retried as the copy itself would retry them, on
-    the same name (a temp name of this process and thread, as a copy's): a fresh random name per try
-    met a fresh fault each time on a volume whose faults are per name, so the probe could fail where
-    the copy's own retries get through (issue 36: a copy into a faulty volume refused at random)."""
+
+    Only a definite refusal (``EACCES``, ``EROFS``, ``ENOSPC``, ...) refuses the copy. Transient errors
+    (``EIO`` on a flaky mount) are retried as the copy itself would retry them, on the same name (a
+    temp name of this process and thread, as a copy's): a fresh random name per try met a fresh fault
+    each time on a volume whose faults are per name (issue 36). One that outlasts the retries proves
+    nothing about permissions, so it lets the copy go on, whose own retries and per-file report
+    deal with it (issue 49: a flush fault on the probe's close aborted a copy before it started).
+    The close is part of the create: on a FUSE mount it is the flush, where a write fault lands.
+    """
     name = str(folder / temp_name("air-write-probe"))
 
-    def create() -> int:
-        return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    def create() -> None:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        os.close(fd)  # the descriptor is released even when close reports an error
 
-    try:
-        fd = retry_call(create)
-    except OSError as exc:
-        return f"cannot create a file: {exc.strerror or exc}"
-    os.close(fd)
-    try:
-        retry_call(lambda: os.unlink(name))
-    except FileNotFoundError:
-        pass  # gone already (a retried unlink that had succeeded)
-    except OSError as exc:
-        return f"cannot remove a file: {exc.strerror or exc}"
+    for step, what in ((create, "create"), (lambda: os.unlink(name), "remove")):
+        try:
+            retry_call(step)
+        except FileNotFoundError as exc:
+            if what == "create":
+                return f"cannot create a file: {exc.strerror or exc}"
+            # else gone already (a retried unlink that had succeeded)
+        except OSError as exc:
+            if is_transient(exc):
+                return None  # no verdict: the copy retries and reports per file
+            return f"cannot {what} a file: {exc.strerror or exc}"
     return None
 
 

@@ -134,10 +134,21 @@ class VolumeStore:
             )
         if not found:
             raise VolumeNotFoundError(
-                f"volume {vp.volume_id!r} does not exist (looked in {d}); create it with "
-                f"`%air_volume create {vp.volume_id}` or register storage with `%air_volume register {vp.volume_id} URL`"
+                f"volume {vp.volume_id!r} does not exist (looked in {d}){self._near_volume(vp.volume_id)}; "
+                f"create it with `%air_volume create {vp.volume_id}` or register storage with "
+                f"`%air_volume register {vp.volume_id} URL`"
             )
         return VolumeInfo(vp.volume_id, self.kind, str(d))
+
+    def _near_volume(self, volume_id: str) -> str:
+        """`` (did you mean main.demo.images?)`` for a misspelled volume id, or ""."""
+        from ..suggest import closest
+
+        try:
+            near = closest(volume_id, [v.volume_id for v in self.volumes()])
+        except OSError:  # the root cannot be listed: no hint rather than a second error
+            return ""
+        return f" (did you mean {' or '.join(near)}?)" if near else ""
 
     def create(self, volume: str | VolumePath, *, exist_ok: bool = False) -> VolumeInfo:
         """Create a volume under the root (a directory); its names follow the table names' rule."""
