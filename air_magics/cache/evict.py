@@ -46,13 +46,17 @@ class Evictor:
     pin_seconds: float
     source_exists: Callable[[str], bool]
     wal_ready: Callable[[], bool]  # whether a checkpoint of an oversized WAL may be tried now (throttled)
+    # lands this process's rows still written behind (:mod:`.writebehind`): without them the index
+    # holds nothing to evict while a fast reader fills the disk (issue 49: 19 of 40 files, then ENOSPC)
+    settle: Callable[[], None] | None = None
     # the free disk last measured, less what this process fetched since, and when it was measured
     _free: int = field(default=0, init=False, repr=False)
     _measured: float = field(default=-1e9, init=False, repr=False)
 
     def make_room(self, incoming: int, keep: Residency | None = None) -> bool:
         """Evict least recently used, unpinned entries whose source still exists and that are not in
-        *keep* until *incoming* bytes fit; False when they still do not (serve it as overflow).
+        *keep* until *incoming* bytes fit within the limit, or with no limit above the reserve; False
+        when they still do not (serve it as overflow, or wait for a pin to end).
 
         The index's WAL is bounded here too, and what it may still grow by is counted against the
         reserve (it shares the disk with the cached files). With no byte limit and the disk far from
@@ -73,9 +77,12 @@ class Evictor:
         self.entries.bound_wal(limit, headroom == 0 and self.wal_ready())
         free = disk_free - headroom
         over = self.entries.total_bytes() + incoming - self.limit if self.limit is not None else 0
-        need = max(over, self.reserve - (free - incoming))
+        short = self.reserve - (free - incoming)  # bytes the disk lacks to keep the reserve
+        need = max(over, short)
         if need <= 0:
             return True
+        if self.settle is not None:
+            self.settle()
         cutoff = time.time() - self.pin_seconds * PIN_MARGIN  # see .hits: hand-outs renew lazily
         lo, hi = keep.bounds() if keep is not None else ("", "")
         victims: list[str] = []
@@ -90,9 +97,11 @@ class Evictor:
             victims.append(key)
             need -= size
         # never wait here: the caller holds its own stripe, and a busy stripe is being fetched right now
-        if victims:
-            self.drop(victims, cutoff, wait=0.0, evictions=True)
-        return self.limit is None or self.entries.total_bytes() + incoming <= self.limit
+        freed = self.drop(victims, cutoff, wait=0.0, evictions=True)[1] if victims else 0
+        self._free += freed
+        if self.limit is not None:  # the limit decides; the reserve only evicts (a limit bounds the disk)
+            return self.entries.total_bytes() + incoming <= self.limit
+        return short - freed <= 0
 
     def drop(
         self,

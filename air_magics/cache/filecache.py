@@ -175,6 +175,7 @@ class FileCache(ClaimedEntries):
             bounds=self,
             publish=self._publish,
         )
+        self._evictor.settle = self._miss.flush
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()

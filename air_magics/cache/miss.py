@@ -12,6 +12,7 @@ parts it works on, given explicitly; it is per-process state, made anew in every
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from ..volumes.resolved import VolumeFile
 from ..volumes.store import Location
 from .entries import Entries
 from .evict import Evictor
-from .hits import HitLog
+from .hits import PIN_MARGIN, HitLog
 from .index import wal_headroom
 from .overflow import OverflowWindow, Residency
 from .rootguard import RootGuard
@@ -36,7 +37,10 @@ from .stripes import Stripes
 from .validate import timed_stat
 from .writebehind import WriteBehind
 
-__all__ = ["MissPath", "Bounds"]
+__all__ = ["MissPath", "Bounds", "PIN_WAIT"]
+
+_log = logging.getLogger(__name__)
+PIN_WAIT = 2.0  # a miss with no room waits for a pin that ends within this many seconds, not longer
 
 
 class Bounds(Protocol):
@@ -48,6 +52,7 @@ class Bounds(Protocol):
     window: int | None  # of which all processes' overflow windows may hold
     reserve: int  # free disk always left
     retries: int  # per copy
+    pin_seconds: float  # how long a handed-out path is promised to stay
 
 
 class MissPath:
@@ -81,6 +86,7 @@ class MissPath:
         # the rows of this process's fetches; the writer publishes a snapshot once they land
         self._behind = WriteBehind(entries, str(root), after_batch=publish)
         self._row_error: BaseException | None = None  # a row the writer could not commit (raised by the next fetch)
+        self._warned = False  # (a miss waited for pins to expire: said once per process)
 
     def fetch(self, f: VolumeFile, keep: Residency | None, landed: Landed | None = None) -> str:
         """*f*'s cached path for its current version, fetched on a miss; a source gone since it was
@@ -117,8 +123,16 @@ class MissPath:
                             f"(FileCache(limit=...), AIR_CACHE_LIMIT or %config AirMagics.cache_limit) so that it "
                             f"leaves more than {fmt_bytes(size)} for files"
                         )
-                    if (files is not None and size > files) or not self.claim(f, keep):
-                        return self._overflow_fetch(f, landed)
+                    if files is None:  # no limit: only the reserve bounds it (the window shares that disk)
+                        if not self.claim(f, keep):
+                            # past the reserve by this file at most; a full disk is a CacheDiskFullError
+                            self._claim_when_unpinned(f)
+                    elif size > files or not self.claim(f, keep):
+                        try:
+                            return self._overflow_fetch(f, landed)
+                        except CacheLimitError:  # the window cannot take it either: only a pin's end can
+                            if size > files or not self._claim_when_unpinned(f):
+                                raise
                     try:
                         n = self._copy(CopyTask(f, Location(local, root=self._files_root), landed))
                     except BaseException:
@@ -174,6 +188,35 @@ class MissPath:
                 return True
         return False
 
+    def _claim_when_unpinned(self, f: VolumeFile) -> bool:
+        """Room for *f* claimed once a pin ends: the cache is full of entries handed out in the last
+        ``pin_seconds`` and the overflow window cannot take *f* (larger than the window, or the disk
+        at its reserve). A pin that ends within ``PIN_WAIT`` s is waited for (issue 49: a 60 kB
+        cache shared by two processes failed most reads of 10 kB files with ``pin_seconds=0.05``);
+        a longer one is a refusal (False), as is a cache with nothing that a pin's end would free.
+        The caller's resident subset is no reason to wait: it may be evicted here."""
+        start = time.monotonic()
+        deadline = start + 2 * PIN_WAIT  # (processes waiting beside this one take turns)
+        delay = 0.002
+        while True:
+            if self.claim(f, None):
+                return True
+            now = time.time()
+            soon = now - self._bounds.pin_seconds * PIN_MARGIN + PIN_WAIT
+            if time.monotonic() >= deadline or not self._entries.lru(soon, ("", "", 0.0), limit=1):
+                return False
+            if not self._warned and time.monotonic() - start > 1.0:
+                self._warned = True
+                _log.warning(
+                    "cache %s is full of files handed out in the last %g s (pin_seconds): %s waits for the "
+                    "oldest pin to end (said once): raise the limit, give the cache more disk, or lower pin_seconds",
+                    self._root,
+                    self._bounds.pin_seconds,
+                    f.key,
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
     def _unindexed_fetch(self, f: VolumeFile, landed: Landed | None) -> bool:
         """Fetch *f* without knowing its size when the index has no entry for it (the cold case of a
         names-only listing); False when there is an entry to validate instead. Size and mtime come
@@ -186,7 +229,8 @@ class MissPath:
                 if os.path.exists(local) and self._entries.row(key) is not None:  # fetched (by another process)
                     return False
                 self._guard.verify()
-                self._evictor.make_room(0)  # the reserve (no limit is set here): at most this one file's size over it
+                if not self._evictor.make_room(0):  # the disk is at the reserve (no limit is set here) ...
+                    return False  # ... and nothing could go: the full path, knowing the size, decides
                 landed = landed or Landed()
                 n = self._copy(CopyTask(f, Location(local, root=self._files_root), landed))
                 mtime = landed.mtime if landed.mtime is not None else os.stat(local).st_mtime
