@@ -218,3 +218,37 @@ def test_a_folder_being_extracted_is_never_evicted_under_it(vol, tmp_path):
         ds = UCVolumeDataset(DEST, cache=cache)
         # (pin_seconds=0 promises no path outlives the next miss: the names are what is checked)
         assert sorted(Path(p).name for p in ds) == [f"f{i:03d}.bin" for i in range(N)]
+
+
+@pytest.mark.parametrize("how", ["constructor", "live"])
+def test_a_lower_limit_on_a_full_cache_brings_it_down_and_bounds_the_index(vol, tmp_path, how):
+    """Issue 49 item 6: a cache that read a packed folder twice without a limit, then given a limit of
+    half the packed bytes and read for two more epochs, still held 4.05x the limit: every read was a
+    hit, and only a miss evicted. Now a cache over its limit evicts down to it as it serves hits
+    (or at once, for a limit set live), and the index's log is bounded by 1/32 of the limit."""
+    from air_magics.cache.index import WAL_MIN
+    from benchmarks.scenarios.soak import cache_disk_bytes
+
+    pack(SRC, DEST, shard_size="24KiB")
+    packed = sum(s.bytes for s in open_packed(vol, DEST).manifest.shards)
+    root = tmp_path / "c"
+    for _ in range(2):
+        for _item in UCVolumeDataset(DEST, output="bytes", cache=FileCache(root, reserve=0)):
+            pass
+    assert FileCache(root).total_bytes >= packed  # every shard cached
+    limit = packed // 2
+    if how == "constructor":
+        cache = FileCache(root, limit=limit, reserve=0, pin_seconds=0)
+    else:
+        cache = FileCache(root, reserve=0, pin_seconds=0)
+        cache.info()
+        cache.limit = limit
+        assert cache.total_bytes <= cache.files_limit  # at once, before any read
+    want = {zlib.crc32(content(i)) for i in range(N)}
+    for _ in range(2):
+        got = {zlib.crc32(b) for b in UCVolumeDataset(DEST, output="bytes", cache=cache)}
+        assert got == want
+        assert cache.total_bytes <= cache.files_limit
+        assert cache_disk_bytes(root) <= limit
+    wal = root / "index.sqlite-wal"
+    assert wal.stat().st_size <= max(WAL_MIN, limit // 32) + 8192  # (a checkpoint lets it pass by a frame)

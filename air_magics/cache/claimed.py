@@ -60,7 +60,9 @@ class ClaimedEntries:
     def renew(self, key: str, *, hit: int = 0) -> bool:
         """Renew the pin of *key* (a :meth:`claim` entry in use; every few seconds); *hit*: bytes
         newly served from it, a hit. False: no entry for *key* (evicted: write it again)."""
-        return self._entries.renew(key, time.time(), bytes_hit=hit)
+        found = self._entries.renew(key, time.time(), bytes_hit=hit)
+        self._evictor.shrink()  # (a packed epoch served from cached shards renews, and misses nothing)
+        return found
 
     def drop_derived(self, keep: Collection[str] = ()) -> list[str]:
         """Remove the entries made with :meth:`claim` (cached shards, extracted folders) but those

@@ -36,6 +36,7 @@ class Entries:
 
     def __init__(self, root: Path, reserve: int) -> None:
         self.root, self.reserve = root, reserve
+        self.wal_cap: int | None = None  # the most the index's log may reach (a cache limit's share)
         self._pid = 0
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
@@ -57,7 +58,7 @@ class Entries:
             with _OPEN_LOCK:  # prefetch threads race here on first use
                 if self._db is None or self._pid != os.getpid():
                     self._lock = threading.Lock()  # a forked child's copy may be held by a dead thread
-                    self._db, self._pid = open_index(self.root, self.reserve), os.getpid()
+                    self._db, self._pid = open_index(self.root, self.reserve, self.wal_cap), os.getpid()
                     opened = True
             if opened and self.on_open is not None:  # (outside the locks: it may use the index itself)
                 self.on_open()

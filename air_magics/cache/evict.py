@@ -24,13 +24,14 @@ from .index import wal_budget
 from .overflow import Residency
 from .stripes import Stripes
 
-__all__ = ["Evictor", "unlink_owned", "AMPLE", "REMEASURE", "SMALL"]
+__all__ = ["Evictor", "unlink_owned", "AMPLE", "REMEASURE", "SMALL", "SHRINK_EVERY"]
 
 _log = logging.getLogger(__name__)
 _BATCH = 256  # stripes held at once while removing their entries
 AMPLE = 2 << 30  # free disk above the reserve that lets a miss skip the check (other processes write too) ...
 REMEASURE = 1.0  # ... for this many seconds after it was measured
 SMALL = AMPLE >> 6  # files up to this size may skip it (64 fetch threads racing stay within AMPLE)
+SHRINK_EVERY = 1.0  # seconds between two looks of shrink() at a cache over its limit
 
 
 @dataclass
@@ -52,6 +53,7 @@ class Evictor:
     # the free disk last measured, less what this process fetched since, and when it was measured
     _free: int = field(default=0, init=False, repr=False)
     _measured: float = field(default=-1e9, init=False, repr=False)
+    _shrunk: float = field(default=-1e9, init=False, repr=False)  # when shrink() last looked
 
     def make_room(self, incoming: int, keep: Residency | None = None) -> bool:
         """Evict least recently used, unpinned entries whose source still exists and that are not in
@@ -73,7 +75,7 @@ class Evictor:
             self.root.mkdir(parents=True, exist_ok=True)
             disk_free = shutil.disk_usage(self.root).free
         self._free, self._measured = disk_free - incoming, time.monotonic()
-        limit, headroom = wal_budget(self.root, disk_free)  # shrinks with the space left
+        limit, headroom = wal_budget(self.root, disk_free, self.entries.wal_cap)  # shrinks with the space left
         self.entries.bound_wal(limit, headroom == 0 and self.wal_ready())
         free = disk_free - headroom
         over = self.entries.total_bytes() + incoming - self.limit if self.limit is not None else 0
@@ -102,6 +104,19 @@ class Evictor:
         if self.limit is not None:  # the limit decides; the reserve only evicts (a limit bounds the disk)
             return self.entries.total_bytes() + incoming <= self.limit
         return short - freed <= 0
+
+    def shrink(self, *, now: bool = False) -> None:
+        """Evict down to the limit what no one holds, at most once every ``SHRINK_EVERY`` s (*now*:
+        at once): a cache opened over its limit, or whose limit was lowered, would otherwise stay
+        over it for as long as every read hits (issue 49: 4.05x the limit after two epochs)."""
+        if self.limit is None:
+            return
+        t = time.monotonic()
+        if not now and t - self._shrunk < SHRINK_EVERY:
+            return
+        self._shrunk = t
+        if self.entries.total_bytes() > self.limit:
+            self.make_room(0)
 
     def drop(
         self,

@@ -51,7 +51,7 @@ from .clearing import ClearListener, ClearProgress, ClearReport, drop_all
 from .entries import Entries
 from .evict import Evictor
 from .hits import PIN_MARGIN, HitLog
-from .limits import check_overflow_files, split_limit
+from .limits import check_overflow_files, log_cap, split_limit
 from .miss import MissPath
 from .overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency
 from .reports import StatusReports
@@ -104,6 +104,7 @@ class FileCache(ClaimedEntries):
         self.store = store or VolumeStore.shared()
         self._files_root = str(self.root / "files")
         self._entries = Entries(self.root, self.reserve)
+        self._entries.wal_cap = log_cap(self._limit)
         self._stripes = Stripes(self.root)
         self._reset_process_state()
 
@@ -118,7 +119,9 @@ class FileCache(ClaimedEntries):
         evictions and overflow decisions alike."""
         self._limit, self._window = split_limit(value, self.overflow_bytes)
         if "_evictor" in self.__dict__:  # made after the first assignment (in __init__)
+            self._entries.wal_cap = log_cap(self._limit)
             self._evictor.limit = self.files_limit
+            self._evictor.shrink(now=True)  # a lower limit evicts down to it at once, hits or not
             self._overflow.limit, self._overflow.max_bytes = self._limit, self._window
 
     @property
@@ -400,10 +403,10 @@ class FileCache(ClaimedEntries):
         The rows of this process's fetches, written behind them, land first."""
         self._miss.flush()
         access, counts = self._hits.take()
-        if not access and not counts:
-            return
-        self._entries.touch(access, counts)
-        self._publish()
+        if access or counts:
+            self._entries.touch(access, counts)
+            self._publish()
+        self._evictor.shrink()  # a cache over a limit lowered since (or opened over it) comes down
 
     # -- inspection -------------------------------------------------------------------------------
     @property

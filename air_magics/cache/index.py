@@ -6,7 +6,8 @@ Why a module of its own: the index must survive what disks do to it.
   and an empty index is built, with one warning naming both files. The cached files stay on disk
   but unindexed, so nothing is served unchecked: they are fetched again (and replaced) on use.
 * **The write-ahead log is bounded relative to the space left** (:func:`wal_limit`: 1/32 of the
-  free space, between 32 KiB and 4 MiB): :func:`tune_wal` sets SQLite's automatic checkpoint and
+  free space, between 32 KiB and 4 MiB, and with a cache limit at most 1/32 of that limit, so
+  what the index keeps outside the byte budget stays small beside it): :func:`tune_wal` sets SQLite's automatic checkpoint and
   ``journal_size_limit`` to it (at open and before every fetch), so on a small disk it is
   checkpointed every few kilobytes instead of growing to 4 MiB and filling it;
   :func:`checkpoint` truncates it outright when no reader holds it, and :func:`wal_headroom` (what
@@ -74,12 +75,13 @@ CREATE TRIGGER entries_removed AFTER DELETE ON entries BEGIN
 _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_IOERR, _SQLITE_NOTADB = 11, 13, 10, 26
 
 
-def open_index(root: Path, reserve: int) -> sqlite3.Connection:
-    """A connection to *root*'s index (created if missing, rebuilt empty if damaged)."""
+def open_index(root: Path, reserve: int, wal_cap: int | None = None) -> sqlite3.Connection:
+    """A connection to *root*'s index (created if missing, rebuilt empty if damaged); *wal_cap*:
+    the most its log may reach (see :func:`wal_budget`)."""
     with translate_disk_full(root, reserve, "opening its index"):
         root.mkdir(parents=True, exist_ok=True)
         try:
-            return _connect(root)
+            return _connect(root, wal_cap)
         except sqlite3.DatabaseError as exc:
             if not _is_corrupt(exc):
                 raise
@@ -88,7 +90,7 @@ def open_index(root: Path, reserve: int) -> sqlite3.Connection:
         (root / "locks").mkdir(exist_ok=True)
         with FileLock(str(root / "locks" / "index.lock")):  # one process moves it aside; the others reopen
             try:
-                return _connect(root)
+                return _connect(root, wal_cap)
             except sqlite3.DatabaseError as exc:
                 if not _is_corrupt(exc):
                     raise
@@ -100,10 +102,10 @@ def open_index(root: Path, reserve: int) -> sqlite3.Connection:
                 RuntimeWarning,
                 stacklevel=2,
             )
-            return _connect(root)
+            return _connect(root, wal_cap)
 
 
-def _connect(root: Path) -> sqlite3.Connection:
+def _connect(root: Path, wal_cap: int | None) -> sqlite3.Connection:
     db = sqlite3.connect(root / INDEX_NAME, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
     try:
         for attempt in range(100):  # switching to WAL ignores the busy timeout: another process may hold it
@@ -111,7 +113,7 @@ def _connect(root: Path) -> sqlite3.Connection:
                 if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                     db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
-                tune_wal(db, wal_limit(root), new=True)
+                tune_wal(db, wal_limit(root, cap=wal_cap), new=True)
                 db.execute("PRAGMA recursive_triggers=ON")
                 db.executescript(_SCHEMA)
                 _add_checked(db)
@@ -195,24 +197,25 @@ def checkpoint(db: sqlite3.Connection) -> None:
         db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
 
 
-def wal_budget(root: Path, free: int | None = None) -> tuple[int, int]:
+def wal_budget(root: Path, free: int | None = None, cap: int | None = None) -> tuple[int, int]:
     """(limit, headroom) of the WAL, from one stat of it: the bytes it may reach before it is
-    checkpointed (1/32 of the space it and the free disk have, between 32 KiB and 4 MiB; *free*:
-    ``disk_usage(root).free`` when already known) and what it may still grow by (counted against
-    the reserve)."""
+    checkpointed (1/32 of the space it and the free disk have, between 32 KiB and 4 MiB, and at
+    most *cap*, a cache limit's share, when given; *free*: ``disk_usage(root).free`` when already
+    known) and what it may still grow by (counted against the reserve)."""
     size = _wal_size(root)
-    limit = max(WAL_MIN, min(WAL_LIMIT, ((_free(root) if free is None else free) + size) // _WAL_SHARE))
+    most = WAL_LIMIT if cap is None else min(WAL_LIMIT, cap)
+    limit = max(WAL_MIN, min(most, ((_free(root) if free is None else free) + size) // _WAL_SHARE))
     return limit, max(0, limit - size)
 
 
-def wal_limit(root: Path, free: int | None = None) -> int:
+def wal_limit(root: Path, free: int | None = None, cap: int | None = None) -> int:
     """Bytes the WAL may reach before it is checkpointed (see :func:`wal_budget`)."""
-    return wal_budget(root, free)[0]
+    return wal_budget(root, free, cap)[0]
 
 
-def wal_headroom(root: Path) -> int:
+def wal_headroom(root: Path, cap: int | None = None) -> int:
     """Bytes the WAL may still grow by before a checkpoint resets it (see :func:`wal_budget`)."""
-    return wal_budget(root)[1]
+    return wal_budget(root, cap=cap)[1]
 
 
 _TUNED: dict[int, int] = {}  # id(connection) -> the limit applied to it (set anew on every new connection)

@@ -13,9 +13,16 @@ from ..errors import CacheLimitError
 from ..io.units import parse_size
 from .overflow import DEFAULT_OVERFLOW_FILES
 
-__all__ = ["WINDOW_SHARE", "split_limit", "check_overflow_files"]
+__all__ = ["WINDOW_SHARE", "LOG_SHARE", "split_limit", "check_overflow_files", "log_cap"]
 
 WINDOW_SHARE = 8  # the overflow windows' default share of the limit: 1/8
+LOG_SHARE = 32  # the index's write-ahead log may reach 1/32 of the limit (it is outside the budget)
+
+
+def log_cap(limit: int | None) -> int | None:
+    """The most the index's write-ahead log may reach under a byte *limit* (None: no limit, only
+    the disk bounds it; see :func:`air_magics.cache.index.wal_budget`)."""
+    return None if limit is None else limit // LOG_SHARE
 
 
 def split_limit(value: int | str | None, overflow_bytes: int | None) -> tuple[int | None, int | None]:

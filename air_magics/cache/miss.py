@@ -255,7 +255,7 @@ class MissPath:
         """*key*'s local path in this process's overflow window (*size* bytes of version *mtime*),
         made by ``copy(dest) -> bytes`` unless the window still holds that version; counted as an
         overflow (or a hit, reused)."""
-        headroom = wal_headroom(self._root)  # the index's log shares the disk
+        headroom = wal_headroom(self._root, self._entries.wal_cap)  # the index's log shares the disk
         local, n, reused = self._overflow.fetch(
             key[9:], size, mtime, copy, reserve=self._bounds.reserve, headroom=headroom
         )
