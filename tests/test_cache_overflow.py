@@ -375,3 +375,31 @@ def test_overflow_bytes_bounds_the_window(vol):
     for i in range(12, 17):
         assert open(wide.get(key(i)), "rb").read() == content(i)
     assert wide.window_bytes > 3 * SIZE  # past the bound, never a failed get
+
+
+def test_a_path_a_worker_hands_out_past_a_full_cache_stays_until_the_loop_opens_it(tmp_path):
+    """Issue 49 item 7: a DataLoader worker's messages wait in the loader's queue (prefetch_factor
+    messages of up to 128 items, and the one being made), but a file in the worker's overflow window
+    was released after 128 more hand-outs once the window's bytes were needed: the loop then opened a
+    path that was gone (FileNotFoundError). The worker's window now keeps a file as long as the
+    queue may hold it (``FileCache.hold_ahead``)."""
+    import time as _time
+
+    from air_magics.data import DataLoader, UCVolumeDataset
+
+    s = VolumeStore()
+    s.create("main.raw.ahead")
+    n = 900
+    for i in range(n):
+        with s.open(f"/Volumes/main/raw/ahead/f{i:04d}.bin", "wb") as f:
+            f.write(i.to_bytes(4, "big") * 1024)
+    # files' share: 16 files; the windows: 32 files, far fewer than a worker keeps queued
+    cache = FileCache(tmp_path / "c", limit=48 * 4096, overflow_bytes=32 * 4096, pin_seconds=600)
+    ds = UCVolumeDataset("/Volumes/main/raw/ahead", cache=cache)
+    seen = 0
+    for i, p in enumerate(DataLoader(ds, batch_size=None, num_workers=2)):
+        if i < 300:
+            _time.sleep(0.002)  # a slow start: the workers fill the loader's queue
+        with open(p, "rb") as f:
+            seen += len(f.read()) == 4096
+    assert seen == n

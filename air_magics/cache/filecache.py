@@ -291,6 +291,12 @@ class FileCache(ClaimedEntries):
         self._overflow.handed_out()
         return local
 
+    def hold_ahead(self, n: int) -> None:
+        """Paths this process hands out are consumed up to *n* hand-outs later (a DataLoader
+        worker's messages wait in the loader's queue): its overflow window keeps every file at least
+        that long (see :meth:`.OverflowWindow.hold_ahead`)."""
+        self._overflow.hold_ahead(n)
+
     def count_past(self, nbytes: int) -> None:
         """Count *nbytes* read past the cache for a caller that reads them itself (a packed member
         served from the volume when its shard found no room): an overflow, as a miss."""

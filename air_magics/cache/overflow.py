@@ -152,6 +152,14 @@ class OverflowWindow:
         self.swept: list[str] = []  # dead processes' folders this process's first use removed
         renew_after_fork(self)
 
+    def hold_ahead(self, n: int) -> None:
+        """This process's consumer may be up to *n* hand-outs behind (a DataLoader worker's queued
+        messages): every file lives at least that long, however full the window is, and the
+        window's length grows to it if shorter. Bytes in flight beyond the window's bound are then
+        taken past it (``overdrawn``) rather than a path deleted before it was opened."""
+        self.keep = max(self.keep, n)
+        self.size = max(self.size, self.keep)
+
     def after_fork(self) -> None:
         """A forked child: a fresh lock (another thread of the parent may hold its copy)."""
         self._lock = threading.RLock()

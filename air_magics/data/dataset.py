@@ -38,6 +38,7 @@ from . import _dist
 from .feed import Feed, SkippedFile, Tally, feed, read_local
 from .listing import list_files, shard_groups
 from .order import EpochState, Grid, OrderStateError, stream_index, stream_items, stream_order
+from .prefetch import RUN
 from .stream import EpochStream
 
 if TYPE_CHECKING:
@@ -312,6 +313,8 @@ class UCVolumeDataset(EpochStream):
         # item leaves at once cold
         chunk, batch = (self._chunk, self._batch) if in_worker else (0, 1)
         depth = self.prefetch if in_worker else self._own_prefetch
+        if in_worker:  # a path stays valid while it waits in the worker's messages (issue 49 item 7)
+            self.cache.hold_ahead(self._queued + depth + RUN)
         self._grid, self._stream, self._tally.yielded = grid, stream, 0
         # what this process read since its previous epoch began stays resident through this one
         # (with persistent workers the loader's clock, so a worker that started late keeps what the

@@ -301,8 +301,13 @@ class DataLoader(tud.DataLoader):
     # -- iteration ----------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Any]:
         if self._inner is not None:  # what this loader's workers take with them (set before they start)
+            per_message = self._chunk_items if self._chunked else (self.batch_size or 1)
             self._inner.attach(
-                self._plan, self._chunk_items if self._chunked else 0, self._batch, slices=self._slice_maps is not None
+                self._plan,
+                self._chunk_items if self._chunked else 0,
+                self._batch,
+                slices=self._slice_maps is not None,
+                queued=((self.prefetch_factor or 0) + 1) * per_message if self.num_workers else 0,
             )
         if not self._air:
             if self._inner is None:  # a plain dataset: torch's loader, untouched

@@ -54,6 +54,7 @@ class EpochStream(IterableDataset):
         self._yielded = 0
         self._plan: PlanFile | None = None  # set by a DataLoader with persistent workers
         self._chunk = 0  # set by a DataLoader with workers: they yield lists of items
+        self._queued = 0  # ... and items their messages may hold on the way to the loop (see attach)
         self._batch = 1  # ... whose length is a multiple of this (the loader's batch size) but at the end
         self._slices = False  # set by a DataLoader that reads MemberSlices in its own process
         self._started: float | None = None  # when the loader began this epoch (persistent workers)
@@ -64,13 +65,18 @@ class EpochStream(IterableDataset):
         self.epoch = int(epoch)
         self._resume = None
 
-    def attach(self, plan: PlanFile | None, chunk: int, batch: int = 1, *, slices: bool = False) -> None:
+    def attach(
+        self, plan: PlanFile | None, chunk: int, batch: int = 1, *, slices: bool = False, queued: int = 0
+    ) -> None:
         """What a loader's workers take with them: the plan to follow, the items per message
         (``chunk``, 0: one item per message) and the batch size a message's length is a multiple of.
         ``slices``: the loader's collate leaves items as they are and it turns any
         :class:`~air_magics.shards.MemberSlice` back into bytes (see :meth:`slice_maps`), so a
-        worker may send packed members by their place instead of their bytes."""
+        worker may send packed members by their place instead of their bytes. ``queued``: items a
+        worker's messages may hold between it and the loop (the loader's ``prefetch_factor``
+        messages and the one being made): a path a worker hands out must stay valid that long."""
         self._plan, self._chunk, self._batch, self._slices = plan, chunk, max(1, batch), slices
+        self._queued = queued
 
     def default_workers(self) -> int | None:
         """The worker processes a ``DataLoader`` should start for this dataset when not told, or
