@@ -39,9 +39,13 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# the suite on TEST_WORKERS processes (pytest-xdist; the Spark tests share one of them and one server, see
+# tests/conftest.py), the 15 slowest tests listed at the end so that the next change that slows it is seen
+TEST_WORKERS ?= 3
 test: install lint
 	@home=$$(mktemp -d /tmp/air-test-home.XXXXXX); \
-	AIR_HOME=$$home AIR_SPARK_DIR=$$home/spark $(BIN)/python -m pytest tests -p no:cacheprovider $(PYTEST_ARGS); \
+	AIR_HOME=$$home AIR_SPARK_DIR=$$home/spark $(BIN)/python -m pytest tests -p no:cacheprovider \
+	  -n $(TEST_WORKERS) --dist loadgroup --durations=15 $(PYTEST_ARGS); \
 	rc=$$?; rm -rf $$home; exit $$rc
 
 # every benchmark scenario (copy, confined, loader, checkpoint, tables), full size: an hour or more here

@@ -34,6 +34,20 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+_SPARK_FIXTURES = frozenset({"spark_server", "shared_spark", "remote_spark"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the node ids
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``make test``: ``-n 3 --dist loadgroup``) every test that uses Spark, by
+    its ``spark`` mark or a Spark fixture, runs on one worker: the run starts one shared embedded
+    server (:func:`spark_server`) and one remote one, as a run without workers does, instead of one
+    per worker (a JVM start costs 15-60 s of these 2 cores)."""
+    for item in items:
+        if item.get_closest_marker("spark") or _SPARK_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
 @pytest.fixture(autouse=True)
 def air_home(tmp_path, monkeypatch):
     """Every test gets its own AIR_HOME; no test sees a real /Volumes or the user's ~/.air."""

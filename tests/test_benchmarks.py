@@ -5,8 +5,8 @@ Each scenario runs through its command-line entry point (``benchmarks/bench_<nam
 that it exits 0 and prints its report tables. No figure is asserted: benchmarks never assert speed
 in the suite. ``--no-wait`` keeps a busy machine from stretching a run (no quiet-machine waits, no
 repeats); the loader runs one configuration per kind over 96 small files, the checkpoint a 4 MB state
-and the tables a 2,000-row table on the run's shared Spark server (conftest ``spark_server``: no JVM
-start of its own): the sizes are the smallest that still take every path of each script, so the
+and the tables a 2,000-row table on the run's shared Spark server (``test_benchmarks_tables``, with
+the Spark tests): the sizes are the smallest that still take every path of each script, so the
 time is the scripts' child processes (interpreter, torch and pyspark imports, FUSE mounts). Two
 scripts run at a time (``LANES``).
 """
@@ -14,7 +14,6 @@ scripts run at a time (``LANES``).
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +23,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# one worker runs the module under pytest-xdist: its fixture starts every script once (the tables
+# script runs in test_benchmarks_tables, with the Spark tests)
+pytestmark = pytest.mark.xdist_group("bench")
 
 # scenario -> (extra flags on top of --quick --no-wait, texts its report must contain)
 SCENARIOS = {
@@ -121,13 +123,13 @@ NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic", "stages", "scale_
 # script is mostly its child processes' start-up (interpreters, imports, mounts) and a 2-core machine
 # has room for two. The loader and the checkpoint share a lane because they must not overlap: the
 # checkpoint's reference run links /Volumes, which it refuses while a loader benchmark runs. Both
-# lanes start at once; the tables script comes last in its lane and waits there for the shared Spark
-# server, which starts meanwhile (20-40 s).
+# lanes start at once.
 LANES = (
     ("loader", "checkpoint", "shards_mosaic", "hotpath", "scale_fuse"),
-    ("copy", "confined", "stages", "delta", "serialize", "scale", "tables"),
+    ("copy", "confined", "stages", "delta", "serialize", "scale"),
 )
-assert sorted(n for lane in LANES for n in lane) == sorted(SCENARIOS)
+HERE = [n for n in SCENARIOS if n != "tables"]  # (tables: test_benchmarks_tables, on the Spark tests' worker)
+assert sorted(n for lane in LANES for n in lane) == sorted(HERE)
 
 
 def _run(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -161,35 +163,20 @@ def _unavailable(name: str) -> str | None:
 
     if name in NEEDS_FUSE and (why := fusevol.unavailable() or fusevol.unavailable("c")):
         return why  # the benchmarks count the server's CPU: only the C engine's is fair
-    if name == "tables":
-        return _tables_unavailable()
-    return None
-
-
-def _tables_unavailable() -> str | None:
-    import importlib.util
-
-    if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("datasets") is None:
-        return "pyspark or datasets not installed"
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        return "Java not found"
     return None
 
 
 class _Runs:
     """The selected scripts' runs, two lanes in background threads; :meth:`result` waits for one."""
 
-    def __init__(self, names: set[str], spark_dir: str | None, base: Path) -> None:
+    def __init__(self, names: set[str], base: Path) -> None:
         self.done: dict[str, threading.Event] = {n: threading.Event() for n in names}
         self.out: dict[str, subprocess.CompletedProcess | BaseException] = {}
-        self.spark_dir, self.base = spark_dir, base
-        self.spark_ready = threading.Event()  # set once spark_dir is known (or the tables' outcome is)
+        self.base = base
         self.threads = [threading.Thread(target=self._lane, args=(lane,), daemon=True) for lane in LANES]
 
     def _lane(self, lane: tuple[str, ...]) -> None:
         for name in lane:
-            if name == "tables":
-                self.spark_ready.wait(800)  # the shared server, started by the fixture meanwhile
             if name in self.done and name not in self.out:
                 try:
                     self.out[name] = self._run(name)
@@ -198,14 +185,7 @@ class _Runs:
                 self.done[name].set()
 
     def _run(self, name: str) -> subprocess.CompletedProcess:
-        flags = SCENARIOS[name][0]
-        if name == "tables":  # the run's shared embedded server (conftest): no JVM start of its own
-            flags = [*flags, "--spark-dir", str(self.spark_dir)]
-        home = self.base / name  # each script its own AIR_HOME; nothing takes /Volumes for a mount
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AIR_VOLUMES_ROOT")}
-        env.update(AIR_HOME=str(home), AIR_VOLUMES_MOUNT=str(home / "no-such-mount"))
-        argv = [sys.executable, f"benchmarks/bench_{name}.py", "--quick", "--no-wait", *flags]
-        return _run(argv, 400, env)
+        return run_script(name, SCENARIOS[name][0], self.base / name)
 
     def result(self, name: str) -> subprocess.CompletedProcess:
         assert self.done[name].wait(timeout=800), f"bench_{name} still running after 800 s"
@@ -213,6 +193,15 @@ class _Runs:
         if isinstance(out, BaseException):
             raise out
         return out
+
+
+def run_script(name: str, flags: list[str], home: Path) -> subprocess.CompletedProcess:
+    """``benchmarks/bench_<name>.py --quick --no-wait FLAGS`` with its own AIR_HOME *home* (nothing
+    takes /Volumes for a mount), failing with its stacks past 400 s."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AIR_VOLUMES_ROOT")}
+    env.update(AIR_HOME=str(home), AIR_VOLUMES_MOUNT=str(home / "no-such-mount"))
+    argv = [sys.executable, f"benchmarks/bench_{name}.py", "--quick", "--no-wait", *flags]
+    return _run(argv, 400, env)
 
 
 @pytest.fixture(scope="module")
@@ -225,17 +214,9 @@ def smoke_runs(request, tmp_path_factory):
         and item.module is request.module
     }
     names = {n for n in selected if _unavailable(n) is None}
-    runs = _Runs(names, None, tmp_path_factory.mktemp("bench-smoke"))
-    for t in runs.threads:  # both lanes run while the shared Spark server starts
+    runs = _Runs(names, tmp_path_factory.mktemp("bench-smoke"))
+    for t in runs.threads:
         t.start()
-    try:
-        if "tables" in names:
-            runs.spark_dir = request.getfixturevalue("spark_server")["store"]
-    except (Exception, pytest.skip.Exception) as exc:  # the tables test reports it; the others still run
-        runs.out["tables"] = exc
-        runs.done["tables"].set()
-    finally:
-        runs.spark_ready.set()
     yield runs
     for t in runs.threads:
         t.join(timeout=800)
@@ -244,10 +225,7 @@ def smoke_runs(request, tmp_path_factory):
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize(
     "name",
-    [
-        pytest.param(n, marks=[pytest.mark.fuse] if n in NEEDS_FUSE else [pytest.mark.spark] if n == "tables" else [])
-        for n in SCENARIOS
-    ],
+    [pytest.param(n, marks=[pytest.mark.fuse] if n in NEEDS_FUSE else []) for n in HERE],
 )
 def test_quick_benchmark_runs_and_reports(name, smoke_runs):
     """One benchmark script end to end on real FUSE volumes or the shared Spark server: 5 s to a minute
@@ -255,7 +233,11 @@ def test_quick_benchmark_runs_and_reports(name, smoke_runs):
     (:func:`smoke_runs`): the first test of the module waits for most of them, about two minutes."""
     if why := _unavailable(name):
         pytest.skip(why)
-    p = smoke_runs.result(name)
+    check_report(name, smoke_runs.result(name))
+
+
+def check_report(name: str, p: subprocess.CompletedProcess) -> None:
+    """Script *name* exited 0 and printed its report with every text ``SCENARIOS`` expects."""
     expected = SCENARIOS[name][1]
     out = p.stdout
     assert p.returncode == 0, f"exit {p.returncode}\n--- stdout\n{out[-3000:]}\n--- stderr\n{p.stderr[-3000:]}"

@@ -29,7 +29,11 @@ def test_every_notebook_is_checked():
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize(
+    "notebook",
+    [pytest.param(p, marks=pytest.mark.spark) if p.stem == "04_tables" else p for p in NOTEBOOKS],
+    ids=[p.stem for p in NOTEBOOKS],
+)
 def test_notebook_runs_clean_top_to_bottom(notebook, tmp_path, air_home, monkeypatch, request):
     """A fresh kernel runs the notebook: 10-60 s each (kernel start, torch, DataLoader workers)."""
     if notebook.stem == "04_tables":  # its kernel uses the run's shared server (conftest), not one of its own

@@ -38,6 +38,7 @@ def test_blocks_are_found():
     assert any(needs == "mlflow" for _, needs in blocks)
 
 
+@pytest.mark.spark  # (its tables blocks use the run's shared server)
 @pytest.mark.timeout(900)
 def test_readme_runs_top_to_bottom(tmp_path, air_home, monkeypatch, request):
     import nbformat

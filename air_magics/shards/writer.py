@@ -416,7 +416,11 @@ def _write_all(
                     index[sp.name] = write_shard(dfd, sp, feed, tick)
                     written.append(sp)
                     shards += 1
-                    report(force=True)  # the count an interrupted run reports is exact
+                    report(force=True)  # the count an interrupted run reports is exact ...
+            except KeyboardInterrupt:  # ... and so is it when the interrupt came between a shard and its count
+                shards = sum(1 for sp in todo if _complete(dloc, sp) is not None)
+                report(force=True)
+                raise
             finally:
                 feed.close()
     report(force=True)
