@@ -51,10 +51,15 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True)
 def air_home(tmp_path, monkeypatch):
     """Every test gets its own AIR_HOME; no test sees a real /Volumes or the user's ~/.air."""
+    from air_magics.volumes import detect
+
     home = tmp_path / "air_home"
     monkeypatch.setenv("AIR_HOME", str(home))
     monkeypatch.delenv("AIR_VOLUMES_ROOT", raising=False)
     monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "no-such-mount"))
+    # a passed test's tmp_path is removed, and the next test of the same name on this worker gets the
+    # same path again: the mount probe's answer for it (cached per settings) is not this test's
+    detect.forget()
     return home
 
 

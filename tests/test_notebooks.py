@@ -50,3 +50,17 @@ def test_notebook_runs_clean_top_to_bottom(notebook, tmp_path, air_home, monkeyp
     if sample:  # the notebook used the shared sample volume: it is left as seeded
         assert len(sample) == 600 and all(name.endswith(".jpg") for name in sample), sorted(sample)[-5:]
     assert not (cache_home / "huggingface").exists(), "Hugging Face files were written outside AIR_HOME"
+
+
+def test_a_notebook_opens_unmodified():
+    """JupyterLab writes the kernel's spec into a notebook when its kernel starts: a stored
+    ``kernelspec`` that differs (``"Python 3"`` where ipykernel says ``"Python 3 (ipykernel)"``)
+    shows the notebook as modified right after it is opened (issue 49)."""
+    import json
+
+    from ipykernel.kernelspec import get_kernel_dict
+
+    spec = get_kernel_dict()
+    for nb in NOTEBOOKS:
+        stored = json.loads(nb.read_text())["metadata"]["kernelspec"]
+        assert stored == {"display_name": spec["display_name"], "language": spec["language"], "name": "python3"}, nb
