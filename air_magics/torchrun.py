@@ -273,7 +273,10 @@ def _failure_message(code: int, failed: dict[int, int], tails: dict[int, deque[s
     if not failed:  # the launcher itself failed (a bad flag, the rendezvous): its own last lines
         tail = "".join(list(launcher)[-15:]).rstrip()
         return f"torch.distributed.run exited with code {code}:\n{tail}"
-    rank = min(failed)
+    # the rank that failed by itself: a positive exit code (its own error) before one a signal ended
+    # (-15: the launcher stopping the others, which its summary lists as failed too; a race decides
+    # whether it does), then the lowest rank
+    rank = min(failed, key=lambda r: (failed[r] < 0, r))
     trace = last_traceback(list(tails.get(rank, ())))
     others = sorted(set(failed) - {rank})
     also = f" (ranks {others} failed too)" if others else ""

@@ -58,7 +58,7 @@ epoch = 0
 while True:
     ds.set_epoch(epoch)
     n = 0
-    for item in ds:
+    for item in {loop}:
         data = open(item, "rb").read() if output == "path" else bytes(item)
         assert data == data[:4] * ({size} // 4), "wrong bytes"
         n += 1
@@ -143,10 +143,15 @@ def _seed(files: int) -> None:
 class _Workers:
     """The four worker processes, each restartable, with the progress marks they write."""
 
-    def __init__(self, work: Path, root: Path, files: int) -> None:
+    def __init__(self, work: Path, root: Path, files: int, loader: bool = False) -> None:
         self.work, self.root = work, root
         self.script = work / "soak_worker.py"
-        self.script.write_text(_WORKER.format(kw=cache_settings(files), size=SIZE, n=files))
+        loop = "DataLoader(ds, batch_size=None, num_workers=2)" if loader else "ds"
+        self.script.write_text(
+            _WORKER.format(kw=cache_settings(files), size=SIZE, n=files, loop=loop).replace(
+                "import UCVolumeDataset", "import DataLoader, UCVolumeDataset"
+            )
+        )
         self.procs: dict[str, subprocess.Popen] = {}
 
     def mark(self, name: str) -> Path:
@@ -170,9 +175,12 @@ class _Workers:
         return {n: (p.stderr.read() or "")[-2000:] for n, p in self.procs.items() if p.poll() is not None}
 
 
-def run_soak(work: Path, *, files: int = 2600, seconds: float = 60.0, kills: int | None = None) -> SoakResult:
+def run_soak(
+    work: Path, *, files: int = 2600, seconds: float = 60.0, kills: int | None = None, loader: bool = False
+) -> SoakResult:
     """Run the soak in *work* (an empty folder; ``AIR_HOME`` must point at a home of its own) for
-    *seconds*, or until *kills* kills were made, then the checks (see the module)."""
+    *seconds*, or until *kills* kills were made, then the checks (see the module). *loader*: each
+    workload loops through a ``DataLoader`` with 2 workers (default settings) instead of the dataset."""
     from air_magics.cache import FileCache
     from air_magics.cache.overflow import dead_folders
     from air_magics.data import UCVolumeDataset
@@ -193,7 +201,7 @@ def run_soak(work: Path, *, files: int = 2600, seconds: float = 60.0, kills: int
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    workers, order = _Workers(work, root, files), list(WORKLOADS)
+    workers, order = _Workers(work, root, files, loader), list(WORKLOADS)
     t0 = time.monotonic()
     try:
         for name in WORKLOADS:
@@ -258,11 +266,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, help="how long the kills go on (default 60; --quick 20)")
     ap.add_argument("--kills", type=int, help="stop the kills after this many (default: none, the whole time)")
     ap.add_argument("--quick", action="store_true", help="a smoke run: 20 s")
+    ap.add_argument("--loader", action="store_true", help="each workload through a DataLoader with 2 workers")
     a = ap.parse_args(argv)
     seconds = a.seconds or (20.0 if a.quick else 60.0)
     kills = a.kills
     with tempfile.TemporaryDirectory(prefix="air-soak-") as td:
         os.environ["AIR_HOME"] = os.path.join(td, "home")  # a volume store of its own
-        res = run_soak(Path(td), files=a.files, seconds=seconds, kills=kills)
+        res = run_soak(Path(td), files=a.files, seconds=seconds, kills=kills, loader=a.loader)
     print(report(res))
     return 0 if res.ok else 1
