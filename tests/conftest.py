@@ -37,15 +37,19 @@ def pytest_configure(config):
 _SPARK_FIXTURES = frozenset({"spark_server", "shared_spark", "remote_spark"})
 
 
+SHARED_SPARK = pytest.mark.xdist_group("spark")  # for a test that reaches the shared server without a fixture
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``make test``: ``-n 3 --dist loadgroup``) every test that uses Spark, by
-    its ``spark`` mark or a Spark fixture, runs on one worker: the run starts one shared embedded
-    server (:func:`spark_server`) and one remote one, as a run without workers does, instead of one
-    per worker (a JVM start costs 15-60 s of these 2 cores)."""
+    """Under pytest-xdist (``make test``: ``-n 3 --dist loadgroup``) every test that uses the run's
+    shared Spark servers (a Spark fixture, or :data:`SHARED_SPARK` where a kernel or a script of the
+    test reaches them) runs on one worker: the run starts one embedded server (:func:`spark_server`)
+    and one remote one, as a run without workers does, not one per worker (a JVM start costs 15-60 s
+    of these 2 cores). Tests that start servers on stores of their own run anywhere."""
     for item in items:
-        if item.get_closest_marker("spark") or _SPARK_FIXTURES.intersection(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("spark"))
+        if _SPARK_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(SHARED_SPARK)
 
 
 @pytest.fixture(autouse=True)

@@ -31,7 +31,11 @@ def test_every_notebook_is_checked():
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize(
     "notebook",
-    [pytest.param(p, marks=pytest.mark.spark) if p.stem == "04_tables" else p for p in NOTEBOOKS],
+    # 04's kernel uses the run's shared Spark server: with the other tests that do (conftest)
+    [
+        pytest.param(p, marks=[pytest.mark.spark, pytest.mark.xdist_group("spark")]) if p.stem == "04_tables" else p
+        for p in NOTEBOOKS
+    ],
     ids=[p.stem for p in NOTEBOOKS],
 )
 def test_notebook_runs_clean_top_to_bottom(notebook, tmp_path, air_home, monkeypatch, request):

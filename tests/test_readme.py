@@ -38,7 +38,8 @@ def test_blocks_are_found():
     assert any(needs == "mlflow" for _, needs in blocks)
 
 
-@pytest.mark.spark  # (its tables blocks use the run's shared server)
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")  # its tables blocks use the run's shared server (conftest)
 @pytest.mark.timeout(900)
 def test_readme_runs_top_to_bottom(tmp_path, air_home, monkeypatch, request):
     import nbformat
