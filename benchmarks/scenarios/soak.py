@@ -70,13 +70,15 @@ while True:
 """
 
 
-def cache_settings(files: int) -> dict[str, int | float]:
+def cache_settings(files: int, defaults: bool = False) -> dict[str, int | float]:
     """The cache every process opens: a limit of half the data (one of its two forms), a window of
     a quarter of it. Each process hands out at most 64 hits per look-up plus a prefetch of 8 ahead
     of its reader, so a window file kept 80 hand-outs (``overflow_files // 8``) is never deleted
     under it; three workloads use the windows (packed bytes are read past the cache into memory),
     ~3 x 90 files, within a quarter of the limit (~317 files at 2,600)."""
     limit = files * SIZE // 2
+    if defaults:  # (--default-cache) only the limit: 30 s pins, windows of 1/8, 1,024 files each
+        return {"limit": limit}
     return {"limit": limit, "pin_seconds": 0.5, "overflow_files": 640, "overflow_bytes": limit // 4}
 
 
@@ -97,6 +99,7 @@ class SoakResult:
     failed: dict[str, str] = field(default_factory=dict)
     overflows: int = 0
     hits: int = 0
+    setup: str = "windows a quarter of it, 0.5 s pins"  # the cache's settings and the loop, in words
 
     @property
     def ok(self) -> bool:
@@ -143,12 +146,12 @@ def _seed(files: int) -> None:
 class _Workers:
     """The four worker processes, each restartable, with the progress marks they write."""
 
-    def __init__(self, work: Path, root: Path, files: int, loader: bool = False) -> None:
+    def __init__(self, work: Path, root: Path, files: int, loader: bool = False, defaults: bool = False) -> None:
         self.work, self.root = work, root
         self.script = work / "soak_worker.py"
         loop = "DataLoader(ds, batch_size=None, num_workers=2)" if loader else "ds"
         self.script.write_text(
-            _WORKER.format(kw=cache_settings(files), size=SIZE, n=files, loop=loop).replace(
+            _WORKER.format(kw=cache_settings(files, defaults), size=SIZE, n=files, loop=loop).replace(
                 "import UCVolumeDataset", "import DataLoader, UCVolumeDataset"
             )
         )
@@ -176,17 +179,27 @@ class _Workers:
 
 
 def run_soak(
-    work: Path, *, files: int = 2600, seconds: float = 60.0, kills: int | None = None, loader: bool = False
+    work: Path,
+    *,
+    files: int = 2600,
+    seconds: float = 60.0,
+    kills: int | None = None,
+    loader: bool = False,
+    default_cache: bool = False,
 ) -> SoakResult:
     """Run the soak in *work* (an empty folder; ``AIR_HOME`` must point at a home of its own) for
     *seconds*, or until *kills* kills were made, then the checks (see the module). *loader*: each
-    workload loops through a ``DataLoader`` with 2 workers (default settings) instead of the dataset."""
+    workload loops through a ``DataLoader`` with 2 workers (default settings) instead of the dataset;
+    *default_cache*: the processes' cache has only the limit set (see :func:`cache_settings`)."""
     from air_magics.cache import FileCache
     from air_magics.cache.overflow import dead_folders
     from air_magics.data import UCVolumeDataset
 
-    settings = cache_settings(files)
+    settings = cache_settings(files, default_cache)
     res = SoakResult(files, int(settings["limit"]))
+    res.setup = (
+        "the cache's defaults: windows 1/8 of it, 30 s pins" if default_cache else "windows a quarter of it, 0.5 s pins"
+    ) + ("; each workload through a DataLoader with 2 workers" if loader else "")
     _seed(files)
     root = work / "cache"
     FileCache(root, limit=res.limit).info()
@@ -201,7 +214,7 @@ def run_soak(
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    workers, order = _Workers(work, root, files, loader), list(WORKLOADS)
+    workers, order = _Workers(work, root, files, loader, default_cache), list(WORKLOADS)
     t0 = time.monotonic()
     try:
         for name in WORKLOADS:
@@ -242,7 +255,7 @@ def report(res: SoakResult) -> str:
     rows = [
         ("workloads at once", ", ".join(WORKLOADS)),
         ("files (x 4 KiB), raw and packed", f"{res.files:,}"),
-        ("cache limit", f"{res.limit:,} B (half the data; windows a quarter of it)"),
+        ("cache limit", f"{res.limit:,} B (half the data; {res.setup})"),
         ("kills (SIGKILL, in turn)", f"{res.kills} in {res.seconds:.0f} s"),
         ("peak under the cache root (index aside)", f"{res.peak:,} B = {res.peak / res.limit:.3f}x the limit"),
         ("check() after check(repair=True)", "clean" if not res.findings else "; ".join(res.findings[:3])),
@@ -267,11 +280,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kills", type=int, help="stop the kills after this many (default: none, the whole time)")
     ap.add_argument("--quick", action="store_true", help="a smoke run: 20 s")
     ap.add_argument("--loader", action="store_true", help="each workload through a DataLoader with 2 workers")
+    ap.add_argument("--default-cache", action="store_true", help="the cache's defaults but the limit")
     a = ap.parse_args(argv)
     seconds = a.seconds or (20.0 if a.quick else 60.0)
     kills = a.kills
     with tempfile.TemporaryDirectory(prefix="air-soak-") as td:
         os.environ["AIR_HOME"] = os.path.join(td, "home")  # a volume store of its own
-        res = run_soak(Path(td), files=a.files, seconds=seconds, kills=kills, loader=a.loader)
+        res = run_soak(
+            Path(td), files=a.files, seconds=seconds, kills=kills, loader=a.loader, default_cache=a.default_cache
+        )
     print(report(res))
     return 0 if res.ok else 1
