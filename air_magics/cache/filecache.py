@@ -96,15 +96,14 @@ class FileCache(ClaimedEntries):
         # one spelling per folder (absolute, no ".."): the index stores paths under it, compared as text
         self.root = Path(os.path.abspath(root if root is not None else settings.cache_dir()))
         self.overflow_bytes = parse_size(overflow_bytes, "overflow_bytes")
-        self.limit = limit if limit is not None else settings.cache_limit()
         self.reserve = parse_size(reserve, "cache reserve") if reserve is not None else settings.cache_reserve()
+        self._entries = Entries(self.root, self.reserve)
+        self.limit = limit if limit is not None else settings.cache_limit()
         self.pin_seconds = pin_seconds
         self.overflow_files = check_overflow_files(overflow_files)
         self.retries = retries
         self.store = store or VolumeStore.shared()
         self._files_root = str(self.root / "files")
-        self._entries = Entries(self.root, self.reserve)
-        self._entries.wal_cap = log_cap(self._limit)
         self._stripes = Stripes(self.root)
         self._reset_process_state()
 
@@ -118,8 +117,8 @@ class FileCache(ClaimedEntries):
         """A new limit (bytes or ``"10GiB"``; ``None``: none) for this process's next misses,
         evictions and overflow decisions alike."""
         self._limit, self._window = split_limit(value, self.overflow_bytes)
+        self._entries.wal_cap = log_cap(self._limit)
         if "_evictor" in self.__dict__:  # made after the first assignment (in __init__)
-            self._entries.wal_cap = log_cap(self._limit)
             self._evictor.limit = self.files_limit
             self._evictor.shrink(now=True)  # a lower limit evicts down to it at once, hits or not
             self._overflow.limit, self._overflow.max_bytes = self._limit, self._window

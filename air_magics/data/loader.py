@@ -226,6 +226,7 @@ class DataLoader(tud.DataLoader):
             weakref.finalize(self, self._plan.close)
         if self._inner is not None and workers > 0:
             kwargs["worker_init_fn"] = _CtrlCInMainOnly(kwargs.get("worker_init_fn"))
+        self._per_message = self._chunk_items if self._chunked else (batch_size or 1)  # items a worker sends at once
         if workers == 0:
             prefetch_factor, persistent_workers = None, False
         elif prefetch_factor is None and self._air:
@@ -233,8 +234,7 @@ class DataLoader(tud.DataLoader):
             # many items as each worker's prefetch threads keep in flight. Chunked messages carry up
             # to CHUNK items each: counted as such, so what is handed out ahead of the loop stays
             # within the cache's overflow window (a path there lives for 1,024 more hand-outs)
-            per_message = self._chunk_items if self._chunked else (batch_size or 1)
-            prefetch_factor = max(2, dataset.prefetch // per_message)
+            prefetch_factor = max(2, dataset.prefetch // self._per_message)
         super().__init__(
             dataset,
             batch_size=batch_size,
@@ -301,13 +301,12 @@ class DataLoader(tud.DataLoader):
     # -- iteration ----------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Any]:
         if self._inner is not None:  # what this loader's workers take with them (set before they start)
-            per_message = self._chunk_items if self._chunked else (self.batch_size or 1)
             self._inner.attach(
                 self._plan,
                 self._chunk_items if self._chunked else 0,
                 self._batch,
                 slices=self._slice_maps is not None,
-                queued=((self.prefetch_factor or 0) + 1) * per_message if self.num_workers else 0,
+                queued=((self.prefetch_factor or 0) + 1) * self._per_message if self.num_workers else 0,
             )
         if not self._air:
             if self._inner is None:  # a plain dataset: torch's loader, untouched

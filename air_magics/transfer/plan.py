@@ -11,6 +11,7 @@ volume (``%air_volume use``). The destination is a local folder or a ``/Volumes/
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterable
@@ -154,13 +155,13 @@ def _probe_write(folder: Path) -> str | None:
         fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         os.close(fd)  # the descriptor is released even when close reports an error
 
-    for step, what in ((create, "create"), (lambda: os.unlink(name), "remove")):
+    def remove() -> None:
+        with contextlib.suppress(FileNotFoundError):  # gone already (a retried unlink that had succeeded)
+            os.unlink(name)
+
+    for step, what in ((create, "create"), (remove, "remove")):
         try:
             retry_call(step)
-        except FileNotFoundError as exc:
-            if what == "create":
-                return f"cannot create a file: {exc.strerror or exc}"
-            # else gone already (a retried unlink that had succeeded)
         except OSError as exc:
             if is_transient(exc):
                 return None  # no verdict: the copy retries and reports per file
