@@ -251,4 +251,7 @@ def test_a_lower_limit_on_a_full_cache_brings_it_down_and_bounds_the_index(vol, 
         assert cache.total_bytes <= cache.files_limit
         assert cache_disk_bytes(root) <= limit
     wal = root / "index.sqlite-wal"
-    assert wal.stat().st_size <= max(WAL_MIN, limit // 32) + 8192  # (a checkpoint lets it pass by a frame)
+    cap = max(WAL_MIN, limit // 32)
+    # SQLite checkpoints after the commit that reaches the cap, so the log passes it by that commit's
+    # pages (an eviction's batch can be several); without the cap it grew to 4 MiB (32x this bound)
+    assert wal.stat().st_size <= 2 * cap
