@@ -51,8 +51,8 @@ def launch(fn: Any, *args: Any, nproc_per_node: int, **kwargs: Any) -> Any:
 
     Launcher options (``nnodes``, ``node_rank``, ``rdzv_endpoint``, ``rdzv_backend``,
     ``max_restarts``, ``all_ranks``, ``timeout``) are taken from *kwargs* by name; see
-    :func:`air_magics.torchrun.launch`."""
-    from .torchrun import launch as _launch
+    :func:`air_magics.torch_launcher.launch`."""
+    from .torch_launcher import launch as _launch
 
     return _launch(fn, *args, nproc_per_node=nproc_per_node, **kwargs)
 

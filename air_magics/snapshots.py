@@ -175,7 +175,7 @@ class LoaderTimes:
     last_wait: float = field(default=0.0, metadata=HIDDEN)
     verdict: str = ""  # the input pipeline's verdict in one line (from the 10th step on)
     stages: Mapping[str, float] = field(default_factory=dict)  # wall seconds per input stage (LoaderTiming.stages)
-    # the verdict's kind (air_magics.data.verdict.kind_of: warming-up before the 10th step): views show
+    # the verdict's kind (air_magics.datasets.verdict.kind_of: warming-up before the 10th step): views show
     # this, never a threshold rule of their own
     verdict_kind: str = ""
 

@@ -60,7 +60,7 @@ def _dcp(state: dict, folder: Path, direct: bool) -> None:
 
     writer = dcp.FileSystemWriter(folder, thread_count=8, sync_files=False)
     if direct:
-        from air_magics.data.direct_write import DirectVolumeFS
+        from air_magics.checkpoints.direct_write import DirectVolumeFS
 
         writer.fs = DirectVolumeFS(None)
         writer.path = str(folder)
@@ -91,7 +91,7 @@ def _torch_save_each(state: dict, crc32: bool) -> None:
 
 
 def _hash_each(state: dict) -> None:
-    from air_magics.data.digests import new_hasher
+    from air_magics.checkpoints.digests import new_hasher
 
     for t in state.values():
         new_hasher().update(memoryview(t.numpy()).cast("B"))

@@ -11,7 +11,7 @@ image folder is) on one ``benchmarks/harness/fusevol.py`` mount at ``--latency-m
 - **epochs**: a cold (empty cache) and a warm epoch, shuffled, over each packed folder:
   air_magics reading members by offset from the cached shard (``MemberRef.read_bytes``, 64 reads in
   flight on threads, ``ready_bytes`` for members already in; the shard-windowed epoch order of
-  ``air_magics.data.order.epoch_order``, its shard sequence given to ``PackedFolder.plan_reads`` so
+  ``air_magics.datasets.epoch_order.epoch_order``, its shard sequence given to ``PackedFolder.plan_reads`` so
   fetches run ahead in that order), and ``streaming.StreamingDataset``
   (``remote`` = the folder on the mount, ``local`` = an empty cache, ``shuffle=True``), each iterated
   in one process. The class mix of each shuffled order is reported as the mean largest-class share
@@ -68,9 +68,9 @@ def _child_air(spec: dict) -> dict:
         t = time.perf_counter()
         r = pack(spec["src"], spec["dest"], shard_size=spec["shard_size"], store=store)
         return {"seconds": time.perf_counter() - t, "shards": r.shards}
-    from air_magics.data.order import epoch_order
-    from air_magics.shards.order import shard_sequence
-    from air_magics.shards.source import stream_shard
+    from air_magics.datasets.epoch_order import epoch_order
+    from air_magics.shards.shard_order import shard_sequence
+    from air_magics.shards.shard_source import stream_shard
 
     folder = open_packed(store, spec["dest"])
     if spec["what"] == "ceiling":

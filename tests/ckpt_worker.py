@@ -52,7 +52,7 @@ def slow_save(size_mb: int) -> None:
 
 
 def kill_prune(directory: str) -> None:
-    from air_magics.data import pruning as pruning_mod
+    from air_magics.checkpoints import pruning as pruning_mod
 
     mgr = CheckpointManager(directory, keep=2, show=False)
     mgr.save(1, {"w": torch.full((1000,), 1.0)})

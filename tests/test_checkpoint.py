@@ -14,6 +14,7 @@ import torch
 import torch.distributed.checkpoint as dcp
 from ckpt_worker import model
 
+from air_magics.checkpoints.commit import checkpoint_status
 from air_magics.data import (
     CheckpointError,
     CheckpointManager,
@@ -24,7 +25,6 @@ from air_magics.data import (
     load_torch,
     save_torch,
 )
-from air_magics.data.commit import checkpoint_status
 from air_magics.errors import VolumeNotFoundError, VolumePathError
 from air_magics.status import list_status
 from air_magics.volumes import VolumeStore

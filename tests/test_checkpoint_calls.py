@@ -1,7 +1,7 @@
 """What a manager's save and load do on the training loop's clock: lookups relative to its held
-folder (data/held_folder.py: a crashed attempt's leftover removed, an existing step refused, the
+folder (checkpoints/held_folder.py: a crashed attempt's leftover removed, an existing step refused, the
 ``latest`` pointer trusted only for a complete step), and a background save's DCP call on a
-thread of its own (data/dcp_calls.py: its failure reaches the record, not the caller)."""
+thread of its own (checkpoints/dcp_calls.py: its failure reaches the record, not the caller)."""
 
 import os
 from pathlib import Path
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from air_magics.checkpoints.held_folder import HeldFolder
 from air_magics.data import CheckpointError, CheckpointManager
-from air_magics.data.held_folder import HeldFolder
 from air_magics.errors import ConfinementError
 from air_magics.volumes import VolumeStore
 
@@ -90,7 +90,7 @@ def test_a_background_save_that_fails_off_the_call_is_recorded_failed_and_the_ne
     returns at once): its failure reaches the save's record, not the caller, and leaves no step."""
     import threading
 
-    from air_magics.data.commit import checkpoint_status
+    from air_magics.checkpoints.commit import checkpoint_status
 
     mgr = CheckpointManager("/Volumes/main/hf/runs/f", show=False)
     mgr.save(1, {"w": torch.ones(2)})

@@ -1,4 +1,4 @@
-"""Checkpoint files written straight onto a mounted volume (data/direct_write.py): what lands, in
+"""Checkpoint files written straight onto a mounted volume (checkpoints/direct_write.py): what lands, in
 which order, and what a failed write leaves behind, on a real FUSE volume."""
 
 import json
@@ -10,8 +10,8 @@ import torch.distributed.checkpoint as dcp
 from conftest import xxh
 from torch.distributed.checkpoint.api import CheckpointException
 
+from air_magics.checkpoints.commit import CHECKSUMS, METADATA
 from air_magics.data import CheckpointError, UCVolumeReader, UCVolumeWriter
-from air_magics.data.commit import CHECKSUMS, METADATA
 from air_magics.io.leftovers import is_leftover
 from air_magics.volumes import VolumeStore
 
@@ -145,11 +145,11 @@ def test_direct_is_refused_for_a_remote_volume_and_staging_still_works(mounted, 
 
 def test_tensors_land_in_their_destinations_and_the_rest_loads_through_torch(mounted, tmp_path, monkeypatch):
     """A direct restore reads each large contiguous tensor's bytes straight into its destination (the
-    manifest says where they lie: data/read_into.py), copies each other plain tensor (small, or saved
-    with other strides: transposed) from the verified bytes once (data/stored_tensor.py), and loads
+    manifest says where they lie: checkpoints/read_into.py), copies each other plain tensor (small, or saved
+    with other strides: transposed) from the verified bytes once (checkpoints/stored_tensor.py), and loads
     what is not a tensor (a nested object, saved as pickled bytes) through torch's own reading; all
     of it bit for bit."""
-    from air_magics.data import volume_reader
+    from air_magics.checkpoints import volume_reader
 
     mounted()
     monkeypatch.setenv("AIR_HOME", str(tmp_path / "home"))
@@ -182,7 +182,7 @@ def test_tensors_land_in_their_destinations_and_the_rest_loads_through_torch(mou
 def test_a_corrupt_file_read_in_place_is_reported_after_one_more_read(mounted, tmp_path, monkeypatch):
     """The bytes land in the destinations before the whole file is verified; a file that fails its
     checksum is read once more, then the load fails naming it (never a silent load)."""
-    from air_magics.data import volume_reader
+    from air_magics.checkpoints import volume_reader
     from air_magics.errors import CheckpointCorruptError
 
     runs = mounted()
@@ -207,7 +207,7 @@ def test_every_write_but_a_files_last_is_a_whole_request(slowfs, tmp_path, monke
     multiples of the mount's largest request leave (held header bytes go out with the head of the
     next storage in one writev), so the volume sees about size / 1 MiB writes per file, not a
     header request and an odd-sized tail per tensor. The bytes still land exactly."""
-    from air_magics.data.grid_stream import GRID
+    from air_magics.checkpoints.grid_stream import GRID
 
     backing = tmp_path / "backing"
     (backing / "main" / "ck" / "runs").mkdir(parents=True)
@@ -288,7 +288,7 @@ def test_the_last_files_of_a_folder_written_in_place_go_into_the_files_made_earl
     ``write_files`` fills them (fsynced where asked) and removes one made early that the save
     did not need; with no data file created yet nothing is made early and ``write_files``
     creates what it writes."""
-    from air_magics.data.direct_write import DirectVolumeFS
+    from air_magics.checkpoints.direct_write import DirectVolumeFS
 
     folder = tmp_path / "step"
     folder.mkdir()
@@ -333,7 +333,7 @@ def test_a_plain_torch_writer_through_direct_volume_fs_still_writes_its_metadata
     """Only ``UCVolumeWriter`` keeps ``.metadata`` in memory to write it with its last files; torch's
     own ``FileSystemWriter`` on a ``DirectVolumeFS`` (``bench_serialize``'s setup) writes it itself,
     and plain torch loads the folder back."""
-    from air_magics.data.direct_write import DirectVolumeFS
+    from air_magics.checkpoints.direct_write import DirectVolumeFS
 
     s = state(3)
     w = dcp.FileSystemWriter(tmp_path / "plain", thread_count=2, sync_files=False)

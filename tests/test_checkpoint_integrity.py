@@ -14,9 +14,9 @@ import torch
 import torch.distributed.checkpoint as dcp
 
 from air_magics.cache import FileCache
+from air_magics.checkpoints import pruning as pruning_mod
+from air_magics.checkpoints.commit import checkpoint_status
 from air_magics.data import CheckpointError, CheckpointManager, UCVolumeReader, UCVolumeWriter
-from air_magics.data import pruning as pruning_mod
-from air_magics.data.commit import checkpoint_status
 from air_magics.errors import AirError, CheckpointCorruptError
 from air_magics.volumes import VolumeStore
 
@@ -242,7 +242,7 @@ def test_direct_reads_keep_no_copy_and_verify_what_they_read(vol, monkeypatch):
     assert list(reader.fs.fetched) == [f"{step}/.metadata"]  # each data file let go once its items were loaded
     # a file that reads back wrong is read once more, then called corrupt (the load fails)
     reads = []
-    import air_magics.data.volume_reader as vr
+    import air_magics.checkpoints.volume_reader as vr
 
     real, real_placed = vr.read_file, vr.read_placed
     monkeypatch.setattr(vr, "read_file", lambda loc, **kw: (reads.append(loc.path), real(loc, **kw))[1])

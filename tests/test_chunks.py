@@ -1,10 +1,10 @@
-"""Scratch chunks kept between checkpoint streams (air_magics.data.chunks)."""
+"""Scratch chunks kept between checkpoint streams (air_magics.checkpoints.scratch)."""
 
 from __future__ import annotations
 
 import os
 
-from air_magics.data import chunks
+from air_magics.checkpoints import scratch as chunks
 
 
 def test_a_chunk_given_back_is_the_next_one_taken_and_a_large_one_is_not_kept():

@@ -68,7 +68,7 @@ def test_swap_after_listing_is_refused_by_copy(vols, tmp_path):
 
 def test_swap_after_listing_is_refused_by_the_cache(vols, tmp_path):
     s, src, _, secret, _ = vols
-    from air_magics.data.listing import list_files
+    from air_magics.datasets.listing import list_files
 
     files = list_files(["/Volumes/main/demo/images/train"], pattern=None, recursive=True, store=s)
     (src / "train" / "f2.txt").unlink()

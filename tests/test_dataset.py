@@ -291,7 +291,7 @@ def test_persistent_workers_see_each_epoch_and_keep_their_processes(vol, ctx):
 
 def test_chunked_delivery_keeps_state_exact_per_item(vol):
     """batch_size=None moves up to CHUNK ready items per worker message; the state still counts single items."""
-    from air_magics.data.loader import CHUNK
+    from air_magics.datasets.loader import CHUNK
 
     dl = DataLoader(
         UCVolumeDataset("/Volumes/main/raw/img/train", shuffle=True, seed=4), batch_size=None, num_workers=2

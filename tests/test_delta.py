@@ -20,8 +20,8 @@ import pytest
 from deltalake import DeltaTable, WriterProperties, write_deltalake
 
 from air_magics.data import DataLoader, UCDataset
-from air_magics.data.table.delta import DeltaError
 from air_magics.errors import DatasetError
+from air_magics.tablefiles.delta import DeltaError
 
 VOL = "/Volumes/main/dl/v"
 

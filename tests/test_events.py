@@ -200,8 +200,8 @@ def test_a_long_epoch_reports_a_few_times_a_second_not_per_batch(vol):
 def test_checkpoint_save_emits_its_states_and_the_same_document(vol):
     import torch
 
+    from air_magics.checkpoints.commit import status_name
     from air_magics.data import CheckpointManager
-    from air_magics.data.commit import status_name
 
     rec, on_channel = Recorder(), Recorder()
     with channel.attach(on_channel):

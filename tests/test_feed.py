@@ -1,4 +1,4 @@
-"""data/feed.py, through UCVolumeDataset: the count is exact at every yield on each path an item
+"""datasets/feed.py, through UCVolumeDataset: the count is exact at every yield on each path an item
 takes (cold through the prefetcher, warm runs, warm through ``ready``), and ``iter()`` alone plans
 nothing (the stream is planned at its first ``next()``, as a generator ``__iter__``'s body was)."""
 
@@ -9,7 +9,7 @@ import pytest
 from _seed import seeded_volume
 
 from air_magics.data import UCVolumeDataset
-from air_magics.data import feed as feed_module
+from air_magics.datasets import feed as feed_module
 
 N = 150  # more than two warm runs of 64
 

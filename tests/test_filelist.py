@@ -10,7 +10,7 @@ import pytest
 
 from air_magics.cache import FileCache
 from air_magics.data import DataLoader, UCVolumeDataset
-from air_magics.data.listing import list_files
+from air_magics.datasets.listing import list_files
 from air_magics.volumes import VolumeStore
 from air_magics.volumes.filelist import FileList, ListedFile
 from air_magics.volumes.resolved import VolumeFile

@@ -296,7 +296,7 @@ def test_checkpoint_manager_view_follows_the_widgets_setting(ip, vol, monkeypatc
 def test_writer_documents_one_sync_files_default():
     import inspect
 
-    from air_magics.data.checkpoint import UCVolumeWriter
+    from air_magics.checkpoints.volume_writer import UCVolumeWriter
 
     doc = inspect.getdoc(UCVolumeWriter.__init__)
     assert "sync_files: fsync each data file. Default False here" in doc

@@ -111,7 +111,7 @@ def test_the_sidebar_drops_checkpoints_the_manager_pruned():
     (folder,) = checkpoints()["checkpoints"]
     assert folder["steps"] == [8, 12] and folder["latest"] == 12
     assert [s["step"] for s in folder["saves"]] == [8, 12]  # step 4 was pruned: not listed
-    from air_magics.data.commit import checkpoint_status
+    from air_magics.checkpoints.commit import checkpoint_status
 
     assert "pruned" in checkpoints_text(checkpoint_status("/Volumes/main/raw/ckp/run"))  # the notebook view says so
 

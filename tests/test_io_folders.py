@@ -164,7 +164,7 @@ def test_a_held_folder_commits_with_its_marker_and_never_replaces_a_step(tmp_pat
     written into the pending folder, then one rename makes it the final name; a non-empty final is
     refused with both folders left as they were, and a link planted as the pending folder is not
     followed."""
-    from air_magics.data.held_folder import HeldFolder
+    from air_magics.checkpoints.held_folder import HeldFolder
     from air_magics.volumes.store import Location
 
     run = tmp_path / "run"

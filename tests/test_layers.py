@@ -138,8 +138,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("settings", "snapshots", "hf_datasets"),  # configuration, the values events carry, a stdlib patch
     ("events", "status"),  # the one progress channel, the status documents
     ("volumes",),  # paths, store, mount, fsspec
-    ("cache", "transfer"),  # the file cache, the copy engine
-    ("data", "tables", "shards", "torchrun"),  # datasets and loader, tables, shards, ranks
+    ("cache", "transfer", "tablefiles"),  # the file cache, the copy engine, a table's files
+    # packed folders, the input pipeline, checkpoints, tables (Spark), a script on several ranks
+    ("shards", "datasets", "checkpoints", "tables", "torch_launcher"),
+    ("data",),  # the reference's names, for users: a face over datasets and checkpoints
     ("magics", "widgets", "listeners", "server"),  # front ends
     ("__init__", "demo"),  # the extension's entry point, the sample-data script
 )

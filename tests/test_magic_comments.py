@@ -4,7 +4,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from air_magics.magics._common import strip_comment
-from air_magics.transfer.plan import parse_sources
+from air_magics.transfer.copy_plan import parse_sources
 from air_magics.volumes import VolumeStore
 
 

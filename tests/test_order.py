@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from air_magics.data.order import (
+from air_magics.datasets.epoch_order import (
     EpochState,
     Grid,
     OrderStateError,
@@ -139,7 +139,7 @@ def test_the_permutation_is_the_shuffle_kept_as_one_array():
 
     import numpy as np
 
-    from air_magics.data.order import epoch_permutation
+    from air_magics.datasets.epoch_order import epoch_permutation
 
     n = 50_000  # more than one fill block
     perm = epoch_permutation(n, seed=9, epoch=3)

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from air_magics.data.prefetch import Prefetcher
+from air_magics.datasets.prefetch import Prefetcher
 
 
 def test_results_come_in_order_and_warm_items_skip_the_pool():

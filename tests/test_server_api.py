@@ -666,8 +666,8 @@ def test_committed_checkpoint_appears(server):
 def test_sidebar_and_notebook_widgets_read_the_same_documents(server, images):
     """What the widgets render (cache view, checkpoint view) is exactly what the API answers."""
     torch = pytest.importorskip("torch")
+    from air_magics.checkpoints.commit import checkpoint_status
     from air_magics.data import CheckpointManager
-    from air_magics.data.commit import checkpoint_status
     from air_magics.status import read_status
     from air_magics.widgets import cache_text, checkpoints_text
     from air_magics.widgets.cache_view import latest_loader

@@ -166,7 +166,7 @@ def _rel(paths):
 def test_dataset_over_packed_yields_what_raw_yields(vol, shuffle):
     """Unshuffled: the raw folder's order exactly. Shuffled: the same items, in a shard-aware order
     (shards shuffled per epoch, members within blocks of WINDOW shards; data/order.epoch_order)."""
-    from air_magics.shards.order import WINDOW
+    from air_magics.shards.shard_order import WINDOW
 
     pack(SRC, DEST, shard_size="64KiB")
     raw = UCVolumeDataset(SRC, shuffle=shuffle, seed=3)
@@ -256,7 +256,7 @@ def test_yielded_paths_open_with_pil(vol):
 
 
 def test_state_resumes_on_a_changed_grid(vol):
-    from air_magics.data.order import EpochState, Grid, stream_items
+    from air_magics.datasets.epoch_order import EpochState, Grid, stream_items
 
     pack(SRC, DEST, shard_size="64KiB")
     ds = UCVolumeDataset(DEST, shuffle=True, seed=7)

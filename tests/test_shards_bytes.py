@@ -20,8 +20,8 @@ import pytest
 from air_magics.cache import FileCache
 from air_magics.errors import ShardError
 from air_magics.shards import MANIFEST_NAME, open_packed, pack, prune_extracted
-from air_magics.shards.order import shard_sequence
-from air_magics.shards.source import PLANNED_AHEAD
+from air_magics.shards.shard_order import shard_sequence
+from air_magics.shards.shard_source import PLANNED_AHEAD
 from air_magics.volumes import VolumeStore
 
 SRC, DEST = "/Volumes/main/raw/img/train", "/Volumes/main/raw/img/packed"
@@ -367,7 +367,7 @@ def test_a_finished_shard_from_elsewhere_is_checked_once_however_many_threads_as
     checked the whole shard again)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from air_magics.shards import cached
+    from air_magics.shards import shard_reader as cached
 
     pack(SRC, DEST, shard_size="1MiB")  # one shard
     cache = FileCache(root=tmp_path / "cache")

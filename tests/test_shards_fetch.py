@@ -135,7 +135,7 @@ def test_prune_extracted_frees_folders_and_their_locks(tmp_path):
 
 
 def test_a_plan_makes_extraction_fetch_ahead_in_its_order(tmp_path):
-    from air_magics.shards.source import PLANNED_AHEAD
+    from air_magics.shards.shard_source import PLANNED_AHEAD
 
     s = VolumeStore()
     s.create("main.raw.img")

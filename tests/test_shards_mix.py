@@ -6,10 +6,10 @@ shards; packed in name order, the shard-windowed shuffle gives batches of one or
 from pathlib import Path
 from statistics import mean
 
-from air_magics.data.order import epoch_order
+from air_magics.datasets.epoch_order import epoch_order
 from air_magics.shards import open_packed, pack
 from air_magics.shards.format import member_bytes
-from air_magics.shards.plan import assign
+from air_magics.shards.pack_plan import assign
 from air_magics.volumes import VolumeStore
 from air_magics.volumes.walk import Entry
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from air_magics.shards.order import windowed_order
+from air_magics.shards.shard_order import windowed_order
 
 
 def _shards(sizes):

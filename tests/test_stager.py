@@ -1,4 +1,4 @@
-"""BufferStager: the background copy a staged checkpoint save writes from (air_magics.data.stager)."""
+"""BufferStager: the background copy a staged checkpoint save writes from (air_magics.checkpoints.stager)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from air_magics.data.dcp_calls import default_stager  # noqa: E402
-from air_magics.data.stager import BufferStager  # noqa: E402
+from air_magics.checkpoints.dcp_calls import default_stager  # noqa: E402
+from air_magics.checkpoints.stager import BufferStager  # noqa: E402
 
 
 def _stager(calls: list[str] | None = None) -> BufferStager:

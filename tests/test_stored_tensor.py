@@ -6,7 +6,7 @@ import io
 import pytest
 import torch
 
-from air_magics.data.stored_tensor import stored_tensor
+from air_magics.checkpoints.stored_tensor import stored_tensor
 
 
 def _record(obj) -> bytearray:
@@ -57,7 +57,7 @@ def test_a_damaged_record_is_left_to_torch():
 
 def test_a_record_written_without_zip_crc32_is_read_the_same():
     """What UCVolumeWriter writes (no CRC32 in the zip records: zip tools that check it would refuse)."""
-    from air_magics.data.zipcrc import no_zip_crc32
+    from air_magics.checkpoints.zipcrc import no_zip_crc32
 
     t = torch.randn(6, 4)
     with no_zip_crc32():

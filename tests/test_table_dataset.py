@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 from air_magics.data import DataLoader, UCDataset
-from air_magics.data.order import EpochState, Grid, with_progress
-from air_magics.data.table.plan import Piece, remaining_after, split, stream_left, stream_plan, total
-from air_magics.data.table_dataset import FilterError, TableSchemaError
+from air_magics.datasets.epoch_order import EpochState, Grid, with_progress
+from air_magics.datasets.row_plan import Piece, remaining_after, split, stream_left, stream_plan, total
+from air_magics.datasets.table_dataset import FilterError, TableSchemaError
 from air_magics.errors import AirError, DatasetError
 
 
@@ -61,7 +61,7 @@ def test_split_is_even_and_exact(unit_rows, streams):
 
 def _run_stream(plan, window, shuffle, take):
     """The rows (unit, row) a stream delivers, in order, like the reader does (window permutations)."""
-    from air_magics.data.table.plan import take_range, window_perm
+    from air_magics.datasets.row_plan import take_range, window_perm
 
     n = total(plan.pieces)
     out = []
@@ -601,7 +601,7 @@ def test_remote_table_is_read_from_its_export_after_the_server_is_gone(remote_ur
     from air_magics.tables.session import get_session
 
     get_session()  # the embedded session is the active one: the remote checkpoint must not bind to it
-    ds = UCDataset.from_export(  # via="auto": rows streamed through this client (tables/stream.py)
+    ds = UCDataset.from_export(  # via="auto": rows streamed through this client (tables/result_stream.py)
         "spark_catalog.default.t2_remote",
         "/Volumes/main/t2test/snap/remote",
         remote=url,

@@ -233,7 +233,7 @@ def test_export_onto_a_file_is_explained(nums):
 
 @pytest.mark.parametrize("parts,k", [({0: 5, 1: 3}, 4), ({0: 0, 2: 7, 5: 1}, 3), ({3: 10}, 10), ({0: 1, 1: 1}, 1)])
 def test_row_ranges_cover_every_row_once(parts, k):
-    from air_magics.tables.stream import row_ranges
+    from air_magics.tables.result_stream import row_ranges
 
     ranges = row_ranges(parts, k)
     ids = [(p << 33) + i for p, n in parts.items() for i in range(n)]
@@ -242,7 +242,7 @@ def test_row_ranges_cover_every_row_once(parts, k):
 
 
 def test_client_export_fetches_bounded_chunks_of_one_result(nums, monkeypatch):
-    from air_magics.tables import stream
+    from air_magics.tables import result_stream as stream
     from air_magics.tables.session import get_session
 
     s = get_session()

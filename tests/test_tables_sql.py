@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 from air_magics.errors import AirError, TableNameError
-from air_magics.tables.names import TableName
+from air_magics.tablefiles.names import TableName
 from air_magics.tables.spark_errors import one_line
 from air_magics.tables.sql import rewrite_sql, user_spelling
 

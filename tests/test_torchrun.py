@@ -10,7 +10,7 @@ import time
 import pytest
 from IPython.core.error import UsageError
 
-from air_magics.torchrun import RankRun
+from air_magics.torch_launcher import RankRun
 
 
 def alive(pid: int) -> bool:
@@ -145,7 +145,7 @@ def test_launch_calls_a_notebook_function_on_every_rank(ip):
 
 
 def test_launch_reports_a_failing_rank(ip):
-    from air_magics.torchrun import RankFailedError
+    from air_magics.torch_launcher import RankFailedError
 
     ip.run_cell("def bad():\n    import os\n    if os.environ['RANK'] == '1':\n        raise KeyError('nope')\n")
     with pytest.raises(RankFailedError, match=r"(?s)rank 1 failed with exit code 1.*KeyError: 'nope'"):
@@ -184,7 +184,7 @@ def test_two_nodes_over_one_volume_then_a_restore_on_three_ranks(tmp_path, monke
     import json
     import socket
 
-    from air_magics.torchrun import run_script
+    from air_magics.torch_launcher import run_script
     from air_magics.volumes import VolumeStore
 
     monkeypatch.setenv("AIR_VOLUMES_ROOT", str(tmp_path / "volumes"))
@@ -231,7 +231,7 @@ def test_two_nodes_over_one_volume_then_a_restore_on_three_ranks(tmp_path, monke
     assert ranks[0]["epochs"][0] != ranks[0]["epochs"][1]  # a new shuffle each epoch
     # each node's view shows its two ranks' loaders (world 4, one launch), then the save across the
     # 4 ranks as rank 0's node reports it: what each rank wrote
-    from air_magics.data.commit import checkpoint_status
+    from air_magics.checkpoints.commit import checkpoint_status
     from air_magics.server.queries import cache_summary
     from air_magics.status import rank_loaders
     from air_magics.widgets import cache_html, cache_text
@@ -264,7 +264,7 @@ def test_two_nodes_over_one_volume_then_a_restore_on_three_ranks(tmp_path, monke
 
 
 def test_a_traceback_is_found_among_a_ranks_interleaved_output():
-    from air_magics.torchrun import last_traceback
+    from air_magics.torch_launcher import last_traceback
 
     # torch tees stdout and stderr apart: a printed line can land inside or after the traceback
     lines = [

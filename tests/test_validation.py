@@ -5,7 +5,7 @@ import json
 import pytest
 
 from air_magics.errors import AirError, RegistryError, TableNameError, VolumePathError
-from air_magics.tables.names import TableName
+from air_magics.tablefiles.names import TableName
 from air_magics.volumes import VolumePath, VolumeStore
 from air_magics.volumes.registry import VolumeRegistry, normalise_url
 

@@ -1,4 +1,4 @@
-"""The loader's verdict (air_magics.data.verdict): pure numbers in, kind + bottleneck + one-sentence fix out.
+"""The loader's verdict (air_magics.datasets.verdict): pure numbers in, kind + bottleneck + one-sentence fix out.
 
 Each scenario's numbers are what the loader would measure in that situation."""
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from air_magics.data.verdict import (
+from air_magics.datasets.verdict import (
     BOTTLENECKS,
     KINDS,
     MIN_STEPS,
@@ -243,7 +243,7 @@ def test_stages_str_and_dict():
 
 
 def test_the_module_imports_neither_torch_nor_ipython():
-    code = "import sys, air_magics.data.verdict; print('torch' in sys.modules, 'IPython' in sys.modules)"
+    code = "import sys, air_magics.datasets.verdict; print('torch' in sys.modules, 'IPython' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 
@@ -251,7 +251,7 @@ def test_the_module_imports_neither_torch_nor_ipython():
 def test_sub_millisecond_requests_are_a_local_disk_not_latency():
     """A folder on local disk answers in microseconds: its waits are the cache copies, and the
     advice never says to pack it."""
-    from air_magics.data.verdict import StageTimes, verdict
+    from air_magics.datasets.verdict import StageTimes, verdict
 
     t = StageTimes(storage_read=0.4, wait=0.3, compute=0.7, requests=480, read_bytes=480 * 12_000, request_seconds=0.05)
     v = verdict(t, steps=30, source="/Volumes/main/demo/images/train")

@@ -1,5 +1,5 @@
 """One rule for "is the loop waiting for data?" (issue 37.6): the thresholds live in
-air_magics.data.verdict only; the cache view and the sidebar show the kind the status document
+air_magics.datasets.verdict only; the cache view and the sidebar show the kind the status document
 carries; a verdict never blames a stage that shows as 0.0 s, never contradicts the data-wait line
 above it, and rounds the share once."""
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from air_magics.data.timing import LoaderTiming
-from air_magics.data.verdict import (
+from air_magics.datasets.timing import LoaderTiming
+from air_magics.datasets.verdict import (
     BOTTLENECKS,
     MIN_STAGE_SECONDS,
     MIN_STEPS,

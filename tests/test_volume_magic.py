@@ -128,7 +128,7 @@ def test_ls_above_volume_level_lists_catalogs_schemas_and_volumes(ip):
 )
 def test_create_refuses_names_that_tables_refuse(ip, name, bad, fix):
     from air_magics.errors import TableNameError
-    from air_magics.tables.names import TableName
+    from air_magics.tablefiles.names import TableName
 
     with pytest.raises(TableNameError):  # the rule of table names...
         TableName.parse(name)

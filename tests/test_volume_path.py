@@ -120,7 +120,7 @@ def test_parse_namespace_names_levels_above_a_volume():
 @given(NAME, NAME, NAME)
 def test_new_volume_names_follow_the_table_rule(c, s, v):
     from air_magics.errors import TableNameError
-    from air_magics.tables.names import TableName
+    from air_magics.tablefiles.names import TableName
 
     text = f"{c}.{s}.{v}"
     try:

@@ -1,59 +1,41 @@
-"""Training data from volumes and tables: ``UCVolumeDataset``, ``UCDataset``, ``DataLoader``, ``Checkpointable``.
+"""The reference's ``databricks.air.data`` names in one place: ``UCVolumeDataset``, ``UCDataset``,
+``DataLoader``, ``Checkpointable``, ``UCVolumeWriter``/``UCVolumeReader``, ``CheckpointManager``.
 
-Same names as the reference ``databricks.air.data``. Importing this package is light; torch is
-imported when one of the classes is first used.
+A face for users only: the input pipeline lives in :mod:`air_magics.datasets`, checkpoints in
+:mod:`air_magics.checkpoints`, and the code imports them from there. Importing this package is
+light; torch is imported when one of the classes is first used.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from .checkpointable import Checkpointable
+_HOMES = {
+    "UCVolumeDataset": "air_magics.datasets.dataset",
+    "UCDataset": "air_magics.datasets.table_dataset",
+    "DataLoader": "air_magics.datasets.loader",
+    "LoaderTiming": "air_magics.datasets.loader",
+    "Checkpointable": "air_magics.datasets.checkpointable",
+    "Verdict": "air_magics.datasets.verdict",
+    "StageTimes": "air_magics.datasets.verdict",
+    "UCVolumeWriter": "air_magics.checkpoints.volume_writer",
+    "UCVolumeReader": "air_magics.checkpoints.volume_writer",
+    "CheckpointError": "air_magics.checkpoints.volume_writer",
+    "CheckpointManager": "air_magics.checkpoints.manager",
+    "save_torch": "air_magics.checkpoints.torch_io",
+    "load_torch": "air_magics.checkpoints.torch_io",
+}
 
-__all__ = [
-    "UCVolumeDataset",
-    "UCDataset",
-    "DataLoader",
-    "Checkpointable",
-    "LoaderTiming",
-    "Verdict",
-    "StageTimes",
-    "UCVolumeWriter",
-    "UCVolumeReader",
-    "CheckpointManager",
-    "CheckpointError",
-    "save_torch",
-    "load_torch",
-]
+__all__ = list(_HOMES)
 
 
 def __getattr__(name: str) -> Any:
-    if name == "UCVolumeDataset":
-        from .dataset import UCVolumeDataset
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'air_magics.data' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
 
-        return UCVolumeDataset
-    if name == "UCDataset":
-        from .table_dataset import UCDataset
 
-        return UCDataset
-    if name in ("DataLoader", "LoaderTiming"):
-        from . import loader
-
-        return getattr(loader, name)
-    if name in ("UCVolumeWriter", "UCVolumeReader", "CheckpointError"):
-        from . import checkpoint
-
-        return getattr(checkpoint, name)
-    if name in ("Verdict", "StageTimes"):
-        from . import verdict
-
-        return getattr(verdict, name)
-    if name == "CheckpointManager":
-        from .manager import CheckpointManager
-
-        return CheckpointManager
-    if name in ("save_torch", "load_torch"):
-        from . import torch_io
-
-        return getattr(torch_io, name)
-    raise AttributeError(f"module 'air_magics.data' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -11,8 +11,8 @@ __all__ = ["LoggingListener"]
 _LOGGERS = {
     "copy": "air_magics.transfer.engine",
     "cache": "air_magics.cache",
-    "loader": "air_magics.data.loader",
-    "checkpoint": "air_magics.data.manager",
+    "loader": "air_magics.datasets.loader",
+    "checkpoint": "air_magics.checkpoints.manager",
     "export": "air_magics.tables.export",
     "pack": "air_magics.shards.writer",
     "server": "air_magics.tables.server",

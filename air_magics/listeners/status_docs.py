@@ -99,7 +99,9 @@ class StatusDocuments:
     def _checkpoint(e: CheckpointEvent) -> None:
         if e.saves is None:  # a bare writer's upload, or a manager announcing itself: no document
             return
-        from ..data.commit import status_name  # light (no torch); imported late to keep `import air_magics` small
+        from ..checkpoints.commit import (
+            status_name,  # light (no torch); imported late to keep `import air_magics` small
+        )
 
         write_status(status_name(e.directory), e.to_dict())
 

@@ -7,7 +7,7 @@ The body, one source per line, is taken literally (``x{7*6}.txt`` is that file; 
 evaluated or expanded); the magic line expands ``{name}``/``$name`` of notebook variables only, so a
 source held in a variable goes on the line: ``%%air_copy --from {local_dir}/train --to /Volumes/...``
 (``--from`` may repeat, and the body may then be empty). The relative
-layout below each source's anchor is kept (see :mod:`air_magics.transfer.plan`). Returns the
+layout below each source's anchor is kept (see :mod:`air_magics.transfer.copy_plan`). Returns the
 :class:`~air_magics.transfer.CopyReport` (``-o VAR`` stores it in VAR too).
 
 A copy where any file failed shows its report (which side failed for each file: reading the

@@ -1,10 +1,10 @@
 """``%%air_torchrun --nproc-per-node N [...] [--all-ranks] [--timeout S] [--return NAME] [-o VAR]``.
 
-The cell runs as a script on N ranks through torch's own launcher (:mod:`air_magics.torchrun`),
+The cell runs as a script on N ranks through torch's own launcher (:mod:`air_magics.torch_launcher`),
 with torchrun's flag names; its output streams into the cell as the ranks print (rank 0's, or every
 rank's with ``--all-ranks``). A rank that fails ends the cell with one line naming the rank, then
 its traceback. The kernel's settings (``%config AirMagics.*``) reach the ranks as their ``AIR_*``
-variables. Returns a :class:`~air_magics.torchrun.RankRun` (``-o VAR`` stores it); with
+variables. Returns a :class:`~air_magics.torch_launcher.RankRun` (``-o VAR`` stores it); with
 ``--return NAME`` its ``value`` is rank 0's ``NAME``.
 """
 
@@ -51,7 +51,7 @@ def _rank_environment(magics: Any) -> dict[str, str]:
 
 
 def run(magics: Any, line: str, cell: str | None) -> Any:
-    from ..torchrun import run_script
+    from ..torch_launcher import run_script
 
     args = parse_line(magics.air_torchrun, line)
     check_output(args.output)

@@ -225,8 +225,8 @@ def _command(magics: Any, args: Any) -> Any:
 def _delta_note(st: Any, vp: VolumePath) -> str | None:
     """What a Delta table folder holds (its latest version), shown instead of its files; None for
     any other folder. A table that cannot be read says why in the same line."""
-    from ..data.table.delta import describe_delta, is_delta_folder
     from ..errors import AirError
+    from ..tablefiles.delta import describe_delta, is_delta_folder
 
     try:
         loc = st.locate(vp)
@@ -401,7 +401,7 @@ def _cache_check(repair: bool) -> Any:
 
 
 def _checkpoints(magics: Any, directory: VolumePath) -> Any:
-    from ..data.commit import checkpoint_status
+    from ..checkpoints.commit import checkpoint_status
     from ..widgets import CheckpointView, checkpoints_text, has_widget_frontend
 
     doc = checkpoint_status(str(directory), store())  # validates the path and the volume

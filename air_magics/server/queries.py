@@ -269,7 +269,7 @@ def _pid_alive(pid: Any) -> bool:
 def checkpoints(limit: int = MAX_CHECKPOINTS) -> dict[str, Any]:
     """The most recently active checkpoint folders: committed steps, latest, recent saves with state
     (saves whose step was pruned since are left out: the folder no longer holds them)."""
-    from ..data.commit import checkpoint_status, save_state
+    from ..checkpoints.commit import checkpoint_status, save_state
 
     out = []
     for doc in [d for d in list_status("checkpoints-") if isinstance(d, dict)][:limit]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from ..events import PackEvent  # the event is defined with the others; the same class
 from ..snapshots import PackProgress, PackReport
 from .format import MANIFEST_NAME, Manifest, Member, ShardInfo
-from .order import windowed_order
-from .reader import MemberRef, PackedFolder, is_packed, open_packed, prune_extracted
+from .packed_folder import MemberRef, PackedFolder, is_packed, open_packed, prune_extracted
+from .shard_order import windowed_order
 from .slices import MemberSlice, SliceMaps
 from .writer import ENGINES, pack, plan_pack
 

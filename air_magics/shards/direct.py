@@ -23,7 +23,7 @@ from .verify import header_start, verify_member
 if TYPE_CHECKING:
     from ..cache import FileCache
     from ..io.locks import ProcessFileLock
-    from .source import ShardSource
+    from .shard_source import ShardSource
 
 
 class _RefusedMark(Protocol):

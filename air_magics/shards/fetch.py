@@ -48,8 +48,8 @@ from ..io.pools import job_pool
 from .direct import RETRY_CLAIM, claim_or_go_direct, member_path
 from .members import MemberWriter
 from .renewal import renew_every
+from .shard_source import PLANNED_AHEAD, ReadAhead, ShardSource, stream_shard
 from .shardmap import unlink_quiet
-from .source import PLANNED_AHEAD, ReadAhead, ShardSource, stream_shard
 
 if TYPE_CHECKING:
     from ..cache import FileCache

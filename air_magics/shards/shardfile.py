@@ -21,7 +21,7 @@ from ..io.versions import same_version
 from ..volumes.store import Location
 from ..volumes.walk import Entry
 from .format import END_OF_ARCHIVE, Index, Member, dump_index, member_header, padding
-from .plan import ShardPlan
+from .pack_plan import ShardPlan
 
 __all__ = ["Feed", "RangeWriter", "read_source", "write_shard"]
 

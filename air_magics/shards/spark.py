@@ -29,7 +29,7 @@ from ..io.pools import job_pool
 from ..volumes.store import Location
 from ..volumes.walk import Entry
 from .format import Index, parse_index
-from .plan import ShardPlan
+from .pack_plan import ShardPlan
 from .shardfile import Feed, write_shard
 
 __all__ = ["write_shards_spark", "pack_task"]

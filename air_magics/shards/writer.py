@@ -62,7 +62,7 @@ from .format import (
     load_manifest,
     parse_index,
 )
-from .plan import PackPlan, ShardPlan, make_plan
+from .pack_plan import PackPlan, ShardPlan, make_plan
 from .shardfile import Feed, write_shard
 
 __all__ = ["pack", "PackReport", "PackProgress", "plan_pack", "ENGINES"]

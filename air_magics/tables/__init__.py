@@ -5,8 +5,8 @@ embedded local Spark Connect server started on first use (see :mod:`air_magics.t
 pyspark is imported only when a function here is called.
 """
 
+from ..tablefiles.names import TableName
 from .export import ExportResult, export_table
-from .names import TableName
 from .ops import describe_table, list_tables, read_sql, read_table, write_table
 from .server import stop_server
 from .session import Session, get_session

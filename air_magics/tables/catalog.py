@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .names import TableName, split_database
+from ..tablefiles.names import TableName, split_database
 
 __all__ = ["table_names", "near_tables"]
 

@@ -8,7 +8,7 @@ folders of processes that are gone). Two ways to write:
 
 * ``server``: the Spark server writes the Parquet itself (it must see the volume's path: the
   embedded server on a local or mounted volume);
-* ``client``: the result is fetched in bounded chunks (:mod:`air_magics.tables.stream`) and written
+* ``client``: the result is fetched in bounded chunks (:mod:`air_magics.tables.result_stream`) and written
   by this process into files of about ``rows_per_file`` rows: neither this process nor the server
   holds the whole result.
 
@@ -37,13 +37,13 @@ from ..io.folders import publish_folder
 from ..io.leftovers import PENDING_EXPORT_PREFIX, owned_name, sweep_stale
 from ..io.units import fmt_bytes
 from ..snapshots import ExportProgress
+from ..tablefiles.names import TableName
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
-from .names import TableName
 from .ops import sql_frame, table_frame
+from .result_stream import chunk_bytes, write_parquet_stream
 from .row_limit import check_limit
 from .session import get_session, guarded
-from .stream import chunk_bytes, write_parquet_stream
 
 __all__ = ["export_table", "ExportResult", "hf_cache_dir"]
 
@@ -203,7 +203,7 @@ def export_table(
             f"{target} is on {loc}: export needs a local or mounted volume (fsspec volumes: copy the files after)"
         )
     _check_target(loc.path, target)
-    from ..data.table.delta import is_delta_folder
+    from ..tablefiles.delta import is_delta_folder
 
     if is_delta_folder(loc.path):  # replacing it with plain Parquet would drop the table and its history
         raise ExportTargetError(

@@ -3,7 +3,7 @@
 Why: an export, a folder of Parquet or a Delta table on a volume is already the data; starting a
 Spark server to read it back costs seconds and, for Delta, cannot work here (no Delta jars). The
 folder is resolved exactly as :class:`~air_magics.data.UCDataset` resolves it (one snapshot's live
-files for a Delta table, deletion vectors and partition values applied: :mod:`air_magics.data.table`),
+files for a Delta table, deletion vectors and partition values applied: :mod:`air_magics.tablefiles`),
 read row group by row group through the volume store's confined open, and refused as soon as what
 was read passes the size limit (the limit of :mod:`.size_guard`), before it is converted.
 """
@@ -26,7 +26,7 @@ def is_folder_source(name: str) -> bool:
 
 
 def _resolve(path: str, version: int | None, timestamp: Any, store: VolumeStore | None) -> Any:
-    from ..data.table.source import resolve
+    from ..tablefiles.resolve import resolve
 
     store = store or VolumeStore.shared()
     try:
@@ -71,8 +71,8 @@ def read_folder(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ..data.table.filter import filter_columns, parse_filter
-    from ..data.table.reader import scan_row_group
+    from ..tablefiles.filter import filter_columns, parse_filter
+    from ..tablefiles.scan import scan_row_group
 
     if limit is not None and limit < 0:
         raise TablesError(f"limit {limit} must be >= 0")

@@ -12,9 +12,9 @@ from html import escape
 from typing import Any
 
 from ..errors import TablesError
+from ..tablefiles.names import TableName
 from .catalog import table_names
 from .folder import is_folder_source, read_folder
-from .names import TableName
 from .row_limit import check_limit
 from .session import Session, get_session, guarded
 from .size_guard import check_size, max_bytes_limit

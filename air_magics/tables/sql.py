@@ -1,7 +1,7 @@
 """``catalog.schema.table`` in SQL on the embedded store, by splicing table names into the query.
 
 The embedded store keeps ``catalog.schema.table`` as ``spark_catalog.<catalog>__<schema>.<table>``
-(see :mod:`air_magics.tables.names`), a spelling nobody should have to know. So a query for the
+(see :mod:`air_magics.tablefiles.names`), a spelling nobody should have to know. So a query for the
 embedded server is parsed with sqlglot (Spark dialect) to *find* its table references (``exp.Table``
 nodes; not CTE names in their scope, not subquery aliases, not table functions such as
 ``range(10)``), each is mapped with :class:`TableName`'s defaults (``t`` is ``main.default.t``,
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TableNameError
-from .names import SEP, TableName, split_database
+from ..tablefiles.names import SEP, TableName, split_database
 
 __all__ = ["Rewrite", "rewrite_sql", "user_spelling", "have_sqlglot"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ..io.leftovers import TEMP_MARK
 from ..io.retry import TRANSIENT_ERRNOS, is_transient
+from .copy_plan import CopyPlan, parse_sources, plan_copy
 from .engine import CHECK_THREADS, DEFAULT_WORKERS, copy_files, copy_one
-from .plan import CopyPlan, parse_sources, plan_copy
 from .task import DESTINATION, SOURCE, CopyFailure, CopyProgress, CopyReport, CopyTask, Landed
 
 __all__ = [

@@ -6,7 +6,7 @@ symlink part of confinement needs the filesystem and lives in :mod:`air_magics.v
 
 Two name rules. A *path* may name any existing catalog, schema or volume made of letters, digits,
 ``_`` and ``-`` (a real ``/Volumes`` mount may hold such names). A volume *created or registered*
-here takes the rule of table names (:mod:`air_magics.tables.names`): letters, digits and ``_``, not
+here takes the rule of table names (:mod:`air_magics.tablefiles.names`): letters, digits and ``_``, not
 starting with a digit, at most 128 characters (:meth:`VolumePath.parse_new_volume`), so one name
 works for a volume and a table alike. Case is kept as written, as table names keep it; volume
 paths are case-sensitive (they are folders) where Spark's table names are not.
@@ -36,7 +36,7 @@ DEFAULT_VOLUME_ENV = (
     "AIR_DEFAULT_VOLUME"  # a process's default volume for relative paths (the magics': %air_volume use)
 )
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,254}")  # used with fullmatch: ``$`` would let "a\n" in
-_NEW_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")  # the table names' rule (tables/names.py)
+_NEW_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")  # the table names' rule (tablefiles/names.py)
 NEW_NAME_RULE = "[A-Za-z_][A-Za-z0-9_]{0,127} (letters, digits and '_', not starting with a digit; as table names)"
 _DOTTED = re.compile(r"^([^./\s]+)\.([^./\s]+)\.([^./\s]+)(/.*)?\Z", re.DOTALL)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

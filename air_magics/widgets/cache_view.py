@@ -12,7 +12,7 @@ import time
 from html import escape
 from typing import Any
 
-from ..data.verdict import MIN_STEPS, kind_of
+from ..datasets.verdict import MIN_STEPS, kind_of
 from ..io.units import fmt_bytes, fmt_share
 from ..status import current_loaders, latest_loader, read_status
 

@@ -7,7 +7,7 @@ import time
 from html import escape
 from typing import Any
 
-from ..data.commit import save_state
+from ..checkpoints.commit import save_state
 from ..io.units import fmt_bytes, fmt_rate
 
 __all__ = ["CheckpointView", "checkpoint_view", "checkpoints_html", "checkpoints_text"]
@@ -75,7 +75,7 @@ def checkpoints_html(doc: dict[str, Any]) -> str:
 
 
 class CheckpointView:
-    """An HTML widget re-rendered from :func:`air_magics.data.commit.checkpoint_status` while saves run."""
+    """An HTML widget re-rendered from :func:`air_magics.checkpoints.commit.checkpoint_status` while saves run."""
 
     def __init__(self, directory: str, interval: float = 0.5, max_seconds: float = 3600.0) -> None:
         import ipywidgets as w
@@ -88,7 +88,7 @@ class CheckpointView:
         threading.Thread(target=self._poll, name="air-checkpoint-view", daemon=True).start()
 
     def refresh(self) -> None:
-        from ..data.commit import checkpoint_status
+        from ..checkpoints.commit import checkpoint_status
 
         self.html.value = checkpoints_html(checkpoint_status(self.directory))
 

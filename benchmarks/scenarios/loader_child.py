@@ -249,7 +249,7 @@ def child_main(spec: dict) -> int:
     if kind == "ref":  # the same imports _build does, so none of them is timed
         from databricks.air.data import DataLoader, UCVolumeDataset  # noqa: F401
     elif kind == "air":
-        import air_magics.data.loader  # noqa: F401  (imports torch now, not inside setup)
+        import air_magics.datasets.loader  # noqa: F401  (imports torch now, not inside setup)
         from air_magics.data import DataLoader, UCVolumeDataset  # noqa: F401
     elif kind == "torch":
         import torch.utils.data  # noqa: F401

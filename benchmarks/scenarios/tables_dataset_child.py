@@ -45,7 +45,7 @@ def _du(path: str) -> int:
 
 
 def _files(table: str) -> list[str]:
-    from air_magics.data.table.source import is_data_file, warehouse_folder
+    from air_magics.tablefiles.resolve import is_data_file, warehouse_folder
 
     d = warehouse_folder(table)
     return sorted(os.path.join(d, f) for f in os.listdir(d) if is_data_file(f))
@@ -84,7 +84,7 @@ def _imports(method: str) -> None:
 
     for mod in ("torch", "numpy", "pyarrow", "pyarrow.parquet", "pyarrow.dataset"):
         importlib.import_module(mod)
-    importlib.import_module({"ucdataset": "air_magics.data.table_dataset", "hf": "datasets"}.get(method, "pyarrow"))
+    importlib.import_module({"ucdataset": "air_magics.datasets.table_dataset", "hf": "datasets"}.get(method, "pyarrow"))
 
 
 def measure(method: str, table: str) -> dict:

@@ -88,7 +88,7 @@ export interface ILoaderStats {
   /** the input pipeline's verdict in one line, from the 10th step on ("" before) */
   verdict?: string;
   /**
-   * the verdict's kind, computed in Python (`air_magics.data.verdict.kind_of`): warming-up, compute-bound,
+   * the verdict's kind, computed in Python (`air_magics.datasets.verdict.kind_of`): warming-up, compute-bound,
    * moderately input-bound, input-bound; the sidebar shows it, never a threshold rule of its own
    */
   verdict_kind?: string;

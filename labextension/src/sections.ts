@@ -164,7 +164,7 @@ export class CacheContent implements ISectionContent<ICacheDoc> {
           block.appendChild(rankLine);
         }
       }
-      // the verdict and its kind come from Python (air_magics.data.verdict); nothing is re-derived here
+      // the verdict and its kind come from Python (air_magics.datasets.verdict); nothing is re-derived here
       const line = l.verdict || l.verdict_kind || '';
       if (line) {
         const verdict = stat(trans.__('verdict'), line);

@@ -5,7 +5,7 @@ batches). The pipeline's side comes from each process's stage clock (:mod:`air_m
 a worker sends its clock's totals with every batch it hands over; without workers the loop's own
 process is read. :meth:`LoaderTiming.stages` turns them into wall-clock seconds per stage (how
 they are apportioned is documented there) and :meth:`LoaderTiming.verdict` into the answer to
-"why is my GPU waiting?" (:mod:`air_magics.data.verdict`).
+"why is my GPU waiting?" (:mod:`air_magics.datasets.verdict`).
 """
 
 from __future__ import annotations

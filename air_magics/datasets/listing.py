@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 
 from ..io.gcpause import gc_paused
-from ..shards.reader import open_packed
+from ..shards.packed_folder import open_packed
 from ..volumes.filelist import FileList
 from ..volumes.glob import filter_glob, filter_pattern, split_glob
 from ..volumes.local import InPlace, local_files, local_source

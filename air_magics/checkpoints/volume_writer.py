@@ -7,7 +7,7 @@ Commit protocol of one save (each rank, then the coordinator):
 
 1. ``write_data``: on a mounted or local volume, torch's ``thread_count`` writer threads write this
    rank's data files straight onto the volume through
-   :class:`~air_magics.data.direct_write.DirectVolumeFS` (each file under a hidden temp name,
+   :class:`~air_magics.checkpoints.direct_write.DirectVolumeFS` (each file under a hidden temp name,
    renamed when complete; its checksum computed from the bytes as they stream). On a remote (fsspec)
    volume they are written to a local *staging* folder and uploaded in parallel by the transfer
    engine (temp name + rename per file, transient errors retried), hashed from the staged copies
@@ -18,7 +18,7 @@ Commit protocol of one save (each rank, then the coordinator):
    the volume, then ``.metadata`` is published *last*. A checkpoint folder without ``.metadata`` is
    never loadable, so a crash at any earlier point leaves no checkpoint that looks complete.
 
-Loads: :class:`~air_magics.data.volume_reader.UCVolumeReader` (re-exported here). Writing into a folder that already holds ``.metadata`` raises unless ``overwrite=True``; use
+Loads: :class:`~air_magics.checkpoints.volume_reader.UCVolumeReader` (re-exported here). Writing into a folder that already holds ``.metadata`` raises unless ``overwrite=True``; use
 :class:`~air_magics.data.CheckpointManager` for new-folder-per-save, ``latest`` and retention.
 """
 
@@ -132,7 +132,7 @@ class UCVolumeWriter(FileSystemWriter):
             overwrite: allow saving into a volume folder that already holds ``.metadata``. Default False.
             zip_crc32: keep the CRC32 ``torch.save`` computes for each item's zip record. Default
                 False: each file's own checksum in the manifest is what a load verifies, and the
-                CRC cost as much CPU as the writing (:mod:`air_magics.data.zipcrc`: set in torch's
+                CRC cost as much CPU as the writing (:mod:`air_magics.checkpoints.zipcrc`: set in torch's
                 writer threads only).
             store: the :class:`~air_magics.volumes.VolumeStore` that resolves *path* (default: a new one).
             listeners: :class:`~air_magics.events.CheckpointEvent` listeners.
@@ -412,7 +412,7 @@ def data_layout(
     ``{file: {item offset: [data offset, bytes, dtype name]}}``.
 
     Why: a restore then reads those bytes straight into the destination tensor
-    (:mod:`air_magics.data.read_into`) instead of into a buffer, then parsing each record's header
+    (:mod:`air_magics.checkpoints.read_into`) instead of into a buffer, then parsing each record's header
     and copying. ``torch.save`` writes a tensor's storage in one call of exactly its bytes, so it is
     the write of that size inside the item; only tensors of at least :data:`PLACED_MIN_BYTES` get an
     entry (no header record, tens to hundreds of bytes, can be that size), and only those saved

@@ -9,7 +9,7 @@ Layout under the manager's volume folder::
 
 A save writes into ``.pending-step_<N>`` (never into an existing checkpoint; its files under
 their own names, as nothing in it is seen before the rename), writes ``.metadata``, the manifest
-and ``_COMMITTED`` side by side once the data is there (see :mod:`air_magics.data.checkpoint`),
+and ``_COMMITTED`` side by side once the data is there (see :mod:`air_magics.checkpoints.volume_writer`),
 renames the folder to ``step_<N>`` (atomic on mounted and embedded volumes; on object stores the marker is
 copied last), moves ``latest`` and prunes to ``keep`` steps. ``latest()`` trusts only folders with
 both ``.metadata`` and ``_COMMITTED``, so a crash at any point leaves the previous checkpoint
@@ -41,10 +41,9 @@ from typing import Any
 
 from ..errors import AirError, CheckpointCorruptError
 from ..events import CheckpointEvent, Listener, channel
+from ..io import ranks
 from ..volumes.path import VolumePath
 from ..volumes.store import Location, VolumeStore
-from . import _dist
-from .checkpoint import CheckpointError, UCVolumeReader, UCVolumeWriter
 from .commit import (
     COMMITTED,
     METADATA,
@@ -62,6 +61,7 @@ from .pruning import TAIL, StepPruner
 from .save_history import TERMINAL, SaveHistory
 from .stager import BufferStager
 from .train_state import apply_state, collect_state, loader_key, model_state
+from .volume_writer import CheckpointError, UCVolumeReader, UCVolumeWriter
 
 __all__ = ["CheckpointManager"]
 
@@ -119,7 +119,7 @@ class CheckpointManager:
         self._pruner = StepPruner(self.directory, self.store, keep, self._loc)  # after each commit
         self.listeners = tuple(listeners)
         self._saves = SaveHistory(str(self.directory), keep, self.listeners, self.latest)
-        if _dist.rank_and_world()[0] == 0:
+        if ranks.rank_and_world()[0] == 0:
             self.store.makedirs(self.directory)
         self._held_folder().hold()  # located and opened now: the first save resolves no path either
         channel.emit(
@@ -203,7 +203,7 @@ class CheckpointManager:
         t_wait = time.perf_counter()
         self.wait()  # one save in flight at a time
         waited = time.perf_counter() - t_wait
-        rank, world = _dist.rank_and_world()
+        rank, world = ranks.rank_and_world()
         here = self._loc()
         folder = self._held_folder()
         if folder.has(f"step_{int(step)}"):  # one lookup (no listing)
@@ -366,15 +366,15 @@ class CheckpointManager:
             self._pruner.after_commit(rec, self._saves.publish, background=world == 1)
         _barrier(world)
         seconds = time.time() - rec["started"]
-        ranks = writer.rank_bytes if len(writer.rank_bytes) > 1 else None  # rank 0 saw every rank's files
-        total = sum(ranks) + writer.bytes_uploaded - writer.rank_bytes[0] if ranks else writer.bytes_uploaded
+        per_rank = writer.rank_bytes if len(writer.rank_bytes) > 1 else None  # rank 0 saw every rank's files
+        total = sum(per_rank) + writer.bytes_uploaded - writer.rank_bytes[0] if per_rank else writer.bytes_uploaded
         self._update(
             rec,
             "committed",
             bytes=total,
             seconds=seconds,
             mb_per_s=total / 1e6 / seconds if seconds > 0 else 0.0,
-            rank_bytes=ranks,
+            rank_bytes=per_rank,
         )
 
     def _wait_tail(self) -> None:
@@ -450,7 +450,7 @@ class CheckpointManager:
         if model is None and loader is None:
             raise CheckpointError("nothing to restore into: pass model= (and optimizer=) and/or loader=")
         step = self._pick(step)
-        rank, _ = _dist.rank_and_world()
+        rank, _ = ranks.rank_and_world()
         state = model_state(model, optimizer)
         key = None
         if loader is not None:

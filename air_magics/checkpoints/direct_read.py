@@ -15,7 +15,7 @@ from typing import Any
 from ..io.confined import open_read
 from ..io.retry import retry_call
 from ..volumes.store import Location
-from . import chunks
+from . import scratch as chunks
 from .digests import ALGORITHM, new_hasher
 
 __all__ = ["MemoryFile", "RandomAccessReader", "read_file", "CHUNK_BYTES"]

@@ -1,9 +1,9 @@
-"""Reading a stream's rows from Parquet and turning them into batches. Memory stays bounded.
+"""Reading a table's rows from Parquet row groups, in ranges. Memory stays bounded.
 
-A stream's slice is read row group by row group with ``ParquetFile.iter_batches`` (only the
-needed columns, ``READ_ROWS`` rows at a time, the filter applied to each record batch), so memory
-holds one record batch, one shuffle window and one batch being converted, whatever the table's
-size. Each window is converted to NumPy/lists once; batches are slices of it.
+A row range is read row group by row group with ``ParquetFile.iter_batches`` (only the needed
+columns, ``READ_ROWS`` rows at a time, the filter applied to each record batch), so memory holds
+one record batch whatever the table's size (:class:`Rows`; a dataset's stream turns the ranges it
+is given into batches, see :mod:`air_magics.datasets.row_batches`).
 
 A Delta file whose batches need conforming (partition values, deletion vectors, column mapping:
 a :class:`~.delta.FileView`) is read the same way; each record batch passes through its view
@@ -15,9 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from .plan import Piece, StreamPlan, take_range, total, window_perm
-
-__all__ = ["count_rows", "count_view_rows", "iter_batches", "scan_row_group", "to_columns", "READ_ROWS"]
+__all__ = ["count_rows", "count_view_rows", "scan_row_group", "Rows", "to_columns", "READ_ROWS"]
 
 READ_ROWS = 65536
 BUFFER = 1 << 20  # bytes read per column at a time: memory does not grow with the row group
@@ -121,8 +119,8 @@ class _Cursor:
         return out
 
 
-class _Rows:
-    """Reads pieces in order, keeping one cursor (and one open file) per unit while it is used."""
+class Rows:
+    """Reads row ranges of units (a part's row group) in order, keeping one cursor (and one open file) per unit while it is used."""
 
     def __init__(
         self,
@@ -148,17 +146,18 @@ class _Rows:
             pf = self._files[part] = pq.ParquetFile(self.local_path(part), buffer_size=BUFFER, pre_buffer=False)
         return pf
 
-    def read(self, piece: Piece) -> list[Any]:
-        cur = self._cursors.get(piece.unit)
-        if cur is None or piece.lo < cur.pos:
-            part, rg = self.units[piece.unit]
+    def read(self, unit: int, lo: int, hi: int) -> list[Any]:
+        """Record batches of the filtered rows ``lo..hi-1`` of *unit*."""
+        cur = self._cursors.get(unit)
+        if cur is None or lo < cur.pos:
+            part, rg = self.units[unit]
             if len(self._cursors) >= 4:
                 self._cursors.pop(next(iter(self._cursors)))
-            view, offset = self.views[piece.unit] if self.views is not None else (None, 0)
-            cur = self._cursors[piece.unit] = _Cursor(
+            view, offset = self.views[unit] if self.views is not None else (None, 0)
+            cur = self._cursors[unit] = _Cursor(
                 self._file(part), rg, self.read_cols, self.out_cols, self.expr, view, offset
             )
-        return cur.read(piece.lo, piece.hi)
+        return cur.read(lo, hi)
 
 
 def to_columns(tbl: Any) -> dict[str, Any]:
@@ -178,52 +177,3 @@ def to_columns(tbl: Any) -> dict[str, Any]:
         else:
             out[name] = col.to_pylist()
     return out
-
-
-def _batch(cols: dict[str, Any], a: int, b: int) -> dict[str, Any]:
-    import numpy as np
-    import torch
-
-    return {k: torch.from_numpy(v[a:b].copy()) if isinstance(v, np.ndarray) else v[a:b] for k, v in cols.items()}
-
-
-def iter_batches(
-    plan: StreamPlan,
-    *,
-    units: Sequence[tuple[int, int]],
-    local_path: Callable[[int], str],
-    read_cols: list[str],
-    out_schema: Any,
-    expr: Any,
-    batch_size: int,
-    window: int,
-    shuffle: bool,
-    views: Sequence[tuple[Any, int]] | None = None,
-) -> Iterator[dict[str, Any]]:
-    """The stream's batches: windows of its slice read in order, permuted, cut into batches.
-    *views*: per unit, a Delta file's view (or None) and the unit's first row in its file."""
-    import pyarrow as pa
-
-    rows = _Rows(units, local_path, read_cols, list(out_schema.names), expr, views)
-    n = total(plan.pieces)
-    w = plan.skip // window
-    drop = plan.skip % window
-    carry = out_schema.empty_table()
-    while w * window < n:
-        start, stop = w * window, min(n, (w + 1) * window)
-        batches = [b for p in take_range(plan.pieces, start, stop) for b in rows.read(p)]
-        tbl = pa.Table.from_batches(batches, schema=out_schema)
-        if shuffle:
-            tbl = tbl.take(window_perm(stop - start, shuffle=True, key=(*plan.key, w)))
-        if drop:
-            tbl, drop = tbl.slice(drop), 0
-        if carry.num_rows:
-            tbl = pa.concat_tables([carry, tbl])
-        last = stop >= n
-        full = tbl.num_rows if last else tbl.num_rows // batch_size * batch_size
-        if full:
-            cols = to_columns(tbl.slice(0, full).combine_chunks())
-            for a in range(0, full, batch_size):
-                yield _batch(cols, a, min(a + batch_size, full))
-        carry = tbl.slice(full)
-        w += 1

@@ -15,8 +15,8 @@ from typing import Any
 
 from ..errors import AirError
 from ..events import CheckpointEvent, Listener, channel
+from ..io import ranks
 from ..io.pools import ProcessPool
-from . import _dist
 
 __all__ = ["SaveHistory", "TERMINAL"]
 
@@ -65,7 +65,7 @@ class SaveHistory:
         before it (done long since, normally), and the caller's thread (``committed``) and the
         pruning's (``after_commit_error``) both publish: without the lock the one that took its
         snapshot first could write last, leaving a document without the other's change."""
-        if _dist.rank_and_world()[0] != 0:
+        if ranks.rank_and_world()[0] != 0:
             return
         if self.latest == "unknown":  # (outside the lock: finding it waits for the pruning, which publishes)
             try:

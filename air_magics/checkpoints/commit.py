@@ -166,7 +166,7 @@ def uncommit_folder(loc: Location, trash: Location) -> Location:
 # -- checksums ------------------------------------------------------------------------------------
 def commit_marker(step: int, files: Mapping[str, Mapping[str, Any]] | None, algorithm: str) -> str:
     """Text of ``_COMMITTED``: the step, the time and, when known, the checksum of every file
-    (made with *algorithm*, :data:`air_magics.data.digests.ALGORITHM` for a new save)."""
+    (made with *algorithm*, :data:`air_magics.checkpoints.digests.ALGORITHM` for a new save)."""
     doc: dict[str, Any] = {"step": int(step), "time": time.time()}
     if files:
         doc.update(algorithm=algorithm, files=dict(sorted(files.items())))

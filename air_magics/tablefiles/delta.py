@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ...errors import DatasetError
+from ..errors import DatasetError
 
 __all__ = [
     "DELTA_LOG",
@@ -243,7 +243,7 @@ def open_snapshot(
 
 def describe_delta(root: str, shown: str) -> str:
     """One line for listings: ``Delta table, version N, K files, R rows (size)`` and how to read it."""
-    from ...io.units import fmt_bytes
+    from ..io.units import fmt_bytes
 
     snap = open_snapshot(root, shown=shown)
     n, rows, size = len(snap.files), snap.rows, sum(f.size for f in snap.files)

@@ -3,7 +3,7 @@
 A full shuffle of a packed folder's members asks for every shard at once: each stream's next item
 sits at a random offset of a random shard, so the first items wait for shards to arrive and the
 cache holds them all. :func:`windowed_order` shuffles in two levels instead, seeded by
-``(seed, epoch)`` like :func:`air_magics.data.order.epoch_order`:
+``(seed, epoch)`` like :func:`air_magics.datasets.epoch_order.epoch_order`:
 
 1. the shards' order is shuffled per epoch;
 2. the shards, in that order, are cut into consecutive blocks of ``window`` shards, and the members
@@ -16,7 +16,7 @@ plus the next block's near a boundary. ``window=1`` keeps each shard's members t
 within it); a window as large as the shard count is a full shuffle.
 
 The order is a deterministic function of (member shards, seed, epoch, window), which is all the
-exact resume of :mod:`air_magics.data.order` needs: the delivered set is recomputed from it on any
+exact resume of :mod:`air_magics.datasets.epoch_order` needs: the delivered set is recomputed from it on any
 grid.
 """
 

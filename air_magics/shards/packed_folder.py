@@ -34,12 +34,12 @@ from ..io.pools import job_pool, threads
 from ..io.retry import retry_call
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
-from .cached import SIDECARS as CACHED_SIDECARS
-from .cached import SUFFIXES, ShardReader
 from .fetch import SIDECARS, Extractor
 from .format import MANIFEST_NAME, Manifest, Member, load_index, load_manifest
+from .shard_reader import SIDECARS as CACHED_SIDECARS
+from .shard_reader import SUFFIXES, ShardReader
+from .shard_source import ShardSource
 from .slices import MemberSlice
-from .source import ShardSource
 
 if TYPE_CHECKING:
     from ..cache import FileCache

@@ -6,10 +6,10 @@ stream has produced)``, counts what it *delivers*, and moves items between proce
 public methods below (in the spirit of torchdata's ``Stateful`` nodes), never a dataset's fields:
 
 * ``set_epoch``, ``state_dict(delivered, grid, epoch_done)``, ``load_state_dict``: epochs and exact
-  resume on any grid (:mod:`air_magics.data.order`); ``continue_from(grid, delivered)``: the
+  resume on any grid (:mod:`air_magics.datasets.epoch_order`); ``continue_from(grid, delivered)``: the
   loader re-iterated mid-epoch.
 * ``attach(plan, chunk)``: set by the loader before its workers start. ``plan`` is the
-  :class:`~air_magics.data.plan.PlanFile` a persistent worker reads at every iteration (it never
+  :class:`~air_magics.datasets.planfile.PlanFile` a persistent worker reads at every iteration (it never
   sees ``set_epoch`` in the main process); ``chunk``: a worker yields lists of up to that many
   ready items, so one message carries many.
 * ``epoch_plan()``: what the loader writes to the plan; ``position()``: ``(stream, items
@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from torch.utils.data import IterableDataset
 
 from ..errors import DatasetError
-from .order import EpochState, Grid, OrderStateError, with_progress
-from .plan import PlanFile
+from .epoch_order import EpochState, Grid, OrderStateError, with_progress
+from .planfile import PlanFile
 
 if TYPE_CHECKING:
     from ..shards.slices import SliceMaps
@@ -122,13 +122,13 @@ class EpochStream(IterableDataset):
     def _state_now(self, delivered: dict[int, int] | None, grid: Grid | None, epoch_done: bool) -> EpochState:
         """What ``state_dict`` saves: the next epoch's start, or this epoch's progress (what this
         process yielded, or the loader's *delivered*), gathered over ranks when distributed."""
-        from . import _dist
+        from ..io import ranks
 
         if epoch_done:
             return EpochState(self.seed, self.epoch + 1, len(self), self.shuffle, self.fingerprint)
         grid = grid or self._grid
         st = self._progress(grid, delivered if delivered is not None else {self._stream: self._yielded})
-        counts = _dist.gather_counts(grid.streams, {s: c for s, c in enumerate(st.segments[-1][1]) if c >= 0})
+        counts = ranks.gather_counts(grid.streams, {s: c for s, c in enumerate(st.segments[-1][1]) if c >= 0})
         st.segments[-1] = (grid, counts)
         return st
 

@@ -8,7 +8,7 @@ group is cut where a slice ends). A stream then reads its slice in *windows* of 
 with shuffling on, permutes each window (seeded by seed, epoch, segment, stream, window): a bounded
 in-memory shuffle on top of the row-group order.
 
-Resume reuses :mod:`air_magics.data.order`'s :class:`EpochState` with *rows* as the unit: each
+Resume reuses :mod:`air_magics.datasets.epoch_order`'s :class:`EpochState` with *rows* as the unit: each
 segment records the grid and how many rows each stream delivered. Because the output of a stream
 is a deterministic function of its slice, the delivered rows follow from the counts: whole windows,
 plus the first ``r`` positions of the partly delivered window's permutation. What is left (in
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..order import EpochState, Grid, OrderStateError
+from .epoch_order import EpochState, Grid, OrderStateError
 
 __all__ = ["Piece", "epoch_pieces", "split", "window_perm", "remaining_after", "stream_plan", "total"]
 

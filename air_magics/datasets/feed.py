@@ -3,7 +3,7 @@
 Why a module of its own: the dataset decides *what* a stream is (its files in epoch order, the
 cache validation running ahead of it, how one file is fetched); this decides *how* its items
 leave, which is the hot path. Two stages, each entered once per item: *fetch*, a
-:class:`~air_magics.data.prefetch.Prefetcher` that hands over runs of results in stream order
+:class:`~air_magics.datasets.prefetch.Prefetcher` that hands over runs of results in stream order
 (while items are at hand, runs of up to 64 looked up in one call into the cache on the consumer's
 thread: no thread, no lock, no Future per item; from the first item that is not, ``prefetch``
 fetches in flight), and *hand out*, one loop for the main process and DataLoader workers, warm

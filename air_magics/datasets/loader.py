@@ -4,7 +4,7 @@
   a packed folder read by offset without a transform, see ``EpochStream.default_workers``),
   kept across epochs (``persistent_workers``: no re-fork, and each worker's cache knowledge stays
   warm; the epoch and resume point reach them through a small plan file under the cache root,
-  written before every iteration: :mod:`air_magics.data.plan`), ``prefetch_factor`` sized to the
+  written before every iteration: :mod:`air_magics.datasets.planfile`), ``prefetch_factor`` sized to the
   dataset's prefetch depth, any start method (fork, spawn, forkserver).
 * A user's wrapper dataset that holds a ``UCVolumeDataset`` as an attribute (say, an
   ``IterableDataset`` that decodes each yielded path with PIL) gets persistent workers too, and the
@@ -16,7 +16,7 @@
 * ``state_dict()`` reflects batches *delivered* to the training loop, not those prefetched: each
   batch carries, from the worker that made it, how many items its stream had produced, and the
   loader records that count only when it hands the batch over. ``load_state_dict()`` works on the
-  same or a different number of ranks or workers (see :mod:`air_magics.data.order`).
+  same or a different number of ranks or workers (see :mod:`air_magics.datasets.epoch_order`).
 * Timing: seconds waiting for data vs. computing between batches, per step, reported as a
   :class:`~air_magics.events.LoaderEvent` per batch (``done`` at the end of an epoch) to
   ``listeners`` and :data:`air_magics.events.channel`; the default listeners write it to the status
@@ -37,12 +37,12 @@ from torch.utils.data import default_collate, default_convert
 
 from ..errors import DatasetError
 from ..events import LAUNCH_ID_ENV, Listener, LoaderEvent, channel
+from ..io import ranks
 from ..io.stageclock import STAGES
 from ..shards.slices import MemberSlice, SliceMaps
-from . import _dist
-from .order import Grid
-from .plan import PlanFile
-from .stream import EpochStream
+from .epoch_order import Grid
+from .epoch_stream import EpochStream
+from .planfile import PlanFile
 from .timing import LoaderTiming
 
 __all__ = ["DataLoader", "LoaderTiming"]
@@ -139,7 +139,7 @@ class _TaggingCollate:
         self.fn, self.dataset = fn, dataset
 
     def __call__(self, items: Any) -> Any:
-        _, _, wds = _dist.worker()
+        _, _, wds = ranks.worker()
         ds = wds if wds is not None else self.dataset
         t0 = time.perf_counter()
         batch = self.fn(items)
@@ -154,7 +154,7 @@ class _ClockCollate:
         self.fn = fn
 
     def __call__(self, items: Any) -> Any:
-        worker, _, _ = _dist.worker()
+        worker, _, _ = ranks.worker()
         t0 = time.perf_counter()
         batch = self.fn(items)
         STAGES.add("collate", time.perf_counter() - t0)
@@ -182,7 +182,7 @@ class DataLoader(tud.DataLoader):
         listeners: Sequence[Listener] = (),
         **kwargs: Any,
     ) -> None:
-        self._air = isinstance(dataset, EpochStream)  # UCVolumeDataset, UCDataset (see data/stream.py)
+        self._air = isinstance(dataset, EpochStream)  # UCVolumeDataset, UCDataset (see datasets/epoch_stream.py)
         # a user's wrapper (e.g. an IterableDataset that decodes each path) around a UCVolumeDataset:
         # its workers persist too, and the inner dataset follows set_epoch through the plan file
         self._inner: EpochStream | None = dataset if self._air else _wrapped(dataset)
@@ -278,7 +278,7 @@ class DataLoader(tud.DataLoader):
 
     def _own_delivered(self, grid: Grid) -> dict[int, int]:
         """Delivered count of every stream this rank owns (0 for workers not heard from yet)."""
-        rank, _ = _dist.rank_and_world()
+        rank, _ = ranks.rank_and_world()
         first = rank * grid.num_workers
         return {s: self._delivered.get(s, 0) for s in range(first, first + grid.num_workers)}
 
@@ -295,7 +295,7 @@ class DataLoader(tud.DataLoader):
         self.timing.steps = int(state.get("steps", 0))
 
     def _current_grid(self) -> Grid:
-        _, world = _dist.rank_and_world()
+        _, world = ranks.rank_and_world()
         return Grid(world, max(1, self.num_workers))
 
     # -- iteration ----------------------------------------------------------------------------------
@@ -434,7 +434,7 @@ class DataLoader(tud.DataLoader):
     def _emit(self, state: str) -> None:
         if channel.listening(self.listeners):
             ds = self._inner if self._inner is not None else self.dataset
-            rank, world = _dist.rank_and_world()
+            rank, world = ranks.rank_and_world()
             channel.emit(
                 LoaderEvent(
                     state=state,

@@ -66,7 +66,7 @@ ROUND_TRIP_MIN_S = 0.001  # a request faster than this never left the machine (a
 MIN_STAGE_SECONDS = 0.05  # a stage group under this shows as 0.0 s: never named as the bottleneck
 KINDS = ("warming-up", "compute-bound", "moderately input-bound", "input-bound")
 BOTTLENECKS = ("storage-latency", "storage-bandwidth", "transform", "handover", "cache")
-_DEFAULT_WORKERS = 2  # the DataLoader's default num_workers (data/loader.py imports torch; not imported here)
+_DEFAULT_WORKERS = 2  # the DataLoader's default num_workers (datasets/loader.py imports torch; not imported here)
 _HEADROOM = 1.25  # workers recommended above the bare need, so a slow batch does not stall the loop
 
 

@@ -8,7 +8,7 @@ local folder in place. A table on a remote Spark Connect server is exported to a
 Rows are split evenly over ranks x DataLoader workers, shuffled per epoch at row-group
 granularity plus a bounded in-memory window, and the position is exact across a checkpoint on any
 grid (rows delivered, not prefetched). The splitting and resume rules are the pure functions of
-:mod:`air_magics.data.table.plan`; reading and batch conversion are in :mod:`.table.reader`.
+:mod:`air_magics.datasets.row_plan`; reading and batch conversion are in :mod:`.table.reader`.
 
 A folder with a ``_delta_log`` is a Delta table: one snapshot's live files are read
 (:mod:`.table.delta`), the version is part of the state, and a resume reads that same version.
@@ -24,15 +24,16 @@ from typing import Any
 
 from ..cache import FileCache
 from ..errors import DatasetError
+from ..io import ranks
+from ..tablefiles.delta import DeltaError
+from ..tablefiles.filter import FilterError, filter_columns, parse_filter
+from ..tablefiles.resolve import Table, TableSchemaError, check_current, resolve
+from ..tablefiles.scan import count_rows, count_view_rows
 from ..volumes.store import VolumeStore
-from . import _dist
-from .order import EpochState, Grid, OrderStateError, stream_index, with_progress
-from .stream import EpochStream
-from .table.delta import DeltaError
-from .table.filter import FilterError, filter_columns, parse_filter
-from .table.plan import StreamPlan, stream_plan
-from .table.reader import count_rows, count_view_rows, iter_batches
-from .table.source import Table, TableSchemaError, check_current, resolve
+from .epoch_order import EpochState, Grid, OrderStateError, stream_index, with_progress
+from .epoch_stream import EpochStream
+from .row_batches import iter_batches
+from .row_plan import StreamPlan, stream_plan
 
 __all__ = ["UCDataset", "TableSchemaError", "FilterError", "DeltaError"]
 
@@ -329,13 +330,13 @@ class UCDataset(EpochStream):
     # -- iteration ----------------------------------------------------------------------------------
     def batches_per_stream(self, grid: Grid | None = None) -> list[int]:
         """Batches each stream of *grid* (default: this process's) yields from the current position."""
-        grid = grid or Grid(*_dist.rank_and_world()[1:], 1)
+        grid = grid or Grid(*ranks.rank_and_world()[1:], 1)
         st = self._epoch_state()
         return [math.ceil(self._stream_plan(st, grid, s).rows / self.batch_size) for s in range(grid.streams)]
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        rank, world = _dist.rank_and_world()
-        worker, workers, in_worker = _dist.worker()
+        rank, world = ranks.rank_and_world()
+        worker, workers, in_worker = ranks.worker()
         if self._plan is not None and in_worker is not None:
             self._follow_plan()
         grid = Grid(world, workers)

@@ -3,7 +3,7 @@
 Each (rank, worker) stream fetches its files through the shared :class:`~air_magics.cache.FileCache`
 with a small thread pool that runs ``prefetch`` files ahead, so a couple of worker processes keep
 as many requests in flight as dozens of processes would. Order, splitting and resume are the pure
-functions of :mod:`air_magics.data.order`.
+functions of :mod:`air_magics.datasets.epoch_order`.
 
 Validity guarantee: a yielded path stays in the cache for at least ``cache.pin_seconds`` (30 s by
 default) after it is yielded, so the consumer can open it; open it (or copy it) within that time.
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..cache import FileCache, Residency
 from ..errors import DatasetError
+from ..io import ranks
 from ..io.pools import threads
 from ..io.stageclock import STAGES
 from ..transfer import is_transient
@@ -34,12 +35,11 @@ from ..volumes.filelist import FileList
 from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import VolumeStore
-from . import _dist
+from .epoch_order import EpochState, Grid, OrderStateError, stream_index, stream_items, stream_order
+from .epoch_stream import EpochStream
 from .feed import Feed, SkippedFile, Tally, feed, read_local
 from .listing import list_files, shard_groups
-from .order import EpochState, Grid, OrderStateError, stream_index, stream_items, stream_order
 from .prefetch import RUN
-from .stream import EpochStream
 
 if TYPE_CHECKING:
     from ..shards.slices import SliceMaps
@@ -245,8 +245,8 @@ class UCVolumeDataset(EpochStream):
 
     # -- iteration ----------------------------------------------------------------------------------
     def _plan_items(self) -> tuple[Grid, int, Sequence[int], bool]:
-        rank, world = _dist.rank_and_world()
-        worker, workers, in_worker = _dist.worker()
+        rank, world = ranks.rank_and_world()
+        worker, workers, in_worker = ranks.worker()
         if self._plan is not None and in_worker is not None:
             self._follow_plan()
         grid = Grid(world, workers)

@@ -13,7 +13,7 @@ import os
 from typing import Any, Protocol
 
 from ..io.retry import retry_call
-from . import chunks
+from . import scratch as chunks
 from .digests import new_hasher
 
 __all__ = ["CHUNK_BYTES", "GRID", "GridStream", "Target"]

@@ -3,7 +3,7 @@
 Each data file the load plan needs is fetched and verified, then its items are loaded into their
 tensors, several files at a time (``workers``): on a mounted or local volume (``direct``, the
 default there) a file is read straight into memory in whole chunks, hashed as they arrive
-(:func:`~air_magics.data.direct_read.read_file`), and dropped once its items are in place; on a
+(:func:`~air_magics.checkpoints.direct_read.read_file`), and dropped once its items are in place; on a
 remote one (or ``direct=False``) it is fetched through the :class:`~air_magics.cache.FileCache`
 (large files as parallel ranges) and hashed from the local copy, which stays warm for the next load.
 
@@ -302,7 +302,7 @@ class UCVolumeReader(FileSystemReader):
 
     def _placement(self, name: str, items: list[Any], planner: Any) -> _Placement | None:
         """Where *name*'s tensor items go when it is read (direct reads of a file whose manifest
-        records its items' data positions, see :mod:`~air_magics.data.read_into`): a plain CPU
+        records its items' data positions, see :mod:`~air_magics.checkpoints.read_into`): a plain CPU
         destination of the stored chunk's bytes takes them as they arrive; everything else of each
         planned item is kept. ``None``: read the file whole, as before."""
         want = None if self.checksums is None else self.checksums.get(name)
@@ -340,7 +340,7 @@ class UCVolumeReader(FileSystemReader):
 
     def _load_in_place(self, data: bytearray | Kept, items: list[Any], planner: Any) -> list[Any]:
         """Copy each plain tensor item of the verified file *data* into its destination in one copy
-        (:func:`~air_magics.data.stored_tensor.stored_tensor`, where torch's reading makes two);
+        (:func:`~air_magics.checkpoints.stored_tensor.stored_tensor`, where torch's reading makes two);
         returns the items left for torch (objects, transformed items, anything unusual)."""
         rest = []
         view = memoryview(data) if isinstance(data, bytearray) else None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import DatasetError
+from ..errors import DatasetError
 
 __all__ = ["FilterError", "parse_filter", "filter_columns", "MAX_DEPTH"]
 

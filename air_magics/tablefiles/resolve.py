@@ -17,9 +17,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import DatasetError, TableNameError, VolumePathError
-from ...volumes.path import VolumePath
-from ...volumes.store import VolumeStore
+from ..errors import DatasetError, TableNameError, VolumePathError
+from ..volumes.path import VolumePath
+from ..volumes.store import VolumeStore
 from .delta import DELTA_LOG, DeltaError, DeltaSnapshot, FileView, is_delta_folder, open_snapshot
 
 __all__ = [
@@ -74,11 +74,11 @@ def is_data_file(name: str) -> bool:
 
 def warehouse_folder(name: str) -> str:
     """The embedded store's folder of table *name* (Hive lower-cases database and table names)."""
-    from ...tables.names import TableName
-    from ...tables.server import store_dir
+    from .. import settings
+    from .names import TableName
 
     tn = TableName.parse(name)
-    return str(store_dir() / "warehouse" / f"{tn.database.lower()}.db" / tn.table.lower())
+    return str(settings.spark_dir() / "warehouse" / f"{tn.database.lower()}.db" / tn.table.lower())
 
 
 def _local_parts(folder: str) -> list[tuple[str, int, float]]:

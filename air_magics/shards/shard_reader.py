@@ -54,9 +54,9 @@ from .direct import RETRY_CLAIM, claim_or_go_direct, read_member
 from .format import Member
 from .memberfile import MemberFile
 from .renewal import renew_every
+from .shard_source import PLANNED_AHEAD, ReadAhead, ShardSource, stream_shard
 from .shardmap import ShardMap, map_file, unlink_quiet
 from .slices import MemberSlice
-from .source import PLANNED_AHEAD, ReadAhead, ShardSource, stream_shard
 from .verify import StreamCheck, check_header, header_start
 
 if TYPE_CHECKING:

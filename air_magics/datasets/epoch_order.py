@@ -90,11 +90,11 @@ def epoch_order(
     """Indices ``0..n-1`` in this epoch's order: identity, or a shuffle seeded by (seed, epoch).
 
     ``groups`` (item -> group, e.g. the shard each member of a packed folder lives in): the shuffle
-    is shard-aware (:func:`air_magics.shards.order.windowed_order`: groups shuffled, items shuffled
+    is shard-aware (:func:`air_magics.shards.shard_order.windowed_order`: groups shuffled, items shuffled
     within blocks of a few groups), so streams read a few shards at a time instead of all at once.
     """
     if shuffle and groups is not None:
-        from ..shards.order import windowed_order
+        from ..shards.shard_order import windowed_order
 
         if len(groups) != n:
             raise OrderStateError(f"{len(groups)} group ids for {n} items: give one per item")
