@@ -165,17 +165,17 @@ def _files(s, cache, files):
 
 
 def test_a_warm_run_is_served_up_to_the_first_file_not_at_hand(warm):
-    """``hit_run`` (a dataset's warm path, many items per call): the leading files this process
+    """``hit_paths`` (a dataset's warm path, many items per call): the leading files this process
     validated for their version; a changed source or a file never validated here ends the run, and
     every file served is counted once."""
     s, cache, files = warm
     fs = _files(s, cache, files)
-    assert cache.hit_run(fs) == N  # all validated by the fixture's fetches
+    assert _served(cache, fs) == N  # all validated by the fixture's fetches
     fs[7].size += 1  # as if the listing saw another version of file 7
-    assert cache.hit_run(fs) == 7
-    assert cache.hit_run(fs[7:]) == 0
+    assert _served(cache, fs) == 7
+    assert _served(cache, fs[7:]) == 0
     fresh = FileCache(cache.root, store=s)  # another process: nothing validated there yet
-    assert fresh.hit_run(_files(s, fresh, files)) == 0
+    assert _served(fresh, _files(s, fresh, files)) == 0
     assert cache.info().hits == N + 7
 
 
@@ -189,11 +189,11 @@ def test_a_warm_run_renews_old_pins_and_reaches_the_index(warm):
         cache.get(f.key, size=f.size, mtime=f.mtime)  # validated on the shared index here
     before = [index_access(cache, f.key) for f in fs]
     time.sleep(0.6)
-    assert cache.hit_run(fs) == N
+    assert _served(cache, fs) == N
     cache.flush_hits()
     assert all(index_access(cache, f.key) > b for f, b in zip(fs, before, strict=True))  # each hand-out pinned anew
     time.sleep(1.05)  # past pin_seconds / 4 since the renewal: no longer served from local state
-    assert cache.hit_run(fs) == 0
+    assert _served(cache, fs) == 0
 
 
 def test_overflows_are_batched_and_reach_the_index_by_the_flush_timer(tmp_path):
@@ -219,3 +219,8 @@ def test_overflows_are_batched_and_reach_the_index_by_the_flush_timer(tmp_path):
         time.sleep(0.05)
     assert counted["overflows"] == 5 and counted["misses"] == 6
     assert cache.info().overflows == 5  # and the process's own view agrees
+
+
+def _served(cache, files) -> int:
+    """How many of *files*, from the first, the warm path serves."""
+    return len(cache.hit_paths(files, range(len(files))))

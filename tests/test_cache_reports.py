@@ -13,7 +13,7 @@ from _seed import seeded_volume
 from air_magics.cache import FileCache
 from air_magics.cache.reports import REPORT_EVERY, StatusReports
 from air_magics.events import CacheEvent, channel, throttled
-from air_magics.io.flusher import call_later, pending
+from air_magics.io.flusher import call_later
 
 
 class _Seen(list):
@@ -57,7 +57,9 @@ def test_a_progress_snapshot_asked_for_before_a_final_report_never_lands_after_i
         reports.final()
         assert seen == [("done", threading.current_thread().name)]
         hold.set()
-        assert _wait(lambda: pending() == 0)
+        drained = threading.Event()
+        call_later(0.0, drained.set)  # runs once every call due before it ran
+        assert drained.wait(5)
         time.sleep(0.05)  # (the last queued call returns)
     assert [state for state, _ in seen] == ["done"]
 

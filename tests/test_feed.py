@@ -10,6 +10,7 @@ from _seed import seeded_volume
 
 from air_magics.data import UCVolumeDataset
 from air_magics.datasets import feed as feed_module
+from air_magics.datasets import prefetch as prefetch_module
 
 N = 150  # more than two warm runs of 64
 
@@ -100,12 +101,15 @@ def test_a_warm_epoch_whose_pins_aged_waits_for_the_validation_instead_of_a_fetc
         return prefetchers[-1]
 
     monkeypatch.setattr(feed_module, "Prefetcher", spy_prefetcher)
+    pools: list[tuple] = []
+    real_pool = prefetch_module.job_pool
+    monkeypatch.setattr(prefetch_module, "job_pool", lambda *a, **k: pools.append(a) or real_pool(*a, **k))
     time.sleep(0.2)  # past pin_seconds / 4: nothing is served from this process's state alone
     paths = list(ds)
     assert [open(p, "rb").read() for p in paths] == [b"z%d" % i for i in range(n)]
     assert ds.validation.valid == n and fetches == []
     # ... on the consumer's thread: each run waits for its re-pin, no item went to a fetch thread
-    assert len(prefetchers) == 1 and not prefetchers[0].threaded
+    assert len(prefetchers) == 1 and pools == []
 
 
 def test_an_aged_entry_evicted_meanwhile_is_fetched_again_never_handed_out_gone(tmp_path):

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..io.atomic import replace
 from ..io.confined import is_within
 from .entries import Entries
 from .hits import PIN_MARGIN
@@ -188,7 +189,7 @@ def unlink_owned(root: Path, key: str, local: str, files: str, real_dirs: dict[s
     except IsADirectoryError:  # a folder entry (an extracted shard): moved aside at once, then removed
         aside = f"{local}.evicted-{os.getpid()}-{time.monotonic_ns()}"
         try:
-            os.rename(local, aside)
+            replace(local, aside)
         except FileNotFoundError:
             return True
         shutil.rmtree(aside, ignore_errors=True)

@@ -241,11 +241,6 @@ class FileCache(ClaimedEntries):
         self._overflow.handed_out()
         return f.slot
 
-    def hit_run(self, files: Sequence[VolumeFile]) -> int:
-        """How many of *files*, from the first, :meth:`hit` serves (their paths are their ``slot``):
-        the warm path for a run of items, one clock read and one lock for all of them."""
-        return len(self.hit_paths(files, range(len(files))))
-
     def hit_paths(self, files: Sequence[VolumeFile], block: Sequence[int]) -> list[str]:
         """The cached paths of ``files[i]``, ``i`` in *block*, from the first, that :meth:`hit`
         serves: a dataset's warm path. A :class:`~air_magics.volumes.filelist.FileList`'s run is
@@ -388,10 +383,6 @@ class FileCache(ClaimedEntries):
         False when the cache does not hold *path*."""
         key = str(VolumePath.parse(path))
         return bool(self._entries.pin({key: None}, time.time()))
-
-    def known_version(self, path: str | VolumePath) -> tuple[int, float] | None:
-        """The source (size, mtime) this process last fetched or validated *path* against, or None."""
-        return self._hits.version(str(VolumePath.parse(path)))
 
     # -- the miss path (:mod:`.miss`) ------------------------------------------------------------------
     def _claim(self, f: VolumeFile, keep: Residency | None) -> bool:

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import CacheDiskFullError
+from ..io.atomic import replace
 from ..io.units import fmt_bytes
 
 __all__ = [
@@ -163,9 +164,9 @@ def _move_aside(root: Path) -> Path:
     """Rename the damaged index (and its WAL, which belongs to it) out of the way; drop its shm."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
     aside = root / f"{INDEX_NAME}.corrupt-{stamp}-{os.getpid()}"
-    os.replace(root / INDEX_NAME, aside)
+    replace(root / INDEX_NAME, aside)
     with contextlib.suppress(FileNotFoundError):
-        os.replace(root / f"{INDEX_NAME}-wal", f"{aside}-wal")
+        replace(root / f"{INDEX_NAME}-wal", f"{aside}-wal")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(root / f"{INDEX_NAME}-shm")
     return aside

@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import CacheLimitError
+from ..io.atomic import replace
 from ..io.forksafe import renew_after_fork
 from ..io.process import pid_alive
 from ..io.units import fmt_bytes
@@ -273,7 +274,7 @@ class OverflowWindow:
             # locked under a hidden name, then renamed: a sweeper never sees the lock file unlocked
             fd = os.open(self.base / f".{name}.new", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh name: never contended
-            os.rename(self.base / f".{name}.new", self.base / (name + _LOCK_SUFFIX))
+            replace(self.base / f".{name}.new", self.base / (name + _LOCK_SUFFIX))
             _HELD_LOCKS.add(fd)
             self._dir = self.base / name  # made after its lock: no sweeper ever sees it unlocked
             self._dir.mkdir()

@@ -33,7 +33,7 @@ from typing import Any
 
 from torch.distributed.checkpoint.filesystem import FileSystemBase
 
-from ..io.atomic import AtomicFile
+from ..io.atomic import AtomicFile, replace_at
 from ..io.confined import create_at, exists_at, fill, open_dir, open_file, publish_at, write_all, write_at
 from ..io.leftovers import temp_name
 from ..io.pools import job_pool
@@ -249,7 +249,7 @@ class DirectVolumeFS(FileSystemBase):
             self.kept[new_name] = self.kept.pop(name)
         else:
             fd = self._folder(folder)
-            os.replace(name, new_name, src_dir_fd=fd, dst_dir_fd=fd)
+            replace_at(fd, name, new_name)
         if name in self.digests:
             self.digests[new_name] = self.digests.pop(name)
 

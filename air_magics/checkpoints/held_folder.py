@@ -14,6 +14,7 @@ import os
 import weakref
 from concurrent.futures import Executor, Future
 
+from ..io.atomic import replace_at
 from ..io.confined import exists_at, folder_at, open_dir, publish_at, write_all, write_at
 from ..io.folders import publish_folder_at
 from ..io.leftovers import temp_name
@@ -103,7 +104,7 @@ class HeldFolder:
     def rename(self, name: str, new_name: str) -> None:
         """Rename *name* to *new_name* in the folder (a file at *new_name* is replaced)."""
         fd = self._required()
-        os.replace(name, new_name, src_dir_fd=fd, dst_dir_fd=fd)
+        replace_at(fd, name, new_name)
 
     def remove(self, name: str) -> None:
         """Remove file *name* from the folder if it is there."""

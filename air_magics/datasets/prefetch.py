@@ -83,11 +83,6 @@ class Prefetcher:
         self._inline = True  # the consumer owns the item iterator (nothing in flight, nothing queued)
         self.blocked = 0.0  # seconds the consumer waited for a result that was not in yet
 
-    @property
-    def threaded(self) -> bool:
-        """Whether any item has gone to a fetch thread."""
-        return self._pool is not None
-
     def _leading_ready(self, block: list[Any]) -> list[Any]:
         """The default ``ready_run``: ``ready`` item by item, up to the first that is not at hand."""
         ready, out = self._ready, []

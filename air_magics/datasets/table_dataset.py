@@ -17,7 +17,6 @@ A folder with a ``_delta_log`` is a Delta table: one snapshot's live files are r
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -328,12 +327,6 @@ class UCDataset(EpochStream):
         return False
 
     # -- iteration ----------------------------------------------------------------------------------
-    def batches_per_stream(self, grid: Grid | None = None) -> list[int]:
-        """Batches each stream of *grid* (default: this process's) yields from the current position."""
-        grid = grid or Grid(*ranks.rank_and_world()[1:], 1)
-        st = self._epoch_state()
-        return [math.ceil(self._stream_plan(st, grid, s).rows / self.batch_size) for s in range(grid.streams)]
-
     def __iter__(self) -> Iterator[dict[str, Any]]:
         rank, world = ranks.rank_and_world()
         worker, workers, in_worker = ranks.worker()

@@ -22,7 +22,7 @@ from .confined import exists_at, open_dir, publish_at, write_all
 from .leftovers import temp_name
 from .retry import retry_call
 
-__all__ = ["write_atomic", "write_json_atomic", "AtomicFile"]
+__all__ = ["write_atomic", "write_json_atomic", "AtomicFile", "replace", "replace_at"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -152,3 +152,15 @@ class AtomicFile(io.FileIO):
             self.discard()
         except Exception:
             pass
+
+
+def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Move *src* onto *dst* in one step (same filesystem; *dst* replaced if present): the one
+    place the package renames a local file or folder, so a store without renames has one seam."""
+    os.replace(src, dst)
+
+
+def replace_at(dir_fd: int, name: str, new_name: str, dst_dir_fd: int | None = None) -> None:
+    """:func:`replace` by names relative to open folders (*dst_dir_fd*: the same folder if None),
+    so a confined writer never resolves a path again after it verified the folders."""
+    os.replace(name, new_name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd if dst_dir_fd is None else dst_dir_fd)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from .forksafe import ForkSafeLock
 
-__all__ = ["call_later", "pending"]
+__all__ = ["call_later"]
 
 _MAKE = ForkSafeLock()
 
@@ -68,10 +68,3 @@ def call_later(delay: float, fn: Callable[[], None]) -> None:
     with f.cond:
         heapq.heappush(f.due, (time.monotonic() + delay, next(f.seq), fn))
         f.cond.notify()
-
-
-def pending() -> int:
-    """Calls queued in this process and not yet run (a test's view)."""
-    f = _this_process()
-    with f.cond:
-        return len(f.due)

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ShardError
+from ..io.atomic import replace
 from ..io.locks import ProcessFileLock
 from ..io.pools import job_pool
 from .direct import RETRY_CLAIM, claim_or_go_direct, read_member
@@ -404,7 +405,7 @@ class ShardReader:
             ino = os.fstat(fd).st_ino
             mm = mmap.mmap(fd, s.bytes, access=mmap.ACCESS_READ)
             out = mmap.mmap(fd, s.bytes, access=mmap.ACCESS_WRITE)  # range reads land here directly
-            os.replace(new, part)  # a dead fetcher's part file goes; maps of it keep their bytes
+            replace(new, part)  # a dead fetcher's part file goes; maps of it keep their bytes
             with st.cond:
                 st.use(mm, ino)
             check = StreamCheck(str(src.shard_path(i)), members)
@@ -431,7 +432,7 @@ class ShardReader:
             if seen != len(members):  # pragma: no cover - parse_index checked the layout
                 raise ShardError(f"shard {src.shard_path(i)}: its data ended inside a member; pack the source again")
             self.shards_fetched += 1
-            os.replace(part, path)
+            replace(part, path)
             with st.cond:
                 st.done = True
                 st.cond.notify_all()

@@ -38,7 +38,7 @@ from typing import Any
 from fsspec.spec import AbstractFileSystem
 
 from ..errors import VolumeExistsError, VolumeNotFoundError, VolumePathError
-from ..io.atomic import AtomicFile, write_atomic
+from ..io.atomic import AtomicFile, replace_at, write_atomic
 from ..io.confined import open_dir, open_file
 from . import detect
 from .path import PREFIX, VolumePath
@@ -404,7 +404,7 @@ def _rename_local(loc1: Location, loc2: Location) -> bool:
                 st2 = _lstat_at(name2, dst)
             if st2 is not None and (src_is_dir or _stat.S_ISDIR(st2.st_mode)):
                 return False
-            os.replace(name1, name2, src_dir_fd=src, dst_dir_fd=dst)
+            replace_at(src, name1, name2, dst)
             return True
         finally:
             os.close(dst)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import VolumeExistsError, VolumeNotFoundError
+from ..io.atomic import replace as replace_path
 from ..io.atomic import write_json_atomic
 from ..io.leftovers import temp_name
 from ..io.locks import ProcessFileLock
@@ -348,7 +349,7 @@ def _remove_link(p: Path, seen: _Seen) -> bool:
     and only then deleted; anything else is put back where it was."""
     aside = p.parent / temp_name(p.name)
     try:
-        os.rename(p, aside)
+        replace_path(p, aside)
     except FileNotFoundError:
         return False
     now = _look(aside)
@@ -369,7 +370,7 @@ def _remove_link(p: Path, seen: _Seen) -> bool:
                 f"cannot unmount {p}: it was replaced twice while unmounting; the first replacement is now "
                 f"{aside}: move it back if it is yours"
             ) from None
-        os.rename(aside, p)
+        replace_path(aside, p)
     raise VolumeExistsError(
         f"cannot unmount {p}: it was replaced by {'a folder' if now.kind == 'dir' else 'a ' + now.kind} while "
         f"unmounting, which is left as it is; nothing removed"
