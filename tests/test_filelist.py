@@ -13,8 +13,8 @@ from air_magics.data import DataLoader, UCVolumeDataset
 from air_magics.datasets.listing import list_files
 from air_magics.volumes import VolumeStore
 from air_magics.volumes.filelist import FileList, ListedFile
+from air_magics.volumes.location import Location
 from air_magics.volumes.resolved import VolumeFile
-from air_magics.volumes.store import Location
 
 FOLDER = "/Volumes/main/raw/many"
 N = 120

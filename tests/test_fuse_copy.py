@@ -16,7 +16,7 @@ import air_magics
 from air_magics.errors import DestinationError
 from air_magics.transfer import DESTINATION, SOURCE, TEMP_MARK, copy_files, plan_copy
 from air_magics.volumes import VolumeStore
-from air_magics.volumes.store import Location
+from air_magics.volumes.location import Location
 
 pytestmark = pytest.mark.fuse
 

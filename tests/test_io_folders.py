@@ -165,7 +165,7 @@ def test_a_held_folder_commits_with_its_marker_and_never_replaces_a_step(tmp_pat
     refused with both folders left as they were, and a link planted as the pending folder is not
     followed."""
     from air_magics.checkpoints.held_folder import HeldFolder
-    from air_magics.volumes.store import Location
+    from air_magics.volumes.location import Location
 
     run = tmp_path / "run"
     _folder(run / ".pending-step_1", data="one")

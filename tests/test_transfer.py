@@ -154,7 +154,7 @@ def test_a_forgotten_folder_descriptor_stays_open_for_whoever_holds_it(tmp_path)
     creating a file through it: it must stay open until the DirMaker closes (it was closed at once,
     and a copy in another thread failed with EBADF, or could have written through a reused number)."""
     from air_magics.transfer.file import DirMaker
-    from air_magics.volumes.store import Location
+    from air_magics.volumes.location import Location
 
     dst = Location(str(tmp_path / "d" / "f.bin"), root=str(tmp_path))
     dirs = DirMaker()
@@ -171,8 +171,8 @@ def test_a_forgotten_folder_descriptor_stays_open_for_whoever_holds_it(tmp_path)
 def test_a_missing_source_does_not_drop_the_destination_folder(tmp_path):
     from air_magics.transfer import CopyTask, copy_one
     from air_magics.transfer.file import DirMaker
+    from air_magics.volumes.location import Location
     from air_magics.volumes.resolved import VolumeFile
-    from air_magics.volumes.store import Location
 
     dirs = DirMaker()
     (tmp_path / "src").mkdir()

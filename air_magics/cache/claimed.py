@@ -14,8 +14,8 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from ..volumes.location import Location
 from ..volumes.resolved import VolumeFile
-from ..volumes.store import Location
 from .clearing import CLEAR_WAIT
 from .overflow import Residency
 from .sources import DERIVED

@@ -42,9 +42,10 @@ from ..io.versions import same_version
 from ..snapshots import CacheInfo  # the value cache events carry; it lives below the events
 from ..transfer import Landed
 from ..volumes.filelist import FileList
+from ..volumes.location import Location
 from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
-from ..volumes.store import Location, VolumeStore
+from ..volumes.store import VolumeStore
 from .check import CheckReport, run_check
 from .claimed import ClaimedEntries
 from .clearing import ClearListener, ClearProgress, ClearReport, drop_all

@@ -25,8 +25,8 @@ from ..io.stageclock import STAGES
 from ..io.units import fmt_bytes
 from ..transfer import CopyTask, Landed, copy_one
 from ..transfer.file import DirMaker, source_stat
+from ..volumes.location import Location
 from ..volumes.resolved import VolumeFile
-from ..volumes.store import Location
 from .entries import Entries
 from .evict import Evictor
 from .hits import PIN_MARGIN, HitLog

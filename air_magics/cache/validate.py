@@ -28,8 +28,8 @@ from ..io.stageclock import STAGES
 from ..io.versions import same_version
 from ..transfer.file import source_stat
 from ..volumes.filelist import FileList
+from ..volumes.location import Location
 from ..volumes.resolved import VolumeFile
-from ..volumes.store import Location
 from .entries import Entries, Row
 from .hits import HitLog
 

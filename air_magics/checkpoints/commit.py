@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..io.atomic import write_atomic
 from ..io.confined import open_file
 from ..io.folders import publish_folder, withdraw_folder
-from ..volumes.store import Location
+from ..volumes.location import Location
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..volumes.path import VolumePath

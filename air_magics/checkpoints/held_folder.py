@@ -18,7 +18,7 @@ from ..io.atomic import replace_at
 from ..io.confined import exists_at, folder_at, open_dir, publish_at, write_all, write_at
 from ..io.folders import publish_folder_at
 from ..io.leftovers import temp_name
-from ..volumes.store import Location
+from ..volumes.location import Location
 from .commit import commit_folder, read_text, write_text_atomic
 
 __all__ = ["HeldFolder", "StagedText"]

@@ -42,8 +42,9 @@ from typing import Any
 from ..errors import AirError, CheckpointCorruptError
 from ..events import CheckpointEvent, Listener, channel
 from ..io import ranks
+from ..volumes.location import Location
 from ..volumes.path import VolumePath
-from ..volumes.store import Location, VolumeStore
+from ..volumes.store import VolumeStore
 from .commit import (
     COMMITTED,
     METADATA,

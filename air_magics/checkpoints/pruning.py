@@ -22,8 +22,9 @@ from concurrent.futures import Future
 from typing import Any
 
 from ..io.pools import ProcessPool
+from ..volumes.location import Location
 from ..volumes.path import VolumePath
-from ..volumes.store import Location, VolumeStore
+from ..volumes.store import VolumeStore
 from .commit import PENDING_PREFIX, PRUNING_PREFIX, remove_folder, scan_checkpoints, uncommit_folder
 
 __all__ = ["StepPruner", "TAIL"]

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..io.confined import open_read
 from ..io.retry import retry_call
-from ..volumes.store import Location
+from ..volumes.location import Location
 from . import scratch as chunks
 from .digests import new_hasher
 from .direct_read import CHUNK_BYTES, RandomAccessReader

@@ -45,9 +45,10 @@ from ..errors import CheckpointCorruptError, CheckpointError
 from ..events import CheckpointEvent, Listener, channel
 from ..io.pools import job_pool, threads
 from ..transfer import CopyTask, copy_files, copy_one
+from ..volumes.location import Location
 from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
-from ..volumes.store import Location, VolumeStore
+from ..volumes.store import VolumeStore
 from .commit import CHECKSUMS, METADATA, write_text_atomic
 from .digests import ALGORITHM, checksums_json, file_digest, text_digest
 from .direct_write import DirectVolumeFS

@@ -8,10 +8,10 @@ local folder in place. A table on a remote Spark Connect server is exported to a
 Rows are split evenly over ranks x DataLoader workers, shuffled per epoch at row-group
 granularity plus a bounded in-memory window, and the position is exact across a checkpoint on any
 grid (rows delivered, not prefetched). The splitting and resume rules are the pure functions of
-:mod:`air_magics.datasets.row_plan`; reading and batch conversion are in :mod:`.table.reader`.
+:mod:`air_magics.datasets.row_plan`; reading and batch conversion are in :mod:`air_magics.tablefiles.scan` (batches: :mod:`.row_batches`).
 
 A folder with a ``_delta_log`` is a Delta table: one snapshot's live files are read
-(:mod:`.table.delta`), the version is part of the state, and a resume reads that same version.
+(:mod:`air_magics.tablefiles.delta`), the version is part of the state, and a resume reads that same version.
 """
 
 from __future__ import annotations

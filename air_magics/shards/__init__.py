@@ -1,7 +1,7 @@
 """Packed shards: a folder of many small files as a few plain tar shards, read back transparently.
 
-:func:`pack` writes them (:mod:`.writer`, planned by :mod:`.plan`, format in :mod:`.format`);
-:func:`open_packed` reads them (:mod:`.reader`), and ``UCVolumeDataset`` over a packed folder
+:func:`pack` writes them (:mod:`.writer`, planned by :mod:`.pack_plan`, format in :mod:`.format`);
+:func:`open_packed` reads them (:mod:`.packed_folder`), and ``UCVolumeDataset`` over a packed folder
 yields the same items as over the original folder.
 """
 

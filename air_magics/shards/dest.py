@@ -19,8 +19,8 @@ from ..errors import PackError, ShardError
 from ..io.confined import open_read
 from ..io.leftovers import is_leftover
 from ..io.retry import retry_call
+from ..volumes.location import Location
 from ..volumes.path import VolumePath
-from ..volumes.store import Location
 from .format import MANIFEST_NAME, Manifest, load_manifest
 
 __all__ = [

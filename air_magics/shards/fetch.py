@@ -1,7 +1,7 @@
 """Fetching a shard into its extracted folder: parallel range reads, members served as they land.
 
-One :class:`Extractor` per packed folder (its :class:`~.source.ShardSource`) and process. A shard is
-read from the volume as parallel range reads (:func:`~.source.stream_shard`), processed in
+One :class:`Extractor` per packed folder (its :class:`~.shard_source.ShardSource`) and process. A shard is
+read from the volume as parallel range reads (:func:`~.shard_source.stream_shard`), processed in
 offset order: each member's bytes go straight into its own file (staged beside the shard's
 extracted folder, verified, renamed into it), so a member is served as soon as its bytes are in,
 long before the shard is.
@@ -19,7 +19,7 @@ published raises the :class:`ShardError`; members already published stay (they w
 paths already handed out must keep working).
 
 A cache entry like a file: the extracted folder is the cache slot of the key
-``.../shard-00001@<crc32>`` (:meth:`~.source.ShardSource.cache_key`), its shard's bytes claimed
+``.../shard-00001@<crc32>`` (:meth:`~.shard_source.ShardSource.cache_key`), its shard's bytes claimed
 within the cache's limit before the fetch, its pin renewed while its paths are handed out, and
 evicted as a unit (moved aside, then removed); with no room the members asked for are read one at a
 time from the volume into the cache's overflow window (:mod:`.direct`: member-sized files within

@@ -12,7 +12,7 @@ always give the same shard name and a killed run's completed shards are found ag
 Mixed order (the default): the files are placed in the order of a keyed hash of their names (a
 seeded shuffle that depends on each name alone), not sorted by name, so every shard holds an even
 mix of the folder (of its classes, when the folder is sorted by class). Why: a shuffled epoch over
-a packed folder reads a few shards at a time (:mod:`.order`: members shuffled within blocks of
+a packed folder reads a few shards at a time (:mod:`.shard_order`: members shuffled within blocks of
 ``WINDOW`` shards); over shards packed in name order a class-sorted folder would give batches of one
 or two classes. Mixed, each block is already a sample of the whole folder, and a batch mixes
 classes as a full shuffle of the raw folder does, while the epoch still reads a bounded number of

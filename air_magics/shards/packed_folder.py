@@ -2,7 +2,7 @@
 
 Two ways to a member, both verified against the index before anything is handed out:
 
-- **By offset** (:meth:`MemberRef.read_bytes`, :meth:`MemberRef.open`; :mod:`.cached`): the shard is
+- **By offset** (:meth:`MemberRef.read_bytes`, :meth:`MemberRef.open`; :mod:`.shard_reader`): the shard is
   fetched whole into the cache once, as one file ``<cache root>/files/<catalog>/<schema>/<volume>/
   <packed folder>/<shard>.tar@<crc32>``, and members are sliced out of it by offset: no local file
   per member, and a member is served as soon as its own bytes are in. This is the fast way.

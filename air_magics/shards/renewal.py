@@ -2,7 +2,7 @@
 
 Why: eviction spares an entry accessed within ``1.25 x pin_seconds``; a shard read for longer than
 that must have its pin renewed while its members (or their paths) are handed out, or it could be
-evicted under a reader. Both fetchers (:mod:`.cached` by offset, :mod:`.fetch` as paths) renew at
+evicted under a reader. Both fetchers (:mod:`.shard_reader` by offset, :mod:`.fetch` as paths) renew at
 this pace.
 """
 

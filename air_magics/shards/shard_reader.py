@@ -1,10 +1,10 @@
 """Members read straight from the cached shard by offset: one local file per shard, none per member.
 
-One :class:`ShardReader` per packed folder (its :class:`~.source.ShardSource`) and process. The
+One :class:`ShardReader` per packed folder (its :class:`~.shard_source.ShardSource`) and process. The
 first read of a member of shard *i* fetches the whole shard from the volume once
-(:func:`~.source.stream_shard`: parallel range reads, size and CRC-32 checked) into its cache slot
+(:func:`~.shard_source.stream_shard`: parallel range reads, size and CRC-32 checked) into its cache slot
 ``<cache root>/files/<catalog>/<schema>/<volume>/.../shard-00001.tar@<crc32>`` (key:
-:meth:`~.source.ShardSource.cache_key`, named after the shard's content, so it is never stale).
+:meth:`~.shard_source.ShardSource.cache_key`, named after the shard's content, so it is never stale).
 Members are then sliced out of that one file by the offsets of the index, through a read-only
 memory map: a read is one copy out of the page cache, with no file opened, no path resolved and no
 descriptor held per shard.

@@ -1,7 +1,7 @@
 """What fetching a packed folder's shards needs to know, and reading a shard's bytes by range.
 
 :class:`ShardSource` is the part of a :class:`~air_magics.shards.packed_folder.PackedFolder` the fetchers
-(:mod:`.fetch` for extracted member files, :mod:`.cached` for the cached shard read by offset)
+(:mod:`.fetch` for extracted member files, :mod:`.shard_reader` for the cached shard read by offset)
 use: the store, the folder, the manifest's shards and each shard's members in offset order. It
 sits below both the reader and the fetchers, so they import it and not each other.
 

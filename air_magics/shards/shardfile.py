@@ -18,7 +18,7 @@ from ..io.leftovers import temp_name
 from ..io.pools import job_pool, threads
 from ..io.retry import retry_call
 from ..io.versions import same_version
-from ..volumes.store import Location
+from ..volumes.location import Location
 from ..volumes.walk import Entry
 from .format import END_OF_ARCHIVE, Index, Member, dump_index, member_header, padding
 from .pack_plan import ShardPlan

@@ -1,7 +1,7 @@
 """``pack(..., engine="spark")``: the shards of a plan written by Spark tasks, in parallel.
 
 The driver (the notebook) lists the source once and plans exactly as the local engine does
-(:mod:`.plan`: same shards, same names), so both engines pack the same members. It sends one row
+(:mod:`.pack_plan`: same shards, same names), so both engines pack the same members. It sends one row
 per shard to the active Spark Connect session (:func:`air_magics.tables.session.get_session`);
 a plain Python UDF (pickled, not Arrow: a worker needs no pandas or pyarrow, only this package on
 its ``PYTHONPATH``) writes that shard straight to the destination with :func:`.shardfile.write_shard`
@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import AirError, PackError
 from ..io.confined import open_dir
 from ..io.pools import job_pool
-from ..volumes.store import Location
+from ..volumes.location import Location
 from ..volumes.walk import Entry
 from .format import Index, parse_index
 from .pack_plan import ShardPlan

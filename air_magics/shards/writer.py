@@ -6,7 +6,7 @@ Commit protocol (the manifest is the commit; readers trust nothing it does not n
    itself, so two packers of one folder exclude each other wherever the volume's locks reach
    (another process, another ``AIR_HOME``, another machine on a volume with shared locks). Sweep
    the temp files dead packers left there (``io.leftovers``: their names carry the owner's pid).
-2. List the source once; read the published manifest and its indexes; plan (:mod:`.plan`).
+2. List the source once; read the published manifest and its indexes; plan (:mod:`.pack_plan`).
    An unchanged source ends here: nothing is written.
 3. Write each new shard as ``.shard-<id>.tar.air-tmp-<pid>-<thread>`` beside its final name,
    ``fsync``, rename into place; then its index the same way. Source files are read on a thread
@@ -46,8 +46,9 @@ from ..io.pools import job_pool, threads
 from ..io.units import parse_size
 from ..snapshots import PackProgress, PackReport
 from ..volumes.glob import filter_pattern
+from ..volumes.location import Location
 from ..volumes.path import VolumePath
-from ..volumes.store import Location, VolumeStore
+from ..volumes.store import VolumeStore
 from ..volumes.walk import Entry
 from .dest import check_destination, lock_destination, read_local, remove_unnamed
 from .format import (

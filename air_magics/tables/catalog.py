@@ -3,7 +3,7 @@
 Why: ``%air_table --tables`` lists them, and a misspelled name's one-line error offers the closest
 (``no such table main.demo.featurs (did you mean main.demo.features?)``), as a misspelled flag gets
 the closest flags. On the embedded store ``catalog.schema`` is the database ``<catalog>__<schema>``
-(:mod:`.names`); elsewhere the session's catalog answers as it is.
+(:mod:`air_magics.tablefiles.names`); elsewhere the session's catalog answers as it is.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Copying many files fast and safely: the planner, the parallel engine and the per-file copy.
 
 Layers inside the package point one way: :mod:`.task` (the values) at the bottom, :mod:`.file`
-(one file, atomically and confined) and :mod:`.plan` (sources and a destination -> tasks, every
+(one file, atomically and confined) and :mod:`.copy_plan` (sources and a destination -> tasks, every
 check before a byte is written) above it, :mod:`.engine` (the thread pool, retries, progress) on
 top. The public names are re-exported here: ``from air_magics.transfer import copy_files``.
 """

@@ -23,9 +23,10 @@ from ..io.confined import is_within
 from ..io.leftovers import temp_name
 from ..io.retry import is_transient, retry_call
 from ..volumes.glob import filter_glob, split_glob
+from ..volumes.location import Location
 from ..volumes.path import PREFIX, VolumePath
 from ..volumes.resolved import VolumeFile
-from ..volumes.store import Location, VolumeStore
+from ..volumes.store import VolumeStore
 from ..volumes.walk import Entry, scan_local
 from .task import CopyTask
 

@@ -23,7 +23,7 @@ from ..io.forksafe import renew_after_fork
 from ..io.leftovers import TEMP_MARK, sweep_stale, temp_name
 from ..io.pools import job_pool, threads
 from ..io.versions import MTIME_TOLERANCE, same_version
-from ..volumes.store import Location, fs_mtime
+from ..volumes.location import Location, fs_mtime
 from .task import DESTINATION, SOURCE, CopyTask, mark_side
 
 __all__ = ["TEMP_MARK", "DirMaker", "copy_file", "is_unchanged", "source_stat"]

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from ..io.units import fmt_bytes, fmt_rate, plural
 from ..snapshots import CopyProgress  # the value copy events carry; it lives below the events
+from ..volumes.location import Location
 from ..volumes.resolved import VolumeFile
-from ..volumes.store import Location
 
 __all__ = [
     "CopyTask",

@@ -5,11 +5,12 @@ the same paths; registered fsspec volumes are reached through ``volumes://`` URL
 
 import sys
 
+from .location import FileInfo, Location, VolumeInfo
 from .mount import MountStatus, mount, mount_status, unmount
 from .path import PREFIX, VolumePath, is_volume_text
 from .probe import ProbeReport, probe
 from .registry import VolumeRegistry
-from .store import FileInfo, Location, VolumeInfo, VolumeStore
+from .store import VolumeStore
 
 PROTOCOL = "volumes"  # volumes://catalog/schema/volume/path == /Volumes/catalog/schema/volume/path
 

@@ -23,8 +23,8 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol, overload
 
 from ..errors import VolumePathError
+from .location import Location
 from .resolved import VolumeFile
-from .store import Location
 
 __all__ = ["FileList", "ListedFile"]
 
@@ -166,7 +166,7 @@ class FileList(Sequence[VolumeFile]):
         return [prefix + r for r in rels]
 
     def source(self, i: int) -> Location:
-        """File *i*'s :class:`~air_magics.volumes.store.Location`."""
+        """File *i*'s :class:`~air_magics.volumes.location.Location`."""
         base = self.base
         if base.fs is None:
             return Location(f"{self._src_root}/{self.name(i)}", None, base.root)

@@ -41,8 +41,9 @@ from ..errors import VolumeExistsError, VolumeNotFoundError, VolumePathError
 from ..io.atomic import AtomicFile, replace_at, write_atomic
 from ..io.confined import open_dir, open_file
 from . import detect
+from .location import Location, fs_mtime
 from .path import PREFIX, VolumePath
-from .store import Location, VolumeStore, fs_mtime
+from .store import VolumeStore
 
 __all__ = ["VolumesFileSystem", "PROTOCOL"]
 

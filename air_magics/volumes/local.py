@@ -14,8 +14,8 @@ from urllib.parse import unquote, urlsplit
 
 from ..errors import VolumeNotFoundError, VolumePathError
 from .glob import filter_glob, filter_pattern, split_glob
+from .location import Location
 from .path import VolumePath, is_volume_text
-from .store import Location
 from .walk import Entry, scan_local
 
 __all__ = ["InPlace", "local_source", "local_files"]

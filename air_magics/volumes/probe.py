@@ -24,8 +24,9 @@ from ..errors import ProbeError, VolumeNotFoundError
 from ..io.confined import open_read
 from ..io.pools import job_pool, threads
 from ..io.units import fmt_bytes
+from .location import Location
 from .path import VolumePath, is_volume_text
-from .store import Location, VolumeStore
+from .store import VolumeStore
 
 __all__ = ["probe", "ProbeReport", "probe_advice", "STREAMS", "MAX_FILES"]
 

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .store import Location
+from .location import Location
 
 __all__ = ["VolumeFile"]
 

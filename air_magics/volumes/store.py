@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 _LEVELS = ("catalog", "schema", "volume")
 
-__all__ = ["VolumeStore", "FileInfo", "VolumeInfo", "Location", "fs_mtime"]
+__all__ = ["VolumeStore"]
 
 
 class VolumeStore:

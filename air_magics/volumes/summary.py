@@ -19,8 +19,8 @@ from ..errors import VolumeNotFoundError, VolumePathError
 from ..io.units import fmt_bytes
 from .detect import volumes_mount_status
 from .filestats import FileStats, size_stats
+from .location import FileInfo, VolumeInfo
 from .path import VolumePath
-from .store import FileInfo, VolumeInfo
 from .walk import Entry
 
 __all__ = [
