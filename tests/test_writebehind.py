@@ -4,8 +4,9 @@ transaction, and a flush that waits for (and hurries) what is queued."""
 import threading
 import time
 
+from air_magics.cache import writebehind
 from air_magics.cache.entries import Entries
-from air_magics.cache.writebehind import GATHER_S, WriteBehind
+from air_magics.cache.writebehind import WriteBehind
 
 
 def _row(i: int) -> tuple[str, str, int, float, bool]:
@@ -36,19 +37,25 @@ def test_rows_arriving_one_by_one_are_committed_many_per_transaction(tmp_path):
     assert all(entries.row(_row(i)[0]) is not None for i in range(50))
 
 
-def test_a_flush_commits_what_is_gathered_without_waiting_out_the_gathering(tmp_path):
-    """A flush (a stream's end, a check, a clear) needs the rows now: the writer stops gathering."""
+def test_a_flush_commits_what_is_gathered_without_waiting_out_the_gathering(tmp_path, monkeypatch):
+    """A flush (a stream's end, a check, a clear) needs the rows now: the writer stops gathering.
+    With the gathering stretched to a minute, five flushes that each waited it out would take five
+    minutes; they must all be back while the gathering of the first is still running."""
+    monkeypatch.setattr(writebehind, "GATHER_S", 60.0)
     entries = _Spy(tmp_path)
     writer = WriteBehind(entries, str(tmp_path))
-    writer.put(_row(0), lambda e: None)
-    writer.flush()  # the writer's thread starts and gathers; this hurries it
-    rounds = []
-    for _ in range(5):
-        writer.put(_row(1), lambda e: None)
-        t0 = time.perf_counter()
-        writer.flush()
-        rounds.append(time.perf_counter() - t0)
-    assert min(rounds) < GATHER_S, rounds  # one round at least was not held for the gathering
+    done = threading.Event()
+
+    def flushes() -> None:
+        writer.put(_row(0), lambda e: None)
+        writer.flush()  # the writer's thread starts and gathers; this hurries it
+        for _ in range(5):
+            writer.put(_row(1), lambda e: None)
+            writer.flush()
+        done.set()
+
+    threading.Thread(target=flushes, daemon=True).start()
+    assert done.wait(30), "a flush waited out the gathering"
     assert entries.row(_row(1)[0]) is not None
 
 
