@@ -136,9 +136,9 @@ def test_a_crash_mid_fetch_is_repaired_when_the_cache_is_next_opened(vol, tmp_pa
     root = tmp_path / "cache"
     _killed_child(
         root,
-        "slot = c.claim('/Volumes/main/raw/ck/packed/shard-00002@89abcdef', 1000)\n"
+        "slot = c.claims.claim('/Volumes/main/raw/ck/packed/shard-00002@89abcdef', 1000)\n"
         "os.makedirs(slot); open(slot + '/half.bin', 'wb').write(b'x' * 500)\n"
-        "c.overflow_folder()",
+        "c.claims.overflow_folder()",
     )
     c = FileCache(root, limit=4 * SIZE + WINDOW, overflow_bytes=WINDOW, pin_seconds=3600)
     assert c.total_bytes == 0  # (opening repaired it: the claim is gone, its bytes given back)

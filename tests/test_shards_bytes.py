@@ -310,7 +310,7 @@ def test_members_are_read_from_another_processs_part_file_as_they_verify(vol, tm
     holder = ProcessFileLock(f"{final}.lock")  # another open file: flock excludes this process's reader too
     holder.acquire()
     key = folder.source.cache_key(i)
-    assert cache.claim(key, len(raw)) == str(final)  # as a fetching process does: the room claimed first
+    assert cache.claims.claim(key, len(raw)) == str(final)  # as a fetching process does: the room claimed first
     try:
         early, late = members[1], members[-1]
         part = bytearray(len(raw))
@@ -325,7 +325,7 @@ def test_members_are_read_from_another_processs_part_file_as_they_verify(vol, tm
             assert not waiting.done()  # not served: its bytes do not verify yet
             Path(f"{final}.part").write_bytes(raw)
             os.replace(f"{final}.part", final)
-            cache.commit(key, len(raw))
+            cache.claims.commit(key, len(raw))
             holder.release()
             assert waiting.result(timeout=30) == src[late.name]
     finally:

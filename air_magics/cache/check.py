@@ -40,7 +40,7 @@ from .stripes import Stripes
 __all__ = ["Finding", "CheckReport", "run_check"]
 
 _SIDECARS = (".lock", ".complete", ".tmp", ".part", ".part-new")  # beside a shard's slot (shards.fetch/cached)
-_DERIVED_TAIL = 9  # "@" + 8 hex digits: a shard's key (claimed entries, see .claimed)
+_DERIVED_TAIL = 9  # "@" + 8 hex digits: a shard's key (claimed entries, see .claims)
 
 
 @dataclass(frozen=True)

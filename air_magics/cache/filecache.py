@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ from ..volumes.path import VolumePath
 from ..volumes.resolved import VolumeFile
 from ..volumes.store import VolumeStore
 from .check import CheckReport, run_check
-from .claimed import ClaimedEntries
+from .claims import Claims
 from .clearing import ClearListener, ClearProgress, ClearReport, drop_all
 from .entries import Entries
 from .evict import Evictor
@@ -64,7 +64,7 @@ from .validate import Validation
 __all__ = ["FileCache", "CacheInfo", "ClearReport", "ClearProgress", "CheckReport", "Residency"]
 
 
-class FileCache(ClaimedEntries):
+class FileCache:
     """Local copies of volume files. ``get(path)`` returns a local path valid for the current source.
 
     ``root`` defaults to ``$AIR_CACHE_DIR`` (``$AIR_HOME/cache``); ``limit`` to ``$AIR_CACHE_LIMIT``
@@ -179,6 +179,17 @@ class FileCache(ClaimedEntries):
             publish=self._publish,
         )
         self._evictor.settle = self._miss.flush
+        self.claims = Claims(
+            slot=self.slot,
+            bounds=self,
+            entries=self._entries,
+            stripes=self._stripes,
+            evictor=self._evictor,
+            overflow=self._overflow,
+            guard=self._guard,
+            hits=self._hits,
+            miss=self._miss,
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -189,6 +200,7 @@ class FileCache(ClaimedEntries):
             "_evictor",
             "_miss",
             "_guard",
+            "claims",
         ):
             state.pop(k, None)
         return state
@@ -276,26 +288,11 @@ class FileCache(ClaimedEntries):
         self._overflow.handed_out()
         return local
 
-    def overflow_file(self, key: str, size: int, mtime: float, write: Callable[[str], int]) -> str:
-        """A local path for *key* (*size* bytes, version *mtime*) past the cache, in this process's
-        overflow window: counted in the windows' bytes and valid as long as an overflow file is (see
-        :mod:`.overflow`); made by ``write(dest) -> bytes written`` unless the window holds that
-        version already. For what the caller reads itself (a packed member whose shard found no
-        room: :mod:`air_magics.shards.direct`)."""
-        local = self._miss.overflow(key, size, mtime, write)
-        self._overflow.handed_out()
-        return local
-
     def hold_ahead(self, n: int) -> None:
         """Paths this process hands out are consumed up to *n* hand-outs later (a DataLoader
         worker's messages wait in the loader's queue): its overflow window keeps every file at least
         that long (see :meth:`.OverflowWindow.hold_ahead`)."""
         self._overflow.hold_ahead(n)
-
-    def count_past(self, nbytes: int) -> None:
-        """Count *nbytes* read past the cache for a caller that reads them itself (a packed member
-        served from the volume when its shard found no room): an overflow, as a miss."""
-        self._hits.count(misses=1, bytes_fetched=nbytes, overflows=1)
 
     def read(self, f: VolumeFile, keep: Residency | None = None) -> bytes:
         """*f*'s content for its current version, as :meth:`fetch` makes it local: on a miss the
@@ -384,15 +381,6 @@ class FileCache(ClaimedEntries):
         False when the cache does not hold *path*."""
         key = str(VolumePath.parse(path))
         return bool(self._entries.pin({key: None}, time.time()))
-
-    # -- the miss path (:mod:`.miss`) ------------------------------------------------------------------
-    def _claim(self, f: VolumeFile, keep: Residency | None) -> bool:
-        """Room for *f* within the limit, claimed (for :meth:`claim`; see :meth:`.MissPath.claim`)."""
-        return self._miss.claim(f, keep)
-
-    def _recorded(self, key: str, local: str, size: int, mtime: float) -> None:
-        """*key*'s file is in place (for :meth:`commit`; see :meth:`.MissPath.recorded`)."""
-        self._miss.recorded(key, local, size, mtime)
 
     def flush_hits(self) -> None:
         """Write this process's batched hits (access times, counters) to the shared index. Called a

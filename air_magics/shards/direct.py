@@ -8,7 +8,7 @@ shard's members are served the way a raw folder's files are served past a full c
 asked for is read from the shard on the volume by range (its tar header and its data in one read),
 checked like any member served (header and CRC-32), and handed out as bytes (nothing on disk) or,
 as a path, through the cache's overflow window (member-sized files, within the windows' bytes:
-:meth:`~air_magics.cache.FileCache.overflow_file`). The claim is tried again every
+:meth:`~air_magics.cache.claims.Claims.overflow_file`). The claim is tried again every
 ``RETRY_CLAIM`` hand-outs, so a shard is cached whole again once the cache has room.
 """
 
@@ -64,10 +64,10 @@ def member_path(source: ShardSource, cache: FileCache, i: int, j: int) -> str:
 
     def write(dest: str) -> int:
         data = read_member(source, i, j)
-        write_atomic(dest, data, root=str(cache.overflow_folder()), mtime=MEMBER_MTIME)
+        write_atomic(dest, data, root=str(cache.claims.overflow_folder()), mtime=MEMBER_MTIME)
         return len(data)
 
-    return cache.overflow_file(key, m.size, MEMBER_MTIME, write)
+    return cache.claims.overflow_file(key, m.size, MEMBER_MTIME, write)
 
 
 def claim_or_go_direct(
@@ -76,7 +76,7 @@ def claim_or_go_direct(
     """Claim room for a shard's copy in the cache (True: fetch it, under *lock*); with none, the
     shard's fetch lock is given back and *st* marked refused at hand-out count *handed* (False: its
     members come from the volume, and the claim is tried again ``RETRY_CLAIM`` hand-outs later)."""
-    if cache.claim(key, size) is not None:
+    if cache.claims.claim(key, size) is not None:
         st.no_room = -1
         return True
     lock.release()

@@ -156,7 +156,7 @@ class Extractor:
         False when that entry is gone (evicted): forgotten here, to extract it again."""
         self.handed += 1
         if not st.running and time.monotonic() - st.renewed > self._renew_every:
-            if not self.cache.renew(self._keys[i], hit=0 if st.counted else self.source.shards[i].bytes):
+            if not self.cache.claims.renew(self._keys[i], hit=0 if st.counted else self.source.shards[i].bytes):
                 self._forget(st)
                 return False
             st.renewed, st.counted = time.monotonic(), True
@@ -225,7 +225,7 @@ class Extractor:
             except TimeoutError:
                 lock.close()
                 return False
-            if self.complete(i) and self.cache.renew(key):
+            if self.complete(i) and self.cache.claims.renew(key):
                 lock.release()
                 lock.close()
                 st.done, st.final = True, slot
@@ -247,7 +247,7 @@ class Extractor:
         st, key, size = self._states[i], self._keys[i], self.source.shards[i].bytes
         try:
             self._fetch_into(i, Path(final), st, key)
-            self.cache.commit(key, size)
+            self.cache.claims.commit(key, size)
             with st.cond:
                 st.done = True
         except BaseException as exc:  # the folder stays: what it holds was verified, and may be in use
@@ -283,7 +283,7 @@ class Extractor:
                 self.bytes_read += len(data)
                 if key and time.monotonic() - st.renewed > self._renew_every:  # a long fetch keeps its claim pinned
                     st.renewed = time.monotonic()
-                    self.cache.renew(key)
+                    self.cache.claims.renew(key)
 
             try:
                 stream_shard(src, i, consume)

@@ -11,7 +11,7 @@ Two ways to a member, both verified against the index before anything is handed 
   ``Image.open``, ``torch.load`` and ``np.load`` work on it. Costs a local file create per member.
 
 Cache entries: a cached shard and an extracted folder are each one entry of the
-:class:`~air_magics.cache.FileCache` (:meth:`~air_magics.cache.FileCache.claim`), counted against
+:class:`~air_magics.cache.FileCache` (:meth:`~air_magics.cache.claims.Claims.claim`), counted against
 its byte limit and evicted as a unit, least recently used first, never while pinned: reading from
 one renews its pin, so a path or map handed out stays valid for ``pin_seconds`` as a file's does.
 When the cache is full of entries in use, a shard is served from a copy in the process's overflow
@@ -290,7 +290,7 @@ def prune_extracted(cache: FileCache, keep: list[PackedFolder] | tuple[PackedFol
     keepers = {
         f.source.cache_key(i, extracted=x) for f in keep for i in range(len(f.manifest.shards)) for x in (False, True)
     }
-    gone = cache.drop_derived(keepers)
+    gone = cache.claims.drop_derived(keepers)
     for key in gone:  # their fetch locks and markers
         for suffix in (*SIDECARS, *CACHED_SIDECARS):
             try:

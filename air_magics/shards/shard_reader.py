@@ -10,7 +10,7 @@ memory map: a read is one copy out of the page cache, with no file opened, no pa
 descriptor held per shard.
 
 A cache entry like a file: its bytes are claimed within the cache's limit before the fetch
-(:meth:`~air_magics.cache.FileCache.claim`), its pin renewed while members are read from it, and
+(:meth:`~air_magics.cache.claims.Claims.claim`), its pin renewed while members are read from it, and
 it is evicted as a unit; with no room its members are read one at a time from the volume
 (:mod:`.direct`: nothing on disk). A process whose shard was evicted drops its map and fetches it again.
 
@@ -169,7 +169,7 @@ class ShardReader:
         """Member *j* of shard *i* from the volume (its shard found no room): counted past the cache."""
         data = read_member(self.source, i, j)
         self.bytes_read += len(data)
-        self.cache.count_past(len(data))
+        self.cache.claims.count_past(len(data))
         return data
 
     # -- the shard's cache entry ---------------------------------------------------------------------
@@ -183,7 +183,7 @@ class ShardReader:
 
     def _renew(self, i: int, st: ShardMap) -> bool:
         now = time.monotonic()
-        if not self.cache.renew(self._keys[i], hit=0 if st.counted else self.source.shards[i].bytes):
+        if not self.cache.claims.renew(self._keys[i], hit=0 if st.counted else self.source.shards[i].bytes):
             self._drop(st)
             st.evicted = True
             return False
@@ -359,7 +359,7 @@ class ShardReader:
                 return False
             st.evicted = False
             if self.complete(i):
-                if self.cache.renew(key):  # finished meanwhile: read it from there
+                if self.cache.claims.renew(key):  # finished meanwhile: read it from there
                     lock.release()
                     lock.close()
                     return True
@@ -379,10 +379,10 @@ class ShardReader:
         try:
             try:
                 self._fetch_into(i, path, st, key)
-                self.cache.commit(key, size)
+                self.cache.claims.commit(key, size)
             except BaseException:
                 unlink_quiet(path)
-                self.cache.release(key)
+                self.cache.claims.release(key)
                 raise
         except BaseException as exc:  # members verified so far stay readable from the map
             with st.cond:
@@ -416,7 +416,7 @@ class ShardReader:
                 self.bytes_read += len(data)
                 if key and time.monotonic() - st.renewed > self._renew_every:  # a long fetch keeps its claim pinned
                     st.renewed = time.monotonic()
-                    self.cache.renew(key)
+                    self.cache.claims.renew(key)
                 try:
                     check.feed(data)
                 finally:  # those verified before a damaged one are served

@@ -68,7 +68,7 @@ class ShardSource:
         )
 
     def cache_key(self, i: int, *, extracted: bool = False) -> str:
-        """Shard *i*'s key in the cache (:meth:`~air_magics.cache.FileCache.claim`): the shard's volume
+        """Shard *i*'s key in the cache (:meth:`~air_magics.cache.claims.Claims.claim`): the shard's volume
         path and its CRC-32, ``.../shard-00001.tar@1a2b3c4d`` for the cached file, or
         ``.../shard-00001@1a2b3c4d`` for the folder it is extracted into. Named after the content, so
         the copy at its slot can never be stale."""
