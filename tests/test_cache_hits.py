@@ -160,7 +160,7 @@ def _files(s, cache, files):
     from air_magics.volumes.resolved import VolumeFile
 
     fs = [VolumeFile(key, s.locate(key), st.st_size, st.st_mtime) for key, st in files]
-    cache.bind(fs)
+    cache.reads.bind(fs)
     return fs
 
 
@@ -223,4 +223,4 @@ def test_overflows_are_batched_and_reach_the_index_by_the_flush_timer(tmp_path):
 
 def _served(cache, files) -> int:
     """How many of *files*, from the first, the warm path serves."""
-    return len(cache.hit_paths(files, range(len(files))))
+    return len(cache.reads.hit_paths(files, range(len(files))))

@@ -80,19 +80,20 @@ def test_a_warm_epoch_whose_pins_aged_waits_for_the_validation_instead_of_a_fetc
     import time
 
     from air_magics.cache import FileCache
+    from air_magics.cache.reads import Reads
 
     n = 300
     seeded_volume("main.raw.aged", {f"/Volumes/main/raw/aged/{i:04d}.bin": b"z%d" % i for i in range(n)})
     ds = UCVolumeDataset("/Volumes/main/raw/aged", cache=FileCache(tmp_path / "c", pin_seconds=0.4))
     assert len(list(ds)) == n  # cold: fetched
     fetches: list[str] = []
-    real = FileCache.fetch
+    real = Reads.fetch
 
     def spy(self, f, keep=None):
         fetches.append(f.key)
         return real(self, f, keep)
 
-    monkeypatch.setattr(FileCache, "fetch", spy)
+    monkeypatch.setattr(Reads, "fetch", spy)
     prefetchers: list[object] = []
     real_prefetcher = feed_module.Prefetcher
 

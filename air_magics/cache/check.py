@@ -33,6 +33,7 @@ from ..io.leftovers import is_leftover, owner_pid
 from ..io.locks import ProcessFileLock
 from ..io.process import pid_alive
 from ..io.versions import same_version
+from ..volumes.resolved import slot_of
 from .entries import PENDING, Entries
 from .overflow import dead_folders, sweep_dead
 from .stripes import Stripes
@@ -133,8 +134,8 @@ def run_check(
         if repair:
             with stripes.try_held(stripes.of(key or path), 0.0) as held:
                 lock = None
-                if held and key and _derived(key) and os.path.exists(files + key[8:] + ".lock"):
-                    lock = _free_lock(files + key[8:] + ".lock")
+                if held and key and _derived(key) and os.path.exists(slot_of(files, key) + ".lock"):
+                    lock = _free_lock(slot_of(files, key) + ".lock")
                     held = lock is not None
                 if held:
                     try:
@@ -148,7 +149,7 @@ def run_check(
     # -- the index against the disk -------------------------------------------------------------
     seen: set[str] = set()
     for key, (local, size, mtime) in rows.items():
-        if not local.startswith(files + "/") or local != files + key[len("/Volumes") :]:
+        if not local.startswith(files + "/") or local != slot_of(files, key):
             continue  # not the cache's own path (eviction refuses those): left alone
         try:
             st = os.stat(local)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..io.atomic import replace
 from ..io.confined import is_within
+from ..volumes.resolved import slot_of
 from .entries import Entries
 from .hits import PIN_MARGIN
 from .index import wal_budget
@@ -167,7 +168,7 @@ def unlink_owned(root: Path, key: str, local: str, files: str, real_dirs: dict[s
     """Unlink *local* only if it is this cache's own file for *key* (``<root>/files`` + the key's
     path, no ``..``) in a folder whose real path is inside ``files`` (no link out of it). An index
     entry is data: it may be crafted or damaged. *real_dirs* caches real paths per folder."""
-    own = key.startswith("/Volumes/") and local == files + key[len("/Volumes") :] and os.path.normpath(local) == local
+    own = key.startswith("/Volumes/") and local == slot_of(files, key) and os.path.normpath(local) == local
     if own:
         parent = os.path.dirname(local)
         if parent not in real_dirs:

@@ -31,20 +31,16 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import settings
 from ..events import Throttle
 from ..io.units import parse_size
-from ..io.versions import same_version
 from ..snapshots import CacheInfo  # the value cache events carry; it lives below the events
-from ..transfer import Landed
-from ..volumes.filelist import FileList
 from ..volumes.location import Location
 from ..volumes.path import VolumePath
-from ..volumes.resolved import VolumeFile
+from ..volumes.resolved import VolumeFile, slot_of
 from ..volumes.store import VolumeStore
 from .check import CheckReport, run_check
 from .claims import Claims
@@ -55,6 +51,7 @@ from .hits import PIN_MARGIN, HitLog
 from .limits import check_overflow_files, log_cap, split_limit
 from .miss import MissPath
 from .overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency
+from .reads import Reads
 from .reports import StatusReports
 from .rootguard import RootGuard
 from .sources import SourceCheck
@@ -76,10 +73,11 @@ class FileCache:
     index counts at most :attr:`files_limit` (the limit less the window), so files and windows
     together stay within ``limit``.
 
-    The API: :meth:`get` (fetch on a miss), :meth:`try_hit` (no fetch), :meth:`pin` (renew a
-    handed-out path's guarantee), :meth:`clear`, :meth:`info` and :attr:`limit`; datasets use the
-    :class:`~air_magics.volumes.resolved.VolumeFile` forms :meth:`bind`, :meth:`hit`, :meth:`fetch`
-    and :meth:`validate`, which skip the path parsing of the string forms.
+    Faces: this class is the users' (:meth:`get` fetches on a miss, :meth:`try_hit` never does,
+    :meth:`pin` renews a handed-out path's guarantee, :meth:`clear`, :meth:`check`, :meth:`info`,
+    :attr:`limit`); :attr:`reads` is the input pipeline's (:class:`~.reads.Reads`: resolved files,
+    no path parsed per item), :attr:`claims` the shards' (:class:`~.claims.Claims`: entries the
+    caller writes itself). All three work on one set of parts, made anew in each process.
     """
 
     def __init__(
@@ -179,6 +177,14 @@ class FileCache:
             publish=self._publish,
         )
         self._evictor.settle = self._miss.flush
+        self.reads = Reads(
+            self._files_root,
+            hits=self._hits,
+            overflow=self._overflow,
+            miss=self._miss,
+            entries=self._entries,
+            on_validated=self._validated,
+        )
         self.claims = Claims(
             slot=self.slot,
             bounds=self,
@@ -201,6 +207,7 @@ class FileCache:
             "_miss",
             "_guard",
             "claims",
+            "reads",
         ):
             state.pop(k, None)
         return state
@@ -231,97 +238,7 @@ class FileCache:
     # -- resolved files (the datasets' hot path) ----------------------------------------------------
     def slot(self, key: str) -> str:
         """The local path the cache keeps the volume path *key* (``/Volumes/...``, normalised) at."""
-        return self._files_root + key[8:]  # len("/Volumes") == 8
-
-    def bind(self, files: Sequence[VolumeFile]) -> None:
-        """Give each file its cache slot (once, when a dataset lists its files); packed members and
-        files read in place have none. A :class:`~air_magics.volumes.filelist.FileList` takes its
-        folder's slot once (its items make theirs)."""
-        root = self._files_root
-        if isinstance(files, FileList):
-            files.bind(root)
-            return
-        for f in files:
-            if f.member is None:
-                f.slot = root + f.key[8:]
-
-    def hit(self, f: VolumeFile) -> str | None:
-        """*f*'s cached path when this process validated it for *f*'s version and its pin is
-        fresh, else ``None``: the warm path, one dictionary lookup and no system call."""
-        size = f.size
-        if size is None or not self._hits.serve(f.key, size, f.mtime):  # type: ignore[arg-type]
-            return None
-        self._overflow.handed_out()
-        return f.slot
-
-    def hit_paths(self, files: Sequence[VolumeFile], block: Sequence[int]) -> list[str]:
-        """The cached paths of ``files[i]``, ``i`` in *block*, from the first, that :meth:`hit`
-        serves: a dataset's warm path. A :class:`~air_magics.volumes.filelist.FileList`'s run is
-        looked up from its names and versions directly, no item made (why: 0.8 us an item)."""
-        if isinstance(files, FileList):
-            rels, keys, sizes, mtimes = files.run(block)
-            n = self._hits.serve_run(keys, sizes, mtimes)
-            paths = files.slots(rels[:n]) if n else []
-        else:
-            run = [files[i] for i in block]
-            n = self._hits.serve_run([f.key for f in run], [f.size for f in run], [f.mtime for f in run])
-            paths = [f.slot for f in run[:n]]
-        if n:
-            self._overflow.handed_out(n)
-        return paths
-
-    def validated_here(self, files: Sequence[VolumeFile], i: int) -> bool:
-        """Whether this process validated ``files[i]`` at the version the list carries: when
-        :meth:`hit` still says None its pin has aged (an epoch longer than ``pin_seconds / 4``),
-        and a validation re-pins it in a batch, no fetch needed."""
-        if isinstance(files, FileList):
-            key, size, mtime = files.key(i), files.sizes[i], files.mtimes[i]
-        else:
-            f = files[i]
-            key, size, mtime = f.key, f.size, f.mtime
-        known = self._hits.version(key)
-        return known is not None and size is not None and size >= 0 and same_version(*known, size, mtime)  # type: ignore[arg-type]
-
-    def fetch(self, f: VolumeFile, keep: Residency | None = None) -> str:
-        """*f*'s cached path for its current version, fetching it on a miss (see :meth:`get`)."""
-        local = self._miss.fetch(f, keep)
-        self._overflow.handed_out()
-        return local
-
-    def hold_ahead(self, n: int) -> None:
-        """Paths this process hands out are consumed up to *n* hand-outs later (a DataLoader
-        worker's messages wait in the loader's queue): its overflow window keeps every file at least
-        that long (see :meth:`.OverflowWindow.hold_ahead`)."""
-        self._overflow.hold_ahead(n)
-
-    def read(self, f: VolumeFile, keep: Residency | None = None) -> bytes:
-        """*f*'s content for its current version, as :meth:`fetch` makes it local: on a miss the
-        bytes the fetch read from the source (the copy is never read back), else the cached file's.
-        A dataset's ``output="bytes"`` reads each file once this way."""
-        landed = Landed(keep_data=True)
-        local = self._miss.fetch(f, keep, landed)
-        self._overflow.handed_out()
-        if landed.data is not None:
-            return landed.data
-        with open(local, "rb") as fh:
-            return fh.read()
-
-    def validate(
-        self,
-        files: Sequence[VolumeFile],
-        order: Sequence[int],
-        *,
-        ahead: int = 512,
-        trusted_since: float = float("inf"),
-    ) -> Validation:
-        """Start checking what the cache holds for ``files[i]``, ``i`` in *order*, against the
-        sources, wide (the copy engine's concurrency) and at most *ahead* items ahead of the
-        consumer; an entry some process checked at or after *trusted_since* (this run's start) is
-        taken as checked. *files* are sorted by key, as a dataset's listing is. See
-        :class:`~air_magics.cache.validate.Validation`."""
-        return Validation(
-            self._entries, self._hits, files, order, ahead=ahead, trusted_since=trusted_since, on_done=self._validated
-        )
+        return slot_of(self._files_root, key)
 
     def _validated(self, v: Validation) -> None:
         """A validation ended: what it asked the volume counts in :meth:`info` (the cache view's line)."""
@@ -366,7 +283,7 @@ class FileCache:
         which this miss must not evict. A miss that finds no room within the limit is served from
         the process's overflow window instead of growing the cache (see :mod:`.overflow`).
         """
-        return self.fetch(self._resolve(path, size, mtime, src), keep)
+        return self.reads.fetch(self._resolve(path, size, mtime, src), keep)
 
     def try_hit(self, path: str | VolumePath, size: int, mtime: float) -> str | None:
         """The local path if *path* is cached and valid for this size/mtime, else ``None`` (no fetch)."""

@@ -122,7 +122,7 @@ class UCVolumeDataset(EpochStream):
                 + (f" matching {pattern!r}" if pattern else "")
                 + "; check the path with %air_volume ls"
             )
-        self.cache.bind(self.files)
+        self.cache.reads.bind(self.files)
         self.paths = [str(p) for p in paths]
         self.shuffle, self.seed, self.transform = shuffle, seed, transform
         # files in flight per stream: a DataLoader worker's (the loader sizes its queue by it) and one
@@ -291,14 +291,14 @@ class UCVolumeDataset(EpochStream):
         a loader that reads slices itself, dataset index *i*'s place in it)."""
         output, member = self.output, f.member
         if output == "path":
-            return member.local_path(self.cache) if member is not None else self.cache.fetch(f, keep)
+            return member.local_path(self.cache) if member is not None else self.cache.reads.fetch(f, keep)
         if member is not None:
             if output == "bytes":
                 return member.read_slice(self.cache, i) if self._slicing and i >= 0 else member.read_bytes(self.cache)
             return member.open(self.cache)
         if output == "bytes":
-            return self.cache.read(f, keep)  # a miss's bytes as fetched: the copy is not read back
-        return read_local(self.cache.fetch(f, keep), output)
+            return self.cache.reads.read(f, keep)  # a miss's bytes as fetched: the copy is not read back
+        return read_local(self.cache.reads.fetch(f, keep), output)
 
     def __iter__(self) -> Iterator[Any]:
         # the stream is planned when its first item is asked for (iter() alone starts nothing), and
@@ -314,7 +314,7 @@ class UCVolumeDataset(EpochStream):
         chunk, batch = (self._chunk, self._batch) if in_worker else (0, 1)
         depth = self.prefetch if in_worker else self._own_prefetch
         if in_worker:  # a path stays valid while it waits in the worker's messages (issue 49 item 7)
-            self.cache.hold_ahead(self._queued + depth + RUN)
+            self.cache.reads.hold_ahead(self._queued + depth + RUN)
         self._grid, self._stream, self._tally.yielded = grid, stream, 0
         # what this process read since its previous epoch began stays resident through this one
         # (with persistent workers the loader's clock, so a worker that started late keeps what the
@@ -330,7 +330,7 @@ class UCVolumeDataset(EpochStream):
             self._plan_shards(items)
         if self.validation is not None:
             self.validation.close()
-        validation = self.validation = cache.validate(
+        validation = self.validation = cache.reads.validate(
             files, items, ahead=max(512, 4 * depth), trusted_since=self._trusted_since
         )
         # a loader that reads packed members out of the cached shards itself gets their places

@@ -153,8 +153,8 @@ def _fetcher(fd: Feed) -> Callable[[int], Any]:
 def _ready(fd: Feed) -> Callable[[int], Any | None]:
     """One item's value if it is at hand (a warm file needs no thread), else None; an item with a
     transform always goes to the threads, where the transform runs."""
-    files, cache, output, validation, slices = fd.files, fd.cache, fd.output, fd.validation, fd.slices
-    hit, transform = cache.hit, fd.transform
+    files, output, validation, slices = fd.files, fd.output, fd.validation, fd.slices
+    hit, validated_here, transform = fd.cache.reads.hit, fd.cache.reads.validated_here, fd.transform
 
     def ready(i: int) -> Any | None:
         if transform is not None:
@@ -169,7 +169,7 @@ def _ready(fd: Feed) -> Callable[[int], Any | None]:
             data = member.ready_bytes()
             return data if data is None or output == "bytes" else _named(io.BytesIO(data), member.name)
         path = hit(f)
-        if path is None and validation.started and cache.validated_here(files, i) and validation.wait(i):
+        if path is None and validation.started and validated_here(files, i) and validation.wait(i):
             # known here but its pin has aged (an epoch longer than pin_seconds / 4): the validation
             # re-pins it a batch per transaction; waiting for that beats a thread and a transaction
             # of its own per item (a warm epoch at 1M files: ~45 us a file that way)
@@ -185,7 +185,7 @@ def _ready_run(fd: Feed) -> Callable[[list[int]], list[Any]] | None:
     if fd.transform is not None or fd.output != "path" or fd.packed:
         return None
     cache, files, validation = fd.cache, fd.files, fd.validation
-    hit_paths, validated_here = cache.hit_paths, cache.validated_here
+    hit_paths, validated_here = cache.reads.hit_paths, cache.reads.validated_here
 
     def ready_run(block: list[int]) -> list[Any]:
         paths = hit_paths(files, block)

@@ -24,7 +24,7 @@ from typing import Protocol, overload
 
 from ..errors import VolumePathError
 from .location import Location
-from .resolved import VolumeFile
+from .resolved import VolumeFile, slot_of
 
 __all__ = ["FileList", "ListedFile"]
 
@@ -187,7 +187,7 @@ class FileList(Sequence[VolumeFile]):
 
     def bind(self, files_root: str) -> None:
         """Place the files in a cache whose files live under *files_root* (see ``FileCache.bind``)."""
-        self.slot_root = files_root + self.base_key[8:]
+        self.slot_root = slot_of(files_root, self.base_key)
 
     def __repr__(self) -> str:
         return f"FileList({self.base_key!r}, {len(self)} files)"

@@ -18,7 +18,9 @@ from typing import Any
 
 from .location import Location
 
-__all__ = ["VolumeFile"]
+__all__ = ["VolumeFile", "slot_of"]
+
+_VOLUMES = len("/Volumes")
 
 
 @dataclass(slots=True, eq=False)
@@ -43,3 +45,9 @@ class VolumeFile:
     def version(self) -> tuple[int, float] | None:
         """``(size, mtime)`` of the source when known."""
         return None if self.size is None or self.mtime is None else (self.size, self.mtime)
+
+
+def slot_of(files_root: str, key: str) -> str:
+    """Where a cache whose files live under *files_root* keeps the volume path *key*
+    (``/Volumes/c/s/v/p`` -> ``<files_root>/c/s/v/p``): the one place this is spelled out."""
+    return files_root + key[_VOLUMES:]
