@@ -11,7 +11,8 @@ inside are its parts, each one concept: the index's rows (:mod:`.entries`) and i
 from ..snapshots import CacheInfo
 from .check import CheckReport, Finding
 from .filecache import ClearProgress, ClearReport, FileCache
-from .overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency, sweep_dead
+from .liveness import sweep_dead
+from .overflow import DEFAULT_OVERFLOW_FILES, OverflowWindow, Residency
 from .validate import Validation
 
 __all__ = [

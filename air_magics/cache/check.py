@@ -35,7 +35,7 @@ from ..io.process import pid_alive
 from ..io.versions import same_version
 from ..volumes.resolved import slot_of
 from .entries import PENDING, Entries
-from .overflow import dead_folders, sweep_dead
+from .liveness import dead_folders, sweep_dead
 from .stripes import Stripes
 
 __all__ = ["Finding", "CheckReport", "run_check"]

@@ -35,11 +35,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
-from ..errors import AirError, CheckpointCorruptError
+from ..errors import AirError
 from ..events import CheckpointEvent, Listener, channel
 from ..io import ranks
 from ..volumes.location import Location
@@ -58,6 +57,7 @@ from .commit import (
 from .dcp_calls import async_save_on_thread, default_stager, quiet_async_saves, single_process_quiet
 from .digests import ALGORITHM
 from .held_folder import HeldFolder, StagedText
+from .load_errors import corruption_in, earlier_step_on_corruption, one_line_error
 from .pruning import TAIL, StepPruner
 from .save_history import TERMINAL, SaveHistory
 from .stager import BufferStager
@@ -66,23 +66,7 @@ from .volume_writer import CheckpointError, UCVolumeReader, UCVolumeWriter
 
 __all__ = ["CheckpointManager"]
 
-
-def _corruption(exc: BaseException) -> CheckpointCorruptError | None:
-    """The corrupt-file error in *exc*, also when torch wrapped it in a ``CheckpointException``."""
-    if isinstance(exc, CheckpointCorruptError):
-        return exc
-    for inner in getattr(exc, "failures", {}).values():
-        err = inner[0] if isinstance(inner, tuple) else inner
-        if isinstance(err, CheckpointCorruptError):
-            return err
-    return None
-
-
-def _as_error(exc: BaseException, what: str) -> CheckpointError:
-    """torch's CheckpointException is a BaseException: turn it into an error ``except Exception`` sees."""
-    text = str(exc).strip().splitlines()
-    tail = next((ln for ln in reversed(text) if ln.strip() and not ln.startswith(" ")), type(exc).__name__)
-    return CheckpointError(f"{what}: {tail}")
+_WAITED_NOTICE = 0.05  # seconds a save waited for the previous one before the view mentions it
 
 
 class CheckpointManager:
@@ -217,7 +201,7 @@ class CheckpointManager:
         self._active = pending.name
         if rank == 0 and folder.has(pending.name):  # a crashed attempt's leftover (rmtree follows no link)
             remove_folder(here.join(pending.name))
-        _barrier(world)
+        ranks.barrier(world)
         # reported from the events thread (see SaveHistory.publish): the status document (1.5-3 ms on a disk busy
         # with the previous save's writeback) is off the loop's clock
         rec = self._saves.record(step, "staging", started=time.time())
@@ -264,10 +248,10 @@ class CheckpointManager:
             self._located = self._held = None  # the volume may have moved: the next save looks again
             if pointer is not None:
                 pointer.discard()
-            self._update(rec, "failed", error=str(_as_error(exc, "save failed")))
+            self._update(rec, "failed", error=str(one_line_error(exc, "save failed")))
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
-            raise _as_error(exc, f"saving step {step} to {self.directory} failed") from None
+            raise one_line_error(exc, f"saving step {step} to {self.directory} failed") from None
         rec["blocked_s"] = time.perf_counter() - t0
         if blocking:
             self._commit(step, rec, writer, rank, world, pointer)
@@ -319,7 +303,7 @@ class CheckpointManager:
         except BaseException as exc:
             if pointer is not None:
                 pointer.discard()
-            self._update(rec, "failed", error=str(_as_error(exc, "save failed")))
+            self._update(rec, "failed", error=str(one_line_error(exc, "save failed")))
             done.set()
             return
         try:
@@ -365,7 +349,7 @@ class CheckpointManager:
             self._saves.latest = step
             # committed: with one process the pruning need not hold the caller (see .pruning)
             self._pruner.after_commit(rec, self._saves.publish, background=world == 1)
-        _barrier(world)
+        ranks.barrier(world)
         seconds = time.time() - rec["started"]
         per_rank = writer.rank_bytes if len(writer.rank_bytes) > 1 else None  # rank 0 saw every rank's files
         total = sum(per_rank) + writer.bytes_uploaded - writer.rank_bytes[0] if per_rank else writer.bytes_uploaded
@@ -398,14 +382,14 @@ class CheckpointManager:
         import torch.distributed.checkpoint as dcp
 
         step = self._pick(step)
-        with self._suggest_earlier_step(step):
+        with earlier_step_on_corruption(self.steps, step):
             try:
                 with single_process_quiet():
                     dcp.load(state, storage_reader=self._reader(step))
             except BaseException as exc:
-                if isinstance(exc, (KeyboardInterrupt, SystemExit, AirError)) or _corruption(exc):
+                if isinstance(exc, (KeyboardInterrupt, SystemExit, AirError)) or corruption_in(exc):
                     raise
-                raise _as_error(
+                raise one_line_error(
                     exc,
                     f"checkpoint {self.step_path(step)} does not match the state to load (different model or keys?)",
                 ) from None
@@ -417,30 +401,12 @@ class CheckpointManager:
         raises :class:`CheckpointCorruptError` naming the first bad file. Steps saved before
         checksums existed are checked for presence and size only."""
         step = self._pick(step)
-        with self._suggest_earlier_step(step):
+        with earlier_step_on_corruption(self.steps, step):
             self._reader(step).verify()
         return step
 
     def _reader(self, step: int) -> UCVolumeReader:
         return UCVolumeReader(self.step_path(step), store=self.store)
-
-    @contextmanager
-    def _suggest_earlier_step(self, step: int) -> Iterator[None]:
-        """Turn a corrupt-file error (torch may have wrapped it) into one that names the step to load instead."""
-        try:
-            yield
-        except BaseException as exc:
-            bad = _corruption(exc)
-            if bad is None:
-                raise
-            earlier = [s for s in self.steps() if s < step]
-            remedy = (
-                f"load an earlier step, e.g. manager.load(state, step={earlier[-1]}) or "
-                f"manager.restore(..., step={earlier[-1]})"
-                if earlier
-                else "no earlier committed step to fall back to: save a new checkpoint"
-            )
-            raise CheckpointCorruptError(bad.checkpoint, bad.file, bad.problem, remedy) from None
 
     def restore(
         self, *, model: Any = None, optimizer: Any = None, loader: Any = None, step: int | None = None
@@ -455,7 +421,7 @@ class CheckpointManager:
         state = model_state(model, optimizer)
         key = None
         if loader is not None:
-            with self._suggest_earlier_step(step):
+            with earlier_step_on_corruption(self.steps, step):
                 key = loader_key(set(self._reader(step).read_metadata().state_dict_metadata), rank)
             if key is None and model is None:
                 raise CheckpointError(
@@ -479,14 +445,3 @@ class CheckpointManager:
                 f"{self.step_path(step)} is missing or incomplete; complete steps: {self.steps() or 'none'}"
             )
         return step
-
-
-def _barrier(world: int) -> None:
-    if world > 1:
-        import torch.distributed as dist
-
-        if dist.is_available() and dist.is_initialized():
-            dist.barrier()
-
-
-_WAITED_NOTICE = 0.05  # seconds a save waited for the previous one before the view mentions it

@@ -3,7 +3,7 @@
 Why (issue 34): read whole into a buffer, a 256 MB restore allocated and faulted in 256 MB, then
 copied every tensor out of it once more; 8 plain readers reading into the tensors took 0.32 s where
 that took 0.53. When the writer recorded where each tensor's data lies in its file (the manifest's
-``items``: :func:`air_magics.checkpoints.volume_writer.data_layout`), :func:`read_placed` reads the file
+``items``: :func:`air_magics.checkpoints.tensor_layout.data_layout`), :func:`read_placed` reads the file
 front to back once, each tensor's data straight into the destination's memory, every other byte
 (the items' zip headers, objects, anything not placed) into small kept pieces, and hashes all of
 it in file order. The whole file is verified against its checksum before the load goes on; a file

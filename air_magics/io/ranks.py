@@ -57,3 +57,12 @@ def gather_counts(streams: int, own: dict[int, int]) -> list[int]:
         for s, c in (part or {}).items():
             counts[int(s)] = int(c)
     return counts
+
+
+def barrier(world: int) -> None:
+    """Wait for every rank of an initialised ``torch.distributed`` group (nothing with one rank)."""
+    if world > 1:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            dist.barrier()

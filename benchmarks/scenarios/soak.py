@@ -198,7 +198,7 @@ def run_soak(
     workload loops through a ``DataLoader`` with 2 workers (default settings) instead of the dataset;
     *default_cache*: the processes' cache has only the limit set (see :func:`cache_settings`)."""
     from air_magics.cache import FileCache
-    from air_magics.cache.overflow import dead_folders
+    from air_magics.cache.liveness import dead_folders
     from air_magics.data import UCVolumeDataset
 
     settings = cache_settings(files, default_cache)
