@@ -5,9 +5,8 @@ first read of a member of shard *i* fetches the whole shard from the volume once
 (:func:`~.shard_source.stream_shard`: parallel range reads, size and CRC-32 checked) into its cache slot
 ``<cache root>/files/<catalog>/<schema>/<volume>/.../shard-00001.tar@<crc32>`` (key:
 :meth:`~.shard_source.ShardSource.cache_key`, named after the shard's content, so it is never stale).
-Members are then sliced out of that one file by the offsets of the index, through a read-only
-memory map: a read is one copy out of the page cache, with no file opened, no path resolved and no
-descriptor held per shard.
+Members are then sliced out of that file by the index's offsets through a read-only memory map:
+one copy out of the page cache, no file opened, no path resolved, no descriptor held per shard.
 
 A cache entry like a file: its bytes are claimed within the cache's limit before the fetch
 (:meth:`~air_magics.cache.claims.Claims.claim`), its pin renewed while members are read from it, and
@@ -18,9 +17,8 @@ Served as the bytes land: the range reads write straight into a map of ``<base>.
 at its full size first; no copy in between) and the bytes are checked in order as they pass
 (:mod:`.verify`: each member's tar header against its index entry, its data against its CRC-32),
 so a member is served as soon as its own bytes are in and verified, long before the shard is. As
-every served byte is checked by its member's CRC-32, the shard's own CRC-32 (a second pass over
-every byte) is not computed here; the shard's size is still checked first. The part file is
-renamed to ``<base>.tar`` when the shard is complete (the same file: maps made of it stay valid).
+every served byte is checked by its member's CRC-32, the shard's own (a second pass) is not
+computed; its size is. The part file becomes ``<base>.tar`` when complete (maps of it stay valid).
 
 Integrity, once per member per process: bytes this process did not check as they streamed in (a
 cached shard another process or an earlier run fetched, or another process's part file) are
