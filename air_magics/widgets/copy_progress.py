@@ -12,7 +12,7 @@ from typing import Any
 from ..events import CopyEvent
 from ..io.units import fmt_bytes, fmt_rate
 from ..transfer import CopyProgress, CopyReport
-from ._frontend import has_widget_frontend
+from ._frontend import pick_view
 
 __all__ = ["copy_progress_view", "WidgetCopyProgress", "TextCopyProgress", "describe"]
 
@@ -88,10 +88,4 @@ class TextCopyProgress:
 
 def copy_progress_view(title: str, *, widget: bool | None = None) -> WidgetCopyProgress | TextCopyProgress:
     """The right listener for this front end (``widget`` forces the choice)."""
-    use_widget = has_widget_frontend() if widget is None else widget
-    if use_widget:
-        try:
-            return WidgetCopyProgress(title)
-        except ImportError:  # ipywidgets missing: fall back to text
-            pass
-    return TextCopyProgress(title)
+    return pick_view(widget, lambda: WidgetCopyProgress(title), lambda: TextCopyProgress(title))

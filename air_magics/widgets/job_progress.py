@@ -10,7 +10,7 @@ from typing import Any
 
 from ..events import ExportEvent
 from ..io.units import fmt_bytes
-from ._frontend import has_widget_frontend
+from ._frontend import pick_view
 
 __all__ = ["export_progress_view", "describe_job"]
 
@@ -66,9 +66,5 @@ class _TextView:
 
 
 def export_progress_view(title: str, *, widget: bool | None = None) -> _WidgetView | _TextView:
-    if has_widget_frontend() if widget is None else widget:
-        try:
-            return _WidgetView(title)
-        except ImportError:
-            pass
-    return _TextView(title)
+    """The right listener of an export for this front end (``widget`` forces the choice)."""
+    return pick_view(widget, lambda: _WidgetView(title), lambda: _TextView(title))

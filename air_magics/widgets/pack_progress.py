@@ -11,7 +11,7 @@ import sys
 from typing import IO, Any
 
 from ..io.units import fmt_bytes
-from ._frontend import has_widget_frontend
+from ._frontend import pick_view
 
 __all__ = ["pack_progress_view", "WidgetPackProgress", "TextPackProgress", "describe_pack"]
 
@@ -102,9 +102,4 @@ class TextPackProgress:
 def pack_progress_view(title: str, *, widget: bool | None = None) -> WidgetPackProgress | TextPackProgress:
     """The right listener for this front end (``widget`` forces the choice; ``False`` for
     ``%config AirMagics.widgets = False``)."""
-    if has_widget_frontend() if widget is None else widget:
-        try:
-            return WidgetPackProgress(title)
-        except ImportError:  # ipywidgets missing: fall back to text
-            pass
-    return TextPackProgress(title)
+    return pick_view(widget, lambda: WidgetPackProgress(title), lambda: TextPackProgress(title))

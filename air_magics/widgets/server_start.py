@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..events import Event, ServerEvent
-from ._frontend import has_widget_frontend
+from ._frontend import has_widget_frontend, pick_view
 
 __all__ = ["ServerStartViews", "server_start_view"]
 
@@ -53,12 +53,7 @@ class _TextView:
 
 def server_start_view(*, widget: bool | None = None) -> Callable[[ServerEvent], None]:
     """A view of one start: a widget in a notebook with a widget front end, else text on stderr."""
-    if has_widget_frontend() if widget is None else widget:
-        try:
-            return _WidgetView()
-        except ImportError:
-            pass
-    return _TextView()
+    return pick_view(widget, _WidgetView, _TextView)
 
 
 class ServerStartViews:
