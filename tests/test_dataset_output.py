@@ -61,6 +61,24 @@ def test_every_item_is_its_file_content_cold_and_warm(vol, tmp_path, folder, out
         assert _files_under(cache.root / "files") == cache.info().entries < N
 
 
+@pytest.mark.parametrize("output", ["path", "bytes", "file"])
+def test_a_local_folder_read_in_place_gives_every_output(tmp_path, output):
+    """A local folder's files are served where they lie (no cache copy) in each output; its first
+    warm item with ``output="file"`` failed (the in-place file had no ``name``)."""
+    folder = tmp_path / "local"
+    for i in range(5):
+        (folder / f"f{i}.bin").parent.mkdir(exist_ok=True)
+        (folder / f"f{i}.bin").write_bytes(content(i))
+    items = list(UCVolumeDataset(str(folder), output=output, cache=FileCache(tmp_path / "c")))
+    if output == "path":
+        assert sorted(items) == [str(folder / f"f{i}.bin") for i in range(5)]
+        return
+    if output == "file":
+        assert sorted(f.name.rsplit("/", 1)[-1] for f in items) == [f"f{i}.bin" for i in range(5)]
+        items = [f.read() for f in items]
+    assert sorted(items) == sorted(content(i) for i in range(5))
+
+
 _OPENED: list[str] | None = None  # paths opened while a test listens (see _listen)
 
 

@@ -30,14 +30,13 @@ from ..errors import DatasetError
 from ..io import ranks
 from ..io.pools import threads
 from ..io.stageclock import STAGES
-from ..transfer import is_transient
 from ..volumes.filelist import FileList
 from ..volumes.path import VolumePath
-from ..volumes.resolved import VolumeFile
 from ..volumes.store import VolumeStore
 from .epoch_order import EpochState, Grid, OrderStateError, stream_index, stream_items, stream_order
 from .epoch_stream import EpochStream
-from .feed import Feed, SkippedFile, Tally, feed, read_local
+from .feed import Feed, Tally, feed
+from .item_way import SkippedFile, fetch_item, item_way
 from .listing import list_files, shard_groups
 from .prefetch import RUN
 
@@ -144,7 +143,6 @@ class UCVolumeDataset(EpochStream):
         self._prefix = os.path.commonpath([self.files[0].key, self.files[-1].key])
         self._last_start = 0.0  # when the previous epoch began (0: keep all of the prefix)
         self.validation: Any = None  # this process's latest cache validation (FileCache.validate)
-        self._slicing = False  # this iteration hands packed members out as MemberSlices (see attach)
 
     def __len__(self) -> int:
         return len(self.files)
@@ -174,7 +172,10 @@ class UCVolumeDataset(EpochStream):
         n = len(self.files)
         if not -n <= i < n:
             raise IndexError(f"UCVolumeDataset index {i} out of range: it has {n} files (0..{n - 1})")
-        value = self._fetch(self.files[i % n])
+        way = item_way(self.cache, self.output)
+        value = fetch_item(
+            way, self.files[i % n], None, -1, transform=self.transform, skip_errors=self.on_error == "skip"
+        )
         if isinstance(value, SkippedFile):  # on_error="skip": nothing to hand back for this index
             self.skipped.append(value)
             raise DatasetError(f"file {i % n} ({value.path}) could not be read: {value.reason}")
@@ -271,35 +272,6 @@ class UCVolumeDataset(EpochStream):
             raise DatasetError(str(exc)) from None
         return grid, s, items, in_worker is not None
 
-    def _fetch(self, f: VolumeFile, keep: Residency | None = None, i: int = -1) -> Any:
-        try:
-            item = self._item(f, keep, i)
-        except Exception as exc:
-            if self.on_error == "skip" and (is_transient(exc) or isinstance(exc, OSError)):
-                return SkippedFile(f.key, f"{type(exc).__name__}: {exc}")
-            raise
-        if self.transform is None:
-            return item
-        t0 = perf_counter()
-        try:
-            return self.transform(item)
-        finally:
-            STAGES.add("transform", perf_counter() - t0)
-
-    def _item(self, f: VolumeFile, keep: Residency | None, i: int = -1) -> Any:
-        """*f* as ``output`` asks, fetched through the cache (a member: from its cached shard; for
-        a loader that reads slices itself, dataset index *i*'s place in it)."""
-        output, member = self.output, f.member
-        if output == "path":
-            return member.local_path(self.cache) if member is not None else self.cache.reads.fetch(f, keep)
-        if member is not None:
-            if output == "bytes":
-                return member.read_slice(self.cache, i) if self._slicing and i >= 0 else member.read_bytes(self.cache)
-            return member.open(self.cache)
-        if output == "bytes":
-            return self.cache.reads.read(f, keep)  # a miss's bytes as fetched: the copy is not read back
-        return read_local(self.cache.reads.fetch(f, keep), output)
-
     def __iter__(self) -> Iterator[Any]:
         # the stream is planned when its first item is asked for (iter() alone starts nothing), and
         # its items pass through no generator of this class (see feed.feed)
@@ -334,11 +306,12 @@ class UCVolumeDataset(EpochStream):
             files, items, ahead=max(512, 4 * depth), trusted_since=self._trusted_since
         )
         # a loader that reads packed members out of the cached shards itself gets their places
-        slices = self._slicing = self._slices and in_worker and output == "bytes" and self.transform is None
+        slices = self._slices and in_worker and output == "bytes" and self.transform is None
         return Feed(
-            files=files, items=items, cache=cache, output=output, transform=self.transform, fetch=self._fetch,
-            keep=keep, validation=validation, tally=self._tally, prefetch=depth, chunk=chunk, batch=batch,
-            timed=in_worker, packed=self._groups is not None, slices=slices,
+            files=files, items=items, cache=cache, way=item_way(cache, output, slices=slices),
+            transform=self.transform, skip_errors=self.on_error == "skip", keep=keep, validation=validation,
+            tally=self._tally, prefetch=depth, chunk=chunk, batch=batch, timed=in_worker,
+            packed=self._groups is not None,
         )  # fmt: skip
 
     def _plan_shards(self, items: Sequence[int]) -> None:

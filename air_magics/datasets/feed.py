@@ -16,28 +16,20 @@ seconds blocked on fetches and spent outside it reach the stage clock
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from ..io.stageclock import STAGES
+from .item_way import ItemWay, SkippedFile, fetch_item
 from .prefetch import Prefetcher
 
 if TYPE_CHECKING:
     from ..cache import FileCache, Residency
     from ..volumes.resolved import VolumeFile
 
-__all__ = ["Feed", "SkippedFile", "Tally", "feed", "read_local"]
-
-
-@dataclass(frozen=True)
-class SkippedFile:
-    """A file left out after a permanent error (``on_error="skip"``)."""
-
-    path: str
-    reason: str
+__all__ = ["Feed", "Tally", "feed"]
 
 
 class Tally:
@@ -60,9 +52,9 @@ class Feed:
     files: Sequence[VolumeFile]  # the dataset's files; *items* index them
     items: Sequence[int]  # this stream's items, in the order they leave
     cache: FileCache
-    output: str  # "path", "bytes" or "file"
+    way: ItemWay  # how a file becomes its item (the output asked for, chosen once)
     transform: Callable[[Any], Any] | None
-    fetch: Callable[[VolumeFile, Residency | None, int], Any]  # (file, keep, index) -> item or SkippedFile
+    skip_errors: bool  # on_error="skip": a file that fails is a SkippedFile, not an error
     keep: Residency  # what this stream's misses must not evict
     validation: Any  # the cache's validation of *items* (FileCache.validate); closed when the stream ends
     tally: Tally  # the dataset's: counts every item before it leaves
@@ -71,20 +63,6 @@ class Feed:
     batch: int = 1  # ... a multiple of *batch* long unless the stream ends
     timed: bool = False  # in a worker: time outside the stream is its consumer's (a wrapper's decode)
     packed: bool = False  # members of packed folders among *files*
-    slices: bool = False  # packed members leave as MemberSlices (the loader reads their bytes)
-
-
-def read_local(path: str, output: str) -> Any:
-    """A cached file's content (``"bytes"``) or a file object over it (``"file"``)."""
-    if output == "file":
-        return open(path, "rb")  # noqa: SIM115 - the consumer owns the file object
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def _named(f: io.BytesIO, name: str) -> io.BytesIO:
-    f.name = name  # type: ignore[attr-defined]  # decoders (PIL) guess the format from it
-    return f
 
 
 class _StreamClock:
@@ -141,11 +119,12 @@ def feed(plan: Callable[[], Feed]) -> Iterator[Any]:
 
 def _fetcher(fd: Feed) -> Callable[[int], Any]:
     """One item fetched on a thread: its file's version found first (no second request for it)."""
-    files, keep, fetch_file, wait = fd.files, fd.keep, fd.fetch, fd.validation.wait
+    files, keep, way, wait = fd.files, fd.keep, fd.way, fd.validation.wait
+    transform, skip = fd.transform, fd.skip_errors
 
     def fetch(i: int) -> Any:
         wait(i)
-        return fetch_file(files[i], keep, i)
+        return fetch_item(way, files[i], keep, i, transform=transform, skip_errors=skip)
 
     return fetch
 
@@ -153,7 +132,8 @@ def _fetcher(fd: Feed) -> Callable[[int], Any]:
 def _ready(fd: Feed) -> Callable[[int], Any | None]:
     """One item's value if it is at hand (a warm file needs no thread), else None; an item with a
     transform always goes to the threads, where the transform runs."""
-    files, output, validation, slices = fd.files, fd.output, fd.validation, fd.slices
+    files, validation = fd.files, fd.validation
+    ready_member, from_path = fd.way.ready_member, fd.way.from_path
     hit, validated_here, transform = fd.cache.reads.hit, fd.cache.reads.validated_here, fd.transform
 
     def ready(i: int) -> Any | None:
@@ -162,19 +142,14 @@ def _ready(fd: Feed) -> Callable[[int], Any | None]:
         f = files[i]
         member = f.member
         if member is not None:
-            if output == "path":
-                return member.ready()
-            if slices:
-                return member.ready_slice(i)
-            data = member.ready_bytes()
-            return data if data is None or output == "bytes" else _named(io.BytesIO(data), member.name)
+            return ready_member(member, i)
         path = hit(f)
         if path is None and validation.started and validated_here(files, i) and validation.wait(i):
             # known here but its pin has aged (an epoch longer than pin_seconds / 4): the validation
             # re-pins it a batch per transaction; waiting for that beats a thread and a transaction
             # of its own per item (a warm epoch at 1M files: ~45 us a file that way)
             path = hit(f)
-        return path if path is None or output == "path" else read_local(path, output)
+        return None if path is None else from_path(path)
 
     return ready
 
@@ -182,7 +157,7 @@ def _ready(fd: Feed) -> Callable[[int], Any | None]:
 def _ready_run(fd: Feed) -> Callable[[list[int]], list[Any]] | None:
     """The values of a run's leading items that are at hand; for a plain folder's paths one call
     into the cache per run (None: the prefetcher asks :func:`_ready` item by item)."""
-    if fd.transform is not None or fd.output != "path" or fd.packed:
+    if fd.transform is not None or not fd.way.paths or fd.packed:
         return None
     cache, files, validation = fd.cache, fd.files, fd.validation
     hit_paths, validated_here = cache.reads.hit_paths, cache.reads.validated_here

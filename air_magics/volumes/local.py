@@ -27,6 +27,10 @@ class InPlace:
 
     path: str
 
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
     def ready(self) -> str:
         """The path to hand out now: always available, nothing to fetch."""
         return self.path
@@ -39,6 +43,13 @@ class InPlace:
             return f.read()
 
     def ready_bytes(self) -> bytes:
+        return self.read_bytes()
+
+    def ready_slice(self, item: int) -> bytes:
+        """A local file's bytes (slices of a cached shard are a packed member's)."""
+        return self.read_bytes()
+
+    def read_slice(self, cache: Any, item: int) -> bytes:
         return self.read_bytes()
 
     def open(self, cache: Any = None) -> Any:

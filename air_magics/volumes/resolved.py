@@ -14,13 +14,38 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any, Protocol
 
 from .location import Location
 
-__all__ = ["VolumeFile", "slot_of"]
+__all__ = ["VolumeFile", "MemberReader", "slot_of"]
 
 _VOLUMES = len("/Volumes")
+
+
+class MemberReader(Protocol):
+    """What a file that is not copied through the cache offers a dataset: a packed folder's member
+    (:class:`~air_magics.shards.packed_folder.MemberRef`) or a local file read in place
+    (:class:`~air_magics.volumes.local.InPlace`). The ``ready`` forms answer from what this
+    process has at hand (``None``: not yet, no wait); the others fetch what they need. *cache*:
+    the dataset's :class:`~air_magics.cache.FileCache`; *item*: the dataset index."""
+
+    @property
+    def name(self) -> str: ...
+
+    def ready(self) -> str | None: ...
+
+    def local_path(self, cache: Any) -> str: ...
+
+    def ready_bytes(self) -> bytes | None: ...
+
+    def read_bytes(self, cache: Any) -> bytes: ...
+
+    def ready_slice(self, item: int) -> Any: ...
+
+    def read_slice(self, cache: Any, item: int) -> Any: ...
+
+    def open(self, cache: Any) -> IO[bytes]: ...
 
 
 @dataclass(slots=True, eq=False)
@@ -32,7 +57,7 @@ class VolumeFile:
     size: int | None = None  # None: not known yet
     mtime: float | None = None
     slot: str = ""  # the local path a cache serves it at ("" until a cache binds it)
-    member: Any = None  # a packed folder's member (shards.MemberRef), or a local file read in place (InPlace)
+    member: MemberReader | None = None  # a packed folder's member, or a local file read in place
 
     @classmethod
     def staged(cls, path: str) -> VolumeFile:
