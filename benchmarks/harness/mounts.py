@@ -84,12 +84,16 @@ def slow_volume(
     read_ms: float | None = None,
     write_ms: float | None = None,
     cache_timeout: float = 1.0,
+    engine: str = "c",
 ) -> Iterator[Mount]:
-    """Mount *backing* at *mnt* with the C engine and a fixed latency per request; always unmounted.
+    """Mount *backing* at *mnt* with a fixed latency per request; always unmounted.
 
     *read_ms* / *write_ms* default to fusevol's own rule (read = 2 ms, write = read) when None.
+    *engine*: ``c`` (the default: a server that costs little CPU) or ``python`` (one that costs as
+    much as a real FUSE daemon written in Python, on the same cores as the client: there the
+    client's CPU per file decides its rate).
     """
-    opts: dict = dict(op_latency_ms=latency_ms, engine="c", attr_timeout=cache_timeout, entry_timeout=cache_timeout)
+    opts: dict = dict(op_latency_ms=latency_ms, engine=engine, attr_timeout=cache_timeout, entry_timeout=cache_timeout)
     if read_ms is not None:
         opts["read_latency_ms"] = read_ms
     if write_ms is not None:

@@ -186,6 +186,7 @@ class Bench:
             latency_ms=latency,
             read_ms=latency,
             cache_timeout=a.cache_timeout,
+            engine=a.engine,
         ) as mount:
             run = run_child(
                 argv,
@@ -300,6 +301,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--volumes-link",
         help="symlink to the mount that the reference reads through; its path must start "
         "with /Volumes (default /Volumes-air-bench-<pid>; removed at the end)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("c", "python"),
+        default="c",
+        help="fusevol's server: c (cheap) or python (as costly as a FUSE daemon in Python, on the same cores)",
     )
     p.add_argument("--sample-ms", type=float, default=50.0, help="PSS sampling interval in ms (default 50)")
     p.add_argument("--cache-timeout", type=float, default=1.0, help="fusevol attr/entry timeout in s (default 1)")

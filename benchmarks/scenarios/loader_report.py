@@ -335,7 +335,7 @@ def report(results: list[Result], configs: list[Config], a: argparse.Namespace) 
 
 def header(a: argparse.Namespace) -> str:
     return (
-        f"## bench_loader: {a.files} files x {a.size_kib} KiB in one folder, fusevol C engine (op latency = read "
+        f"## bench_loader: {a.files} files x {a.size_kib} KiB in one folder, fusevol {'C' if getattr(a, 'engine', 'c') == 'c' else 'Python'} engine (op latency = read "
         f"latency), attr/entry timeout {a.cache_timeout:g} s, fresh mount and empty cache per measurement, "
         f"{a.reps} interleaved rep(s), medians; {os.cpu_count()} CPUs; air_magics at {getattr(a, 'commit', 'unknown')}"
     )
