@@ -193,6 +193,8 @@ class DelayProxy:
         if not self._loop.is_closed() and self._loop.is_running():
 
             async def shut() -> None:
+                # the connections' tasks are cancelled: their end is no error worth a log line
+                self._loop.set_exception_handler(lambda loop, context: None)
                 if self._server is not None:
                     self._server.close()
                 for task in asyncio.all_tasks():

@@ -40,9 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["S3Server", "S3ServerError", "free_port", "running", "start", "weed_binary"]
+__all__ = ["LIST_ONLY", "S3Server", "S3ServerError", "free_port", "running", "start", "weed_binary"]
 
 REGION = "us-east-1"
+LIST_ONLY = ("AKIAAIRLISTONLY", "air-list-only-secret")  # a second identity: listings yes, reads no
 _START_TIMEOUT_S = 60.0
 _GRPC_OFFSET = 10000  # weed's internal clients dial <http port> + 10000 for some gRPC services, whatever is set
 _SERVICES = ("master", "volume", "filer", "s3", "admin")
@@ -105,6 +106,10 @@ class S3Server:
             "AWS_ENDPOINT_URL": self.endpoint,
             "AWS_DEFAULT_REGION": self.region,
         }
+
+    def list_only_env(self) -> dict[str, str]:
+        """:meth:`env` with the key of an identity that may list but not read (a GET is Forbidden)."""
+        return {**self.env(), "AWS_ACCESS_KEY_ID": LIST_ONLY[0], "AWS_SECRET_ACCESS_KEY": LIST_ONLY[1]}
 
     def storage_options(self, **extra: Any) -> dict[str, Any]:
         """s3fs keyword arguments for this server."""
@@ -229,7 +234,12 @@ def start(
                 "name": "air-test",
                 "credentials": [{"accessKey": key, "secretKey": secret}],
                 "actions": ["Admin", "Read", "List", "Tagging", "Write"],
-            }
+            },
+            {  # may list every bucket but read no object: a GET is refused (403 AccessDenied)
+                "name": "air-list-only",
+                "credentials": [{"accessKey": LIST_ONLY[0], "secretKey": LIST_ONLY[1]}],
+                "actions": ["List"],
+            },
         ]
     }
     (base / "identities.json").write_text(json.dumps(identities))
