@@ -19,6 +19,7 @@ __all__ = [
     "VolumeExistsError",
     "ConfinementError",
     "SpecialFileError",
+    "StorageAccessError",
     "RegistryError",
     "CopyPlanError",
     "DestinationError",
@@ -64,6 +65,10 @@ class ConfinementError(AirError, PermissionError):
 
 class SpecialFileError(AirError, OSError):
     """A FIFO, socket or device where a regular file was expected; refused without blocking."""
+
+
+class StorageAccessError(AirError, PermissionError):
+    """Object storage refused a request: wrong or missing credentials, or no permission on the bucket."""
 
 
 class RegistryError(AirError, ValueError):

@@ -1,5 +1,6 @@
-"""Shared fixtures: an isolated AIR_HOME per test, real FUSE volumes (benchmarks/harness/fusevol.py), and
-the run's one embedded Spark Connect server (``spark_server``/``shared_spark``) plus one remote one."""
+"""Shared fixtures: an isolated AIR_HOME per test, real FUSE volumes (benchmarks/harness/fusevol.py), a real
+S3 server (``s3_server``: benchmarks/harness/s3server.py), and the run's one embedded Spark Connect server
+(``spark_server``/``shared_spark``) plus one remote one."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # plain `pytest` puts only tests/ on the path; the volume tool lives in benchmarks/
     sys.path.insert(0, str(REPO))
 
-from benchmarks.harness import fusevol  # noqa: E402
+from benchmarks.harness import fusevol, s3server  # noqa: E402
 
 
 def pytest_configure(config):
@@ -80,6 +81,33 @@ def slowfs():
     if reason:
         pytest.skip(reason)
     return fusevol
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3 server (SeaweedFS ``weed mini`` on 127.0.0.1, signatures checked) for the session: once
+    per xdist worker (about 2 s to start). Its ``endpoint``, ``key``, ``secret``; ``make_bucket()`` a
+    fresh bucket per test; ``env()`` the ``AWS_*`` variables that reach it (set them with monkeypatch,
+    or use the ``s3_env`` fixture); ``filesystem()`` an s3fs instance of the test's own."""
+    server = s3server.start(tmp_path_factory.mktemp("s3server"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_env(s3_server, monkeypatch):
+    """This test reaches the S3 server through the standard AWS environment (what a user sets); the
+    server. Profiles and config files of the host are out of the way."""
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    for k in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_PROFILE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    return s3_server
 
 
 def sha(path: str | os.PathLike[str]) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ..errors import RegistryError, VolumeExistsError, VolumeNotFoundError, VolumePathError
+from ..errors import VolumeExistsError, VolumeNotFoundError, VolumePathError
 from ..io.confined import is_within, open_file, real_root
 from ..io.confined import makedirs as confined_makedirs
 from ..io.leftovers import is_leftover
@@ -27,6 +27,7 @@ from ..settings import embedded_volumes_root, registry_file
 from . import detect
 from .glob import filter_glob, filter_pattern, split_glob
 from .location import FileInfo, Location, VolumeInfo, fs_mtime
+from .objectfs import fs_entries, open_url
 from .path import VolumePath, is_name
 from .registry import VolumeRegistry, normalise_url
 from .walk import Entry, scan_local, scan_names
@@ -171,7 +172,7 @@ class VolumeStore:
         """Register a volume backed by an fsspec URL (``s3://``, ``gs://``, ``file://``, ``memory://``...)."""
         vp = VolumePath.parse_new_volume(volume)
         url = normalise_url(url)
-        fs, base = _open_url(url)
+        fs, base = open_url(url)
         self.registry.set(vp.volume_id, url)
         try:
             fs.makedirs(base, exist_ok=True)
@@ -191,7 +192,7 @@ class VolumeStore:
         vp = VolumePath.parse(path)
         info = self.volume_info(vp)
         if info.kind == "fsspec":
-            fs, base = _open_url(info.location)
+            fs, base = open_url(info.location)
             if fs.protocol == "file" or "file" in tuple(fs.protocol):
                 return self._confined(Path(base), vp)
             return Location(f"{base.rstrip('/')}/{vp.relpath}".rstrip("/") if vp.parts else base, fs)
@@ -332,7 +333,7 @@ class VolumeStore:
             if found and skipped is None:
                 _log_skipped(vp, found)
             return out
-        return _fs_entries(loc, vp, recursive=recursive, with_dirs=with_dirs)
+        return fs_entries(loc, vp, recursive=recursive, with_dirs=with_dirs)
 
     def file_stats(
         self, path: str | VolumePath, *, progress: Callable[[int], None] | None = None, drop: Sequence[str] = ()
@@ -392,46 +393,6 @@ def _log_skipped(vp: VolumePath, skipped: list[tuple[str, str]]) -> None:
         shown,
         more,
     )
-
-
-def _fs_entries(loc: Location, vp: VolumePath, *, recursive: bool, with_dirs: bool) -> list[Entry]:
-    fs, base = loc.fs, loc.path.rstrip("/")
-    if not fs.exists(base):
-        raise VolumeNotFoundError(f"{str(vp)!r} does not exist; check the path with `%air_volume ls {vp.parent}`")
-    if fs.isfile(base):
-        info = fs.info(base)
-        return [Entry("", int(info.get("size") or 0), fs_mtime(info))]
-    listing = (
-        fs.find(base, withdirs=with_dirs, detail=True)
-        if recursive
-        else {i["name"]: i for i in fs.ls(base, detail=True)}
-    )
-    out = []
-    strip = len(base.lstrip("/")) + 1
-    for name, info in listing.items():
-        rel = name.lstrip("/")[strip:]
-        if not rel:
-            continue
-        is_dir = info.get("type") == "directory"
-        if is_dir and not with_dirs:
-            continue
-        out.append(Entry(rel, int(info.get("size") or 0), fs_mtime(info), is_dir))
-    out.sort(key=lambda e: e.rel)
-    return out
-
-
-def _open_url(url: str) -> tuple[Any, str]:
-    try:
-        from fsspec.core import url_to_fs
-    except ImportError:  # pragma: no cover - fsspec is a core dependency
-        raise RegistryError("fsspec is required for registered volumes: pip install fsspec") from None
-    try:
-        return url_to_fs(url)
-    except (ImportError, ValueError) as exc:
-        raise RegistryError(
-            f"cannot open storage URL {url!r}: {exc}. Install the fsspec backend for its scheme "
-            f"(s3fs for s3://, gcsfs for gs://, adlfs for abfs://)"
-        ) from None
 
 
 def _stays_inside(vol_dir: str, parts: tuple[str, ...]) -> bool:
