@@ -302,7 +302,7 @@ def test_chunked_delivery_keeps_state_exact_per_item(vol):
         first.append(key(p))
         if i == 6:
             break
-    assert dl.dataset._chunk == CHUNK  # what the workers took with them
+    assert dl.dataset.attached.chunk == CHUNK  # what the workers took with them
     state = dl.state_dict()
     assert sum(c for c in state["dataset"]["segments"][-1]["delivered"] if c > 0) == 7
     dl2 = DataLoader(

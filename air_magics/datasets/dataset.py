@@ -27,13 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..cache import FileCache, Residency
 from ..errors import DatasetError
-from ..io import ranks
 from ..io.pools import threads
 from ..io.stageclock import STAGES
 from ..volumes.filelist import FileList
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
-from .epoch_order import EpochState, Grid, OrderStateError, stream_index, stream_items, stream_order
+from .epoch_order import EpochState, Grid, OrderStateError, stream_items, stream_order
 from .epoch_stream import EpochStream
 from .feed import Feed, Tally, feed
 from .item_way import SkippedFile, fetch_item, item_way
@@ -246,13 +245,8 @@ class UCVolumeDataset(EpochStream):
 
     # -- iteration ----------------------------------------------------------------------------------
     def _plan_items(self) -> tuple[Grid, int, Sequence[int], bool]:
-        rank, world = ranks.rank_and_world()
-        worker, workers, in_worker = ranks.worker()
-        if self._plan is not None and in_worker is not None:
-            self._follow_plan()
-        grid = Grid(world, workers)
-        s = stream_index(grid, rank, worker)
-        st = self._epoch_state()
+        start = self.start_stream()
+        grid, s, st = start.grid, start.stream, start.state
         try:
             items = (
                 stream_items(st, grid, s)
@@ -270,7 +264,7 @@ class UCVolumeDataset(EpochStream):
             )
         except OrderStateError as exc:
             raise DatasetError(str(exc)) from None
-        return grid, s, items, in_worker is not None
+        return grid, s, items, start.in_worker
 
     def __iter__(self) -> Iterator[Any]:
         # the stream is planned when its first item is asked for (iter() alone starts nothing), and
@@ -283,11 +277,11 @@ class UCVolumeDataset(EpochStream):
         # in a DataLoader worker: lists of the items that are ready (up to _chunk, a multiple of the
         # loader's batch size but at the end), so one message carries many items warm and the first
         # item leaves at once cold
-        chunk, batch = (self._chunk, self._batch) if in_worker else (0, 1)
+        att = self.attached
+        chunk, batch = (att.chunk, att.batch) if in_worker else (0, 1)
         depth = self.prefetch if in_worker else self._own_prefetch
         if in_worker:  # a path stays valid while it waits in the worker's messages (issue 49 item 7)
-            self.cache.reads.hold_ahead(self._queued + depth + RUN)
-        self._grid, self._stream, self._tally.yielded = grid, stream, 0
+            self.cache.reads.hold_ahead(att.queued + depth + RUN)
         # what this process read since its previous epoch began stays resident through this one
         # (with persistent workers the loader's clock, so a worker that started late keeps what the
         # others fetched early in the previous epoch)
@@ -306,7 +300,7 @@ class UCVolumeDataset(EpochStream):
             files, items, ahead=max(512, 4 * depth), trusted_since=self._trusted_since
         )
         # a loader that reads packed members out of the cached shards itself gets their places
-        slices = self._slices and in_worker and output == "bytes" and self.transform is None
+        slices = att.slices and in_worker and output == "bytes" and self.transform is None
         return Feed(
             files=files, items=items, cache=cache, way=item_way(cache, output, slices=slices),
             transform=self.transform, skip_errors=self.on_error == "skip", keep=keep, validation=validation,

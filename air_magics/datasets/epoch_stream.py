@@ -22,19 +22,42 @@ public methods below (in the spirit of torchdata's ``Stateful`` nodes), never a 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from torch.utils.data import IterableDataset
 
 from ..errors import DatasetError
-from .epoch_order import EpochState, Grid, OrderStateError, with_progress
+from ..io import ranks
+from .epoch_order import EpochState, Grid, OrderStateError, stream_index, with_progress
 from .planfile import PlanFile
 
 if TYPE_CHECKING:
     from ..shards.slices import SliceMaps
 
-__all__ = ["EpochStream"]
+__all__ = ["EpochStream", "Attachment", "StreamStart"]
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """What a DataLoader sets on its dataset before its workers start (see :meth:`EpochStream.attach`)."""
+
+    plan: PlanFile | None = None  # the plan a persistent worker reads at every iteration
+    chunk: int = 0  # items per worker message (0: one item each)
+    batch: int = 1  # a message's length is a multiple of this (the loader's batch size) but at the end
+    slices: bool = False  # the loader turns MemberSlices back into bytes in its own process
+    queued: int = 0  # items a worker's messages may hold on the way to the loop
+
+
+@dataclass(frozen=True)
+class StreamStart:
+    """Where this process's stream of the epoch starts (see :meth:`EpochStream.start_stream`)."""
+
+    grid: Grid
+    stream: int
+    state: EpochState  # the epoch, with the resume point if any
+    in_worker: bool  # in a DataLoader worker
 
 
 class EpochStream(IterableDataset):
@@ -52,11 +75,7 @@ class EpochStream(IterableDataset):
         self._stream = 0
         self._grid = Grid()
         self._yielded = 0
-        self._plan: PlanFile | None = None  # set by a DataLoader with persistent workers
-        self._chunk = 0  # set by a DataLoader with workers: they yield lists of items
-        self._queued = 0  # ... and items their messages may hold on the way to the loop (see attach)
-        self._batch = 1  # ... whose length is a multiple of this (the loader's batch size) but at the end
-        self._slices = False  # set by a DataLoader that reads MemberSlices in its own process
+        self.attached = Attachment()  # set by a DataLoader with workers (see attach)
         self._started: float | None = None  # when the loader began this epoch (persistent workers)
 
     # -- the loader's contract -------------------------------------------------------------------
@@ -75,8 +94,7 @@ class EpochStream(IterableDataset):
         worker may send packed members by their place instead of their bytes. ``queued``: items a
         worker's messages may hold between it and the loop (the loader's ``prefetch_factor``
         messages and the one being made): a path a worker hands out must stay valid that long."""
-        self._plan, self._chunk, self._batch, self._slices = plan, chunk, max(1, batch), slices
-        self._queued = queued
+        self.attached = Attachment(plan, chunk, max(1, batch), slices, queued)
 
     def default_workers(self) -> int | None:
         """The worker processes a ``DataLoader`` should start for this dataset when not told, or
@@ -109,6 +127,18 @@ class EpochStream(IterableDataset):
         return settings.cache_dir()
 
     # -- for subclasses -----------------------------------------------------------------------------
+    def start_stream(self) -> StreamStart:
+        """This process's place in the epoch's grid (rank x worker), the plan a persistent worker
+        follows read first; the stream's position starts at 0 (see :meth:`position`)."""
+        rank, world = ranks.rank_and_world()
+        worker, workers, in_worker = ranks.worker()
+        if self.attached.plan is not None and in_worker is not None:
+            self._follow_plan()
+        grid = Grid(world, workers)
+        stream = stream_index(grid, rank, worker)
+        self._grid, self._stream, self._yielded = grid, stream, 0
+        return StreamStart(grid, stream, self._epoch_state(), in_worker is not None)
+
     def _epoch_state(self) -> EpochState:  # the current epoch, with the resume point if any
         raise NotImplementedError
 
@@ -122,8 +152,6 @@ class EpochStream(IterableDataset):
     def _state_now(self, delivered: dict[int, int] | None, grid: Grid | None, epoch_done: bool) -> EpochState:
         """What ``state_dict`` saves: the next epoch's start, or this epoch's progress (what this
         process yielded, or the loader's *delivered*), gathered over ranks when distributed."""
-        from ..io import ranks
-
         if epoch_done:
             return EpochState(self.seed, self.epoch + 1, len(self), self.shuffle, self.fingerprint)
         grid = grid or self._grid
@@ -149,8 +177,8 @@ class EpochStream(IterableDataset):
     def _follow_plan(self) -> dict[str, Any]:
         """In a persistent worker: the epoch, start time and resume point the loader wrote for
         this iteration; the plan itself is returned for what a subclass added (``epoch_plan``)."""
-        assert self._plan is not None
-        plan = self._plan.read()
+        assert self.attached.plan is not None
+        plan = self.attached.plan.read()
         self.epoch = int(plan["epoch"])
         self._started = plan.get("started")
         self._resume = EpochState.from_dict(plan["resume"]) if plan.get("resume") else None

@@ -23,13 +23,12 @@ from typing import Any
 
 from ..cache import FileCache
 from ..errors import DatasetError
-from ..io import ranks
 from ..tablefiles.delta import DeltaError
 from ..tablefiles.filter import FilterError, filter_columns, parse_filter
 from ..tablefiles.resolve import Table, TableSchemaError, check_current, resolve
 from ..tablefiles.scan import count_rows, count_view_rows
 from ..volumes.store import VolumeStore
-from .epoch_order import EpochState, Grid, OrderStateError, stream_index, with_progress
+from .epoch_order import EpochState, Grid, OrderStateError, with_progress
 from .epoch_stream import EpochStream
 from .row_batches import iter_batches
 from .row_plan import StreamPlan, stream_plan
@@ -328,17 +327,11 @@ class UCDataset(EpochStream):
 
     # -- iteration ----------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        rank, world = ranks.rank_and_world()
-        worker, workers, in_worker = ranks.worker()
-        if self._plan is not None and in_worker is not None:
-            self._follow_plan()
-        grid = Grid(world, workers)
-        s = stream_index(grid, rank, worker)
+        start = self.start_stream()
         check_current(self.table, self.store)  # overwritten since? refuse in one line, not deep in pyarrow
-        plan = self._stream_plan(self._epoch_state(), grid, s)
-        self._grid, self._stream, self._yielded = grid, s, 0
-        # in a DataLoader worker with batch_size=None: lists of up to _chunk batches per message
-        chunk = min(self._chunk, _CHUNK) if in_worker is not None else 0
+        plan = self._stream_plan(start.state, start.grid, start.stream)
+        # in a DataLoader worker with batch_size=None: lists of up to the loader's chunk of batches per message
+        chunk = min(self.attached.chunk, _CHUNK) if start.in_worker else 0
         ready: list[dict[str, Any]] = []
         try:
             for batch in iter_batches(
