@@ -20,6 +20,8 @@ __all__ = [
     "ConfinementError",
     "SpecialFileError",
     "StorageAccessError",
+    "StorageCredentialsError",
+    "StorageUnreachableError",
     "RegistryError",
     "CopyPlanError",
     "DestinationError",
@@ -69,6 +71,14 @@ class SpecialFileError(AirError, OSError):
 
 class StorageAccessError(AirError, PermissionError):
     """Object storage refused a request: wrong or missing credentials, or no permission on the bucket."""
+
+
+class StorageCredentialsError(AirError, PermissionError):
+    """No credentials for object storage were found (environment, profile, instance role)."""
+
+
+class StorageUnreachableError(AirError, ConnectionError):
+    """An object store's endpoint cannot be reached (down, wrong host or port, no network)."""
 
 
 class RegistryError(AirError, ValueError):

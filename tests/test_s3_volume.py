@@ -31,7 +31,7 @@ def populated(s3_server):
     for the tests of this module. Returns ``(bucket, {relative name under train/: sha256})``."""
     bucket = s3_server.make_bucket()
     files = {f"d{i % 10}/f{i:05d}.bin": _content(i) for i in range(N_FILES)}
-    fs = s3_server.filesystem()
+    fs = s3_server.admin
     fs.pipe({f"{bucket}/raw/train/{k}": v for k, v in files.items()})
     fs.pipe(f"{bucket}/raw/other.txt", b"other")
     return bucket, {k: hashlib.sha256(v).hexdigest() for k, v in files.items()}

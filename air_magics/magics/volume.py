@@ -6,7 +6,8 @@
                                                level: /Volumes the catalogs, /Volumes/c its schemas,
                                                /Volumes/c/s its volumes
 %air_volume create catalog.schema.volume [--exist-ok]
-%air_volume register catalog.schema.volume URL
+%air_volume register catalog.schema.volume URL [--endpoint URL] [--profile NAME] [--option KEY=VALUE]... [--no-check]
+                                               checked with one listing first (see volume_register.py)
 %air_volume use catalog.schema.volume          default volume for relative paths
 %air_volume cache [--clear [--force]]          live cache view: hit rate, size, evictions, data wait
 %air_volume cache --check [--repair]           compare the cache's index with its files; repair what crashes left
@@ -39,6 +40,7 @@ from ..volumes.summary import DEFAULT_ROWS, ListingSummary, NamespaceListing, Vo
 from ..volumes.walk import Entry
 from ._common import check_output, output_argument, parse_line, store_output, with_arguments
 from ._state import default_volume, store
+from .volume_register import register, register_arguments
 
 COMMANDS = ("ls", "create", "register", "use", "cache", "checkpoints", "pack", "probe", "mount", "unmount")
 _NARGS = {
@@ -118,6 +120,7 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
             help="cache: compare the index with the files (rows without files, strays, temps, dead processes' folders)",
         ),
         argument("--repair", action="store_true", help="cache --check: fix what it finds (not live files)"),
+        *register_arguments(),
         output_argument(),
     )
 
@@ -165,6 +168,8 @@ def _command(magics: Any, args: Any) -> Any:
         raise UsageError("--force only applies to `cache --clear`")
     if (args.check and cmd != "cache") or (args.repair and not args.check):
         raise UsageError("--check only applies to `cache`, and --repair only to `cache --check`")
+    if cmd != "register" and (args.endpoint or args.profile or args.option or args.no_check):
+        raise UsageError(f"--endpoint/--profile/--option/--no-check only apply to `register`, not to {cmd!r}")
     if args.check and args.clear:
         raise UsageError("give `cache --clear` or `cache --check`, not both")
     if cmd == "cache" and args.check:
@@ -212,9 +217,7 @@ def _command(magics: Any, args: Any) -> Any:
         print(f"created volume /Volumes/{info.volume_id.replace('.', '/')} at {info.location}")
         return info
     if cmd == "register":
-        info = st.register(args.args[0], args.args[1])
-        print(f"registered /Volumes/{info.volume_id.replace('.', '/')} -> {info.location}")
-        return info
+        return register(st, args)
     vp = VolumePath.parse_volume(args.args[0])
     info = st.volume_info(vp)  # must exist
     magics.default_volume = vp.volume_id

@@ -8,7 +8,7 @@ checkpoint writer), and none of them needs the store's resolution to do so.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -29,11 +29,15 @@ class FileInfo:
 
 @dataclass(frozen=True)
 class VolumeInfo:
-    """Where one volume lives: ``kind`` is ``embedded``, ``mount`` or ``fsspec``."""
+    """Where one volume lives: ``kind`` is ``embedded``, ``mount`` or ``fsspec``. A registered
+    (``fsspec``) volume also carries its stored endpoint (None: the backend's default chain) and the
+    backend options its filesystem is opened with (no secrets: those come from the credentials chain)."""
 
     volume_id: str
     kind: str
     location: str
+    endpoint: str | None = None
+    options: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, eq=False, slots=True)

@@ -228,9 +228,11 @@ def fs_entries(loc: Location, vp: VolumePath, *, recursive: bool, with_dirs: boo
             if recursive
             else {i["name"]: i for i in fs.ls(base, detail=True)}
         )
-        if not listing and not fs.exists(base):
+        if not listing and vp.parts and not fs.exists(base):
             raise missing
     except FileNotFoundError:
+        if not vp.parts:  # a registered volume's root: an empty prefix (an object store has no folders)
+            return []
         raise missing from None
     except PermissionError as exc:
         raise access_error(exc, str(loc)) from None

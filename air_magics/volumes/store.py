@@ -29,7 +29,7 @@ from .glob import filter_glob, filter_pattern, split_glob
 from .location import FileInfo, Location, VolumeInfo, fs_mtime
 from .objectfs import fs_entries, open_url
 from .path import VolumePath, is_name
-from .registry import VolumeRegistry, normalise_url
+from .registry import RegistryEntry, VolumeRegistry, check_options, normalise_url
 from .walk import Entry, scan_local, scan_names
 
 if TYPE_CHECKING:
@@ -116,15 +116,15 @@ class VolumeStore:
                     for vol in children(sch, 2):
                         vid = f"{cat.name}.{sch.name}.{vol.name}"
                         found[vid] = VolumeInfo(vid, self.kind, str(vol))
-        for vid, url in self.registry.load().items():
-            found[vid] = VolumeInfo(vid, "fsspec", url)
+        for vid, entry in self.registry.entries().items():
+            found[vid] = VolumeInfo(vid, "fsspec", entry.url, entry.endpoint, entry.storage_options())
         return [found[k] for k in sorted(found)], notes
 
     def volume_info(self, volume: str | VolumePath) -> VolumeInfo:
         vp = VolumePath.parse(volume).root
-        url = self.registry.get(vp.volume_id)
-        if url is not None:
-            return VolumeInfo(vp.volume_id, "fsspec", url)
+        entry = self.registry.entry(vp.volume_id)
+        if entry is not None:
+            return VolumeInfo(vp.volume_id, "fsspec", entry.url, entry.endpoint, entry.storage_options())
         d = self._volume_dir(vp)
         found = d.is_dir()  # one stat: a round trip on a mounted volume
         if found and not is_within(os.path.realpath(d), real_root(str(self.root))):
@@ -168,17 +168,42 @@ class VolumeStore:
         d.mkdir(parents=True, exist_ok=True)
         return VolumeInfo(vp.volume_id, self.kind, str(d))
 
-    def register(self, volume: str | VolumePath, url: str) -> VolumeInfo:
-        """Register a volume backed by an fsspec URL (``s3://``, ``gs://``, ``file://``, ``memory://``...)."""
+    def register(
+        self,
+        volume: str | VolumePath,
+        url: str,
+        *,
+        endpoint: str | None = None,
+        profile: str | None = None,
+        options: dict[str, Any] | None = None,
+        check: bool = True,
+    ) -> VolumeInfo:
+        """Register a volume backed by an fsspec URL (``s3://``, ``gs://``, ``abfs://``, ``file://``,
+        ``memory://``...). *endpoint* (an S3-compatible server), *profile* (an AWS profile) and
+        *options* (backend options, no secrets) are stored with it; credentials never are (the
+        backend's chain finds them: for S3 the environment, a profile, an instance role).
+
+        A bucket store is checked first (``check``): one listing proves the bucket reachable and
+        listable, else a one-line error says why (no credentials, forbidden, unreachable, no such
+        bucket: :mod:`air_magics.volumes.access`) and nothing is registered. ``check=False``
+        registers offline; other URLs get their folder made (best effort)."""
+        from .access import BUCKET_SCHEMES, check_access
+
         vp = VolumePath.parse_new_volume(volume)
-        url = normalise_url(url)
-        fs, base = open_url(url)
-        self.registry.set(vp.volume_id, url)
-        try:
-            fs.makedirs(base, exist_ok=True)
-        except (OSError, NotImplementedError):  # object stores have no directories to make
-            pass
-        return VolumeInfo(vp.volume_id, "fsspec", url)
+        entry = RegistryEntry(normalise_url(url), endpoint or None, profile or None, dict(options or {}))
+        check_options(entry.url, entry.endpoint, entry.profile, entry.options)
+        if entry.scheme in BUCKET_SCHEMES:  # a bucket is checked, never made
+            if check:
+                check_access(entry.url, entry.storage_options())
+            self.registry.set(vp.volume_id, entry)
+        else:
+            fs, base = open_url(entry.url, entry.storage_options())
+            self.registry.set(vp.volume_id, entry)
+            try:
+                fs.makedirs(base, exist_ok=True)
+            except (OSError, NotImplementedError):  # stores without directories to make
+                pass
+        return VolumeInfo(vp.volume_id, "fsspec", entry.url, entry.endpoint, entry.storage_options())
 
     def unregister(self, volume: str | VolumePath) -> bool:
         return self.registry.remove(VolumePath.parse_volume(volume).volume_id)
@@ -192,7 +217,7 @@ class VolumeStore:
         vp = VolumePath.parse(path)
         info = self.volume_info(vp)
         if info.kind == "fsspec":
-            fs, base = open_url(info.location)
+            fs, base = open_url(info.location, info.options)
             if fs.protocol == "file" or "file" in tuple(fs.protocol):
                 return self._confined(Path(base), vp)
             return Location(f"{base.rstrip('/')}/{vp.relpath}".rstrip("/") if vp.parts else base, fs)

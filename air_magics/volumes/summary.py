@@ -279,13 +279,16 @@ class VolumesOverview:
         ]
         if not self.volumes:
             lines.append("no volumes yet: %air_volume create catalog.schema.volume")
-        lines += [f"  /Volumes/{v.volume_id.replace('.', '/'):<40} {v.kind:<8} {v.location}" for v in self.volumes]
+        lines += [
+            f"  /Volumes/{v.volume_id.replace('.', '/'):<40} {v.kind:<8} {v.location}{_endpoint(v)}"
+            for v in self.volumes
+        ]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         rows = "".join(
             f"<tr><td><code>/Volumes/{escape(v.volume_id.replace('.', '/'))}</code></td><td>{escape(v.kind)}</td>"
-            f"<td><code>{escape(v.location)}</code></td></tr>"
+            f"<td><code>{escape(v.location)}</code>{escape(_endpoint(v))}</td></tr>"
             for v in self.volumes
         )
         empty = "" if self.volumes else "<p>No volumes yet: <code>%air_volume create catalog.schema.volume</code></p>"
@@ -295,3 +298,13 @@ class VolumesOverview:
             f"default volume: <code>{escape(self.default_volume or 'none')}</code>"
             f"<table><tr><th>volume</th><th>kind</th><th>location</th></tr>{rows}</table>{empty}</div>"
         )
+
+
+def _endpoint(v: VolumeInfo) -> str:
+    """`` (endpoint URL)`` for a registered volume: the stored one, or where the backend's default
+    chain sends it now; "" for a local or mounted volume."""
+    if v.kind != "fsspec" or v.location.startswith(("file:", "local:", "memory:")):
+        return ""
+    from .access import endpoint_of
+
+    return f" (endpoint {v.endpoint or endpoint_of(v.location.partition('://')[0].lower(), v.options or {})})"
