@@ -142,7 +142,7 @@ def test_ls_pattern_with_a_slash_implies_recursion(ip, vol):
     deep = ip.run_line_magic("air_volume", "ls /Volumes/main/raw/img/imgs --pattern **/*.bin")
     assert len(deep.files) == 12
     assert ip.run_line_magic("air_volume", "ls /Volumes/main/raw/img/imgs --pattern *.bin").files == []
-    assert "in ls a GLOB with '/' or '**' looks below PATH as -r does" in " ".join(
+    assert "a GLOB with '/' or '**' looks below PATH as -r does" in " ".join(
         ip.find_line_magic("air_volume").__doc__.split()
     )
 
@@ -192,21 +192,23 @@ def test_help_pages_show_the_syntax(ip):
     copy_doc = ip.find_cell_magic("air_copy").__doc__
     assert "one path or glob per line" in copy_doc and "--allow-failures" in copy_doc
     vol_doc = ip.find_line_magic("air_volume").__doc__
-    flat = " ".join(vol_doc.split())  # argparse wraps to the terminal's width
-    assert (
-        "pack, probe, mount, unmount" in flat
-        and "`%air_volume mount` makes /Volumes/... paths work in plain Python" in flat
-    )
+    flat = " ".join(vol_doc.split())
+    assert "/Volumes/... paths work in plain Python" in flat and "... -o VAR" in flat
     for usage in (
-        "%air_volume ls PATH [-r] [--pattern GLOB]",
+        "%air_volume ls [PATH] [-r] [--limit N] [--pattern GLOB]",
         "%air_volume create catalog.schema.volume [--exist-ok]",
-        "%air_volume register catalog.schema.volume URL",
+        "%air_volume register catalog.schema.volume URL [--endpoint URL]",
         "%air_volume use catalog.schema.volume",
-        "%air_volume cache [--clear [--force]]",
+        "%air_volume cache [--clear] [--force] [--check] [--repair]",
         "%air_volume checkpoints DIR",
-        "%air_volume pack SRC DEST",
+        "%air_volume pack SRC DEST [--shard-size SIZE]",
+        "%air_volume probe PATH",
+        "%air_volume mount [POINT]",
+        "%air_volume unmount [POINT]",
     ):
         assert usage in vol_doc
+    with pytest.raises(UsageError, match=r"%air_volume pack takes SRC DEST; got a"):
+        ip.run_line_magic("air_volume", "pack a")  # the error quotes the same usage
 
 
 def test_already_exists_suggests_the_flag(ip, vol):

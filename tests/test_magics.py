@@ -59,12 +59,12 @@ def test_ls_counts_everything_and_shows_a_bounded_listing(ip, vol):
     assert globbed.n_files == 200 and "  /Volumes/main/raw/img/train/c1/0001.jpg" in repr(globbed)
     with pytest.raises(UsageError, match="--limit -1: give the number of rows"):
         ip.run_line_magic("air_volume", "ls -r /Volumes/main/raw/img --limit -1")
-    with pytest.raises(UsageError, match="-r/--limit/--pattern only apply to `ls`"):
+    with pytest.raises(UsageError, match="--limit only applies to `ls`"):
         ip.run_line_magic("air_volume", "create main.x.y --limit 3")
 
 
 def test_a_long_listing_shows_its_progress_on_one_line(ip, vol, capsys, monkeypatch):
-    import air_magics.magics.volume as volume_magic
+    import air_magics.magics.air_volume.ls_cmd as volume_magic
     import air_magics.volumes.filestats as filestats
     import air_magics.volumes.walk as walk
 
@@ -73,7 +73,7 @@ def test_a_long_listing_shows_its_progress_on_one_line(ip, vol, capsys, monkeypa
     monkeypatch.setattr(filestats, "_gnu_find", lambda: None)
     ip.run_line_magic("air_volume", "ls -r /Volumes/main/raw/img")
     assert "listing" not in capsys.readouterr().out  # a quick listing says nothing
-    monkeypatch.setattr(volume_magic._ListingProgress, "after", 0.0)  # as if it ran long
+    monkeypatch.setattr(volume_magic.ListingProgress, "after", 0.0)  # as if it ran long
     out = ip.run_line_magic("air_volume", "ls -r /Volumes/main/raw/img")
     printed = capsys.readouterr().out
     assert "\rlisting /Volumes/main/raw/img: 200 entries so far\rlisting /Volumes/main/raw/img: 400" in printed
@@ -106,7 +106,7 @@ def test_create_register_use(ip, vol, capsys):
         ("register x.y.z nope", "scheme"),
         ("use main.raw.gone", "does not exist"),
         ("ls --bogus /Volumes/main/raw/img", "unrecognized arguments"),
-        ("create -r a.b.c", "only apply to `ls`"),
+        ("create -r a.b.c", "-r only applies to `ls`"),
     ],
 )
 def test_volume_errors_are_usage_errors(ip, vol, line, needle):
@@ -308,3 +308,25 @@ def test_expand_names(line, expected):
     from air_magics.magics._common import expand_names
 
     assert expand_names(line, {"p": "/V/x", "n": 3}) == expected
+
+
+def test_every_magic_line_of_a_cell_shows_its_result_in_order(ip, vol, capsys):
+    """A cell of several magic lines (the README's tour) shows each line's result where it runs, not
+    only the last one's; the last is shown once (by IPython), an assigned one not at all."""
+    capsys.readouterr()
+    ip.run_cell(
+        "%air_volume ls /Volumes/main/raw/img/train/c0 --limit 1\n"
+        "listed = %air_volume ls /Volumes/main/raw/img/train/c2 --limit 1\n"
+        "%air_volume ls /Volumes/main/raw/img/train/c1 --limit 1\n"
+        "%air_volume ls /Volumes --limit 1\n",
+        store_history=True,
+    )
+    out = capsys.readouterr().out
+    first, second, last = (out.find(f"/Volumes/main/raw/img/train/c{i}") for i in (0, 1, 2))
+    assert 0 <= first < second and last == -1, out  # in order; the assigned listing is not shown
+    assert out.count("/Volumes/main/raw/img/train/c1:") == 1 and out.count("Out[") == 1 and "/Volumes: 1 catalog" in out
+    assert ip.user_ns["listed"].n_files == 200
+    ip.run_cell(
+        "for p in ('c0', 'c1'):\n    %air_volume ls /Volumes/main/raw/img/train/{p} --limit 1\n", store_history=True
+    )
+    assert "/Volumes/main/raw/img/train/c0" not in capsys.readouterr().out  # a loop's values are left alone

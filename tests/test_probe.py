@@ -207,7 +207,7 @@ def test_magic_probes_a_local_folder(ip, tmp_path):
     [
         ("probe", "%air_volume probe takes PATH"),
         ("probe a b", "%air_volume probe takes PATH"),
-        ("probe /Volumes/main/raw/img -r", "-r/--limit/--pattern only apply to `ls`"),
+        ("probe /Volumes/main/raw/img -r", "-r only applies to `ls`"),
         ("probe /Volumes/main/nope/x", "main.nope.x"),
     ],
 )

@@ -155,7 +155,7 @@ def test_options_are_stored_nested_and_secrets_refused(ip, no_endpoint_env, buck
     with pytest.raises(RegistryError, match="never stored"):
         VolumeStore().register(VID, f"s3://{bucket}/data", options={"key": s3.key}, check=False)
     _nothing_registered()
-    with pytest.raises(UsageError, match="only apply to `register`"):
+    with pytest.raises(UsageError, match="--endpoint only applies to `register`"):
         ip.run_line_magic("air_volume", "ls /Volumes --endpoint http://x")
 
 

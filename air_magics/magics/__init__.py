@@ -19,11 +19,12 @@ from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, 
 from traitlets import Bool, TraitError, Unicode
 
 from .. import settings
+from . import air_volume as _volume
 from . import copy as _copy
 from . import table as _table
 from . import torchrun as _torchrun
-from . import volume as _volume
 from ._common import expand_names, strip_comment, usage_errors
+from .cell_display import show_in_order
 from .completion import install_completer
 
 __all__ = ["AirMagics", "register"]
@@ -52,32 +53,11 @@ class AirMagics(Magics, settings.AirConfig):
 
     @line_magic
     @no_var_expand
-    @_volume.arguments
     @usage_errors
     def air_volume(self, line: str) -> Any:
-        """Browse, inspect, create and register volumes.
+        return show_in_order(self.shell, _volume.run(self, expand_names(strip_comment(line), self.shell.user_ns)))
 
-        Commands and their arguments::
-
-            %air_volume                                  where volumes resolve, and the volumes there
-            %air_volume ls PATH [-r] [--pattern GLOB]    a folder's files, size distribution, advice
-                                                         (a GLOB with '/' or '**' implies -r)
-            %air_volume create catalog.schema.volume [--exist-ok]
-            %air_volume register catalog.schema.volume URL
-            %air_volume use catalog.schema.volume        default volume for relative paths
-            %air_volume cache [--clear [--force]]        live cache view
-            %air_volume checkpoints DIR                  the checkpoints a CheckpointManager saved under DIR
-            %air_volume pack SRC DEST [--shard-size 1GiB] [--pattern GLOB] [--dry-run]
-                                                         pack a folder of small files into tar shards
-            %air_volume probe PATH                       measure the storage under PATH in at most 20 s
-            %air_volume mount [POINT]                    /Volumes/... paths in plain Python (a link to the embedded root)
-            %air_volume unmount [POINT]                  remove that link
-            ... -o VAR                                   also store the result in notebook variable VAR
-
-        PATH and DIR are /Volumes/catalog/schema/volume/..., catalog.schema.volume/..., or relative
-        to the default volume (%air_volume use).
-        """
-        return _volume.run(self, expand_names(strip_comment(line), self.shell.user_ns))
+    air_volume.__doc__ = _volume.usage()  # the one usage text: the subcommands' table (magics/air_volume/)
 
     @line_magic
     @no_var_expand
@@ -85,7 +65,7 @@ class AirMagics(Magics, settings.AirConfig):
     @usage_errors
     def air_table(self, line: str) -> Any:
         """Tables through Spark Connect: preview, read to pandas/NumPy/Arrow, export to a volume."""
-        return _table.run(self, expand_names(strip_comment(line), self.shell.user_ns))
+        return show_in_order(self.shell, _table.run(self, expand_names(strip_comment(line), self.shell.user_ns)))
 
     @line_cell_magic
     @no_var_expand
@@ -112,7 +92,7 @@ class AirMagics(Magics, settings.AirConfig):
         If any file fails, the report is shown and the cell ends with an error (--allow-failures:
         return the report instead).
         """
-        return _copy.run(self, expand_names(strip_comment(line), self.shell.user_ns), cell)
+        return show_in_order(self.shell, _copy.run(self, expand_names(strip_comment(line), self.shell.user_ns), cell))
 
     @cell_magic
     @no_var_expand

@@ -106,6 +106,18 @@ def _magic_name(func: Any) -> str:
     return f"%{name}" if name.startswith("air_") else name
 
 
+def split_words(prog: str, line: str) -> list[str]:
+    """*line* split into words as a shell does; an unclosed quote is one ``UsageError`` line."""
+    from IPython.utils._process_common import arg_split
+
+    try:
+        return arg_split(line, posix=True, strict=True)
+    except ValueError as exc:
+        raise UsageError(
+            f"{prog}: cannot split {line!r} into words ({exc}); close the quote, or escape it with a backslash"
+        ) from None
+
+
 def parse_line(magic_func: Any, line: str, *, stray_words: str = "") -> Any:
     """Like ``parse_argstring`` but options may sit between positionals (``ls -r PATH``).
 
@@ -113,16 +125,8 @@ def parse_line(magic_func: Any, line: str, *, stray_words: str = "") -> Any:
     ``UsageError``s; an unknown option gets the closest valid ones ("did you mean") and the list of
     valid options. *stray_words*: what to say of words that are no option where the magic takes no
     positionals (``%air_copy --to X SRC``: where a source goes)."""
-    from IPython.utils._process_common import arg_split
-
     parser = magic_func.parser
-    try:
-        tokens = arg_split(line, posix=True, strict=True)
-    except ValueError as exc:
-        raise UsageError(
-            f"{parser.prog}: cannot split {line!r} into words ({exc}); close the quote, or escape it with a backslash"
-        ) from None
-    args, extra = parser.parse_known_intermixed_args(tokens)
+    args, extra = parser.parse_known_intermixed_args(split_words(parser.prog, line))
     if extra:
         message = unknown_arguments_message(parser, extra)
         if stray_words and any(not w.startswith("-") for w in extra):

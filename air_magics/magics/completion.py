@@ -37,7 +37,6 @@ URL = "volumes://"
 TABLES_TIMEOUT = 2.0  # seconds a Tab waits for a table listing
 _TABLES_TTL = 30.0  # a listing is reused this long (a Tab per keystroke must not ask Spark each time)
 _MAGICS = ("air_volume", "air_copy", "air_table")
-_PATH_COMMANDS = ("ls", "checkpoints", "pack", "probe")  # %air_volume commands whose arguments are paths
 
 
 def complete_volume_path(text: str) -> list[str]:
@@ -91,7 +90,17 @@ def _volume_names(text: str) -> list[str]:
         return []
 
 
-def _flags(magic: str, text: str) -> list[str]:
+def _flags(magic: str, text: str, line: str = "") -> list[str]:
+    if magic == "air_volume":  # the options of the subcommand on the line (none yet: the overview's)
+        from IPython.core.error import UsageError
+
+        from .air_volume import OVERVIEW, command_of
+
+        try:
+            cmd = command_of(line.split()[1:])[0]
+        except UsageError:
+            cmd = OVERVIEW
+        return [f for f in cmd.flag_names() if f.startswith("--") and f.startswith(text)]
     from IPython import get_ipython
 
     shell = get_ipython()  # the magic as registered (this package's __init__ imports this module)
@@ -116,17 +125,17 @@ def _magic_of(line: str) -> str | None:
 def complete_command(line: str, symbol: str) -> list[str]:
     """What fits the word being typed on a magic's line: ``%air_volume`` command names
     (``mo<Tab>`` -> ``mount``) as its first argument, and the magic's ``--options`` after ``-``."""
-    from . import volume
+    from .air_volume import COMMANDS
 
     magic = _magic_of(line)
     if magic is None:
         return []
     if symbol.startswith("-"):
-        return _flags(magic, symbol)
+        return _flags(magic, symbol, line)
     words = line.split()
     second = len(words) == 1 if line[-1:].isspace() else len(words) == 2 and words[1] == symbol
     if magic == "air_volume" and second and not symbol.startswith("/"):
-        return [c for c in volume.COMMANDS if c.startswith(symbol)]
+        return [c for c in COMMANDS if c.startswith(symbol)]
     return []
 
 
@@ -146,7 +155,7 @@ def complete_line(line: str, word: str, shell: Any = None) -> tuple[str, list[st
     if magic is None:
         return None
     if word.startswith("-"):
-        return "option", _flags(magic, word), True
+        return "option", _flags(magic, word, line), True
     names = complete_command(line, word)
     if names:
         return "command", names, True
@@ -155,9 +164,11 @@ def complete_line(line: str, word: str, shell: Any = None) -> tuple[str, list[st
         args = args[:-1]
     positional = [a for a in args if not a.startswith("-")]
     if magic == "air_volume" and positional:
+        from .air_volume import COMMANDS
+
         if positional[0] == "use" and len(positional) == 1:
             return "volume", _volume_names(word), True
-        if positional[0] in _PATH_COMMANDS:
+        if positional[0] in COMMANDS and COMMANDS[positional[0]].paths:
             return "path", _relative(word, _default_volume(shell)), True
     if magic == "air_table" and not args and not word.startswith(("{", "$")):
         return "table", complete_table(word, _user_ns(shell)), True
