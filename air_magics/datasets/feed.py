@@ -22,6 +22,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from ..io.stageclock import STAGES
+from .chunking import chunked
 from .item_way import ItemWay, SkippedFile, fetch_item
 from .prefetch import Prefetcher
 
@@ -216,15 +217,9 @@ def _chunked(fd: Feed, runs: Iterator[list[Any]], fetched: Prefetcher, clock: _S
             run_end = tally.yielded + len(run)
             yield run
 
-    items: list[Any] = []
-    for value in _hand_out(fd, tracked(), clock, timed=False):
-        items.append(value)
-        k = len(items)
-        if k >= chunk or (k % batch == 0 and tally.yielded >= run_end and not fetched.next_ready()):
-            clock.flush()
-            t0 = perf_counter()
-            yield items
-            STAGES.add("outside", perf_counter() - t0)  # the worker's collate and hand-over
-            items = []
-    if items:
-        yield items
+    def early(k: int) -> bool:  # whole batches in hand, the run handed out, and the next item not ready
+        return k % batch == 0 and tally.yielded >= run_end and not fetched.next_ready()
+
+    return chunked(
+        _hand_out(fd, tracked(), clock, timed=False), chunk, early=early, before_send=clock.flush, timed=True
+    )

@@ -387,41 +387,28 @@ class DataLoader(tud.DataLoader):
                     timing.data_wait += clock() - t0
                     t_last = clock()
                     continue
-            batch = pending[0]
-            if slices:
-                batch = _bytes_of(batch, maps.read)  # type: ignore[union-attr]
-            produced += sizes[0]  # delivered count per batch, not per chunk
-            timing.items += sizes[0] or one
-            t1 = clock()
-            wait = t1 - t0
-            if first:  # the first batch waits for the workers (and the listing) to start
-                timing.startup += wait
-                first = False
-            else:
-                timing.data_wait += wait
-            timing.last_wait = wait
-            timing.steps += 1
-            if track:
-                delivered[stream] = produced
-            if t1 >= next_emit:  # the widgets and status documents refresh a few times a second
-                next_emit = t1 + _EMIT_EVERY
-                self._emit("running")
-            t_last = clock()
-            yield batch
-            if len(pending) == 1:
-                continue
-            timing.last_wait = 0.0
-            for k in range(1, len(pending)):  # the rest of the message: in hand
-                batch = pending[k]
+            for k, batch in enumerate(pending):  # the first waited for; the rest of a chunk is in hand
                 if slices:
-                    batch = _bytes_of(batch, maps.read)  # type: ignore[union-attr]
-                produced += sizes[k]
+                    batch = _bytes_of(batch, maps.read)  # type: ignore[union-attr]  # noqa: PLW2901
+                produced += sizes[k]  # delivered count per batch, not per chunk
                 timing.items += sizes[k] or one
                 timing.steps += 1
                 if track:
                     delivered[stream] = produced
-                if clock() >= next_emit:
-                    next_emit = clock() + _EMIT_EVERY
+                now = clock()
+                if k:
+                    timing.last_wait = 0.0
+                else:
+                    wait = now - t0
+                    if first:  # the first batch waits for the workers (and the listing) to start
+                        timing.startup += wait
+                        first = False
+                    else:
+                        timing.data_wait += wait
+                    timing.last_wait = wait
+                    t_last = now  # the chunk's in-hand batches are the loop's time (compute)
+                if now >= next_emit:  # the widgets and status documents refresh a few times a second
+                    next_emit = now + _EMIT_EVERY
                     self._emit("running")
                 yield batch
 

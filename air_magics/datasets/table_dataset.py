@@ -28,6 +28,7 @@ from ..tablefiles.filter import FilterError, filter_columns, parse_filter
 from ..tablefiles.resolve import Table, TableSchemaError, check_current, resolve
 from ..tablefiles.scan import count_rows, count_view_rows
 from ..volumes.store import VolumeStore
+from .chunking import chunked
 from .epoch_order import EpochState, Grid, OrderStateError, with_progress
 from .epoch_stream import EpochStream
 from .row_batches import iter_batches
@@ -332,9 +333,8 @@ class UCDataset(EpochStream):
         plan = self._stream_plan(start.state, start.grid, start.stream)
         # in a DataLoader worker with batch_size=None: lists of up to the loader's chunk of batches per message
         chunk = min(self.attached.chunk, _CHUNK) if start.in_worker else 0
-        ready: list[dict[str, Any]] = []
-        try:
-            for batch in iter_batches(
+        batches = self._counted(
+            iter_batches(
                 plan,
                 units=self.units,
                 local_path=self._local,
@@ -345,15 +345,10 @@ class UCDataset(EpochStream):
                 window=self.window,
                 shuffle=self.shuffle,
                 views=self._views,
-            ):
-                self._yielded += 1
-                if not chunk:
-                    yield batch
-                    continue
-                ready.append(batch)
-                if len(ready) >= chunk:
-                    yield ready
-                    ready = []
+            )
+        )
+        try:
+            yield from chunked(batches, chunk) if chunk else batches
         except (OSError, KeyError, IndexError, ValueError, RuntimeError) as exc:  # pyarrow's errors are these too
             if isinstance(exc, DatasetError):
                 raise
@@ -362,5 +357,9 @@ class UCDataset(EpochStream):
             except DatasetError as refusal:  # rewritten mid-epoch: that refusal, not pyarrow's error
                 raise refusal from None
             raise
-        if ready:
-            yield ready
+
+    def _counted(self, batches: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """*batches*, each counted as it leaves (``state_dict()`` counts delivered batches)."""
+        for batch in batches:
+            self._yielded += 1
+            yield batch
