@@ -129,10 +129,12 @@ def _refuse_protocol(shown: str, protocol: Any) -> None:
         )
 
 
-def _load(deltalake: Any, root: str, shown: str, version: int | None, timestamp: Any) -> Any:
+def _load(
+    deltalake: Any, root: str, shown: str, version: int | None, timestamp: Any, storage_options: dict[str, str] | None
+) -> Any:
     """The table at *version* / *timestamp* (default: the latest); deltalake's errors in one line."""
     try:
-        dt = deltalake.DeltaTable(root, version=version)
+        dt = deltalake.DeltaTable(root, version=version, storage_options=storage_options or None)
         if timestamp is not None:
             dt.load_as_version(timestamp)
         return dt
@@ -186,10 +188,16 @@ def _keep_masks(dt: Any, root_uri: str) -> dict[str, Any]:
 
 
 def open_snapshot(
-    root: str, *, shown: str | None = None, version: int | None = None, timestamp: Any = None
+    root: str,
+    *,
+    shown: str | None = None,
+    version: int | None = None,
+    timestamp: Any = None,
+    storage_options: dict[str, str] | None = None,
 ) -> DeltaSnapshot:
-    """The snapshot of the Delta table in local folder *root* at *version* or *timestamp* (a
-    ``datetime`` or an ISO 8601 string; default: the latest). *shown* names it in errors."""
+    """The snapshot of the Delta table in local folder *root* (or at the object-store URL *root*, reached
+    with *storage_options*) at *version* or *timestamp* (a ``datetime`` or an ISO 8601 string; default:
+    the latest). *shown* names it in errors."""
     import pyarrow as pa
 
     shown = shown or root
@@ -198,7 +206,7 @@ def open_snapshot(
     if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
         raise DeltaError(f"version={version!r} for {shown}: give a table version number (0, 1, ...)")
     deltalake = _deltalake(shown)
-    dt = _load(deltalake, root, shown, version, timestamp)
+    dt = _load(deltalake, root, shown, version, timestamp, storage_options)
     _refuse_protocol(shown, dt.protocol())
     fields = list(dt.schema().fields)
     physical = {f.name: f.metadata[_PHYSICAL] for f in fields if _PHYSICAL in (f.metadata or {})}

@@ -160,19 +160,24 @@ def _listing(
     return files, base, volume
 
 
-def delta_root(base: str, volume: bool, store: VolumeStore) -> str | None:
-    """The local folder deltalake reads when *base* is a Delta table (it holds ``_delta_log``), else None."""
+def delta_root(base: str, volume: bool, store: VolumeStore) -> tuple[str, dict[str, str]] | None:
+    """Where deltalake reads *base*'s log when it is a Delta table (it holds ``_delta_log``), else None:
+    a local folder, or an object store's URL with the options that reach it (the volume's endpoint and
+    credentials). The data files are read through the volume (and its cache) either way."""
     if not volume:
-        return base if is_delta_folder(base) else None
+        return (base, {}) if is_delta_folder(base) else None
     loc = store.locate(base)
     if loc.is_local:
-        return loc.path if is_delta_folder(loc.path) else None
-    if loc.fs.isdir(f"{loc.path.rstrip('/')}/{DELTA_LOG}"):
+        return (loc.path, {}) if is_delta_folder(loc.path) else None
+    if not loc.fs.exists(f"{loc.path.rstrip('/')}/{DELTA_LOG}"):
+        return None
+    reader_options = getattr(loc.fs, "reader_options", None)
+    if reader_options is None:
         raise DeltaError(
-            f"{base} is a Delta table on {loc.fs.protocol} storage; Delta tables are read from local or mounted "
-            f"volumes only: copy the table to one (%%air_copy) or export it with Spark"
+            f"{base} is a Delta table on {loc.fs.protocol} storage that is not a registered object store; copy the "
+            f"table to a local or mounted volume (%%air_copy) or register its bucket (%air_volume register)"
         )
-    return None
+    return loc.fs.url(loc.path.rstrip("/")), reader_options()
 
 
 def resolve(source: str, store: VolumeStore, *, version: int | None = None, timestamp: Any = None) -> Table:
@@ -182,9 +187,9 @@ def resolve(source: str, store: VolumeStore, *, version: int | None = None, time
     source = source.strip()
     root = delta_root(base, volume, store)
     if root is not None:
-        return _resolve_delta(
-            source, store, files, base, volume, open_snapshot(root, shown=source, version=version, timestamp=timestamp)
-        )
+        where, options = root
+        snap = open_snapshot(where, shown=source, version=version, timestamp=timestamp, storage_options=options)
+        return _resolve_delta(source, store, files, base, volume, snap)
     if version is not None or timestamp is not None:
         raise DatasetError(
             f"{source} is a folder of plain Parquet (no {DELTA_LOG}); version=/timestamp= read Delta tables only"

@@ -21,6 +21,7 @@ from the backend) becomes a :class:`~air_magics.errors.StorageAccessError` namin
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -115,7 +116,26 @@ class ProcessFS:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in ProcessFS._OWN:  # (not set yet: no recursion through instance)
             raise AttributeError(name)
-        return getattr(self.instance, name)
+        value = getattr(self.instance, name)
+        if not callable(value) or name.startswith("_"):
+            return value
+        return self._refusals_named(value)
+
+    def _refusals_named(self, method: Any) -> Any:
+        """*method*, with the store's refusal (``PermissionError: Forbidden``) as one line naming the URL
+        and the fix (:func:`access_error`), for every call a volume makes (exists, ls, find, ...)."""
+
+        @functools.wraps(method)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(*args, **kwargs)
+            except PermissionError as exc:
+                if isinstance(exc, StorageAccessError):
+                    raise
+                where = args[0] if args and isinstance(args[0], str) else ""
+                raise access_error(exc, self.url(where)) from None
+
+        return call
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return _revive, (self._cls, self._args, self._options, self._token)
@@ -125,6 +145,12 @@ class ProcessFS:
 
     def url(self, path: str) -> str:
         return f"{_protocols(self._cls)[0]}://{path.lstrip('/')}"
+
+    def reader_options(self) -> dict[str, str]:
+        """What deltalake needs to read this store's objects itself (endpoint, credentials)."""
+        from .store_options import object_store_options
+
+        return object_store_options(_protocols(self._cls)[0], self._options)
 
     # -- reads that carry what the listing knows ---------------------------------------------------
     def cat_file(self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any) -> bytes:
