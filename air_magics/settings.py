@@ -50,6 +50,7 @@ __all__ = [
     "spark_idle_timeout",
     "spark_no_client_timeout",
     "export_chunk_bytes",
+    "maven_repo",
 ]
 
 DEFAULT_COPY_WORKERS = 64
@@ -224,6 +225,14 @@ SETTINGS: tuple[Setting, ...] = (
         _size(positive=True),
         lambda c: None,
     ),
+    Setting(
+        "maven_repo",
+        "AIR_MAVEN_REPO",
+        "`~/.m2/repository`",
+        "the Maven repository that jars resolved on first use (the Unity Catalog server's) are downloaded into and read from",
+        _path,
+        lambda c: Path.home() / ".m2" / "repository",
+    ),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 
@@ -261,6 +270,7 @@ class AirConfig(Configurable):
     spark_no_client_timeout = _trait("spark_no_client_timeout", "float")
     export_chunk_bytes = _trait("export_chunk_bytes", "size")
     table_max_bytes = _trait("table_max_bytes", "size")
+    maven_repo = _trait("maven_repo", "path")
 
     @validate(*_BY_NAME)
     def _check(self, proposal: Any) -> Any:
@@ -390,3 +400,8 @@ def spark_no_client_timeout() -> float:
 def export_chunk_bytes() -> int | None:
     """``export_chunk_bytes``, or ``None`` to size fetches from the driver heap."""
     return get("export_chunk_bytes")
+
+
+def maven_repo() -> Path:
+    """``maven_repo``: ``$AIR_MAVEN_REPO`` or ``~/.m2/repository`` (Maven's own default, so jars are shared with it)."""
+    return get("maven_repo")

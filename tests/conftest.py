@@ -51,6 +51,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if _SPARK_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(SHARED_SPARK)
+        elif "uc_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("uc"))  # one worker, one Unity Catalog JVM per run
 
 
 @pytest.fixture(autouse=True)
@@ -94,6 +96,27 @@ def s3_server(tmp_path_factory):
         yield server
     finally:
         server.stop()
+
+
+UC_BUCKET = "uc-vended"  # the bucket the run's Unity Catalog server vends the S3 server's keys for
+
+
+@pytest.fixture(scope="session")
+def uc_server(tmp_path_factory, s3_server):
+    """The run's one embedded Unity Catalog server (a JVM: 20-40 s to start here, 90 s the first time
+    ever, when Maven builds it), for every test that needs one; its tests run on one xdist worker
+    (``xdist_group("uc")``, added by :func:`pytest_collection_modifyitems`). It vends the S3 server's
+    keys for ``s3://uc-vended`` (:data:`UC_BUCKET`, made here). Yields the
+    :class:`~air_magics.catalog.EmbeddedServer`; stopped at the end of the session."""
+    from air_magics.catalog import S3Bucket, ensure_server, stop
+
+    s3_server.make_bucket(UC_BUCKET)
+    state = tmp_path_factory.mktemp("uc")
+    bucket = S3Bucket(UC_BUCKET, s3_server.key, s3_server.secret)
+    try:
+        yield ensure_server(state, s3_buckets=(bucket,))
+    finally:
+        stop(state)
 
 
 @pytest.fixture
