@@ -32,11 +32,14 @@ from ..io.process import pid_alive
 from .client import CatalogClient
 from .maven import MAIN_CLASS, SOURCE_DIR, server_classpath
 
-__all__ = ["EmbeddedServer", "S3Bucket", "ensure_server", "running", "state_dir", "stop"]
+__all__ = ["STATIC_KEYS_TOKEN", "EmbeddedServer", "S3Bucket", "ensure_server", "running", "state_dir", "stop"]
 
 START_TIMEOUT = 300.0  # seconds for the JVM to answer; 15-40 s on 2 busy cores
 _LOCK_TIMEOUT = 2400.0  # another process may be resolving the classpath for the first time
 _STOP_GRACE = 15.0
+# UC vends an ``s3.*`` bucket's keys as they are (no STS) only when a session token is configured;
+# this placeholder is that token, and clients leave it out of their requests (it is no real token)
+STATIC_KEYS_TOKEN = "air-static-keys"
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class S3Bucket:
     bucket: str
     access_key: str
     secret_key: str
-    session_token: str = "air-static"
+    session_token: str = STATIC_KEYS_TOKEN
     region: str = "us-east-1"
 
 

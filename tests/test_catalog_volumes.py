@@ -1,0 +1,140 @@
+"""Volumes resolved through a connected Unity Catalog (the run's real server, ``uc_server``): a UC
+volume on a ``file://`` folder is listed, read by ``UCVolumeDataset`` and copied from; one on
+``s3://`` is read from the real S3 server with the keys the catalog vends (none in the environment)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import uuid
+from pathlib import Path
+
+import pytest
+
+import air_magics
+from air_magics.errors import CatalogUnavailableError
+from air_magics.volumes import VolumeStore, catalog_volumes
+
+
+def _sha(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+@pytest.fixture
+def catalog(uc_server, monkeypatch):
+    """This test's own catalog on the run's server, connected for this test's AIR_HOME."""
+    monkeypatch.delenv("AIR_UC_URL", raising=False)
+    monkeypatch.delenv("AIR_UC_TOKEN", raising=False)
+    client = uc_server.client()
+    name = f"c{uuid.uuid4().hex[:8]}"
+    client.create_catalog(name)
+    client.create_schema(name, "raw")
+    catalog_volumes.connect(uc_server.url)
+    yield client, name
+    catalog_volumes.disconnect()
+    client.delete_catalog(name, force=True)
+
+
+@pytest.fixture
+def file_volume(catalog, tmp_path):
+    """``<catalog>.raw.img``: an external UC volume on a local folder of 12 files."""
+    client, name = catalog
+    folder = tmp_path / "img"
+    (folder / "train").mkdir(parents=True)
+    hashes = {}
+    for i in range(12):
+        data = os.urandom(1000 + i)
+        (folder / "train" / f"{i:02d}.bin").write_bytes(data)
+        hashes[f"{i:02d}.bin"] = _sha(data)
+    client.create_volume(name, "raw", "img", storage_location=folder.as_uri())
+    return f"/Volumes/{name}/raw/img", folder, hashes
+
+
+def test_a_catalog_volume_is_listed_and_located_at_its_storage_location(file_volume):
+    path, folder, hashes = file_volume
+    store = VolumeStore()
+    vid = path.removeprefix("/Volumes/").replace("/", ".")
+    listed = {v.volume_id: v for v in store.volumes()}
+    assert listed[vid].kind == "catalog" and listed[vid].location == folder.as_uri()
+    assert store.locate(f"{path}/train/00.bin").path == str(folder / "train" / "00.bin")
+    assert sorted(f.path.name for f in store.ls(f"{path}/train")) == sorted(hashes)
+
+
+def test_a_catalog_volume_is_read_by_the_dataset(file_volume):
+    from air_magics.data import UCVolumeDataset
+
+    path, _, hashes = file_volume
+    got = {Path(p).name: _sha(Path(p).read_bytes()) for p in UCVolumeDataset(f"{path}/train")}
+    assert got == hashes
+
+
+def test_a_catalog_volume_is_copied_from(file_volume, tmp_path):
+    path, _, hashes = file_volume
+    report = air_magics.copy([f"{path}/train"], str(tmp_path / "out"))
+    assert report.ok
+    assert {p.name: _sha(p.read_bytes()) for p in (tmp_path / "out" / "train").iterdir()} == hashes
+
+
+def test_a_volume_the_catalog_lacks_resolves_as_without_one(catalog):
+    store = VolumeStore()
+    store.create("local.s.v")
+    assert store.volume_info("local.s.v").kind == "embedded"
+
+
+def test_an_s3_volume_is_read_with_the_keys_the_catalog_vends(catalog, uc_server, s3_server, monkeypatch):
+    from conftest import UC_BUCKET
+
+    client, name = catalog
+    prefix = f"{UC_BUCKET}/{name}"
+    s3_server.admin.pipe_file(f"{prefix}/a.txt", b"alpha")
+    s3_server.admin.pipe_file(f"{prefix}/d/b.txt", b"beta")
+    client.create_volume(name, "raw", "s3v", storage_location=f"s3://{prefix}")
+    for k in list(os.environ):  # no key of our own: only the vended ones can reach the bucket
+        if k.startswith("AWS_"):
+            monkeypatch.delenv(k)
+    catalog_volumes.connect(uc_server.url, s3_endpoint=s3_server.endpoint)
+    store = VolumeStore()
+    info = store.volume_info(f"{name}.raw.s3v")
+    assert info.kind == "catalog" and info.options["key"] == s3_server.key
+    with store.open(f"/Volumes/{name}/raw/s3v/a.txt") as f:
+        assert f.read() == b"alpha"
+    assert sorted(f.path.name for f in store.ls(f"/Volumes/{name}/raw/s3v", recursive=True)) == ["a.txt", "b.txt"]
+
+
+def test_without_a_connection_nothing_is_asked(monkeypatch):
+    monkeypatch.delenv("AIR_UC_URL", raising=False)
+    assert catalog_volumes.connection() is None
+    assert catalog_volumes.volumes() == []
+    store = VolumeStore()
+    store.create("main.s.v")
+    assert store.volume_info("main.s.v").kind == "embedded"
+
+
+def test_a_failed_connect_stores_nothing(air_home):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(CatalogUnavailableError, match=str(port)):
+        catalog_volumes.connect(f"http://127.0.0.1:{port}")
+    assert catalog_volumes.connection() is None
+    assert not (air_home / "uc" / "connection.json").exists()
+
+
+def test_the_token_stays_off_disk(uc_server, air_home, monkeypatch):
+    monkeypatch.delenv("AIR_UC_TOKEN", raising=False)
+    monkeypatch.delenv("AIR_UC_URL", raising=False)
+    catalog_volumes.connect(uc_server.url, token="tok-s3cr3t")
+    try:
+        assert os.environ["AIR_UC_TOKEN"] == "tok-s3cr3t"
+        written = (air_home / "uc" / "connection.json").read_text()
+        assert "s3cr3t" not in written and json.loads(written)["url"] == uc_server.url
+    finally:
+        catalog_volumes.disconnect()
+    assert catalog_volumes.connection() is None
+
+
+def test_the_environment_names_the_catalog(uc_server, monkeypatch):
+    monkeypatch.setenv("AIR_UC_URL", uc_server.url)
+    assert catalog_volumes.connection().url == uc_server.url
