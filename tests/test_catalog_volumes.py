@@ -138,3 +138,34 @@ def test_the_token_stays_off_disk(uc_server, air_home, monkeypatch):
 def test_the_environment_names_the_catalog(uc_server, monkeypatch):
     monkeypatch.setenv("AIR_UC_URL", uc_server.url)
     assert catalog_volumes.connection().url == uc_server.url
+
+
+def test_the_magic_connects_creates_lists_and_disconnects(ip, uc_server, tmp_path, air_home, monkeypatch):
+    from IPython.core.error import UsageError
+
+    monkeypatch.delenv("AIR_UC_URL", raising=False)
+    name = f"m{uuid.uuid4().hex[:8]}"
+    folder = tmp_path / "store"
+    folder.mkdir()
+    (folder / "x.txt").write_text("x")
+    ip.run_line_magic("air_volume", f"connect {uc_server.url}")
+    try:
+        made = ip.run_line_magic("air_volume", f"create {name}.raw.data --location {folder.as_uri()}")
+        assert made is None  # printed; the value only with -o
+        assert uc_server.client().get_volume(name, "raw", "data")["storage_location"].rstrip("/") == folder.as_uri()
+        with pytest.raises(UsageError, match="already exists"):
+            ip.run_line_magic("air_volume", f"create {name}.raw.data --location {folder.as_uri()}")
+        ip.run_line_magic("air_volume", f"create {name}.raw.data --location {folder.as_uri()} --exist-ok")
+        assert name in str(ip.run_line_magic("air_volume", "ls /Volumes"))
+        assert "data" in str(ip.run_line_magic("air_volume", f"ls /Volumes/{name}/raw"))
+        assert "x.txt" in str(ip.run_line_magic("air_volume", f"ls /Volumes/{name}/raw/data"))
+        with pytest.raises(UsageError, match="only apply to `connect`"):
+            ip.run_line_magic("air_volume", "ls /Volumes --token t")
+        with pytest.raises(UsageError, match="a catalog URL .* or --embedded"):
+            ip.run_line_magic("air_volume", f"connect {uc_server.url} --embedded")
+    finally:
+        ip.run_line_magic("air_volume", "disconnect")
+        uc_server.client().delete_catalog(name, force=True)
+    assert catalog_volumes.connection() is None
+    with pytest.raises(UsageError, match="connect one first"):
+        ip.run_line_magic("air_volume", f"create {name}.raw.data --location {folder.as_uri()}")

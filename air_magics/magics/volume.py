@@ -40,9 +40,11 @@ from ..volumes.summary import DEFAULT_ROWS, ListingSummary, NamespaceListing, Vo
 from ..volumes.walk import Entry
 from ._common import check_output, output_argument, parse_line, store_output, with_arguments
 from ._state import default_volume, store
+from .volume_connect import CONNECT_COMMANDS, catalog_command, connect_arguments, is_catalog_command
 from .volume_register import register, register_arguments
 
 COMMANDS = ("ls", "create", "register", "use", "cache", "checkpoints", "pack", "probe", "mount", "unmount")
+COMMANDS += CONNECT_COMMANDS  # a Unity Catalog's: magics/volume_connect.py
 _NARGS = {
     "ls": (0, 1),
     "create": (1, 1),
@@ -68,7 +70,7 @@ _USAGE = {
     "unmount": "[POINT] (default /Volumes, or AIR_VOLUMES_MOUNT)",
 }
 _PRINTED = frozenset(
-    {"create", "register", "use", "pack", "mount", "unmount"}
+    {"create", "register", "use", "pack", "mount", "unmount", *CONNECT_COMMANDS}
 )  # print one line; their value only with -o
 
 
@@ -121,6 +123,7 @@ def arguments(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         argument("--repair", action="store_true", help="cache --check: fix what it finds (not live files)"),
         *register_arguments(),
+        *connect_arguments(),
         output_argument(),
     )
 
@@ -149,6 +152,8 @@ def _command(magics: Any, args: Any) -> Any:
             st.why,
             mode=str(mount_status()),
         )
+    if is_catalog_command(args):
+        return catalog_command(magics, args)
     if cmd not in COMMANDS:
         raise UsageError(
             f"unknown command {cmd!r} for %air_volume: use one of {', '.join(COMMANDS)} (see %air_volume?)"
