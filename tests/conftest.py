@@ -111,7 +111,7 @@ def uc_server(tmp_path_factory, s3_server):
     from air_magics.catalog import S3Bucket, ensure_server, stop
 
     s3_server.make_bucket(UC_BUCKET)
-    state = tmp_path_factory.mktemp("uc")
+    state = tmp_path_factory.mktemp("uc-home") / "uc"  # $AIR_HOME/uc of an AIR_HOME a test may take
     bucket = S3Bucket(UC_BUCKET, s3_server.key, s3_server.secret)
     try:
         yield ensure_server(state, s3_buckets=(bucket,))

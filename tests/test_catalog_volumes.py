@@ -169,3 +169,39 @@ def test_the_magic_connects_creates_lists_and_disconnects(ip, uc_server, tmp_pat
     assert catalog_volumes.connection() is None
     with pytest.raises(UsageError, match="connect one first"):
         ip.run_line_magic("air_volume", f"create {name}.raw.data --location {folder.as_uri()}")
+
+
+def test_a_bad_catalog_url_setting_is_one_line_naming_it(monkeypatch):
+    from air_magics.errors import SettingError
+
+    monkeypatch.setenv("AIR_UC_URL", "ftp://host")
+    with pytest.raises(SettingError, match="AIR_UC_URL.*http://host:8080"):
+        catalog_volumes.connection()
+
+
+def test_a_deleted_volume_stops_resolving_once_the_answer_is_stale(catalog, tmp_path, monkeypatch):
+    client, name = catalog
+    store = VolumeStore()
+    monkeypatch.setattr(catalog_volumes, "_TTL", 1e6)  # answers stay fresh: the cached one is served
+    client.create_volume(name, "raw", "kept", storage_location=tmp_path.as_uri())
+    assert store.volume_info(f"{name}.raw.kept").kind == "catalog"
+    client.delete_volume(name, "raw", "kept")
+    assert store.volume_info(f"{name}.raw.kept").kind == "catalog"
+    monkeypatch.setattr(catalog_volumes, "_TTL", -1.0)  # answers are stale at once: the catalog is asked again
+    client.create_volume(name, "raw", "gone", storage_location=tmp_path.as_uri())
+    assert store.volume_info(f"{name}.raw.gone").kind == "catalog"
+    client.delete_volume(name, "raw", "gone")
+    with pytest.raises(FileNotFoundError):
+        store.volume_info(f"{name}.raw.gone")
+
+
+def test_connect_embedded_uses_the_air_homes_running_server(ip, uc_server, monkeypatch):
+    """``connect --embedded`` in the AIR_HOME whose ``uc/`` the run's server lives in: that server, no new JVM."""
+    monkeypatch.delenv("AIR_UC_URL", raising=False)
+    monkeypatch.setenv("AIR_HOME", str(uc_server.state.parent))
+    conn = ip.run_line_magic("air_volume", "connect --embedded -o conn")
+    try:
+        assert (conn.url, conn.embedded) == (uc_server.url, True)
+        assert catalog_volumes.connection() == conn
+    finally:
+        catalog_volumes.disconnect()

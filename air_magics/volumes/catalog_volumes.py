@@ -6,9 +6,10 @@ catalog answer is kept per process for ``_TTL`` seconds (a missing volume too), 
 until ``_RENEW_BEFORE`` seconds before they expire. Without a connection (no ``AIR_UC_URL``, no
 ``connect()``) nothing here makes a call or starts a JVM.
 
-The connection: ``AIR_UC_URL`` (and ``AIR_UC_TOKEN``) when set, else the one ``connect()`` wrote to
-``$AIR_HOME/uc/connection.json`` (the URL, the S3 endpoint; never the token, which stays in this
-process and its children through ``AIR_UC_TOKEN``).
+The connection: the ``uc_url`` setting (``AIR_UC_URL``) when set, else the one ``connect()`` wrote
+to ``$AIR_HOME/uc/connection.json`` (the URL, the S3 endpoint; without one, s3fs's own:
+``AWS_ENDPOINT_URL`` or AWS). The token is ``AIR_UC_TOKEN``, on purpose no setting (``%config``
+would show it): ``connect(token=)`` puts it there for this process and its children, never on disk.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ _answers: dict[tuple[str, str], tuple[float, VolumeInfo | None]] = {}
 @dataclass(frozen=True)
 class Connection:
     """The connected catalog: its ``url``, whether it is the ``embedded`` server, and the
-    ``s3_endpoint`` its ``s3://`` locations are reached at (None: AWS)."""
+    ``s3_endpoint`` its ``s3://`` locations are reached at (None: ``AWS_ENDPOINT_URL`` or AWS)."""
 
     url: str
     embedded: bool = False
@@ -57,8 +58,8 @@ def _file() -> Path:
 
 def connection() -> Connection | None:
     """The connected catalog, or None (volumes resolve as without one)."""
-    if url := os.environ.get("AIR_UC_URL"):
-        return Connection(url, False, os.environ.get("AIR_UC_S3_ENDPOINT") or None)
+    if url := settings.uc_url():
+        return Connection(url)
     try:
         doc = json.loads(_file().read_text())
     except (OSError, ValueError):
@@ -88,7 +89,7 @@ def connect(
 
 
 def disconnect() -> bool:
-    """Stop resolving through the catalog (``AIR_UC_URL``, when set, still wins); True if one was connected."""
+    """Stop resolving through the catalog (``uc_url``, when set, still applies); True if one was connected."""
     forget()
     try:
         _file().unlink()
