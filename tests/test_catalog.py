@@ -208,6 +208,15 @@ def test_the_running_server_is_found_not_started_again(uc_server):
     assert found is not None and found.pid == uc_server.pid
 
 
+def test_two_processes_starting_at_once_got_one_server(uc_server):
+    """The fixture started the server from two processes at once: the lock made it one JVM; the one
+    that waited found it running (start_s 0.0)."""
+    from conftest import UC_STARTERS
+
+    assert [pid for pid, _ in UC_STARTERS] == [uc_server.pid] * 2
+    assert sorted(took == 0.0 for _, took in UC_STARTERS) == [False, True]
+
+
 def test_another_process_finds_the_same_server(uc_server):
     code = (
         "import sys; from pathlib import Path; from air_magics.catalog import ensure_server; "

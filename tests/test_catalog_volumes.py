@@ -205,3 +205,23 @@ def test_connect_embedded_uses_the_air_homes_running_server(ip, uc_server, monke
         assert catalog_volumes.connection() == conn
     finally:
         catalog_volumes.disconnect()
+
+
+def test_loader_workers_read_a_catalog_volume_on_s3(catalog, uc_server, s3_server, monkeypatch):
+    """Forked DataLoader workers resolve the catalog's s3:// volume themselves (connection file, vended keys)."""
+    from conftest import UC_BUCKET
+
+    from air_magics.data import DataLoader, UCVolumeDataset
+
+    client, name = catalog
+    blobs = {f"f{i}.bin": os.urandom(500 + i) for i in range(8)}
+    for n, b in blobs.items():
+        s3_server.admin.pipe_file(f"{UC_BUCKET}/{name}-w/{n}", b)
+    client.create_volume(name, "raw", "w", storage_location=f"s3://{UC_BUCKET}/{name}-w")
+    for k in list(os.environ):
+        if k.startswith("AWS_"):
+            monkeypatch.delenv(k)
+    catalog_volumes.connect(uc_server.url, s3_endpoint=s3_server.endpoint)
+    ds = UCVolumeDataset(f"/Volumes/{name}/raw/w", output="bytes")
+    got = [bytes(b) for b in DataLoader(ds, batch_size=None, num_workers=2)]
+    assert sorted(map(_sha, got)) == sorted(map(_sha, blobs.values()))
