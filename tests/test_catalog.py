@@ -20,6 +20,7 @@ from air_magics.catalog import CatalogClient, maven, ucserver
 from air_magics.errors import (
     AirError,
     CatalogApiError,
+    CatalogError,
     CatalogExistsError,
     CatalogNotFoundError,
     CatalogUnavailableError,
@@ -299,3 +300,32 @@ def test_the_source_digest_follows_the_sources(tmp_path):
     first = maven.source_digest(copy)
     (copy / "etc" / "conf" / "hibernate.properties").write_text("changed")
     assert maven.source_digest(copy) != first
+
+
+def _cached_state(uc_server, tmp_path, keep=lambda jar: True):
+    """A state folder whose cached classpath (valid digest and repository) is the run's, jars filtered by *keep*."""
+    cached = json.loads((uc_server.state / "classpath.json").read_text())
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "classpath.json").write_text(
+        json.dumps({**cached, "classpath": [j for j in cached["classpath"] if keep(j)]})
+    )
+    return state
+
+
+def test_a_jvm_that_exits_while_starting_is_one_line_with_its_reason(uc_server, tmp_path):
+    """A real JVM on a classpath without the server (one dependency jar): it exits at once."""
+    state = _cached_state(uc_server, tmp_path, keep=lambda jar: "/h2-" in jar)
+    with pytest.raises(CatalogError, match=r"exited \(1\) while starting: .*UnityCatalogServer.*server\.out") as e:
+        ucserver.ensure_server(state, timeout=120)
+    assert "\n" not in str(e.value)
+    assert catalog.running(state) is None and not (state / "server.json").exists()
+
+
+def test_without_java_the_start_is_one_line_naming_the_fix(uc_server, tmp_path, monkeypatch):
+    state = _cached_state(uc_server, tmp_path)
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    with pytest.raises(CatalogError, match="no `java` on PATH; install Java 17"):
+        ucserver.ensure_server(state)

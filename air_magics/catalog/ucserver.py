@@ -170,9 +170,12 @@ def _launch(state: Path, buckets: tuple[S3Bucket, ...], timeout: float) -> Embed
     _write_conf(state, buckets)
     port = _free_port_pair()
     out = state / "server.out"
+    java = shutil.which("java")
+    if java is None:
+        raise CatalogError("cannot start the embedded Unity Catalog server: no `java` on PATH; install Java 17+")
     with open(out, "wb") as log:
         proc = subprocess.Popen(
-            ["java", "-cp", classpath.argument(), MAIN_CLASS, "--port", str(port)],
+            [java, "-cp", classpath.argument(), MAIN_CLASS, "--port", str(port)],
             cwd=state,
             stdin=subprocess.DEVNULL,
             stdout=log,

@@ -17,7 +17,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument
 
-from ..catalog import CatalogClient
+from ..catalog import CatalogClient, running
 from ..errors import CatalogExistsError
 from ..volumes import VolumePath, catalog_volumes
 
@@ -54,6 +54,8 @@ def catalog_command(magics: Any, args: Any) -> Any:
     if args.command == "connect":
         if len(args.args) > 1 or bool(args.args) == args.embedded:
             raise UsageError("%air_volume connect takes a catalog URL (http://host:8080) or --embedded")
+        if args.embedded and running() is None:
+            print("starting the embedded Unity Catalog server (the first start ever builds it: about 2 minutes)")
         conn = catalog_volumes.connect(
             args.args[0] if args.args else None, token=args.token, embedded=args.embedded, s3_endpoint=args.s3_endpoint
         )
