@@ -225,3 +225,18 @@ def test_loader_workers_read_a_catalog_volume_on_s3(catalog, uc_server, s3_serve
     ds = UCVolumeDataset(f"/Volumes/{name}/raw/w", output="bytes")
     got = [bytes(b) for b in DataLoader(ds, batch_size=None, num_workers=2)]
     assert sorted(map(_sha, got)) == sorted(map(_sha, blobs.values()))
+
+
+def test_a_catalog_that_stops_answering_is_a_note_in_the_listing_and_an_error_on_use(file_volume, monkeypatch):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    store = VolumeStore()
+    store.create("local.s.v")
+    monkeypatch.setenv("AIR_UC_URL", dead)
+    volumes, notes = store.scan_volumes()
+    assert [v.volume_id for v in volumes] == ["local.s.v"]
+    assert len(notes) == 1 and notes[0].startswith("Unity Catalog: cannot reach") and dead in notes[0]
+    path, _, _ = file_volume
+    with pytest.raises(CatalogUnavailableError, match=dead):
+        store.locate(f"{path}/train/00.bin")

@@ -29,7 +29,7 @@ from ..io.atomic import write_atomic
 from .location import VolumeInfo
 from .path import VolumePath
 
-__all__ = ["Connection", "connect", "connection", "disconnect", "forget", "volume_info", "volumes"]
+__all__ = ["Connection", "connect", "connection", "disconnect", "forget", "scan", "volume_info", "volumes"]
 
 KIND = "catalog"
 _TTL = 30.0
@@ -158,3 +158,13 @@ def volumes() -> list[VolumeInfo]:
             for vol in client.list_volumes(cat["name"], sch["name"]):
                 found.append(VolumeInfo(vol["full_name"], KIND, str(vol.get("storage_location") or "").rstrip("/")))
     return found
+
+
+def scan(notes: list[str]) -> list[VolumeInfo]:
+    """:func:`volumes`, or ``[]`` with the catalog's one-line error added to *notes* when it fails: a
+    listing of every volume (the overview, the sidebar) still shows the others."""
+    try:
+        return volumes()
+    except CatalogError as exc:
+        notes.append(f"Unity Catalog: {exc}")
+        return []

@@ -117,7 +117,7 @@ class VolumeStore:
                     for vol in children(sch, 2):
                         vid = f"{cat.name}.{sch.name}.{vol.name}"
                         found[vid] = VolumeInfo(vid, self.kind, str(vol))
-        found.update((v.volume_id, v) for v in catalog_volumes.volumes())  # a connected catalog's
+        found.update((v.volume_id, v) for v in catalog_volumes.scan(notes))  # a connected catalog's
         for vid, entry in self.registry.entries().items():
             found[vid] = VolumeInfo(vid, "fsspec", entry.url, entry.endpoint, entry.storage_options())
         return [found[k] for k in sorted(found)], notes
