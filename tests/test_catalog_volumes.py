@@ -240,3 +240,19 @@ def test_a_catalog_that_stops_answering_is_a_note_in_the_listing_and_an_error_on
     path, _, _ = file_volume
     with pytest.raises(CatalogUnavailableError, match=dead):
         store.locate(f"{path}/train/00.bin")
+
+
+def test_ls_above_volumes_shows_the_catalogs_and_schemas_that_hold_none_yet(ip, catalog):
+    client, name = catalog  # <name>.raw exists and holds no volume
+    client.create_schema(name, "empty")
+    store = VolumeStore()
+    store.create("local.s.v")
+    top = ip.run_line_magic("air_volume", "ls /Volumes")
+    assert {f"/Volumes/{name}", "/Volumes/local"} <= {p for p, _ in top.rows}
+    assert dict(top.rows)[f"/Volumes/{name}"] == "no volumes yet"
+    inside = ip.run_line_magic("air_volume", f"ls /Volumes/{name}")
+    assert dict(inside.rows) == {f"/Volumes/{name}/empty": "no volumes yet", f"/Volumes/{name}/raw": "no volumes yet"}
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="no catalog 'nosuch'"):  # the magic's one line of the store's error
+        ip.run_line_magic("air_volume", "ls /Volumes/nosuch")

@@ -18,8 +18,11 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument
 
 from ..catalog import CatalogClient, running
-from ..errors import CatalogExistsError
+from ..errors import CatalogExistsError, CatalogNotFoundError, VolumeNotFoundError
 from ..volumes import VolumePath, catalog_volumes
+from ..volumes.path import parse_namespace
+from ..volumes.summary import NamespaceListing
+from ._state import store
 
 __all__ = ["CONNECT_COMMANDS", "catalog_command", "connect_arguments", "is_catalog_command"]
 
@@ -37,11 +40,12 @@ def connect_arguments() -> list[Any]:
 
 
 def is_catalog_command(args: Any) -> bool:
-    """``connect``, ``disconnect``, ``create`` while a catalog is connected, or a line with this
-    module's flags (whose misuse :func:`catalog_command` reports)."""
+    """``connect``, ``disconnect``; ``create`` and ``ls`` above volume level while a catalog is
+    connected; or a line with this module's flags (whose misuse :func:`catalog_command` reports)."""
     if args.command in CONNECT_COMMANDS or args.token or args.embedded or args.s3_endpoint or args.location:
         return True
-    return args.command == "create" and catalog_volumes.connection() is not None
+    above_volumes = args.command == "ls" and len(args.args) == 1 and parse_namespace(args.args[0]) is not None
+    return (args.command == "create" or above_volumes) and catalog_volumes.connection() is not None
 
 
 def catalog_command(magics: Any, args: Any) -> Any:
@@ -67,6 +71,10 @@ def catalog_command(magics: Any, args: Any) -> Any:
         was = catalog_volumes.disconnect()
         print("disconnected from Unity Catalog" if was else "no Unity Catalog was connected")
         return was
+    if args.command == "ls":
+        if args.recursive or args.pattern:
+            raise UsageError(f"-r/--pattern list inside a volume; {args.args[0]} is above volume level")
+        return _namespace(parse_namespace(args.args[0]) or ())
     if len(args.args) != 1:
         raise UsageError("%air_volume create takes catalog.schema.volume [--location URL]")
     return _create(catalog_volumes.connection().client(), VolumePath.parse_new_volume(args.args[0]), args)
@@ -90,3 +98,31 @@ def _create(client: CatalogClient, vp: VolumePath, args: Any) -> Any:
     catalog_volumes.forget()
     print(f"created volume /Volumes/{vp.catalog}/{vp.schema}/{vp.volume} in Unity Catalog at {doc['storage_location']}")
     return doc
+
+
+def _namespace(parts: tuple[str, ...]) -> NamespaceListing:
+    """``ls /Volumes`` or ``ls /Volumes/c`` with a catalog connected: every volume's catalogs or
+    schemas (the catalog's and the local ones), plus the catalog's catalogs and schemas that hold no
+    volume yet (the listing over volumes alone would not show them)."""
+    conn = catalog_volumes.connection()
+    volumes = store().volumes()
+    try:
+        listing = NamespaceListing.of(parts, volumes)
+    except VolumeNotFoundError:
+        listing = NamespaceListing("/".join(("/Volumes", *parts)), ("catalogs", "schemas", "volumes")[len(parts)], [])
+    if len(parts) == 2 or conn is None:
+        return listing if listing.rows else NamespaceListing.of(parts, volumes)
+    client = conn.client()
+    try:
+        names = (
+            [c["name"] for c in client.list_catalogs()]
+            if not parts
+            else [s["name"] for s in client.list_schemas(parts[0])]
+        )
+    except CatalogNotFoundError:
+        names = []
+    have = set(listing.names)
+    rows = listing.rows + [(f"{listing.path}/{n}", "no volumes yet") for n in names if n not in have]
+    if not rows:
+        return NamespaceListing.of(parts, volumes)  # its one-line error: nothing there, what is
+    return NamespaceListing(listing.path, listing.level, sorted(rows))
