@@ -216,6 +216,8 @@ def test_two_processes_starting_at_once_got_one_server(uc_server):
 
     assert [pid for pid, _ in UC_STARTERS] == [uc_server.pid] * 2
     assert sorted(took == 0.0 for _, took in UC_STARTERS) == [False, True]
+    record = json.loads((uc_server.state / "server.json").read_text())
+    assert record["pid"] == uc_server.pid and 0.0 <= record["maven_s"] <= record["start_s"]
 
 
 def test_another_process_finds_the_same_server(uc_server):
@@ -329,3 +331,40 @@ def test_without_java_the_start_is_one_line_naming_the_fix(uc_server, tmp_path, 
     monkeypatch.setenv("PATH", str(empty))
     with pytest.raises(CatalogError, match="no `java` on PATH; install Java 17"):
         ucserver.ensure_server(state)
+
+
+def test_tables_are_created_listed_read_back_and_vended_keys(uc, s3_server, fresh_catalog, tmp_path):
+    from conftest import UC_BUCKET
+
+    uc.create_schema(fresh_catalog, "t")
+    columns = [
+        {
+            "name": "id",
+            "type_name": "LONG",
+            "type_text": "bigint",
+            "position": 0,
+            "nullable": False,
+            "type_json": json.dumps({"name": "id", "type": "long", "nullable": False, "metadata": {}}),
+        },
+    ]
+    local = uc.create_table(fresh_catalog, "t", "events", storage_location=tmp_path.as_uri(), columns=columns)
+    assert local["data_source_format"] == "DELTA" and local["table_type"] == "EXTERNAL"
+    on_s3 = uc.create_table(
+        fresh_catalog,
+        "t",
+        "clicks",
+        storage_location=f"s3://{UC_BUCKET}/tables/clicks",
+        columns=columns,
+        data_source_format="PARQUET",
+    )
+    assert sorted(t["name"] for t in uc.list_tables(fresh_catalog, "t")) == ["clicks", "events"]
+    got = uc.get_table(fresh_catalog, "t", "clicks")
+    assert got["table_id"] == on_s3["table_id"] and got["storage_location"].startswith(f"s3://{UC_BUCKET}/")
+    assert [c["name"] for c in got["columns"]] == ["id"]
+    aws = uc.table_credentials(on_s3["table_id"], "READ")["aws_temp_credentials"]
+    assert aws["access_key_id"] == s3_server.key
+    uc.delete_table(fresh_catalog, "t", "events")
+    with pytest.raises(CatalogNotFoundError):
+        uc.get_table(fresh_catalog, "t", "events")
+    with pytest.raises(CatalogExistsError):
+        uc.create_table(fresh_catalog, "t", "clicks", storage_location=f"s3://{UC_BUCKET}/x", columns=columns)

@@ -198,6 +198,7 @@ def _launch(state: Path, buckets: tuple[S3Bucket, ...], timeout: float) -> Embed
         time.sleep(0.25)
     took = time.monotonic() - t0
     doc = {"pid": proc.pid, "port": port, "url": url, "started": time.time(), "start_s": took}
+    doc["maven_s"] = classpath.resolved_s  # of start_s: the Maven build and resolve (0.0: cached classpath)
     write_atomic(_record_path(state), json.dumps(doc))
     return EmbeddedServer(url, proc.pid, port, state, took)
 
