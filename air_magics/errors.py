@@ -37,6 +37,13 @@ __all__ = [
     "ShardError",
     "PackError",
     "ProbeError",
+    "MavenError",
+    "CatalogError",
+    "CatalogNotFoundError",
+    "CatalogExistsError",
+    "CatalogPermissionError",
+    "CatalogUnavailableError",
+    "CatalogApiError",
     "Interrupted",
 ]
 
@@ -156,6 +163,36 @@ class PackError(AirError, ValueError):
 
 class ProbeError(AirError, ValueError):
     """A folder cannot be probed (it holds no files to read)."""
+
+
+class MavenError(AirError, RuntimeError):
+    """Jars cannot be resolved from Maven: ``mvn`` or Java missing, the repository unreachable, an
+    artifact it does not serve. The message names the artifact and the fix."""
+
+
+class CatalogError(AirError, RuntimeError):
+    """A Unity Catalog server refused or failed a request, or cannot be started or reached."""
+
+
+class CatalogNotFoundError(CatalogError, FileNotFoundError):
+    """A catalog, schema, volume or table does not exist in the Unity Catalog server (404)."""
+
+
+class CatalogExistsError(CatalogError, FileExistsError):
+    """A catalog, schema, volume or table to be created already exists (409)."""
+
+
+class CatalogPermissionError(CatalogError, PermissionError):
+    """The Unity Catalog server refused the request: no token, a wrong one, or no permission (401/403)."""
+
+
+class CatalogUnavailableError(CatalogError, ConnectionError):
+    """The Unity Catalog server does not answer: nothing listens at its URL, or it timed out."""
+
+
+class CatalogApiError(CatalogError):
+    """The server answers, but not as a Unity Catalog ``/api/2.1/unity-catalog`` server does
+    (another API, another version, a bad request)."""
 
 
 class Interrupted(KeyboardInterrupt):

@@ -50,6 +50,8 @@ __all__ = [
     "spark_idle_timeout",
     "spark_no_client_timeout",
     "export_chunk_bytes",
+    "maven_repo",
+    "uc_url",
 ]
 
 DEFAULT_COPY_WORKERS = 64
@@ -61,6 +63,15 @@ def _path(value: Any, label: str) -> Path:
     if not isinstance(value, (str, os.PathLike)) or "\0" in str(value):
         raise SettingError(f"{label} is not a folder path: write e.g. '/scratch/air'")
     return Path(value).expanduser()
+
+
+def _http_url(value: Any, label: str) -> str | None:
+    text = str(value).strip().rstrip("/")
+    if not text:
+        return None
+    if not re.fullmatch(r"https?://[^/\s]+(/\S*)?", text):
+        raise SettingError(f"{label} is not an http(s) URL: write e.g. http://host:8080")
+    return text
 
 
 def _size(*, positive: bool) -> Callable[[Any, str], int]:
@@ -224,6 +235,22 @@ SETTINGS: tuple[Setting, ...] = (
         _size(positive=True),
         lambda c: None,
     ),
+    Setting(
+        "maven_repo",
+        "AIR_MAVEN_REPO",
+        "`~/.m2/repository`",
+        "the Maven repository that jars resolved on first use (the Unity Catalog server's) are downloaded into and read from",
+        _path,
+        lambda c: Path.home() / ".m2" / "repository",
+    ),
+    Setting(
+        "uc_url",
+        "AIR_UC_URL",
+        "none",
+        "a Unity Catalog server that `/Volumes/c/s/v` resolve through, e.g. `http://host:8080` (else the one `%air_volume connect` chose)",
+        _http_url,
+        lambda c: None,
+    ),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 
@@ -261,6 +288,8 @@ class AirConfig(Configurable):
     spark_no_client_timeout = _trait("spark_no_client_timeout", "float")
     export_chunk_bytes = _trait("export_chunk_bytes", "size")
     table_max_bytes = _trait("table_max_bytes", "size")
+    maven_repo = _trait("maven_repo", "path")
+    uc_url = _trait("uc_url", "text")
 
     @validate(*_BY_NAME)
     def _check(self, proposal: Any) -> Any:
@@ -390,3 +419,13 @@ def spark_no_client_timeout() -> float:
 def export_chunk_bytes() -> int | None:
     """``export_chunk_bytes``, or ``None`` to size fetches from the driver heap."""
     return get("export_chunk_bytes")
+
+
+def maven_repo() -> Path:
+    """``maven_repo``: ``$AIR_MAVEN_REPO`` or ``~/.m2/repository`` (Maven's own default, so jars are shared with it)."""
+    return get("maven_repo")
+
+
+def uc_url() -> str | None:
+    """``uc_url``: ``$AIR_UC_URL``, or None (then a ``%air_volume connect``-ed catalog, if any)."""
+    return get("uc_url")

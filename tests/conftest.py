@@ -51,6 +51,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if _SPARK_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(SHARED_SPARK)
+        elif "uc_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("uc"))  # one worker, one Unity Catalog JVM per run
 
 
 @pytest.fixture(autouse=True)
@@ -94,6 +96,48 @@ def s3_server(tmp_path_factory):
         yield server
     finally:
         server.stop()
+
+
+UC_BUCKET = "uc-vended"  # the bucket the run's Unity Catalog server vends the S3 server's keys for
+UC_STARTERS: list[list] = []  # what each of the uc_server fixture's two starting processes got
+_UC_START = (
+    "import json, sys; from pathlib import Path; from air_magics.catalog import S3Bucket, ensure_server; "
+    "s = ensure_server(Path(sys.argv[1]), s3_buckets=(S3Bucket(*json.loads(sys.argv[2])),)); "
+    "print(json.dumps([s.pid, s.start_s]))"
+)
+
+
+@pytest.fixture(scope="session")
+def uc_server(tmp_path_factory, s3_server):
+    """The run's one embedded Unity Catalog server (a JVM: 20-40 s to start here, 90 s the first time
+    ever, when Maven builds it), for every test that needs one; its tests run on one xdist worker
+    (``xdist_group("uc")``, added by :func:`pytest_collection_modifyitems`). Started by two processes
+    at once (the lock makes it one server: :data:`UC_STARTERS`), it vends the S3 server's keys for
+    ``s3://uc-vended`` (:data:`UC_BUCKET`, made here). Yields the
+    :class:`~air_magics.catalog.EmbeddedServer`; stopped at the end of the session, and checked gone."""
+    import json
+    import subprocess
+
+    from air_magics.catalog import running, stop
+    from air_magics.io.process import pid_alive
+
+    s3_server.make_bucket(UC_BUCKET)
+    state = tmp_path_factory.mktemp("uc-home") / "uc"  # $AIR_HOME/uc of an AIR_HOME a test may take
+    bucket = json.dumps([UC_BUCKET, s3_server.key, s3_server.secret])
+    try:
+        starters = [
+            subprocess.Popen([sys.executable, "-c", _UC_START, str(state), bucket], stdout=subprocess.PIPE, text=True)
+            for _ in range(2)
+        ]
+        outs = [p.communicate(timeout=2400)[0] for p in starters]
+        assert all(p.returncode == 0 for p in starters), outs
+        server = running(state)
+        assert server is not None
+        UC_STARTERS[:] = [json.loads(o.strip().splitlines()[-1]) for o in outs]  # [pid, start_s] each
+        yield server
+    finally:
+        stopped = stop(state)
+    assert stopped and not pid_alive(server.pid), "stop() left the Unity Catalog server running"
 
 
 @pytest.fixture

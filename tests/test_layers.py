@@ -137,6 +137,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "io", "_version", "suggest"),  # bottom: the I/O primitives, the did-you-mean rule
     ("settings", "snapshots", "hf_datasets"),  # configuration, the values events carry, a stdlib patch
     ("events", "status"),  # the one progress channel, the status documents
+    ("catalog",),  # Unity Catalog: the REST client, the embedded server (volumes resolve through it)
     ("volumes",),  # paths, store, mount, fsspec
     ("cache", "transfer", "tablefiles"),  # the file cache, the copy engine, a table's files
     # packed folders, the input pipeline, checkpoints, tables (Spark), a script on several ranks

@@ -3,6 +3,7 @@
 Resolution per volume, first match wins:
 
 1. a volume registered to an fsspec URL (``register``), persisted under ``$AIR_HOME``;
+1b. a volume of the connected Unity Catalog (``catalog_volumes``): its ``storage_location``;
 2. the real ``/Volumes`` mount when one is present (Databricks, any FUSE mount);
 3. the embedded root ``$AIR_VOLUMES_ROOT`` or ``$AIR_HOME/volumes``.
 
@@ -24,7 +25,7 @@ from ..io.confined import is_within, open_file, real_root
 from ..io.confined import makedirs as confined_makedirs
 from ..io.leftovers import is_leftover
 from ..settings import embedded_volumes_root, registry_file
-from . import detect
+from . import catalog_volumes, detect
 from .glob import filter_glob, filter_pattern, split_glob
 from .location import FileInfo, Location, VolumeInfo, fs_mtime
 from .objectfs import fs_entries, open_url
@@ -116,6 +117,7 @@ class VolumeStore:
                     for vol in children(sch, 2):
                         vid = f"{cat.name}.{sch.name}.{vol.name}"
                         found[vid] = VolumeInfo(vid, self.kind, str(vol))
+        found.update((v.volume_id, v) for v in catalog_volumes.scan(notes))  # a connected catalog's
         for vid, entry in self.registry.entries().items():
             found[vid] = VolumeInfo(vid, "fsspec", entry.url, entry.endpoint, entry.storage_options())
         return [found[k] for k in sorted(found)], notes
@@ -125,6 +127,8 @@ class VolumeStore:
         entry = self.registry.entry(vp.volume_id)
         if entry is not None:
             return VolumeInfo(vp.volume_id, "fsspec", entry.url, entry.endpoint, entry.storage_options())
+        if (in_catalog := catalog_volumes.volume_info(vp)) is not None:
+            return in_catalog
         d = self._volume_dir(vp)
         found = d.is_dir()  # one stat: a round trip on a mounted volume
         if found and not is_within(os.path.realpath(d), real_root(str(self.root))):
@@ -216,7 +220,7 @@ class VolumeStore:
         """Concrete storage location of *path*; raises if the volume is missing or the path escapes it."""
         vp = VolumePath.parse(path)
         info = self.volume_info(vp)
-        if info.kind == "fsspec":
+        if info.kind in ("fsspec", catalog_volumes.KIND):
             fs, base = open_url(info.location, info.options)
             if fs.protocol == "file" or "file" in tuple(fs.protocol):
                 return self._confined(Path(base), vp)

@@ -16,6 +16,7 @@ from .._common import check_output, split_words, store_output, unknown_arguments
 from .cache_cmd import CACHE
 from .checkpoints_cmd import CHECKPOINTS
 from .command import Command
+from .connect_cmd import CONNECT, DISCONNECT
 from .ls_cmd import LS
 from .mount_cmd import MOUNT, UNMOUNT
 from .names_cmd import CREATE, REGISTER, USE
@@ -26,7 +27,7 @@ from .probe_cmd import PROBE
 __all__ = ["COMMANDS", "OVERVIEW", "command_of", "run", "usage"]
 
 COMMANDS: dict[str, Command] = {
-    c.name: c for c in (LS, CREATE, REGISTER, USE, CACHE, CHECKPOINTS, PACK, PROBE, MOUNT, UNMOUNT)
+    c.name: c for c in (LS, CREATE, REGISTER, USE, CACHE, CHECKPOINTS, PACK, PROBE, MOUNT, UNMOUNT, CONNECT, DISCONNECT)
 }
 _VALUED = frozenset({"-o", "--output"})  # options of the bare magic that take a value
 

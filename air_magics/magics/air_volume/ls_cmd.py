@@ -31,6 +31,12 @@ def _ls(magics: Any, args: Any) -> Any:
     if parts is not None:  # /Volumes, a catalog or a schema: what it holds, one level down
         if args.recursive or args.pattern:
             raise UsageError(f"-r/--pattern list inside a volume; {target} is above volume level")
+        from ...volumes import catalog_volumes
+
+        if catalog_volumes.connection() is not None:  # with the catalog's empty catalogs and schemas too
+            from .connect_cmd import catalog_namespace
+
+            return catalog_namespace(parts)
         return NamespaceListing.of(parts, st.volumes())
     vp = VolumePath.parse(target or ".", default=default)
     # a pattern naming subfolders ('train/*/x.bin', '**/*.png') can only match below PATH

@@ -24,7 +24,13 @@ from .command import Command, option
 __all__ = ["CREATE", "REGISTER", "USE", "parse_options"]
 
 
-def _create(magics: Any, args: Any) -> VolumeInfo:
+def _create(magics: Any, args: Any) -> Any:
+    from ...volumes import catalog_volumes
+
+    if args.location is not None or catalog_volumes.connection() is not None:  # a Unity Catalog volume
+        from .connect_cmd import create_in_catalog
+
+        return create_in_catalog(args.args[0], args.location, args.exist_ok)
     try:
         info = store().create(args.args[0], exist_ok=args.exist_ok)
     except VolumeExistsError as exc:  # the API's advice (exist_ok=True) in the magic's words
@@ -87,9 +93,12 @@ CREATE = Command(
     "create",
     "catalog.schema.volume",
     (1, 1),
-    "create a volume in the embedded root",
+    "create a volume in the embedded root, or in the connected Unity Catalog",
     _create,
-    (option("--exist-ok", action="store_true", help="no error if the volume already exists"),),
+    (
+        option("--exist-ok", action="store_true", help="no error if the volume already exists"),
+        option("--location", metavar="URL", help="with a catalog connected: the volume's storage (an external volume)"),
+    ),
     printed=True,
 )
 REGISTER = Command(
