@@ -45,7 +45,7 @@ DOCUMENTS: dict[str, tuple[type[Event], set[str]]] = {
     "IExportDoc": (ExportEvent, set()),
     "IPackDoc": (PackEvent, set()),
     "ICacheStats": (CacheEvent, {"updated", "snapshot_time"}),
-    "ILoaderStats": (LoaderEvent, {"updated"}),
+    "ILoaderStats": (LoaderEvent, {"updated", "history"}),
 }
 
 

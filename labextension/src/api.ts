@@ -94,6 +94,12 @@ export interface ILoaderStats {
   verdict_kind?: string;
   /** wall seconds per input stage (listing, storage_read, cache_write, handover, transform, collate, wait, compute) */
   stages?: Record<string, number>;
+  /** items handed out so far */
+  items?: number;
+  /** bytes the input stages read from storage so far */
+  read_bytes?: number;
+  /** running totals over time (`air_magics.charts.history`), added by the status layer */
+  history?: { fields: string[]; rows: number[][] };
   done?: boolean;
   updated?: number;
 }
