@@ -58,7 +58,7 @@ def _points(rows: Sequence[Row], value: Callable[[Row, Row], float | None]) -> l
     """``[step, value]`` for each pair of consecutive rows whose value is defined."""
     out = []
     for a, b in zip(rows, rows[1:], strict=False):
-        if b["t"] <= a["t"] or b["step"] < a["step"]:
+        if b["t"] <= a["t"] or b["step"] <= a["step"]:  # no step between them: an epoch's end, not a rate
             continue
         v = value(a, b)
         if v is not None:
