@@ -12,6 +12,7 @@ Fed by :class:`~air_magics.listeners.StatusDocuments` (at most twice a second, n
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -85,6 +86,10 @@ class LoaderHistory:
         return {"fields": list(FIELDS), "rows": [list(r) for r in self.rows]}
 
 
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def history_rows(doc: Mapping[str, Any]) -> list[dict[str, float]]:
     """A loader document's history as one mapping per row (``[]`` for none or a malformed one:
     documents are written by other processes, so nothing in them is trusted)."""
@@ -96,6 +101,6 @@ def history_rows(doc: Mapping[str, Any]) -> list[dict[str, float]]:
         return []
     out = []
     for r in rows:
-        if isinstance(r, list) and len(r) == len(names) and all(isinstance(v, (int, float)) for v in r):
+        if isinstance(r, list) and len(r) == len(names) and all(_number(v) for v in r):
             out.append({str(k): float(v) for k, v in zip(names, r, strict=True)})
     return out

@@ -35,6 +35,11 @@ STAGE_LABELS = {
 Row = Mapping[str, float]
 
 
+def _rank(doc: Mapping[str, Any]) -> int:
+    r = doc.get("rank")
+    return r if isinstance(r, int) else 0
+
+
 def sig(v: float) -> float:
     """*v* rounded to 4 significant digits: the value every renderer shows and hovers."""
     return float(f"{v:.4g}")
@@ -111,12 +116,12 @@ def training_spec(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
 
     def per_rank(rate: str) -> list[dict[str, Any]]:
         return [
-            {"name": f"rank {int(d.get('rank') or 0)}" if many else "loader", "points": _points(rows, _RATES[rate])}
+            {"name": f"rank {_rank(d)}" if many else "loader", "points": _points(rows, _RATES[rate])}
             for d, rows in runs
         ]
 
     first, rows0 = runs[0]
-    stages_title = "seconds per step by stage" + (f" (rank {int(first.get('rank') or 0)})" if many else "")
+    stages_title = "seconds per step by stage" + (f" (rank {_rank(first)})" if many else "")
     panels = [
         _panel("items", "items/s", "items/s", per_rank("items")),
         _panel("mbps", "read from storage", "MB/s", per_rank("mbps")),
