@@ -180,6 +180,7 @@ def test_html_and_text_forms():
     spec = training_spec([_doc(_history([10, 20, 40]), verdict="input-bound on storage-latency, waiting 25.0%")])
     html = chart_html(spec)
     assert html.count("<svg") == 5 and "input-bound on storage-latency" in html
+    assert html.count(">40 steps<") == 5 and spec["x"]["from"] == 20  # one step axis for every panel
     assert chart_html(spec, panels=["wait"]).count("<svg") == 1
     line = training_line(spec)
     assert line.startswith("training: step 40 · items/s ") and "320 items/s" in line and "25 %" in line

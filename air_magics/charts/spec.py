@@ -9,7 +9,7 @@ rounded to 4 significant digits once, here, so every renderer shows the same num
 
 The spec (``to_dict``, JSON)::
 
-    {"x": {"label": "step", "unit": "steps"}, "verdict": str, "verdict_kind": str, "ranks": int,
+    {"x": {"label": "step", "unit": "steps", "from": int, "to": int}, "verdict": str, "verdict_kind": str, "ranks": int,
      "panels": [{"id", "title", "unit", "stacked": bool, "ymax": float | None,
                  "bands": [{"from", "to", "label"}], "series": [{"name", "points": [[x, y], ...]}]}]}
 """
@@ -135,8 +135,10 @@ def training_spec(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
             stacked=True,
         ),
     ]
+    xs = [p[0] for panel in panels for s in panel["series"] for p in s["points"]]
     return {
-        "x": {"label": "step", "unit": "steps"},
+        # one step axis for every panel, so a moment lines up across them
+        "x": {"label": "step", "unit": "steps", "from": min(xs, default=0), "to": max(xs, default=1)},
         "verdict": str(first.get("verdict") or ""),
         "verdict_kind": str(first.get("verdict_kind") or ""),
         "ranks": len(runs),

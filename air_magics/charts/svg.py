@@ -19,8 +19,8 @@ __all__ = ["panel_svg", "chart_html", "COLORS", "nice_max"]
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 BAND_COLORS = {"compute-bound": "#2ca02c", "moderately input-bound": "#ffbf00", "input-bound": "#d62728"}
-W, H = 340, 120
-LEFT, RIGHT, TOP, BOTTOM = 46, 8, 18, 22
+W, H = 340, 132
+LEFT, RIGHT, TOP, BOTTOM = 46, 8, 18, 34  # the bottom holds the x labels, then the legend
 
 
 def nice_max(v: float) -> float:
@@ -38,9 +38,9 @@ def _fmt(v: float) -> str:
     return f"{v:,.4g}"
 
 
-def _extent(panel: Mapping[str, Any]) -> tuple[float, float, float]:
+def _extent(panel: Mapping[str, Any], x_range: Sequence[float] | None) -> tuple[float, float, float]:
     xs = [p[0] for s in panel["series"] for p in s["points"]]
-    x0, x1 = (min(xs), max(xs)) if xs else (0, 1)
+    x0, x1 = x_range if x_range else ((min(xs), max(xs)) if xs else (0, 1))
     if panel.get("ymax") is not None:
         return x0, x1, float(panel["ymax"])
     if panel.get("stacked"):
@@ -54,9 +54,10 @@ def _extent(panel: Mapping[str, Any]) -> tuple[float, float, float]:
     return x0, x1, nice_max(top)
 
 
-def panel_svg(panel: Mapping[str, Any], x_unit: str = "steps") -> str:
-    """One panel of a spec as an ``<svg>`` element (see the module docstring)."""
-    x0, x1, ymax = _extent(panel)
+def panel_svg(panel: Mapping[str, Any], x_unit: str = "steps", x_range: Sequence[float] | None = None) -> str:
+    """One panel of a spec as an ``<svg>`` element (see the module docstring); *x_range*: the
+    spec's shared step axis (default: the panel's own points)."""
+    x0, x1, ymax = _extent(panel, x_range)
     span = (x1 - x0) or 1
     pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
 
@@ -86,8 +87,8 @@ def panel_svg(panel: Mapping[str, Any], x_unit: str = "steps") -> str:
             f'<text x="{LEFT - 3}" y="{sy(y) + 3}" text-anchor="end">{_fmt(y)}</text>'
         )
     out.append(
-        f'<text x="{LEFT}" y="{H - 4}">{_fmt(x0)}</text>'
-        f'<text x="{W - RIGHT}" y="{H - 4}" text-anchor="end">{_fmt(x1)} {escape(x_unit)}</text>'
+        f'<text x="{LEFT}" y="{H - 18}">{_fmt(x0)}</text>'
+        f'<text x="{W - RIGHT}" y="{H - 18}" text-anchor="end">{_fmt(x1)} {escape(x_unit)}</text>'
     )
     out += _series(panel, sx, sy, unit)
     out.append("</svg>")
@@ -123,7 +124,7 @@ def _series(panel: Mapping[str, Any], sx: Any, sy: Any, unit: str) -> list[str]:
         for i, s in enumerate(panel["series"])
     )
     if len(panel["series"]) > 1:
-        out.append(f'<text x="{W - RIGHT}" y="11" text-anchor="end">{legend}</text>')
+        out.append(f'<text class="air-legend" x="{LEFT}" y="{H - 4}">{legend}</text>')
     return out
 
 
@@ -132,8 +133,10 @@ def chart_html(spec: Mapping[str, Any] | None, panels: Sequence[str] | None = No
     if not spec:
         return '<div class="air-training">no loader history yet: iterate an air_magics DataLoader</div>'
     verdict = escape(spec.get("verdict") or spec.get("verdict_kind") or "")
-    svgs = "".join(panel_svg(p, spec["x"]["unit"]) for p in spec["panels"] if panels is None or p["id"] in panels)
+    x = spec["x"]
+    x_range = (x["from"], x["to"]) if "from" in x else None
+    svgs = "".join(panel_svg(p, x["unit"], x_range) for p in spec["panels"] if panels is None or p["id"] in panels)
     return (
-        f'<div class="air-training"><div class="air-verdict" style="margin:2px 0 4px">{verdict}</div>'
+        f'<div class="air-training"><div class="air-verdict" style="margin:2px 0 4px;text-align:left">{verdict}</div>'
         f'<div style="display:flex;flex-wrap:wrap;gap:4px">{svgs}</div></div>'
     )
