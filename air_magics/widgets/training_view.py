@@ -27,9 +27,11 @@ from ..events import Event, LoaderEvent
 from ..status import current_loaders, read_status
 from ._frontend import has_widget_frontend
 
-__all__ = ["TrainingView", "LoaderCharts", "training_view"]
+__all__ = ["TrainingView", "LoaderCharts", "training_view", "LIVE_VIEW"]
 
 _ids = itertools.count()
+LIVE_VIEW = {"air_magics": {"live_view": "training"}}
+"""The output's metadata: a live view of timings (tools that compare outputs, like widget views, skip it)."""
 
 
 class TrainingView:
@@ -61,9 +63,9 @@ class TrainingView:
     def spec(self) -> dict[str, Any] | None:
         return training_spec(self.docs())
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple[dict[str, str], dict[str, Any]]:
         spec = self.spec()
-        return {"text/html": chart_html(spec), "text/plain": training_line(spec)}
+        return {"text/html": chart_html(spec), "text/plain": training_line(spec)}, LIVE_VIEW
 
     def __repr__(self) -> str:
         return training_line(self.spec())
@@ -88,7 +90,8 @@ class TrainingView:
                 return False
             self._seen = stamp
             spec = training_spec(docs)
-            self._handle.update({"text/html": chart_html(spec), "text/plain": training_line(spec)}, raw=True)
+            data = {"text/html": chart_html(spec), "text/plain": training_line(spec)}
+            self._handle.update(data, raw=True, metadata=LIVE_VIEW)
             self.updates += 1
             return True
 
