@@ -29,7 +29,7 @@ from air_magics.status import read_status
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-def _event(step: int, t: float, *, rank: int = 0, pid: int | None = None, **kw) -> LoaderEvent:
+def _event(step: int, t: float, *, rank: int = 0, pid: int | None = None, files: int = 0, **kw) -> LoaderEvent:
     """A loader event at *step*: 8 items per step, 1 MB read per step, 10 ms wait and 30 ms compute per step."""
     stages = {
         "listing": 0.001 * step,
@@ -43,7 +43,13 @@ def _event(step: int, t: float, *, rank: int = 0, pid: int | None = None, **kw) 
         step, 0.01 * step, 0.03 * step, stages=stages, items=8 * step, read_bytes=1_000_000 * step, **kw
     )
     return LoaderEvent(
-        timing=timing, time=t, rank=rank, world=2 if pid else 1, pid=pid or os.getpid(), launch="L" if pid else None
+        timing=timing,
+        time=t,
+        rank=rank,
+        world=2 if pid else 1,
+        pid=pid or os.getpid(),
+        launch="L" if pid else None,
+        files=files,
     )
 
 
@@ -201,3 +207,19 @@ def test_status_documents_keep_the_history_with_the_caches_counters():
     assert rows[-1]["hits"] == 3 and rows[-1]["misses"] == 7 and doc["items"] == 240
     spec = training_spec([doc])
     assert _panel(spec, "items")["series"][0]["points"] == [[20, 80.0], [30, 80.0]]
+
+
+def test_a_train_and_a_validation_loader_in_one_process_keep_their_own_histories():
+    docs = StatusDocuments(loader_interval=0.0)
+    t = 1000.0
+    for train_step, val_step in ((10, 2), (20, 4), (30, 6)):  # they alternate, as in an epoch loop
+        t += 1
+        docs(_event(train_step, t, files=800))
+        t += 1
+        docs(_event(val_step, t, files=40))
+    val = history_rows(read_status(f"loader-{os.getpid()}"))  # the latest writer: the validation loader
+    assert [r["step"] for r in val] == [2, 4, 6]
+    t += 1
+    docs(_event(40, t, files=800))
+    train = history_rows(read_status(f"loader-{os.getpid()}"))
+    assert [r["step"] for r in train] == [10, 20, 30, 40]  # not reset by the other loader's lower steps

@@ -113,3 +113,18 @@ def test_text_forms_outside_jupyter():
     text = cache_text(cache={}, loader=read_status(f"loader-{os.getpid()}"), ranks=None)
     assert text.splitlines()[-1] == line  # %air_volume cache, as text: the latest loader's line
     assert view.refresh() is False and view.updates == 0  # never shown: nothing to redraw
+
+
+def test_the_cells_chart_keeps_to_its_loader():
+    """A validation loader alternating with the training loader writes the same document: the
+    training loader's chart is not redrawn with it."""
+    from air_magics.listeners import StatusDocuments
+
+    docs = StatusDocuments(loader_interval=0.0)
+    pid = os.getpid()
+    view = TrainingView(pid, loader=(800, 0))
+    docs(LoaderEvent(timing=LoaderTimes(10, 1.0, 1.0), pid=pid, time=100.0, files=800))
+    assert view.docs() and view.docs()[0]["files"] == 800
+    docs(LoaderEvent(timing=LoaderTimes(2, 1.0, 1.0), pid=pid, time=101.0, files=40))
+    assert view.docs() == [] and view.refresh() is False
+    assert TrainingView(pid).docs()[0]["files"] == 40  # a view of whatever this process ran last

@@ -28,6 +28,7 @@ from ..status import read_status, run_dir, write_status
 __all__ = ["StatusDocuments", "pack_status_name"]
 
 _LOCKS: dict[tuple[int, str], ProcessFileLock] = {}
+_HISTORIES_KEPT = 8  # loaders whose history a process keeps
 
 
 def _cache_doc_lock() -> ProcessFileLock:
@@ -56,7 +57,9 @@ class StatusDocuments:
     def __init__(
         self, *, copy_interval: float = 0.25, export_interval: float = 0.3, loader_interval: float = 0.5
     ) -> None:
-        self._histories: dict[int, LoaderHistory] = {}  # by pid: a process's loader document
+        # by loader: its pid, file count and workers (a loop's train and validation loaders differ in those,
+        # and alternate in one process and one document: each keeps its own history)
+        self._histories: dict[tuple[int, int, int], LoaderHistory] = {}
         self._handlers: dict[type, Callable[[Any], None]] = {
             CopyEvent: throttled(self._copy, copy_interval),
             ExportEvent: throttled(self._export, export_interval),
@@ -86,9 +89,12 @@ class StatusDocuments:
 
     def _loader(self, e: LoaderEvent) -> None:
         doc = e.to_dict()
-        history = self._histories.get(e.pid)
+        key = (e.pid, e.files, e.num_workers)
+        history = self._histories.get(key)
         if history is None:
-            history = self._histories[e.pid] = LoaderHistory()
+            if len(self._histories) >= _HISTORIES_KEPT:  # bounded: the oldest loader's history goes
+                del self._histories[next(iter(self._histories))]
+            history = self._histories[key] = LoaderHistory()
         history.add(doc, e.time, read_status("cache"))  # the cache's counters: one small file, twice a second
         write_status(f"loader-{e.pid}", dict(doc, history=history.document()))
 

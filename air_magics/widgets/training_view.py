@@ -42,9 +42,18 @@ class TrainingView:
     ended; a later :meth:`start` resumes) or :meth:`stop`."""
 
     def __init__(
-        self, pid: int | None = None, *, interval: float = 0.5, idle_seconds: float = 30.0, cell: Any = None
+        self,
+        pid: int | None = None,
+        *,
+        interval: float = 0.5,
+        idle_seconds: float = 30.0,
+        cell: Any = None,
+        loader: tuple[int, int] | None = None,
     ) -> None:
         self.pid, self.interval, self.idle_seconds, self.cell = pid, max(interval, 0.5), idle_seconds, cell
+        # (files, num_workers) of the loader drawn: a validation loader that alternates with it in the same
+        # process writes the same document, and is not drawn over it
+        self.loader = loader
         self.display_id = f"air-training-{os.getpid()}-{next(_ids)}"
         self.updates = 0  # drawings sent (tests, and a reader's sanity check of the rate)
         self._seen: tuple[float, ...] = ()
@@ -57,6 +66,8 @@ class TrainingView:
         """The loader documents drawn: this pid's, or each rank's of the current run."""
         if self.pid is not None:
             doc = read_status(f"loader-{self.pid}")
+            if doc and self.loader is not None and (doc.get("files"), doc.get("num_workers")) != self.loader:
+                return []
             return [doc] if doc else []
         return current_loaders()[1]
 
@@ -86,7 +97,7 @@ class TrainingView:
         with self._lock:  # the loop's epoch-end drawing and the thread's: read and sent in order, newest last
             docs = self.docs()
             stamp = self._stamp(docs)
-            if stamp == self._seen or self._handle is None or self._stop.is_set():
+            if not docs or stamp == self._seen or self._handle is None or self._stop.is_set():
                 return False
             self._seen = stamp
             spec = training_spec(docs)
@@ -158,7 +169,7 @@ class LoaderCharts:
                 self.view = None
             if not (self.enabled() and self.frontend()):
                 return
-            view = self.view = TrainingView(event.pid, cell=cell)
+            view = self.view = TrainingView(event.pid, cell=cell, loader=(event.files, event.num_workers))
             view.show()
         if event.terminal:  # an epoch's end: drawn now, while the cell still runs (once per epoch)
             try:
