@@ -70,7 +70,8 @@ def panel_svg(panel: Mapping[str, Any], x_unit: str = "steps", x_range: Sequence
     unit = escape(panel["unit"])
     out = [
         f'<svg class="air-chart" data-panel="{escape(panel["id"])}" width="{W}" height="{H}" '
-        f'viewBox="0 0 {W} {H}" xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="9">',
+        f'viewBox="0 0 {W} {H}" xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="9" '
+        'fill="currentColor">',  # text in the page's own colour: readable on a dark theme too
         f'<text x="{LEFT}" y="11" font-size="10" font-weight="bold">{escape(panel["title"])} ({unit})</text>',
     ]
     for b in panel.get("bands", []):
