@@ -5,24 +5,33 @@
 * :mod:`.svg`: the spec as inline SVG (the notebook cell; the sidebar draws the same spec in TypeScript);
 * :mod:`.text`: the spec as one line of sparklines (a console, CI logs).
 
-Light to import (stdlib and the verdict's thresholds): the status-document listener that every
-process attaches on ``import air_magics`` keeps the history.
+Importing this package is light: names load with their module on first use, so the status-document
+listener that every process attaches on ``import air_magics`` loads :mod:`.history` only.
 """
 
-from .history import CAPACITY, FIELDS, LoaderHistory, history_rows
-from .spec import training_spec, wait_bands
-from .svg import chart_html, panel_svg
-from .text import sparkline, training_line
+from __future__ import annotations
 
-__all__ = [
-    "CAPACITY",
-    "FIELDS",
-    "LoaderHistory",
-    "history_rows",
-    "training_spec",
-    "wait_bands",
-    "chart_html",
-    "panel_svg",
-    "sparkline",
-    "training_line",
-]
+import importlib
+from typing import Any
+
+_HOMES = {
+    "CAPACITY": ".history",
+    "FIELDS": ".history",
+    "LoaderHistory": ".history",
+    "history_rows": ".history",
+    "training_spec": ".spec",
+    "wait_bands": ".spec",
+    "chart_html": ".svg",
+    "panel_svg": ".svg",
+    "sparkline": ".text",
+    "training_line": ".text",
+}
+
+__all__ = list(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home, __name__), name)

@@ -11,7 +11,6 @@ from collections import deque
 from collections.abc import Hashable
 from typing import IO, Any
 
-from ..charts.text import sparkline
 from ..events import CopyEvent, Event, ExportEvent, LoaderEvent, ServerEvent
 from ..io.forksafe import ForkSafeLock
 from ..io.units import fmt_bytes, fmt_rate, fmt_share
@@ -92,6 +91,8 @@ class TqdmListener:
 
     def _wait_spark(self, e: LoaderEvent) -> str:
         """The sparkline of the wait share between this loader's events (O(1) per event), or ""."""
+        from ..charts.text import sparkline  # on a loader's first event: `import air_magics` stays light
+
         key = (e.source, e.job, e.pid)
         wait, compute = e.timing.data_wait, e.timing.compute
         last = self._waits.get(key)
