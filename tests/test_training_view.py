@@ -128,3 +128,14 @@ def test_the_cells_chart_keeps_to_its_loader():
     docs(LoaderEvent(timing=LoaderTimes(2, 1.0, 1.0), pid=pid, time=101.0, files=40))
     assert view.docs() == [] and view.refresh() is False
     assert TrainingView(pid).docs()[0]["files"] == 40  # a view of whatever this process ran last
+
+
+def test_outside_a_notebook_the_view_prints_its_line_once(capsys):
+    from air_magics.listeners import StatusDocuments
+    from air_magics.widgets import training_view
+
+    docs = StatusDocuments(loader_interval=0.0)
+    for step in (10, 20):
+        docs(_event(step, os.getpid()))
+    view = training_view(os.getpid())
+    assert capsys.readouterr().out.strip() == repr(view) and not view.polling

@@ -136,11 +136,13 @@ class TrainingView:
 
 
 def training_view(pid: int | None = None, *, display_now: bool = True) -> TrainingView:
-    """The training chart of *pid*'s loader (default: the current run's), shown and refreshed live."""
+    """The training chart of *pid*'s loader (default: the current run's), shown and, in a notebook,
+    refreshed live (a console gets its text line once)."""
     view = TrainingView(pid)
     if display_now:
         view.show()
-        view.start()
+        if has_widget_frontend():
+            view.start()
     return view
 
 
