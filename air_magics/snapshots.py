@@ -178,6 +178,8 @@ class LoaderTimes:
     # the verdict's kind (air_magics.datasets.verdict.kind_of: warming-up before the 10th step): views show
     # this, never a threshold rule of their own
     verdict_kind: str = ""
+    items: int = 0  # items handed out so far (the training chart's items/s)
+    read_bytes: int = 0  # bytes the input stages read from storage so far (its MB/s)
 
     @property
     def wait_share(self) -> float:

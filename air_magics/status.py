@@ -83,7 +83,8 @@ def current_loaders(now: float | None = None) -> tuple[dict[str, Any] | None, li
     by_rank: dict[int, dict[str, Any]] = {}
     for d in fresh:  # newest first: the first document of each rank is its current one
         if d.get("launch") == launch:
-            by_rank.setdefault(int(d.get("rank") or 0), d)
+            rank = d.get("rank")  # a document is data any process wrote: a rank that is not a number is 0
+            by_rank.setdefault(rank if isinstance(rank, int) else 0, d)
     return fresh[0], [by_rank[r] for r in sorted(by_rank)]
 
 

@@ -7,7 +7,7 @@ tagged ``raises-exception`` is a demonstration of an error: it must fail, and ex
 
 Outputs are compared like nbval does: cells tagged ``nbval-ignore-output`` (timings, temp paths)
 are only run; other cells must print what the notebook stores (text and ``text/plain``; widget
-views are skipped). ``python -m tests.notebook_run notebooks/NB.ipynb --update`` re-executes a
+views and live views, the training chart, are skipped). ``python -m tests.notebook_run notebooks/NB.ipynb --update`` re-executes a
 notebook and stores its new outputs.
 """
 
@@ -41,8 +41,14 @@ def _tags(cell: Any) -> set[str]:
     return set(cell.get("metadata", {}).get("tags", []))
 
 
+def _live_view(output: Any) -> bool:
+    """A live view of timings (the training chart: ``metadata.air_magics.live_view``), like a widget view."""
+    meta = output.get("metadata", {}).get("air_magics")
+    return isinstance(meta, dict) and bool(meta.get("live_view"))
+
+
 def _text_outputs(outputs: list[Any]) -> list[tuple[str, str]]:
-    """(kind, text) of a cell's outputs in order, streams of one name joined, widget views left out."""
+    """(kind, text) of a cell's outputs in order, streams of one name joined, widget and live views left out."""
     out: list[tuple[str, str]] = []
     for o in outputs:
         kind = o.get("output_type")
@@ -54,7 +60,7 @@ def _text_outputs(outputs: list[Any]) -> list[tuple[str, str]]:
                 out.append((f"stream:{o.get('name')}", text))
         elif kind in ("execute_result", "display_data"):
             data = o.get("data", {})
-            if WIDGET_VIEW in data or "text/plain" not in data:
+            if WIDGET_VIEW in data or "text/plain" not in data or _live_view(o):
                 continue
             out.append((kind, "".join(data["text/plain"])))
         elif kind == "error":

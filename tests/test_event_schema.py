@@ -45,7 +45,7 @@ DOCUMENTS: dict[str, tuple[type[Event], set[str]]] = {
     "IExportDoc": (ExportEvent, set()),
     "IPackDoc": (PackEvent, set()),
     "ICacheStats": (CacheEvent, {"updated", "snapshot_time"}),
-    "ILoaderStats": (LoaderEvent, {"updated"}),
+    "ILoaderStats": (LoaderEvent, {"updated", "history"}),
 }
 
 
@@ -91,3 +91,22 @@ def test_documents_are_the_events_own_fields():
 def test_the_parser_sees_drift():
     ts = ts_interfaces("export interface IA {\n  a: number;\n  // b: gone\n  c?: { d: string }[];\n}\n")
     assert ts == {"IA": ["a", "c"]}
+
+
+def test_the_training_chart_spec(ts):
+    """The chart spec the sidebar draws (``GET training``) has the fields its TypeScript types name."""
+    from air_magics.charts import LoaderHistory, training_spec
+    from air_magics.server.queries import training
+
+    h = LoaderHistory()
+    for i, step in enumerate((10, 20, 30)):
+        h.add({"steps": step, "items": step, "data_wait_s": 0.1 * step, "compute_s": 0.1 * step}, 100.0 + i)
+    spec = training_spec([{"history": h.document()}])
+    panel = spec["panels"][0]
+    assert set(ts["IChartSpec"]) == set(spec)
+    assert set(ts["IChartPanel"]) == set(panel)
+    assert set(ts["IChartSeries"]) == set(panel["series"][0])
+    assert set(ts["IChartBand"]) == set(next(p for p in spec["panels"] if p["bands"])["bands"][0])
+    assert set(ts["ITrainingDoc"]) == set(training())
+    x_type = re.search(r"interface IChartSpec \{.*?\bx: \{([^}]*)\}", API_TS.read_text(), flags=re.S)
+    assert x_type and set(re.findall(r"(\w+):", x_type.group(1))) == set(spec["x"])

@@ -33,7 +33,7 @@ from air_magics.volumes import VolumeStore
 # (the sidebar's TypeScript types are checked against the same classes in tests/test_event_schema.py).
 COPY_FIELDS = {*CopyEvent.keys(), "updated"}
 CACHE_FIELDS = {*CacheEvent.keys(), "updated", "snapshot_time"}
-LOADER_FIELDS = {*LoaderEvent.keys(), "updated"}
+LOADER_FIELDS = {*LoaderEvent.keys(), "updated", "history"}  # history: the training chart's rows
 CHECKPOINT_FIELDS = {*CheckpointEvent.keys(), "updated"}
 
 

@@ -58,6 +58,17 @@ def _need_browser() -> None:
         (pytest.fail if os.environ.get("AIR_REQUIRE_BROWSER") == "1" else pytest.skip)(missing)
 
 
+def this_checkouts_sidebar(data_dir: Path) -> dict[str, str]:
+    """The environment that serves the sidebar built beside these tests (``labextension/dist``, from
+    ``jlpm build`` or ``make install``) ahead of the installed copy (``JUPYTER_PATH`` comes before a
+    virtual environment's own folders), so a checkout's browser tests run its own source."""
+    dist = LABEXTENSION / "dist"
+    if not (dist / "package.json").is_file():
+        return {}
+    shutil.copytree(dist, data_dir / "labextensions" / "air-magics")
+    return {"JUPYTER_PATH": str(data_dir)}
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     _need_browser()
@@ -74,7 +85,12 @@ def lab(tmp_path_factory):
     (base / "notebooks").mkdir()
     (base / "notebooks" / "ui.ipynb").write_text(json.dumps(notebook))
     srv = start_server(
-        base, home=home, mount=base / "no-such-mount", app="lab", args=("--LabApp.expose_app_in_browser=True",)
+        base,
+        home=home,
+        mount=base / "no-such-mount",
+        app="lab",
+        args=("--LabApp.expose_app_in_browser=True",),
+        env=this_checkouts_sidebar(base / "checkout-data"),
     )
     yield srv
     srv.stop()
@@ -461,7 +477,9 @@ def test_a_hidden_sidebar_does_not_poll(lab, page):
     seen: list[str] = []
     page.on("request", lambda r: seen.append(r.url))
     refresh_all(page)
-    assert not [u for u in seen if any(f"/air/api/{e}" in u for e in ("cache", "jobs", "checkpoints"))], seen
+    assert not [u for u in seen if any(f"/air/api/{e}" in u for e in ("training", "cache", "jobs", "checkpoints"))], (
+        seen
+    )
     with page.expect_request(lambda r: "/air/api/jobs" in r.url):
         page.locator(SIDEBAR_TAB).click()
 

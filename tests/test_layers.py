@@ -143,7 +143,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # packed folders, the input pipeline, checkpoints, tables (Spark), a script on several ranks
     ("shards", "datasets", "checkpoints", "tables", "torch_launcher"),
     ("data",),  # the reference's names, for users: a face over datasets and checkpoints
-    ("magics", "widgets", "listeners", "server"),  # front ends
+    ("magics", "widgets", "listeners", "server", "charts"),  # front ends (charts: the training chart model)
     ("__init__", "demo"),  # the extension's entry point, the sample-data script
 )
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}

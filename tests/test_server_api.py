@@ -28,7 +28,7 @@ from air_magics.cache import FileCache
 from air_magics.status import run_dir, write_status
 from air_magics.volumes import VolumeStore
 
-ENDPOINTS = ["", "volumes", "cache", "jobs", "checkpoints"]
+ENDPOINTS = ["", "volumes", "cache", "jobs", "checkpoints", "training"]
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_enabled_by_the_installed_config_file(server):
     assert json.loads(cfg.read_text()) == {"ServerApp": {"jpserver_extensions": {"air_magics.server": True}}}
     r = server.get("")
     assert r.status_code == 200, r.text
-    assert set(r.json()["endpoints"]) == {"volumes", "cache", "jobs", "checkpoints"}
+    assert set(r.json()["endpoints"]) == {"volumes", "cache", "jobs", "checkpoints", "training"}
 
 
 def test_labextension_is_installed():
@@ -464,6 +464,32 @@ def test_a_crafted_status_document_cannot_choose_what_is_deleted(server, images,
 def test_loader_timing_comes_along(server):
     write_status(f"loader-{os.getpid()}", {"steps": 10, "wait_share": 0.25, "epoch": 1, "num_workers": 2})
     assert server.get("cache").json()["loader"]["wait_share"] == 0.25
+
+
+def test_training_chart_of_the_latest_run_one_series_per_rank(server):
+    from air_magics.charts import training_line, training_spec
+    from air_magics.events import LoaderEvent
+    from air_magics.listeners import StatusDocuments
+    from air_magics.snapshots import LoaderTimes
+
+    assert server.get("training").json() == {"spec": None, "text": "training: no loader history yet"}
+    docs = StatusDocuments(loader_interval=0.0)
+    now = time.time()
+    for rank, pid in enumerate((os.getpid() + 100_000, os.getpid() + 100_001)):  # two ranks of one launch
+        for i, step in enumerate((10, 20, 30)):
+            timing = LoaderTimes(step, 0.01 * step * (rank + 1), 0.03 * step, items=4 * step * (rank + 1))
+            docs(LoaderEvent(timing=timing, pid=pid, rank=rank, world=2, launch="L1", time=now - 3 + i))
+    answer = server.get("training").json()
+    ranks = [json.loads((run_dir() / f"loader-{os.getpid() + 100_000 + r}.json").read_text()) for r in (0, 1)]
+    assert answer["spec"] == training_spec(ranks) and answer["text"] == training_line(answer["spec"])
+    items = next(p for p in answer["spec"]["panels"] if p["id"] == "items")
+    assert [s["name"] for s in items["series"]] == ["rank 0", "rank 1"]
+    assert [s["points"] for s in items["series"]] == [[[20, 40.0], [30, 40.0]], [[20, 80.0], [30, 80.0]]]
+    # a document written by anything else: a history that is not one, a rank that is not a number
+    _raw_status(f"loader-{os.getpid() + 100_000}", {**ranks[0], "rank": "x", "history": {"fields": 1}})
+    _raw_status(f"loader-{os.getpid() + 100_001}", {**ranks[1], "rank": None, "updated": time.time() + 1})
+    r = server.get("training")
+    assert r.status_code == 200 and r.json()["spec"]["ranks"] == 1
 
 
 # -- jobs -----------------------------------------------------------------------------------------

@@ -69,10 +69,10 @@ async def test_index_names_the_endpoints(jp_fetch):
 
     doc = await get(jp_fetch, "")
     assert doc["version"] == air_magics.__version__
-    assert set(doc["endpoints"]) == {"volumes", "cache", "jobs", "checkpoints"}
+    assert set(doc["endpoints"]) == {"volumes", "cache", "jobs", "checkpoints", "training"}
 
 
-@pytest.mark.parametrize("endpoint", ["", "volumes", "cache", "jobs", "checkpoints"])
+@pytest.mark.parametrize("endpoint", ["", "volumes", "cache", "jobs", "checkpoints", "training"])
 async def test_without_a_token_is_403(jp_fetch, endpoint):
     code, _ = await error(jp_fetch, endpoint, headers={"Authorization": "token wrong"})
     assert code == 403

@@ -7,8 +7,9 @@ import io
 from _seed import seeded_volume
 
 import air_magics
-from air_magics.events import CopyEvent
+from air_magics.events import CopyEvent, LoaderEvent
 from air_magics.listeners import TqdmListener
+from air_magics.snapshots import LoaderTimes
 from air_magics.transfer import CopyProgress
 
 
@@ -58,3 +59,17 @@ def test_a_real_copy_ends_with_one_final_line(tmp_path):
     drawn = _drawn(out.getvalue())
     assert len(drawn) == len(heard)  # one line per state: no empty bar first, no final line twice
     assert "20/20" in drawn[-1] and out.getvalue().endswith("\n") and out.getvalue().count("\n") == 1
+
+
+def test_a_loaders_bar_carries_the_wait_share_sparkline():
+    """Outside Jupyter the training chart is one line: the wait share between events as bars (0-100%)."""
+    out = io.StringIO()
+    bar = TqdmListener(file=out)
+    # per interval: 10 of 10 s waited (100%), then 0 of 10 s, then 5 of 10 s
+    for wait, compute, state in ((1, 9, "running"), (11, 9, "running"), (11, 19, "running"), (16, 24, "done")):
+        bar(LoaderEvent(timing=LoaderTimes(10, float(wait), float(compute)), state=state))
+    drawn = _drawn(out.getvalue())
+    assert "data wait 10.0%" in drawn[0] and "▁" not in drawn[0]  # one event: no interval yet
+    assert "data wait █ 55.0%" in drawn[1]
+    assert "data wait █▁ 36.7%" in drawn[2]
+    assert "data wait █▁▅ 40.0%" in drawn[-1]

@@ -77,6 +77,10 @@ def test_cache_view_renders_and_follows_worker_processes(tmp_path):
         while view.hit_rate.value < 0.5 and _t.time() < deadline:
             _t.sleep(0.05)
         assert view.hit_rate.value == 0.5 and view.fill.description == "no limit"
+        # the training chart below: the loader's history (one row per epoch's end here) drawn as SVG
+        while "air-point" not in view.chart.value and _t.time() < deadline:
+            _t.sleep(0.05)
+        assert view.chart.value.count("<svg") == 5 and 'data-x="20"' in view.chart.value
     finally:
         view.stop()
     assert "hit rate: 50.0%" in cache_text()

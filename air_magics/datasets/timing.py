@@ -104,7 +104,15 @@ class LoaderTiming:
         v = verdict(st, steps=self.steps, source=self.source, workers=self.workers)
         line = str(v) if self.steps >= MIN_STEPS else ""
         return LoaderTimes(
-            self.steps, self.data_wait, self.compute, self.last_wait, line, st.stages(), verdict_kind=v.kind
+            self.steps,
+            self.data_wait,
+            self.compute,
+            self.last_wait,
+            line,
+            st.stages(),
+            verdict_kind=v.kind,
+            items=st.items,
+            read_bytes=st.read_bytes,
         )
 
     def to_dict(self) -> dict[str, float]:

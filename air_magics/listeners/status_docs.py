@@ -7,7 +7,9 @@ Documents and their names (fields as in :meth:`air_magics.events.Event.to_dict` 
 * ``job-pack-<hash of the destination>``: a pack run, at most 4 times a second (one document per
   destination: packing it again replaces the document);
 * ``cache``: the shared cache statistics (the cache samples them at most twice a second);
-* ``loader-<pid>``: a DataLoader's timing, at most twice a second;
+* ``loader-<pid>``: a DataLoader's timing, at most twice a second, with ``history``: its running
+  totals over time and the shared cache's hits and misses (:class:`air_magics.charts.LoaderHistory`,
+  bounded), which the training chart draws;
 * ``checkpoints-<hash of the folder>``: a ``CheckpointManager``'s recent saves.
 
 The last event of every job (done, failed, interrupted, committed, end of epoch) is always written.
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..charts.history import LoaderHistory
 from ..events import CacheEvent, CheckpointEvent, CopyEvent, Event, ExportEvent, LoaderEvent, PackEvent, throttled
 from ..io.locks import ProcessFileLock
 from ..status import read_status, run_dir, write_status
@@ -25,6 +28,7 @@ from ..status import read_status, run_dir, write_status
 __all__ = ["StatusDocuments", "pack_status_name"]
 
 _LOCKS: dict[tuple[int, str], ProcessFileLock] = {}
+_HISTORIES_KEPT = 8  # loaders whose history a process keeps
 
 
 def _cache_doc_lock() -> ProcessFileLock:
@@ -53,6 +57,9 @@ class StatusDocuments:
     def __init__(
         self, *, copy_interval: float = 0.25, export_interval: float = 0.3, loader_interval: float = 0.5
     ) -> None:
+        # by loader: its pid, file count and workers (a loop's train and validation loaders differ in those,
+        # and alternate in one process and one document: each keeps its own history)
+        self._histories: dict[tuple[int, int, int], LoaderHistory] = {}
         self._handlers: dict[type, Callable[[Any], None]] = {
             CopyEvent: throttled(self._copy, copy_interval),
             ExportEvent: throttled(self._export, export_interval),
@@ -80,9 +87,16 @@ class StatusDocuments:
     def _pack(e: PackEvent) -> None:
         write_status(pack_status_name(e.job or e.dest), e.to_dict())
 
-    @staticmethod
-    def _loader(e: LoaderEvent) -> None:
-        write_status(f"loader-{e.pid}", e.to_dict())
+    def _loader(self, e: LoaderEvent) -> None:
+        doc = e.to_dict()
+        key = (e.pid, e.files, e.num_workers)
+        history = self._histories.get(key)
+        if history is None:
+            if len(self._histories) >= _HISTORIES_KEPT:  # bounded: the oldest loader's history goes
+                del self._histories[next(iter(self._histories))]
+            history = self._histories[key] = LoaderHistory()
+        history.add(doc, e.time, read_status("cache"))  # the cache's counters: one small file, twice a second
+        write_status(f"loader-{e.pid}", dict(doc, history=history.document()))
 
     @staticmethod
     def _cache(e: CacheEvent) -> None:

@@ -1,10 +1,13 @@
 """``TqdmListener``: text progress bars for copies (files), exports (Spark tasks), loaders (steps) and
 the embedded Spark server's start (seconds waited). Each bar's clock starts when its job started
-(the event says when), so its rate is the job's, not the bar's."""
+(the event says when), so its rate is the job's, not the bar's. A loader's bar carries the
+training chart's text form outside Jupyter (a console, CI logs): a sparkline of the data-wait share
+between its last events (0 to 100%), then the share so far."""
 
 from __future__ import annotations
 
 import sys
+from collections import deque
 from collections.abc import Hashable
 from typing import IO, Any
 
@@ -18,6 +21,7 @@ __all__ = ["TqdmListener"]
 # refresh drew: the last line twice). With a delay that never elapses it draws nothing itself;
 # this listener draws each state once.
 _OWN_DRAWING = 1e12
+_SPARK = 12  # intervals a loader's sparkline shows
 
 
 class TqdmListener:
@@ -26,6 +30,7 @@ class TqdmListener:
     def __init__(self, file: IO[str] | None = None, *, leave: bool = True) -> None:
         self.file, self.leave = file, leave
         self._bars: dict[Hashable, Any] = {}
+        self._waits: dict[Hashable, tuple[float, float, deque[float]]] = {}  # loader: last totals, shares
         self._lock = ForkSafeLock()  # the parent's flusher thread may be drawing at fork()
 
     def __call__(self, event: Event) -> None:
@@ -38,7 +43,9 @@ class TqdmListener:
             post = f"{event.progress.rows:,} rows"
         elif isinstance(event, LoaderEvent):
             total, n, unit = None, event.timing.steps, "step"
-            post = f"data wait {fmt_share(event.timing.wait_share)}"
+            with self._lock:
+                spark = self._wait_spark(event)
+            post = f"data wait {spark}{fmt_share(event.timing.wait_share)}"
         elif isinstance(event, ServerEvent):
             total, n, unit = None, int(event.elapsed), "s"
             post = event.message
@@ -80,6 +87,20 @@ class TqdmListener:
                 bar.clear()
             bar.close()  # draws nothing more: the delay never elapsed
             del self._bars[key]
+            self._waits.pop(key, None)
+
+    def _wait_spark(self, e: LoaderEvent) -> str:
+        """The sparkline of the wait share between this loader's events (O(1) per event), or ""."""
+        from ..charts.text import sparkline  # on a loader's first event: `import air_magics` stays light
+
+        key = (e.source, e.job, e.pid)
+        wait, compute = e.timing.data_wait, e.timing.compute
+        last = self._waits.get(key)
+        shares = last[2] if last else deque(maxlen=_SPARK)
+        if last and wait + compute > last[0] + last[1]:
+            shares.append((wait - last[0]) / (wait + compute - last[0] - last[1]) * 100)
+        self._waits[key] = (wait, compute, shares)
+        return f"{sparkline(shares, _SPARK, top=100.0)} " if shares else ""
 
     def __repr__(self) -> str:
         return "TqdmListener()"

@@ -136,6 +136,7 @@ class IndexHandler(_Base):
                         "cache": "GET cache; DELETE cache (clear this server's cache; files used in the last 30 s are kept)",
                         "jobs": "GET jobs",
                         "checkpoints": "GET checkpoints",
+                        "training": "GET training (the latest run's training chart: spec and text)",
                     },
                 }
             )
@@ -187,6 +188,13 @@ class JobsHandler(_Base):
         await self.call("status", queries.jobs, recent=recent)
 
 
+class TrainingHandler(_Base):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        await self.call("status", queries.training)
+
+
 class CheckpointsHandler(_Base):
     @web.authenticated
     @authorized
@@ -205,6 +213,7 @@ def setup_handlers(web_app: Any) -> str:
             (url_path_join(base, "cache") + r"/?", CacheHandler),
             (url_path_join(base, "jobs") + r"/?", JobsHandler),
             (url_path_join(base, "checkpoints") + r"/?", CheckpointsHandler),
+            (url_path_join(base, "training") + r"/?", TrainingHandler),
         ],
     )
     return base

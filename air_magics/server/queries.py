@@ -28,6 +28,7 @@ __all__ = [
     "list_volumes",
     "list_folder",
     "cache_summary",
+    "training",
     "clear_cache",
     "jobs",
     "checkpoints",
@@ -175,6 +176,16 @@ def cache_summary() -> dict[str, Any]:
 
     loader, loaders = current_loaders()
     return {"cache": _cache_doc(), "loader": loader, "loaders": loaders}
+
+
+def training() -> dict[str, Any]:
+    """The latest run's training chart (:func:`air_magics.charts.training_spec`: one series per
+    rank when ranks run; ``spec`` null before a loader has a history) and its one-line text."""
+    from ..charts import training_line, training_spec
+    from ..status import current_loaders
+
+    spec = training_spec(current_loaders()[1])
+    return {"spec": spec, "text": training_line(spec)}
 
 
 def clear_cache(reset_stats: bool = False) -> dict[str, Any]:

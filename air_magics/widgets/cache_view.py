@@ -1,4 +1,5 @@
-"""The live cache view: hit rate, traffic, size vs. limit, evictions, the loader's data-wait share and its verdict.
+"""The live cache view: hit rate, traffic, size vs. limit, evictions, the loader's data-wait share and its verdict,
+and the latest loader's training chart (:mod:`air_magics.charts`; one series per rank when ranks run).
 
 It renders the status documents (``cache`` and ``loader-<pid>``) that every process using the
 cache or a DataLoader writes, so it shows work done in DataLoader worker processes too, and the
@@ -12,6 +13,7 @@ import time
 from html import escape
 from typing import Any
 
+from ..charts import chart_html, training_line, training_spec
 from ..datasets.verdict import MIN_STEPS, kind_of
 from ..io.units import fmt_bytes, fmt_share
 from ..status import current_loaders, latest_loader, read_status
@@ -134,7 +136,9 @@ def cache_text(
     """The view as text; *ranks*: each rank's loader of a launch (default: the current ones)."""
     cache = read_status("cache") if cache is None else cache
     loader, ranks = _loaders(loader, ranks)
-    return "\n".join(f"{k:>22}: {v}" for k, v in _rows(cache, loader) + rank_rows(ranks))
+    text = "\n".join(f"{k:>22}: {v}" for k, v in _rows(cache, loader) + rank_rows(ranks))
+    spec = training_spec(ranks)
+    return text + (f"\n{training_line(spec)}" if spec else "")
 
 
 def cache_html(
@@ -166,7 +170,8 @@ class CacheView:
         self.hit_rate = w.FloatProgress(value=0, min=0, max=1, description="hit rate", bar_style="success")
         self.fill = w.FloatProgress(value=0, min=0, max=1, description="size/limit", bar_style="info")
         self.table = w.HTML()
-        self.box = w.VBox([w.HBox([self.hit_rate, self.fill]), self.table])
+        self.chart = w.HTML()  # the latest loader's training chart (each rank's series when ranks run)
+        self.box = w.VBox([w.HBox([self.hit_rate, self.fill]), self.table, self.chart])
         self.interval, self.max_seconds = interval, max_seconds
         self._stop = threading.Event()
         self.refresh()
@@ -176,6 +181,10 @@ class CacheView:
     def refresh(self) -> None:
         cache, (loader, ranks) = read_status("cache"), current_loaders()
         self.table.value = cache_html(cache or {}, loader, ranks)
+        spec = training_spec(ranks)
+        chart = chart_html(spec) if spec else ""
+        if chart != self.chart.value:
+            self.chart.value = chart
         if cache:
             self.hit_rate.value = float(cache.get("hit_rate", 0))
             limit = cache.get("limit") or 0

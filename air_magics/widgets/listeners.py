@@ -3,7 +3,8 @@
 ``%load_ext air_magics`` attaches :class:`CheckpointViews` to the process-wide channel, so a
 ``CheckpointManager`` in a notebook shows its live view when it starts saving, while the
 core stays free of IPython and ipywidgets; and :class:`~.server_start.ServerStartViews`, so a table
-call that waits for the embedded Spark server to start says so.
+call that waits for the embedded Spark server to start says so; and
+:class:`~.training_view.LoaderCharts`, so the cell of a training loop shows its live chart.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from ..events import Attachment, CheckpointEvent, Event, channel
 from ._frontend import has_widget_frontend
 from .server_start import ServerStartViews
+from .training_view import LoaderCharts
 
 __all__ = ["CheckpointViews", "attach_notebook_listeners"]
 
@@ -59,5 +61,9 @@ def attach_notebook_listeners(enabled: Callable[[], bool] = lambda: True) -> tup
     global _attached
     for a in _attached:
         a.detach()
-    _attached = (channel.attach(CheckpointViews(enabled)), channel.attach(ServerStartViews(enabled)))
+    _attached = (
+        channel.attach(CheckpointViews(enabled)),
+        channel.attach(ServerStartViews(enabled)),
+        channel.attach(LoaderCharts(enabled)),
+    )
     return _attached

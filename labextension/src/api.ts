@@ -94,8 +94,58 @@ export interface ILoaderStats {
   verdict_kind?: string;
   /** wall seconds per input stage (listing, storage_read, cache_write, handover, transform, collate, wait, compute) */
   stages?: Record<string, number>;
+  /** items handed out so far */
+  items?: number;
+  /** bytes the input stages read from storage so far */
+  read_bytes?: number;
+  /** running totals over time (`air_magics.charts.history`), added by the status layer */
+  history?: { fields: string[]; rows: number[][] };
   done?: boolean;
   updated?: number;
+}
+
+/** One band of a chart panel (the verdict's kinds on the data-wait panel), in the panel's unit. */
+export interface IChartBand {
+  from: number;
+  to: number;
+  label: string;
+}
+
+/** One line of a panel: a rank's (or a stage's) `[step, value]` points. */
+export interface IChartSeries {
+  name: string;
+  points: [number, number][];
+}
+
+/** One panel of the training chart (`air_magics.charts.spec`). */
+export interface IChartPanel {
+  id: string;
+  title: string;
+  unit: string;
+  /** the series are stacked (seconds per step by stage); each point keeps its own value */
+  stacked: boolean;
+  /** the axis top (100 for a percentage), null: from the data */
+  ymax: number | null;
+  bands: IChartBand[];
+  series: IChartSeries[];
+}
+
+/** The training chart as plain data, drawn alike by the cell (SVG from Python) and the sidebar (`chart.ts`). */
+export interface IChartSpec {
+  /** the step axis every panel shares */
+  x: { label: string; unit: string; from: number; to: number };
+  /** the first rank's verdict sentence ("" before the 10th step) */
+  verdict: string;
+  verdict_kind: string;
+  ranks: number;
+  steps: number;
+  panels: IChartPanel[];
+}
+
+/** `GET training`: the latest run's chart (null before a loader has a history) and its text line. */
+export interface ITrainingDoc {
+  spec: IChartSpec | null;
+  text: string;
 }
 
 export interface ICacheDoc {

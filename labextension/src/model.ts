@@ -1,5 +1,5 @@
 /**
- * The status model: polls the `cache`, `jobs` and `checkpoints` endpoints and tells the views
+ * The status model: polls the `training`, `cache`, `jobs` and `checkpoints` endpoints and tells the views
  * when a section changed.
  *
  * One `Poll` fetches the shown sections together; it backs off while requests fail and stands by
@@ -11,14 +11,15 @@ import { IDisposable } from '@lumino/disposable';
 import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { ICacheDoc, ICheckpointFolder, IJob, requestAPI } from './api';
+import { ICacheDoc, ICheckpointFolder, IJob, ITrainingDoc, requestAPI } from './api';
 
-export type StatusSection = 'cache' | 'jobs' | 'checkpoints';
+export type StatusSection = 'training' | 'cache' | 'jobs' | 'checkpoints';
 
-export const STATUS_SECTIONS: readonly StatusSection[] = ['cache', 'jobs', 'checkpoints'];
+export const STATUS_SECTIONS: readonly StatusSection[] = ['training', 'cache', 'jobs', 'checkpoints'];
 
 /** What each section shows. */
 export interface IStatusData {
+  training: ITrainingDoc;
   cache: ICacheDoc;
   jobs: IJob[];
   checkpoints: ICheckpointFolder[];
@@ -40,6 +41,7 @@ const MAX_BACKOFF_MS = 60_000;
 /** Each endpoint's answer reduced to what its section shows (`jobs` also answers the server's
  * clock, which differs every time and would make every poll look like a change). */
 const FETCH: { [K in StatusSection]: () => Promise<IStatusData[K]> } = {
+  training: async () => requestAPI<ITrainingDoc>('training'),
   cache: async () => {
     const doc = await requestAPI<ICacheDoc>('cache');
     return { cache: doc.cache, loader: doc.loader };
@@ -52,6 +54,7 @@ const FETCH: { [K in StatusSection]: () => Promise<IStatusData[K]> } = {
 export class StatusModel implements IDisposable {
   constructor(intervalSeconds: number) {
     this._signals = {
+      training: new Signal(this),
       cache: new Signal(this),
       jobs: new Signal(this),
       checkpoints: new Signal(this)
@@ -63,6 +66,11 @@ export class StatusModel implements IDisposable {
       // paused: the sidebar is hidden; 'when-hidden': the browser tab is
       standby: () => this._paused || 'when-hidden'
     });
+  }
+
+  /** Emitted when the training chart (or its error) changed. */
+  get trainingChanged(): ISignal<StatusModel, ISectionState<ITrainingDoc>> {
+    return this._signals.training;
   }
 
   /** Emitted when the cache statistics (or their error) changed. */
@@ -202,6 +210,7 @@ export class StatusModel implements IDisposable {
   private _signals: Signals;
   private _polled = new Signal<StatusModel, Date>(this);
   private _states: States = {
+    training: { data: null, error: null },
     cache: { data: null, error: null },
     jobs: { data: null, error: null },
     checkpoints: { data: null, error: null }

@@ -24,6 +24,7 @@ import {
   SidebarSection
 } from './sections';
 import { DEFAULT_SETTINGS, IAirSettings, SectionName } from './settings';
+import { TrainingContent } from './training';
 import { ITreeActions, VolumesTree } from './tree';
 
 export class AirSidebar extends Widget {
@@ -36,7 +37,7 @@ export class AirSidebar extends Widget {
     this.id = 'air-magics-sidebar';
     this.addClass('air-sidebar');
     this.title.icon = icon;
-    this.title.caption = trans.__('Air: volumes, cache, jobs, checkpoints');
+    this.title.caption = trans.__('Air: volumes, training, cache, jobs, checkpoints');
 
     const header = el('div', 'air-header');
     header.appendChild(el('span', 'air-title', trans.__('Air')));
@@ -55,6 +56,7 @@ export class AirSidebar extends Widget {
     this.tree = new VolumesTree(actions, icon, trans);
     this._sections = {
       volumes: new SidebarSection('volumes', trans.__('Volumes')),
+      training: new SidebarSection('training', trans.__('Training')),
       cache: new SidebarSection('cache', trans.__('Cache')),
       jobs: new SidebarSection('jobs', trans.__('Jobs')),
       checkpoints: new SidebarSection('checkpoints', trans.__('Checkpoints'))
@@ -62,6 +64,8 @@ export class AirSidebar extends Widget {
     this._sections.volumes.body.appendChild(this.tree.node);
 
     this.model = new StatusModel(DEFAULT_SETTINGS.refreshInterval);
+    this._bind(this._sections.training, this.model.trainingChanged, trans.__('training chart'),
+      new TrainingContent(trans));
     this._bind(this._sections.cache, this.model.cacheChanged, trans.__('cache statistics'),
       new CacheContent(trans, () => void this._clearCache()));
     this._bind(this._sections.jobs, this.model.jobsChanged, trans.__('jobs'), new JobsContent(trans));

@@ -7,9 +7,9 @@
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
-export type SectionName = 'volumes' | 'cache' | 'jobs' | 'checkpoints';
+export type SectionName = 'volumes' | 'training' | 'cache' | 'jobs' | 'checkpoints';
 
-export const SECTION_NAMES: readonly SectionName[] = ['volumes', 'cache', 'jobs', 'checkpoints'];
+export const SECTION_NAMES: readonly SectionName[] = ['volumes', 'training', 'cache', 'jobs', 'checkpoints'];
 
 export interface IAirSettings {
   /** Seconds between two status polls while the sidebar is visible. */
@@ -23,7 +23,7 @@ export interface IAirSettings {
 export const DEFAULT_SETTINGS: IAirSettings = {
   refreshInterval: 2,
   pageSize: 200,
-  sections: ['volumes', 'cache', 'jobs', 'checkpoints']
+  sections: ['volumes', 'training', 'cache', 'jobs', 'checkpoints']
 };
 
 function clamp(value: unknown, lo: number, hi: number, fallback: number): number {
