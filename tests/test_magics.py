@@ -330,3 +330,10 @@ def test_every_magic_line_of_a_cell_shows_its_result_in_order(ip, vol, capsys):
         "for p in ('c0', 'c1'):\n    %air_volume ls /Volumes/main/raw/img/train/{p} --limit 1\n", store_history=True
     )
     assert "/Volumes/main/raw/img/train/c0" not in capsys.readouterr().out  # a loop's values are left alone
+
+
+def test_a_magic_line_with_o_var_is_not_shown_twice(ip, vol, capsys):
+    """``-o VAR`` captures the value (as an assignment does): a later line shows VAR, once."""
+    capsys.readouterr()
+    ip.run_cell("%air_volume ls /Volumes/main/raw/img/train/c0 --limit 1 -o got\ngot\n", store_history=True)
+    assert capsys.readouterr().out.count("/Volumes/main/raw/img/train/c0:") == 1

@@ -24,7 +24,6 @@ from . import copy as _copy
 from . import table as _table
 from . import torchrun as _torchrun
 from ._common import expand_names, strip_comment, usage_errors
-from .cell_display import show_in_order
 from .completion import install_completer
 
 __all__ = ["AirMagics", "register"]
@@ -55,7 +54,7 @@ class AirMagics(Magics, settings.AirConfig):
     @no_var_expand
     @usage_errors
     def air_volume(self, line: str) -> Any:
-        return show_in_order(self.shell, _volume.run(self, expand_names(strip_comment(line), self.shell.user_ns)))
+        return _volume.run(self, expand_names(strip_comment(line), self.shell.user_ns))
 
     air_volume.__doc__ = _volume.usage()  # the one usage text: the subcommands' table (magics/air_volume/)
 
@@ -65,7 +64,7 @@ class AirMagics(Magics, settings.AirConfig):
     @usage_errors
     def air_table(self, line: str) -> Any:
         """Tables through Spark Connect: preview, read to pandas/NumPy/Arrow, export to a volume."""
-        return show_in_order(self.shell, _table.run(self, expand_names(strip_comment(line), self.shell.user_ns)))
+        return _table.run(self, expand_names(strip_comment(line), self.shell.user_ns))
 
     @line_cell_magic
     @no_var_expand
@@ -92,7 +91,7 @@ class AirMagics(Magics, settings.AirConfig):
         If any file fails, the report is shown and the cell ends with an error (--allow-failures:
         return the report instead).
         """
-        return show_in_order(self.shell, _copy.run(self, expand_names(strip_comment(line), self.shell.user_ns), cell))
+        return _copy.run(self, expand_names(strip_comment(line), self.shell.user_ns), cell)
 
     @cell_magic
     @no_var_expand

@@ -195,9 +195,15 @@ def check_output(var: str | None) -> None:
         raise UsageError(f"-o takes a variable name, got {var!r}: write e.g. -o result")
 
 
-def store_output(magics: Any, var: str | None, value: Any) -> Any:
-    """*value*, stored first in notebook variable *var* when ``-o VAR`` was given."""
+def store_output(magics: Any, var: str | None, value: Any, *, show: bool = True) -> Any:
+    """*value*, stored first in notebook variable *var* when ``-o VAR`` was given; without ``-o`` (and
+    with *show*), displayed now where the magic line is a statement whose value IPython would drop
+    (:func:`~.cell_display.show_in_order`: every line of a cell of magics shows its result, in order)."""
     if var is not None:
         check_output(var)
         magics.shell.user_ns[var] = value
+    elif show:
+        from .cell_display import show_in_order
+
+        show_in_order(magics.shell, value)
     return value

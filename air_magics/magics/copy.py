@@ -117,7 +117,7 @@ def run(magics: Any, line: str, cell: str) -> Any:
     finally:
         if view is not None:
             view.close(report)
-    store_output(magics, args.output, report)
+    store_output(magics, args.output, report, show=not (report.failed and not args.allow_failures))
     if report.failed and not args.allow_failures:
         from IPython.display import display
 
