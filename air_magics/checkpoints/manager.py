@@ -46,12 +46,9 @@ from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
 from .commit import (
     COMMITTED,
-    METADATA,
-    PENDING_PREFIX,
     STEP_RE,
     checkpoint_status,
     commit_marker,
-    remove_folder,
     status_name,
 )
 from .dcp_calls import async_save_on_thread, default_stager, quiet_async_saves, single_process_quiet
@@ -104,7 +101,7 @@ class CheckpointManager:
         self._pruner = StepPruner(self.directory, self.store, keep, self._loc)  # after each commit
         self.listeners = tuple(listeners)
         self._saves = SaveHistory(str(self.directory), keep, self.listeners, self.latest)
-        if ranks.rank_and_world()[0] == 0:
+        if ranks.rank_and_world()[0] == 0 and self._loc().is_local:  # (an object store has no folders to make)
             self.store.makedirs(self.directory)
         self._held_folder().hold()  # located and opened now: the first save resolves no path either
         channel.emit(
@@ -144,13 +141,12 @@ class CheckpointManager:
         self._wait_tail()
         pointed = self._held_folder().read_text("latest")
         if pointed and STEP_RE.match(pointed) and self._committed(int(pointed[5:])):
-            return int(pointed[5:])  # three lookups; the listing (a request per step, and more) only without one
+            return int(pointed[5:])  # two or three requests; the listing only without a pointer
         return checkpoint_status(str(self.directory), self.store)["latest"]
 
     def _committed(self, step: int) -> bool:
-        """Whether ``step_<step>`` is a complete checkpoint (both markers), by two lookups."""
-        folder = self._held_folder()
-        return folder.has(f"step_{int(step)}/{COMMITTED}") and folder.has(f"step_{int(step)}/{METADATA}")
+        """Whether ``step_<step>`` is a complete checkpoint (see :meth:`HeldFolder.committed`)."""
+        return self._held_folder().committed(f"step_{int(step)}")
 
     # -- saving ---------------------------------------------------------------------------------
     def save(
@@ -191,16 +187,16 @@ class CheckpointManager:
         rank, world = ranks.rank_and_world()
         here = self._loc()
         folder = self._held_folder()
-        if folder.has(f"step_{int(step)}"):  # one lookup (no listing)
+        try:  # the pending folder (OS paths) or the step's own (object stores), a crashed attempt's leftover gone
+            into = folder.begin_save(f"step_{int(step)}", clear=rank == 0)
+        except FileExistsError:
             raise CheckpointError(
                 f"{self.step_path(step)} already exists; checkpoints are never overwritten: use a new step"
-            )
+            ) from None
         if state is None:
             state = collect_state(model, optimizer, loader, rank)
-        pending = self.directory / f"{PENDING_PREFIX}{int(step)}"
-        self._active = pending.name
-        if rank == 0 and folder.has(pending.name):  # a crashed attempt's leftover (rmtree follows no link)
-            remove_folder(here.join(pending.name))
+        pending = self.directory / into
+        self._active = into
         ranks.barrier(world)
         # reported from the events thread (see SaveHistory.publish): the status document (1.5-3 ms on a disk busy
         # with the previous save's writeback) is off the loop's clock
@@ -335,7 +331,8 @@ class CheckpointManager:
             try:  # (relative to the held folder: no path is resolved again, see .held_folder)
                 # _COMMITTED: written by the writer beside its last files when it wrote the folder in place
                 marker = None if writer.marker_written else commit_marker(step, writer.checksums or None, ALGORITHM)
-                folder.commit(f"{PENDING_PREFIX}{int(step)}", f"step_{int(step)}", marker=COMMITTED, text=marker)
+                final = f"step_{int(step)}"
+                folder.commit(writer.volume_path.name, final, marker=COMMITTED, text=marker)
                 # the pointer before the call returns (another process's view, the sidebar, reads it); not
                 # fsynced: it is a hint every reader checks (a pointer a power cut kept at the previous
                 # step names a complete one, as if the crash had come a moment earlier)

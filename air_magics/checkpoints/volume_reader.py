@@ -37,7 +37,7 @@ from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
 from .commit import CHECKSUMS, COMMITTED, METADATA, STEP_RE, read_text
 from .digests import algorithm_of, file_digest, parse_checksums
-from .direct_read import MemoryFile, read_file
+from .direct_read import MemoryFile, read_file, read_remote
 from .read_into import Kept, KeptFile, read_placed
 from .stored_tensor import stored_tensor
 
@@ -154,13 +154,18 @@ class UCVolumeReader(FileSystemReader):
         # located once: each file is joined to it (a lookup is an lstat per path part, a request each
         # on a mount whose cached entries expired); every open is still confined to the volume
         self.where = where = self.store.locate(self.volume_path)
-        if not where.join(METADATA).exists():
+        # on an object store the recorded checksums come first (a GET each): a folder whose checksums name
+        # .metadata needs no HEAD for it (a missing one is reported when it is read)
+        self.checksums = None if where.is_local else self._recorded_checksums()
+        if (self.checksums is None or METADATA not in self.checksums) and not where.join(METADATA).exists():
             what = "does not exist" if not where.exists() else "has no .metadata (incomplete or not a checkpoint)"
             raise CheckpointError(
                 f"checkpoint {self.volume_path} {what}; pick a complete one (CheckpointManager.latest())"
             )
-        self.reads_direct = where.is_local if self.direct is None else self.direct
-        self.checksums = self._recorded_checksums()
+        # straight into memory by default: from a mount in whole chunks, from an object store in parallel ranges
+        self.reads_direct = True if self.direct is None else self.direct
+        if where.is_local:
+            self.checksums = self._recorded_checksums()
 
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
@@ -185,16 +190,19 @@ class UCVolumeReader(FileSystemReader):
         return None
 
     def _read(
-        self, vp: VolumePath, algorithm: str | None, keep: bool, into: _Placement | None = None
+        self, vp: VolumePath, algorithm: str | None, keep: bool, into: _Placement | None = None, size: int | None = None
     ) -> tuple[Fetched | None, dict[str, Any]]:
         """File *vp* as bytes (direct), placed into its tensors (*into*) or a local copy (cache),
-        with its digest by *algorithm* (``None``: its size only)."""
+        with its digest by *algorithm* (``None``: its size only). *size*: the recorded one, if any
+        (an object store's file is then read in parallel ranges, with no HEAD first)."""
         if into is not None and algorithm is not None:
             return read_placed(self.where.join(vp.name), into.place, into.keep, algorithm)
         if self.reads_direct:
             loc = self.where.join(vp.name)
             if not (algorithm or keep):  # a size is all that is asked: no read at all
                 return None, {"size": os.stat(loc.path).st_size if loc.is_local else int(loc.fs.size(loc.path))}
+            if not loc.is_local:
+                return read_remote(loc, size, keep=keep, digest=algorithm)
             return read_file(loc, keep=keep, digest=algorithm)
         local = self.cache.get(vp)
         return local, (file_digest(local, algorithm) if algorithm else {"size": os.path.getsize(local)})
@@ -209,7 +217,9 @@ class UCVolumeReader(FileSystemReader):
             raise self._corrupt(name, f"not listed in the checkpoint's checksums ({len(self.checksums)} files)")
         for attempt in (0, 1):
             try:
-                got_file, got = self._read(vp, None if want is None else algorithm_of(want), keep, into)
+                got_file, got = self._read(
+                    vp, None if want is None else algorithm_of(want), keep, into, None if want is None else want["size"]
+                )
             except FileNotFoundError:
                 raise self._corrupt(name, "missing") from None
             if want is None or got == {k: v for k, v in want.items() if k != "items"}:
@@ -306,7 +316,7 @@ class UCVolumeReader(FileSystemReader):
         destination of the stored chunk's bytes takes them as they arrive; everything else of each
         planned item is kept. ``None``: read the file whole, as before."""
         want = None if self.checksums is None else self.checksums.get(name)
-        layout = (want or {}).get("items") if self.reads_direct else None
+        layout = (want or {}).get("items") if self.reads_direct and self.where.is_local else None
         if not layout:
             return None
         into = _Placement()

@@ -1,0 +1,213 @@
+"""``python benchmarks/bench_s3_checkpoint.py [--quick] [--sizes-mb 64,1024] [--reps 3] [--delay-ms 0]``:
+checkpoints on a real S3 server (SeaweedFS, benchmarks/harness/s3server.py) against the plain ways.
+
+Rows, per state size (a dict of float32 tensors of 4 MiB, 16 MiB from 256 MiB up):
+
+  ceiling    ``torch.save`` to a local file + s3fs ``put_file`` (its defaults: one PUT, or 50 MiB parts
+             one after another) / ``get_file`` + ``torch.load``: what a user writes by hand
+  multipart  the same with parallel multipart: ``put_file(chunksize=16 MiB, max_concurrency=16)`` /
+             ``get_file(chunksize=16 MiB, max_concurrency=16)``: the store's parallel ceiling
+  ours       ``CheckpointManager.save(1, state)`` / ``CheckpointManager(...).load(state)`` on a volume
+             registered to the bucket (DCP files, checksums, ``_COMMITTED`` and ``latest``)
+
+Each measurement runs in its own process (``--child``) through a counting proxy in front of the server
+(``--delay-ms`` each way, default 0), so ``requests`` counts what that save or restore sent. Reps are
+interleaved (the order of the rows rotated per rep); medians are reported, ``x ceiling`` is the
+ceiling's median seconds over the row's (1.00: as fast; above 1: faster). Every restore is checked
+bit for bit against the saved state. The markdown report goes to stdout, progress to stderr.
+``--quick`` (what the tests run): 16 MiB, 1 rep. ``--no-wait`` is accepted (nothing here waits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root (for the benchmarks package)
+
+from benchmarks.harness import s3server  # noqa: E402
+from benchmarks.harness.delayproxy import DelayProxy  # noqa: E402
+
+ROWS = ("ceiling", "multipart", "ours")
+PART = 16 << 20
+
+
+def _state(mb: int):
+    import torch
+
+    each = (16 << 20) if mb >= 256 else (4 << 20)
+    n = max(1, (mb << 20) // each)
+    g = torch.Generator().manual_seed(mb)
+    return {f"w{i:03d}": torch.rand(each // 4, generator=g) for i in range(n)}
+
+
+def _same(a: dict, b: dict) -> bool:
+    import torch
+
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def _ready() -> None:
+    """Tell the parent the clock starts now (it resets the request count) and wait for its go."""
+    print("ready", flush=True)
+    sys.stdin.readline()
+
+
+def child(row: str, mb: int, bucket: str, phase: str, scratch: str) -> dict:
+    """One save (``phase="save"``) or restore (``"load"``) of *row*; returns its seconds and whether the
+    restore was exact. Runs with AWS_* pointing at the proxy."""
+    import torch
+
+    state = _state(mb)
+    key = f"{bucket}/{row}/state.pt"
+    if row in ("ceiling", "multipart"):
+        import s3fs
+
+        fs = s3fs.S3FileSystem(skip_instance_cache=True)
+        kw = {"chunksize": PART, "max_concurrency": 16} if row == "multipart" else {}
+        local = os.path.join(scratch, "state.pt")
+        fs.ls(bucket)  # (the connection made before the clock starts, as the volume's is below)
+        _ready()
+        t = time.perf_counter()
+        if phase == "save":
+            torch.save(state, local)
+            fs.put_file(local, key, **kw)
+            return {"s": time.perf_counter() - t, "exact": True}
+        fs.get_file(key, local, **kw)
+        back = torch.load(local)
+        return {"s": time.perf_counter() - t, "exact": _same(back, state)}
+    import torch.distributed.checkpoint  # noqa: F401  (imported once per process: not the save's cost)
+
+    from air_magics.data import CheckpointManager
+    from air_magics.volumes import VolumeStore
+
+    store = VolumeStore.shared()
+    store.register("bench.s3.ck", f"s3://{bucket}/ours", check=False)
+    store.ls("/Volumes/bench/s3/ck")  # (the connection made before the clock starts, as the ceiling's)
+    mgr = CheckpointManager("/Volumes/bench/s3/ck/run", show=False)
+    if phase == "save":
+        _ready()
+        t = time.perf_counter()
+        mgr.save(1, state)
+        mgr.wait()
+        return {"s": time.perf_counter() - t, "exact": True}
+    back = {k: torch.empty_like(v) for k, v in state.items()}
+    _ready()
+    t = time.perf_counter()
+    mgr.load(back)
+    return {"s": time.perf_counter() - t, "exact": _same(back, state)}
+
+
+def _measure(s3, proxy: DelayProxy, row: str, mb: int, home: Path) -> dict:
+    """A save then a restore of *row*, each in its own process, on a fresh bucket; requests counted."""
+    bucket = s3.make_bucket()
+    env = {**os.environ, **s3.env(), "AWS_ENDPOINT_URL": proxy.endpoint, "AIR_HOME": str(home / uuid.uuid4().hex)}
+    env.pop("PYTHONPATH", None)
+    out: dict = {}
+    with tempfile.TemporaryDirectory(prefix="s3ck-") as scratch:
+        for phase in ("save", "load"):
+            argv = [sys.executable, __file__, "--child", row, str(mb), bucket, phase, scratch]
+            p = subprocess.Popen(
+                argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            assert p.stdin is not None and p.stdout is not None
+            if p.stdout.readline().strip() == "ready":  # the child is set up: count from here
+                proxy.reset()
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            stdout, stderr = p.communicate(timeout=900)
+            if p.returncode != 0:
+                raise RuntimeError(f"{row} {phase} {mb} MiB failed:\n{stderr[-3000:]}")
+            got = json.loads(stdout.strip().splitlines()[-1])
+            out[phase] = got["s"]
+            out[f"{phase}_requests"] = sum(proxy.counts().values())
+            out[f"{phase}_ops"] = dict(proxy.operations)
+            out.setdefault("exact", True)
+            out["exact"] = out["exact"] and got["exact"]
+    s3.admin.rm(bucket, recursive=True)
+    return out
+
+
+def report(results: dict, sizes: list[int], reps: int, delay: float) -> str:
+    lines = [
+        "## bench_s3_checkpoint",
+        "",
+        f"`python benchmarks/bench_s3_checkpoint.py --sizes-mb {','.join(map(str, sizes))} --reps {reps}"
+        f" --delay-ms {delay:g}`; SeaweedFS on loopback through the counting proxy; medians of {reps} interleaved"
+        f" rep(s); x ceiling = the ceiling's median s / the row's (1.00: as fast).",
+        "",
+        "| MiB | row | save s | x ceiling | save requests | restore s | x ceiling | restore requests | exact |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for mb in sizes:
+        med = {r: {k: statistics.median(m[k] for m in results[(r, mb)]) for k in ("save", "load")} for r in ROWS}
+        ceiling = "multipart" if mb >= 1024 else "ceiling"
+        for r in ROWS:
+            last = results[(r, mb)][-1]
+            xs = med[ceiling]["save"] / med[r]["save"]
+            xl = med[ceiling]["load"] / med[r]["load"]
+            exact = all(m["exact"] for m in results[(r, mb)])
+            name = {"ceiling": "`torch.save`+`put_file` / `get_file`+`torch.load`", "multipart": "parallel multipart"}
+            label = name.get(r, "ours: `CheckpointManager.save` / `.load`")
+            lines.append(
+                f"| {mb} | {label} | {med[r]['save']:.3f} | {xs:.2f} | {last['save_requests']} | "
+                f"{med[r]['load']:.3f} | {xl:.2f} | {last['load_requests']} | {'yes' if exact else 'NO'} |"
+            )
+        lines.append(
+            f"| {mb} | (x ceiling against: {'parallel multipart' if ceiling == 'multipart' else 'torch.save + put_file'})"
+            " | | | | | | | |"
+        )
+    ours = {mb: results[("ours", mb)][-1] for mb in sizes}
+    lines += [
+        "",
+        "Requests of our saves, by S3 operation: " + "; ".join(f"{mb} MiB {ours[mb]['save_ops']}" for mb in sizes),
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="16 MiB, 1 rep")
+    ap.add_argument("--sizes-mb", default="64,1024")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--delay-ms", type=float, default=0.0)
+    ap.add_argument("--no-wait", action="store_true", help="accepted for the suite (nothing here waits)")
+    ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        row, mb, bucket, phase, scratch = a.child
+        print(json.dumps(child(row, int(mb), bucket, phase, scratch)))
+        return 0
+    sizes = [16] if a.quick else [int(x) for x in a.sizes_mb.split(",")]
+    reps = 1 if a.quick else a.reps
+    results: dict = {}
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="s3ck-home-") as home, s3server.running() as s3:
+        with DelayProxy(("127.0.0.1", s3.port), delay_ms=a.delay_ms) as proxy:
+            for mb in sizes:
+                for rep in range(reps):
+                    order = ROWS[rep % len(ROWS) :] + ROWS[: rep % len(ROWS)]
+                    for row in order:
+                        m = _measure(s3, proxy, row, mb, Path(home))
+                        ok = ok and m["exact"]
+                        results.setdefault((row, mb), []).append(m)
+                        print(
+                            f"{mb} MiB rep {rep} {row}: save {m['save']:.3f}s ({m['save_requests']} req), "
+                            f"load {m['load']:.3f}s ({m['load_requests']} req)",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+    print(report(results, sizes, reps, a.delay_ms))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
