@@ -1,4 +1,4 @@
-"""``python benchmarks/bench_s3_checkpoint.py [--quick] [--sizes-mb 64,1024] [--reps 3] [--delay-ms 0]``:
+"""``python benchmarks/bench_s3_checkpoint.py [--quick] [--sizes-mb 64,1024] [--reps 3]``:
 checkpoints on a real S3 server (SeaweedFS, benchmarks/harness/s3server.py) against the plain ways.
 
 Rows, per state size (a dict of float32 tensors of 4 MiB, 16 MiB from 256 MiB up):
@@ -10,8 +10,9 @@ Rows, per state size (a dict of float32 tensors of 4 MiB, 16 MiB from 256 MiB up
   ours       ``CheckpointManager.save(1, state)`` / ``CheckpointManager(...).load(state)`` on a volume
              registered to the bucket (DCP files, checksums, ``_COMMITTED`` and ``latest``)
 
-Each measurement runs in its own process (``--child``) through a counting proxy in front of the server
-(``--delay-ms`` each way, default 0), so ``requests`` counts what that save or restore sent. Reps are
+Each measurement runs in its own process (``--child``), straight to the server (a proxy's Python loop
+would cap the throughput), and counts the requests its s3fs client sends (botocore's ``before-send``
+events, by S3 operation), from the clock's start: ``requests`` is what that save or restore sent. Reps are
 interleaved (the order of the rows rotated per rep); medians are reported, ``x ceiling`` is the
 ceiling's median seconds over the row's (1.00: as fast; above 1: faster). Every restore is checked
 bit for bit against the saved state. The markdown report goes to stdout, progress to stderr.
@@ -27,14 +28,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root (for the benchmarks package)
 
 from benchmarks.harness import s3server  # noqa: E402
-from benchmarks.harness.delayproxy import DelayProxy  # noqa: E402
 
 ROWS = ("ceiling", "multipart", "ours")
 PART = 16 << 20
@@ -55,15 +58,31 @@ def _same(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
+_CALLS: Counter[str] = Counter()  # S3 operation -> requests sent (every HTTP attempt), from botocore's events
+
+
+def _count(fs: Any) -> None:
+    """Count every request *fs* (an s3fs instance, connected) sends, by S3 operation."""
+    names: dict[int, str] = {}
+
+    def call(model: Any, **_: Any) -> None:
+        names[threading.get_ident()] = model.name
+
+    def send(request: Any, **_: Any) -> None:
+        _CALLS[names.get(threading.get_ident(), request.method)] += 1
+
+    fs.s3.meta.events.register("before-call.s3", call)
+    fs.s3.meta.events.register("before-send.s3", send)
+
+
 def _ready() -> None:
-    """Tell the parent the clock starts now (it resets the request count) and wait for its go."""
-    print("ready", flush=True)
-    sys.stdin.readline()
+    """The clock starts now: forget the set-up's requests."""
+    _CALLS.clear()
 
 
 def child(row: str, mb: int, bucket: str, phase: str, scratch: str) -> dict:
     """One save (``phase="save"``) or restore (``"load"``) of *row*; returns its seconds and whether the
-    restore was exact. Runs with AWS_* pointing at the proxy."""
+    restore was exact, and the requests it sent."""
     import torch
 
     state = _state(mb)
@@ -75,15 +94,16 @@ def child(row: str, mb: int, bucket: str, phase: str, scratch: str) -> dict:
         kw = {"chunksize": PART, "max_concurrency": 16} if row == "multipart" else {}
         local = os.path.join(scratch, "state.pt")
         fs.ls(bucket)  # (the connection made before the clock starts, as the volume's is below)
+        _count(fs)
         _ready()
         t = time.perf_counter()
         if phase == "save":
             torch.save(state, local)
             fs.put_file(local, key, **kw)
-            return {"s": time.perf_counter() - t, "exact": True}
+            return {"s": time.perf_counter() - t, "exact": True, "ops": dict(_CALLS)}
         fs.get_file(key, local, **kw)
         back = torch.load(local)
-        return {"s": time.perf_counter() - t, "exact": _same(back, state)}
+        return {"s": time.perf_counter() - t, "exact": _same(back, state), "ops": dict(_CALLS)}
     import torch.distributed.checkpoint  # noqa: F401  (imported once per process: not the save's cost)
 
     from air_magics.data import CheckpointManager
@@ -92,56 +112,48 @@ def child(row: str, mb: int, bucket: str, phase: str, scratch: str) -> dict:
     store = VolumeStore.shared()
     store.register("bench.s3.ck", f"s3://{bucket}/ours", check=False)
     store.ls("/Volumes/bench/s3/ck")  # (the connection made before the clock starts, as the ceiling's)
+    _count(store.locate("/Volumes/bench/s3/ck").fs.instance)
     mgr = CheckpointManager("/Volumes/bench/s3/ck/run", show=False)
     if phase == "save":
         _ready()
         t = time.perf_counter()
         mgr.save(1, state)
         mgr.wait()
-        return {"s": time.perf_counter() - t, "exact": True}
+        return {"s": time.perf_counter() - t, "exact": True, "ops": dict(_CALLS)}
     back = {k: torch.empty_like(v) for k, v in state.items()}
     _ready()
     t = time.perf_counter()
     mgr.load(back)
-    return {"s": time.perf_counter() - t, "exact": _same(back, state)}
+    return {"s": time.perf_counter() - t, "exact": _same(back, state), "ops": dict(_CALLS)}
 
 
-def _measure(s3, proxy: DelayProxy, row: str, mb: int, home: Path) -> dict:
-    """A save then a restore of *row*, each in its own process, on a fresh bucket; requests counted."""
+def _measure(s3: Any, row: str, mb: int, home: Path) -> dict:
+    """A save then a restore of *row*, each in its own process, on a fresh bucket."""
     bucket = s3.make_bucket()
-    env = {**os.environ, **s3.env(), "AWS_ENDPOINT_URL": proxy.endpoint, "AIR_HOME": str(home / uuid.uuid4().hex)}
+    env = {**os.environ, **s3.env(), "AIR_HOME": str(home / uuid.uuid4().hex)}
     env.pop("PYTHONPATH", None)
-    out: dict = {}
+    out: dict = {"exact": True}
     with tempfile.TemporaryDirectory(prefix="s3ck-") as scratch:
         for phase in ("save", "load"):
             argv = [sys.executable, __file__, "--child", row, str(mb), bucket, phase, scratch]
-            p = subprocess.Popen(
-                argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-            )
-            assert p.stdin is not None and p.stdout is not None
-            if p.stdout.readline().strip() == "ready":  # the child is set up: count from here
-                proxy.reset()
-                p.stdin.write("go\n")
-                p.stdin.flush()
-            stdout, stderr = p.communicate(timeout=900)
+            p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
             if p.returncode != 0:
-                raise RuntimeError(f"{row} {phase} {mb} MiB failed:\n{stderr[-3000:]}")
-            got = json.loads(stdout.strip().splitlines()[-1])
+                raise RuntimeError(f"{row} {phase} {mb} MiB failed:\n{p.stderr[-3000:]}")
+            got = json.loads(p.stdout.strip().splitlines()[-1])
             out[phase] = got["s"]
-            out[f"{phase}_requests"] = sum(proxy.counts().values())
-            out[f"{phase}_ops"] = dict(proxy.operations)
-            out.setdefault("exact", True)
+            out[f"{phase}_ops"] = got["ops"]
+            out[f"{phase}_requests"] = sum(got["ops"].values())
             out["exact"] = out["exact"] and got["exact"]
     s3.admin.rm(bucket, recursive=True)
     return out
 
 
-def report(results: dict, sizes: list[int], reps: int, delay: float) -> str:
+def report(results: dict, sizes: list[int], reps: int) -> str:
     lines = [
         "## bench_s3_checkpoint",
         "",
-        f"`python benchmarks/bench_s3_checkpoint.py --sizes-mb {','.join(map(str, sizes))} --reps {reps}"
-        f" --delay-ms {delay:g}`; SeaweedFS on loopback through the counting proxy; medians of {reps} interleaved"
+        f"`python benchmarks/bench_s3_checkpoint.py --sizes-mb {','.join(map(str, sizes))} --reps {reps}`;"
+        f" SeaweedFS on loopback (the same 2 cores); medians of {reps} interleaved"
         f" rep(s); x ceiling = the ceiling's median s / the row's (1.00: as fast).",
         "",
         "| MiB | row | save s | x ceiling | save requests | restore s | x ceiling | restore requests | exact |",
@@ -178,7 +190,6 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="16 MiB, 1 rep")
     ap.add_argument("--sizes-mb", default="64,1024")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--delay-ms", type=float, default=0.0)
     ap.add_argument("--no-wait", action="store_true", help="accepted for the suite (nothing here waits)")
     ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -191,21 +202,20 @@ def main() -> int:
     results: dict = {}
     ok = True
     with tempfile.TemporaryDirectory(prefix="s3ck-home-") as home, s3server.running() as s3:
-        with DelayProxy(("127.0.0.1", s3.port), delay_ms=a.delay_ms) as proxy:
-            for mb in sizes:
-                for rep in range(reps):
-                    order = ROWS[rep % len(ROWS) :] + ROWS[: rep % len(ROWS)]
-                    for row in order:
-                        m = _measure(s3, proxy, row, mb, Path(home))
-                        ok = ok and m["exact"]
-                        results.setdefault((row, mb), []).append(m)
-                        print(
-                            f"{mb} MiB rep {rep} {row}: save {m['save']:.3f}s ({m['save_requests']} req), "
-                            f"load {m['load']:.3f}s ({m['load_requests']} req)",
-                            file=sys.stderr,
-                            flush=True,
-                        )
-    print(report(results, sizes, reps, a.delay_ms))
+        for mb in sizes:
+            for rep in range(reps):
+                order = ROWS[rep % len(ROWS) :] + ROWS[: rep % len(ROWS)]
+                for row in order:
+                    m = _measure(s3, row, mb, Path(home))
+                    ok = ok and m["exact"]
+                    results.setdefault((row, mb), []).append(m)
+                    print(
+                        f"{mb} MiB rep {rep} {row}: save {m['save']:.3f}s ({m['save_requests']} req), "
+                        f"load {m['load']:.3f}s ({m['load_requests']} req)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+    print(report(results, sizes, reps))
     return 0 if ok else 1
 
 

@@ -30,6 +30,7 @@ from .objectfs import access_error
 
 __all__ = [
     "PART_BYTES",
+    "PART_CONCURRENCY",
     "put_file",
     "put_bytes",
     "read_object",
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 PART_BYTES = 16 << 20  # a multipart upload's part, a ranged read's range
-PART_CONCURRENCY = 16  # parts of one object in flight at once
+PART_CONCURRENCY = 16  # parts in flight at once (of one object, or shared by those uploaded together)
 
 _S3 = frozenset({"s3", "s3a"})
 
