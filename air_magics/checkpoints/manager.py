@@ -10,9 +10,11 @@ Layout under the manager's volume folder::
 A save writes into ``.pending-step_<N>`` (never into an existing checkpoint; its files under
 their own names, as nothing in it is seen before the rename), writes ``.metadata``, the manifest
 and ``_COMMITTED`` side by side once the data is there (see :mod:`air_magics.checkpoints.volume_writer`),
-renames the folder to ``step_<N>`` (atomic on mounted and embedded volumes; on object stores the marker is
-copied last), moves ``latest`` and prunes to ``keep`` steps. ``latest()`` trusts only folders with
-both ``.metadata`` and ``_COMMITTED``, so a crash at any point leaves the previous checkpoint
+renames the folder to ``step_<N>`` (atomic on mounted and embedded volumes), moves ``latest`` and prunes
+to ``keep`` steps. An object store has no rename (every one is a copy and a delete): there the save
+writes ``step_<N>/`` itself, each file once under its final name, and ``_COMMITTED``, written after
+every other file, is the commit (:meth:`~.held_folder.HeldFolder.begin_save`). ``latest()`` trusts
+only folders with both ``.metadata`` and ``_COMMITTED``, so a crash at any point leaves the previous checkpoint
 loadable and ``latest`` unchanged. Every transition (staging, uploading, committed, failed) is
 emitted as a :class:`~air_magics.events.CheckpointEvent` (rank 0); the default listeners write it to
 the status document that the checkpoint view and the sidebar show.
@@ -27,7 +29,8 @@ deletes ``_COMMITTED``), then deletes, so ``steps()`` never lists a half-deleted
 Leftovers: ``.pruning-*`` folders are never loadable and deleting them twice is harmless, so every
 prune (after each committed save) and :meth:`~CheckpointManager.cleanup` remove them whoever made
 them. ``.pending-step_N`` folders carry no owner (every rank writes into the same one), so they
-are removed only by a save of the same step N and by ``cleanup()``.
+are removed only by a save of the same step N and by ``cleanup()``; so is, on an object store, a
+``step_N`` without its ``_COMMITTED`` (a killed save's).
 """
 
 from __future__ import annotations
@@ -44,13 +47,7 @@ from ..io import ranks
 from ..volumes.location import Location
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
-from .commit import (
-    COMMITTED,
-    STEP_RE,
-    checkpoint_status,
-    commit_marker,
-    status_name,
-)
+from .commit import COMMITTED, STEP_RE, commit_marker, scan_checkpoints, status_name
 from .dcp_calls import async_save_on_thread, default_stager, quiet_async_saves, single_process_quiet
 from .digests import ALGORITHM
 from .held_folder import HeldFolder, StagedText
@@ -134,7 +131,7 @@ class CheckpointManager:
     def steps(self) -> list[int]:
         """Committed steps, oldest first."""
         self._wait_tail()
-        return checkpoint_status(str(self.directory), self.store)["steps"]
+        return scan_checkpoints(self.directory, self.store)["steps"]
 
     def latest(self) -> int | None:
         """The newest complete step (the ``latest`` pointer, verified), or ``None``."""
@@ -142,7 +139,8 @@ class CheckpointManager:
         pointed = self._held_folder().read_text("latest")
         if pointed and STEP_RE.match(pointed) and self._committed(int(pointed[5:])):
             return int(pointed[5:])  # two or three requests; the listing only without a pointer
-        return checkpoint_status(str(self.directory), self.store)["latest"]
+        steps = scan_checkpoints(self.directory, self.store)["steps"]  # (no pointer to a complete step: one listing)
+        return steps[-1] if steps else None
 
     def _committed(self, step: int) -> bool:
         """Whether ``step_<step>`` is a complete checkpoint (see :meth:`HeldFolder.committed`)."""
