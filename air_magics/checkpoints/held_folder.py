@@ -33,6 +33,7 @@ class HeldFolder:
     def __init__(self, loc: Location) -> None:
         self.loc = loc
         self._fd: int | None = None
+        self.marker_read: tuple[str, str] | None = None  # (step folder, its _COMMITTED) last read by committed()
 
     def _held(self) -> int | None:
         """The folder's descriptor; None while the folder is not there."""
@@ -82,7 +83,9 @@ class HeldFolder:
         ``_COMMITTED``, written side by side), two lookups; object stores: ``_COMMITTED``, written
         after every other file of the step, one GET."""
         if self.in_place:
-            return self.read_text(f"{step_folder}/{COMMITTED}") is not None
+            text = self.read_text(f"{step_folder}/{COMMITTED}")
+            self.marker_read = (step_folder, text) if text is not None else None
+            return text is not None
         return self.has(f"{step_folder}/{COMMITTED}") and self.has(f"{step_folder}/{METADATA}")
 
     def has(self, name: str) -> bool:

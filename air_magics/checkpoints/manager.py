@@ -374,9 +374,11 @@ class CheckpointManager:
     # -- loading --------------------------------------------------------------------------------
     def load(self, state: dict[str, Any], step: int | None = None) -> int:
         """Load into *state* (in place) from *step* or the latest complete one; returns the step."""
+        return self._load_step(state, self._pick(step))
+
+    def _load_step(self, state: dict[str, Any], step: int) -> int:
         import torch.distributed.checkpoint as dcp
 
-        step = self._pick(step)
         with earlier_step_on_corruption(self.steps, step):
             try:
                 with single_process_quiet():
@@ -401,17 +403,20 @@ class CheckpointManager:
         return step
 
     def _reader(self, step: int) -> UCVolumeReader:
-        return UCVolumeReader(self.step_path(step), store=self.store)
+        read = self._held_folder().marker_read  # (an object store's step: its marker just read, a GET less)
+        marker = read[1] if read is not None and read[0] == f"step_{int(step)}" else None
+        return UCVolumeReader(self.step_path(step), store=self.store, marker_text=marker)
 
     def restore(
         self, *, model: Any = None, optimizer: Any = None, loader: Any = None, step: int | None = None
     ) -> int | None:
         """Restore model, optimizer and loader from *step* or the latest; ``None`` if there is none yet."""
-        if step is None and self.latest() is None:
+        newest = self.latest() if step is None else None  # (verified: not picked again)
+        if step is None and newest is None:
             return None
         if model is None and loader is None:
             raise CheckpointError("nothing to restore into: pass model= (and optimizer=) and/or loader=")
-        step = self._pick(step)
+        step = newest if newest is not None else self._pick(step)
         rank, _ = ranks.rank_and_world()
         state = model_state(model, optimizer)
         key = None
@@ -425,7 +430,7 @@ class CheckpointManager:
                 )
         if key:
             state[key] = ""
-        self.load(state, step)
+        self._load_step(state, step)
         apply_state(state, model, optimizer, loader, key)
         return step
 

@@ -1,11 +1,12 @@
 """``UCVolumeReader``: load a ``torch.distributed.checkpoint`` folder from a volume, verified.
 
 Each data file the load plan needs is fetched and verified, then its items are loaded into their
-tensors, several files at a time (``workers``): on a mounted or local volume (``direct``, the
-default there) a file is read straight into memory in whole chunks, hashed as they arrive
-(:func:`~air_magics.checkpoints.direct_read.read_file`), and dropped once its items are in place; on a
-remote one (or ``direct=False``) it is fetched through the :class:`~air_magics.cache.FileCache`
-(large files as parallel ranges) and hashed from the local copy, which stays warm for the next load.
+tensors, several files at a time (``workers``), straight into memory (``direct``, the default) and
+dropped once its items are in place: on a mounted or local volume in whole chunks, hashed as they
+arrive (:func:`~air_magics.checkpoints.direct_read.read_file`); on an object store by one GET, a large
+file (its size recorded) by parallel ranged GETs, no HEAD first (:func:`~.direct_read.read_remote`).
+With ``direct=False`` a file is fetched through the :class:`~air_magics.cache.FileCache` and hashed
+from the local copy, which stays warm for the next load.
 
 When the folder records checksums (in the manager's ``_COMMITTED``, else in ``.checksums.json``)
 every file is verified before torch reads it; a missing, truncated or changed file raises
@@ -112,9 +113,10 @@ def _bytes_of(t: torch.Tensor) -> memoryview:
 class UCVolumeReader(FileSystemReader):
     """Load a DCP checkpoint from a volume folder: files in parallel, each verified before use.
 
-    ``direct`` (default: whenever the volume is mounted or local) reads files straight into memory;
-    ``False`` reads them through the cache (``cache``). ``remedy`` is appended to a
-    :class:`CheckpointCorruptError`'s message.
+    ``direct`` (the default) reads files straight into memory (from an object store in parallel
+    ranges); ``False`` reads them through the cache (``cache``). ``remedy`` is appended to a
+    :class:`CheckpointCorruptError`'s message. ``marker_text``: the folder's ``_COMMITTED`` when the
+    caller has just read it (``CheckpointManager`` on an object store: a request less).
     """
 
     def __init__(
@@ -126,6 +128,7 @@ class UCVolumeReader(FileSystemReader):
         direct: bool | None = None,
         store: VolumeStore | None = None,
         remedy: str = "load another checkpoint or save this one again",
+        marker_text: str | None = None,
         **kwargs: Any,
     ) -> None:
         vp = VolumePath.parse(path)
@@ -134,6 +137,7 @@ class UCVolumeReader(FileSystemReader):
         self.workers = workers
         self.direct = direct
         self.remedy = remedy
+        self._marker_text = marker_text  # the manager's _COMMITTED, when it has just read it (see _recorded_checksums)
         super().__init__(str(vp), **kwargs)
         self.fs = _ReaderFS(self._fetch_path, self.store)
         self._locate(vp)
@@ -177,8 +181,9 @@ class UCVolumeReader(FileSystemReader):
 
     def _recorded_checksums(self) -> dict[str, dict[str, Any]] | None:
         """Checksums from ``_COMMITTED`` (the manager's), else ``.checksums.json``; ``None``: none recorded."""
+        given, self._marker_text = self._marker_text, None  # (for the first folder only)
         for name in (COMMITTED, CHECKSUMS):
-            text = read_text(self.where.join(name))
+            text = given if name == COMMITTED and given is not None else read_text(self.where.join(name))
             if text is None:
                 continue
             try:

@@ -317,14 +317,15 @@ class UCVolumeWriter(FileSystemWriter):
             return
         super().finish(metadata, plain)  # .metadata written to staging (temp + rename)
         last = [METADATA]
+        # in the caller's fresh folder on an object store (make_folder) .metadata and the manifest go side by
+        # side, then the caller's marker, which publishes the step and records every checksum: no manifest there
+        fresh = self.make_folder is not None and not self.dest.is_local
         if complete:
             files[METADATA] = file_digest(self.staging / METADATA)
-            (self.staging / CHECKSUMS).write_text(checksums_json(files))
-            files[CHECKSUMS] = file_digest(self.staging / CHECKSUMS)
-            last.insert(0, CHECKSUMS)
-        # the manifest, then .metadata last; in the caller's fresh folder (make_folder) the two side by side,
-        # then the caller's marker, which publishes the step (an object store's in-place save)
-        fresh = self.make_folder is not None and not self.dest.is_local
+            if not (fresh and self.marker is not None):
+                (self.staging / CHECKSUMS).write_text(checksums_json(files))
+                files[CHECKSUMS] = file_digest(self.staging / CHECKSUMS)
+                last.insert(0, CHECKSUMS)  # the manifest, then .metadata last
         self.bytes_uploaded += upload_last(self.staging, last, self.dest, together=fresh)
         if fresh and self.marker is not None:
             name, text_of = self.marker
