@@ -91,7 +91,12 @@ class StepPruner:
         mine = {active, "step_" + active[len(PENDING_PREFIX) :]} if active else set()
         unowned = found["pending"] + found["uncommitted"]
         cutoff = time.time() - older_than
-        stale = [n for n in unowned if n not in mine and self.store.stat(self.directory / n).mtime <= cutoff]
+        mtimes = found.get("mtimes")  # an object store's folders: their newest object's (a prefix has no mtime)
+
+        def mtime(name: str) -> float:
+            return mtimes.get(name, 0.0) if isinstance(mtimes, dict) else self.store.stat(self.directory / name).mtime
+
+        stale = [n for n in unowned if n not in mine and mtime(n) <= cutoff]
         for name in found["pruning"] + stale:
             remove_folder(self._locate(name))
         return found["pruning"] + stale
