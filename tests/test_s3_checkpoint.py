@@ -242,6 +242,7 @@ def test_pruning_keeps_n_and_deletes_the_marker_first(s3_server, bucket, proxy, 
     mgr.save(4, model=_model(4))
     mgr.wait()
     assert proxy.operations["DeleteObjects"] == 2 and "DeleteObject" not in proxy.operations  # marker, then the rest
+    assert proxy.operations["ListObjectsV2"] == 2  # the step's folder, the pruning's scan (its files: no more)
     assert mgr.steps() == [3, 4] and _keys(s3_server, bucket, "step_2/") == []
 
     seen: list[list[str]] = []

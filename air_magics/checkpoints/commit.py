@@ -56,8 +56,8 @@ def scan_checkpoints(vp: VolumePath, store: VolumeStore) -> dict[str, list[Any]]
     """One listing of a manager's folder: ``steps`` (committed, sorted), ``pending`` (saves in
     progress or crashed), ``pruning`` (un-committed trash) and ``uncommitted`` (``step_N``
     folders without both ``.metadata`` and ``_COMMITTED``: never loaded). On an object store the
-    listing is one request (every object under the folder) and ``mtimes`` holds each folder's
-    newest object's time."""
+    listing is one request (every object under the folder), ``mtimes`` holds each folder's newest
+    object's time and ``files`` its objects' names (deleted then without another listing)."""
     found: dict[str, list[Any]] = {"steps": [], "pending": [], "pruning": [], "uncommitted": []}
     loc = store.locate(vp)
     if not loc.is_local:
@@ -101,6 +101,7 @@ def _scan_objects(loc: Location, found: dict[str, list[Any]]) -> dict[str, list[
     for names in found.values():
         names.sort()
     found["mtimes"] = mtimes  # type: ignore[assignment]
+    found["files"] = {top: sorted(names) for top, names in files.items()}  # type: ignore[assignment]
     return found
 
 
