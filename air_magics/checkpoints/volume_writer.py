@@ -11,8 +11,10 @@ Commit protocol of one save (each rank, then the coordinator):
    renamed when complete; its checksum computed from the bytes as they stream). On a remote (fsspec)
    volume they are written to a local *staging* folder and uploaded in parallel, each file once
    under its final name (:mod:`.staged_upload`: large ones in parallel parts; no rename, which an
-   object store makes a copy and a delete), hashed from the staged copies meanwhile. Either way a rank returns only when its files are on the volume, and hands the
-   digests to the coordinator with its write results.
+   object store makes a copy and a delete), hashed from the staged copies meanwhile. Either way a
+   rank returns only when its files are on the volume, and hands the digests to the coordinator
+   with its write results (``CheckpointManager``'s steps on an object store carry no manifest: their
+   ``_COMMITTED``, written last, records every checksum).
 2. ``finish`` (coordinator, after every rank's ``write_data``): ``.metadata`` is written, the
    manifest ``.checksums.json`` (size + xxh3-128 of every data file and of ``.metadata``) is put on
    the volume, then ``.metadata`` is published *last*. A checkpoint folder without ``.metadata`` is
