@@ -111,6 +111,17 @@ SCENARIOS = {
             "| restart epoch: a new process over the warm cache |",
         ],
     ),
+    "s3_checkpoint": (  # 16 MiB, one rep on a real S3 server (SeaweedFS): each row's save and restore in a process
+        [],
+        [
+            "## bench_s3_checkpoint",
+            "| MiB | row | save s | x ceiling | save requests |",
+            "`torch.save`+`put_file` / `get_file`+`torch.load`",
+            "| 16 | parallel multipart |",
+            "ours: `CheckpointManager.save` / `.load`",
+            "Requests of our saves, by S3 operation",
+        ],
+    ),
     "shards_mosaic": (  # 64 files x 8 KiB at 1 ms; mosaicml-streaming rows only where its venv is
         [],
         ["## bench_shards_mosaic", "| air_magics `pack` |", "| air_magics, members by offset |", "read ceiling"],
@@ -126,7 +137,7 @@ NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic", "stages", "scale_
 # lanes start at once.
 LANES = (
     ("loader", "checkpoint", "shards_mosaic", "hotpath", "scale_fuse"),
-    ("copy", "confined", "stages", "delta", "serialize", "scale"),
+    ("copy", "confined", "stages", "delta", "serialize", "scale", "s3_checkpoint"),
 )
 HERE = [n for n in SCENARIOS if n != "tables"]  # (tables: test_benchmarks_tables, on the Spark tests' worker)
 assert sorted(n for lane in LANES for n in lane) == sorted(HERE)

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..io.atomic import write_atomic
 from ..io.confined import open_file
-from ..io.folders import publish_folder, withdraw_folder
-from ..volumes.location import Location
+from ..io.folders import withdraw_folder
+from ..volumes.location import Location, fs_mtime
+from ..volumes.object_io import delete_objects, list_tree, put_bytes, read_small, remove_tree
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..volumes.path import VolumePath
@@ -23,7 +24,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "write_text_atomic",
     "read_text",
-    "commit_folder",
     "uncommit_folder",
     "remove_folder",
     "METADATA",
@@ -55,8 +55,13 @@ def status_name(directory: str) -> str:
 def scan_checkpoints(vp: VolumePath, store: VolumeStore) -> dict[str, list[Any]]:
     """One listing of a manager's folder: ``steps`` (committed, sorted), ``pending`` (saves in
     progress or crashed), ``pruning`` (un-committed trash) and ``uncommitted`` (``step_N``
-    folders without both ``.metadata`` and ``_COMMITTED``: never loaded)."""
+    folders without both ``.metadata`` and ``_COMMITTED``: never loaded). On an object store the
+    listing is one request (every object under the folder), ``mtimes`` holds each folder's newest
+    object's time and ``files`` its objects' names (deleted then without another listing)."""
     found: dict[str, list[Any]] = {"steps": [], "pending": [], "pruning": [], "uncommitted": []}
+    loc = store.locate(vp)
+    if not loc.is_local:
+        return _scan_objects(loc, found)
     if not store.exists(vp):
         return found
     for e in store.entries(vp, recursive=False, with_dirs=True):
@@ -74,6 +79,32 @@ def scan_checkpoints(vp: VolumePath, store: VolumeStore) -> dict[str, list[Any]]
     return found
 
 
+def _scan_objects(loc: Location, found: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """:func:`scan_checkpoints` from one listing of every object under *loc* (no folder to ask about)."""
+    files: dict[str, set[str]] = {}
+    mtimes: dict[str, float] = {}
+    for rel, info in list_tree(loc.fs, loc.path).items():
+        top, _, rest = rel.partition("/")
+        if rest:
+            files.setdefault(top, set()).add(rest)
+            mtimes[top] = max(mtimes.get(top, 0.0), fs_mtime(info))
+    for top, names in files.items():
+        m = STEP_RE.match(top)
+        if m and COMMITTED in names and METADATA in names:
+            found["steps"].append(int(m.group(1)))
+        elif m:
+            found["uncommitted"].append(top)
+        elif top.startswith(PENDING_PREFIX):
+            found["pending"].append(top)
+        elif top.startswith(PRUNING_PREFIX):
+            found["pruning"].append(top)
+    for names in found.values():
+        names.sort()
+    found["mtimes"] = mtimes  # type: ignore[assignment]
+    found["files"] = {top: sorted(names) for top, names in files.items()}  # type: ignore[assignment]
+    return found
+
+
 def checkpoint_status(directory: str, store: VolumeStore | None = None) -> dict[str, Any]:
     """What the widget and sidebar show: committed steps on the volume plus the recent saves
     (with their state) reported by the manager. Cheap and torch-free."""
@@ -86,7 +117,8 @@ def checkpoint_status(directory: str, store: VolumeStore | None = None) -> dict[
     found = scan_checkpoints(vp, store)
     steps, pending = found["steps"], found["pending"]
     doc = read_status(status_name(str(vp))) or {}
-    latest = read_text(store.locate(vp / "latest")) if store.exists(vp) else None
+    where = store.locate(vp / "latest")
+    latest = read_text(where) if not where.is_local or store.exists(vp) else None
     return {
         "directory": str(vp),
         "steps": steps,
@@ -112,54 +144,41 @@ def write_text_atomic(loc: Location, text: str, *, fsync: bool = True) -> None:
     *fsync*, one that survives a power cut)."""
     if loc.is_local:  # confined: temp + fsync + rename inside the verified folder
         write_atomic(loc.path, text, root=loc.root, fsync=fsync)
-    else:  # object stores publish a whole object at once
-        with loc.fs.open(loc.path, "w") as f:
-            f.write(text)
+    else:  # object stores publish a whole object at once (one PUT)
+        put_bytes(loc.fs, loc.path, text.encode())
 
 
 def read_text(loc: Location) -> str | None:
+    """The text of the small file at *loc*, stripped; ``None`` when it is not there (one GET on an
+    object store)."""
     try:
         if loc.is_local:
             with open_file(loc.path, loc.root, "r") as f:
                 return f.read().strip()
-        with loc.fs.open(loc.path, "r") as f:
-            return f.read().strip()
+        data = read_small(loc.fs, loc.path)
+        return None if data is None else data.decode().strip()
     except (FileNotFoundError, NotADirectoryError):
         return None
 
 
-def commit_folder(src: Location, dst: Location, *, last: str) -> None:
-    """Make folder *src* visible as *dst*: one atomic rename on OS paths
-    (:func:`air_magics.io.folders.publish_folder`: a non-empty *dst* is refused, never replaced);
-    on object stores copy every file, the marker *last* at the end, then drop *src*."""
-    if src.is_local:
-        publish_folder(src.path, dst.path, root=src.root)
-        return
-    fs = src.fs
-    files = [f for f in fs.find(src.path) if not f.endswith("/" + last)]
-    for f in files:
-        fs.copy(f, dst.path.rstrip("/") + f[len(src.path.rstrip("/")) :])
-    fs.copy(f"{src.path.rstrip('/')}/{last}", f"{dst.path.rstrip('/')}/{last}")
-    fs.rm(src.path, recursive=True)
-
-
-def remove_folder(loc: Location) -> None:
+def remove_folder(loc: Location, files: Collection[str] | None = None) -> None:
+    """Delete folder *loc* and everything in it; on an object store one listing (unless its
+    *files*, relative names, are known) and one batch delete."""
     if loc.is_local:
         shutil.rmtree(loc.path, ignore_errors=True)
-    elif loc.fs.exists(loc.path):
-        loc.fs.rm(loc.path, recursive=True)
+        return
+    remove_tree(loc.fs, loc.path, files)
 
 
 def uncommit_folder(loc: Location, trash: Location) -> Location:
     """Take committed folder *loc* out of sight *before* any of its files is deleted, so a kill at
     any later point never leaves a listed step that cannot load. OS paths: one atomic rename to
-    *trash*; object stores (no atomic rename): delete the marker first. Returns what to delete."""
+    *trash*; object stores (no atomic rename): delete the marker first (one request). Returns what
+    to delete."""
     if loc.is_local:
         withdraw_folder(loc.path, trash.path, root=loc.root)
         return trash
-    marker = f"{loc.path.rstrip('/')}/{COMMITTED}"
-    if loc.fs.exists(marker):
-        loc.fs.rm(marker)
+    delete_objects(loc.fs, [f"{loc.path.rstrip('/')}/{COMMITTED}"])
     return loc
 
 

@@ -15,10 +15,11 @@ from typing import Any
 from ..io.confined import open_read
 from ..io.retry import retry_call
 from ..volumes.location import Location
+from ..volumes.object_io import read_object
 from . import scratch as chunks
 from .digests import ALGORITHM, new_hasher
 
-__all__ = ["MemoryFile", "RandomAccessReader", "read_file", "CHUNK_BYTES"]
+__all__ = ["MemoryFile", "RandomAccessReader", "read_file", "read_remote", "CHUNK_BYTES"]
 
 CHUNK_BYTES = 4 << 20  # what one read asks of the mount (it splits it into its own requests)
 
@@ -98,3 +99,18 @@ def read_file(
     if keep and size < total:  # shorter than it said: what was read is what is verified
         del buf[size:]
     return (buf if keep else None), ({"size": size, digest: h.hexdigest()} if digest else {"size": size})
+
+
+def read_remote(
+    loc: Location, size: int | None, *, keep: bool = True, digest: str | None = ALGORITHM
+) -> tuple[bytearray | None, dict[str, Any]]:
+    """:func:`read_file` for a file on an object store (*loc* on an fsspec filesystem): read into one
+    buffer, in parallel ranges when its recorded *size* is known and large (no HEAD first), then hashed."""
+    buf = read_object(loc.fs, loc.path, size)
+    got: dict[str, Any] = {"size": len(buf)}
+    if digest:
+        h = new_hasher(digest)
+        with memoryview(buf) as view:
+            h.update(view)  # releases the GIL for more than 2 KiB
+        got[digest] = h.hexdigest()
+    return (buf if keep else None), got

@@ -19,7 +19,8 @@ from ..io.confined import exists_at, folder_at, open_dir, publish_at, write_all,
 from ..io.folders import publish_folder_at
 from ..io.leftovers import temp_name
 from ..volumes.location import Location
-from .commit import commit_folder, read_text, write_text_atomic
+from ..volumes.object_io import list_tree
+from .commit import COMMITTED, METADATA, PENDING_PREFIX, read_text, remove_folder, write_text_atomic
 
 __all__ = ["HeldFolder", "StagedText"]
 
@@ -32,6 +33,7 @@ class HeldFolder:
     def __init__(self, loc: Location) -> None:
         self.loc = loc
         self._fd: int | None = None
+        self.marker_read: tuple[str, str] | None = None  # (step folder, its _COMMITTED) last read by committed()
 
     def _held(self) -> int | None:
         """The folder's descriptor; None while the folder is not there."""
@@ -48,6 +50,43 @@ class HeldFolder:
         now rather than on the clock of the first operation)."""
         if self.loc.is_local:
             self._held()
+
+    @property
+    def in_place(self) -> bool:
+        """Whether a save writes its step straight under the step's name (a store without renames:
+        an object store; the step is published by its marker, written last) rather than into a
+        pending folder renamed in at the end (an OS path)."""
+        return not self.loc.is_local
+
+    def begin_save(self, final: str, *, clear: bool) -> str:
+        """The folder a save of step folder *final* writes into, made ready: ``FileExistsError`` when
+        *final* is a step already (committed); with *clear*, a crashed attempt's leftover is removed.
+        OS paths: the pending folder (renamed to *final* by :meth:`commit`), one lookup. Object stores:
+        *final* itself, one listing (and one batch delete of a leftover without its marker)."""
+        if not self.in_place:
+            if self.has(final):
+                raise FileExistsError(final)
+            pending = f"{PENDING_PREFIX}{final.removeprefix('step_')}"
+            if clear and self.has(pending):  # a crashed attempt's leftover (rmtree follows no link)
+                remove_folder(self.loc.join(pending))
+            return pending
+        here = self.loc.join(final)
+        found = list_tree(here.fs, here.path)
+        if COMMITTED in found:
+            raise FileExistsError(final)
+        if clear and found:  # written by a save killed before its marker: never loadable, never loaded
+            remove_folder(here, found)
+        return final
+
+    def committed(self, step_folder: str) -> bool:
+        """Whether *step_folder* is a complete step. OS paths: both markers (``.metadata`` and
+        ``_COMMITTED``, written side by side), two lookups; object stores: ``_COMMITTED``, written
+        after every other file of the step, one GET."""
+        if self.in_place:
+            text = self.read_text(f"{step_folder}/{COMMITTED}")
+            self.marker_read = (step_folder, text) if text is not None else None
+            return text is not None
+        return self.has(f"{step_folder}/{COMMITTED}") and self.has(f"{step_folder}/{METADATA}")
 
     def has(self, name: str) -> bool:
         """Whether *name* (a file, folder or link; ``a/b`` looks inside folder ``a``) is in the folder."""
@@ -116,16 +155,18 @@ class HeldFolder:
     def commit(self, pending: str, final: str, *, marker: str, text: str | None) -> None:
         """Publish folder *pending* as *final* (a non-empty *final* is refused, never replaced),
         marker file *marker* (holding *text*, fsynced) written into it first (``text=None``: the
-        marker is there already, written with the folder's other files).
+        marker is there already, written with the folder's other files). On an object store
+        (:attr:`in_place`: *pending* is *final*) the marker written last is the whole commit.
 
         The marker is written under its own name, not a temp one: nothing in *pending* is read
         as a step's until the rename, so a torn marker there is never seen (the rename of the
         temp name was one more request on the caller's clock)."""
         loc = self.loc
-        if not loc.is_local:
+        if self.in_place:
+            if pending != final:
+                raise ValueError(f"{loc} has no renames: save {final} in place, not as {pending}")
             if text is not None:
-                write_text_atomic(loc.join(f"{pending}/{marker}"), text)
-            commit_folder(loc.join(pending), loc.join(final), last=marker)
+                write_text_atomic(loc.join(f"{final}/{marker}"), text)
             return
         fd = self._required()
         if text is not None:

@@ -9,26 +9,38 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
-from ..errors import CheckpointCorruptError
+from ..errors import CheckpointCorruptError, StorageAccessError
 from .volume_writer import CheckpointError
+
+E = TypeVar("E", bound=BaseException)
 
 __all__ = ["corruption_in", "one_line_error", "earlier_step_on_corruption"]
 
 
-def corruption_in(exc: BaseException) -> CheckpointCorruptError | None:
-    """The corrupt-file error in *exc*, also when torch wrapped it in a ``CheckpointException``."""
-    if isinstance(exc, CheckpointCorruptError):
+def _inner(exc: BaseException, cls: type[E]) -> E | None:
+    """The *cls* error in *exc*, also when torch wrapped it in a ``CheckpointException``."""
+    if isinstance(exc, cls):
         return exc
     for inner in getattr(exc, "failures", {}).values():
-        err = inner[0] if isinstance(inner, tuple) else inner
-        if isinstance(err, CheckpointCorruptError):
+        err = inner[0] if isinstance(inner, tuple) else getattr(inner, "exc", inner)
+        if isinstance(err, cls):
             return err
     return None
 
 
-def one_line_error(exc: BaseException, what: str) -> CheckpointError:
-    """torch's CheckpointException is a BaseException: turn it into an error ``except Exception`` sees."""
+def corruption_in(exc: BaseException) -> CheckpointCorruptError | None:
+    """The corrupt-file error in *exc*, also when torch wrapped it in a ``CheckpointException``."""
+    return _inner(exc, CheckpointCorruptError)
+
+
+def one_line_error(exc: BaseException, what: str) -> CheckpointError | StorageAccessError:
+    """torch's CheckpointException is a BaseException: turn it into an error ``except Exception`` sees
+    (the store's refusal as it is: its one line names the URL and the fix)."""
+    refused = _inner(exc, StorageAccessError)
+    if refused is not None:
+        return refused
     text = str(exc).strip().splitlines()
     tail = next((ln for ln in reversed(text) if ln.strip() and not ln.startswith(" ")), type(exc).__name__)
     return CheckpointError(f"{what}: {tail}")

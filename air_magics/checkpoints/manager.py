@@ -10,9 +10,11 @@ Layout under the manager's volume folder::
 A save writes into ``.pending-step_<N>`` (never into an existing checkpoint; its files under
 their own names, as nothing in it is seen before the rename), writes ``.metadata``, the manifest
 and ``_COMMITTED`` side by side once the data is there (see :mod:`air_magics.checkpoints.volume_writer`),
-renames the folder to ``step_<N>`` (atomic on mounted and embedded volumes; on object stores the marker is
-copied last), moves ``latest`` and prunes to ``keep`` steps. ``latest()`` trusts only folders with
-both ``.metadata`` and ``_COMMITTED``, so a crash at any point leaves the previous checkpoint
+renames the folder to ``step_<N>`` (atomic on mounted and embedded volumes), moves ``latest`` and prunes
+to ``keep`` steps. An object store has no rename (every one is a copy and a delete): there the save
+writes ``step_<N>/`` itself, each file once under its final name, and ``_COMMITTED``, written after
+every other file, is the commit (:meth:`~.held_folder.HeldFolder.begin_save`). ``latest()`` trusts
+only folders with both ``.metadata`` and ``_COMMITTED``, so a crash at any point leaves the previous checkpoint
 loadable and ``latest`` unchanged. Every transition (staging, uploading, committed, failed) is
 emitted as a :class:`~air_magics.events.CheckpointEvent` (rank 0); the default listeners write it to
 the status document that the checkpoint view and the sidebar show.
@@ -27,7 +29,8 @@ deletes ``_COMMITTED``), then deletes, so ``steps()`` never lists a half-deleted
 Leftovers: ``.pruning-*`` folders are never loadable and deleting them twice is harmless, so every
 prune (after each committed save) and :meth:`~CheckpointManager.cleanup` remove them whoever made
 them. ``.pending-step_N`` folders carry no owner (every rank writes into the same one), so they
-are removed only by a save of the same step N and by ``cleanup()``.
+are removed only by a save of the same step N and by ``cleanup()``; so is, on an object store, a
+``step_N`` without its ``_COMMITTED`` (a killed save's).
 """
 
 from __future__ import annotations
@@ -44,16 +47,7 @@ from ..io import ranks
 from ..volumes.location import Location
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
-from .commit import (
-    COMMITTED,
-    METADATA,
-    PENDING_PREFIX,
-    STEP_RE,
-    checkpoint_status,
-    commit_marker,
-    remove_folder,
-    status_name,
-)
+from .commit import COMMITTED, STEP_RE, commit_marker, scan_checkpoints, status_name
 from .dcp_calls import async_save_on_thread, default_stager, quiet_async_saves, single_process_quiet
 from .digests import ALGORITHM
 from .held_folder import HeldFolder, StagedText
@@ -104,7 +98,7 @@ class CheckpointManager:
         self._pruner = StepPruner(self.directory, self.store, keep, self._loc)  # after each commit
         self.listeners = tuple(listeners)
         self._saves = SaveHistory(str(self.directory), keep, self.listeners, self.latest)
-        if ranks.rank_and_world()[0] == 0:
+        if ranks.rank_and_world()[0] == 0 and self._loc().is_local:  # (an object store has no folders to make)
             self.store.makedirs(self.directory)
         self._held_folder().hold()  # located and opened now: the first save resolves no path either
         channel.emit(
@@ -137,20 +131,20 @@ class CheckpointManager:
     def steps(self) -> list[int]:
         """Committed steps, oldest first."""
         self._wait_tail()
-        return checkpoint_status(str(self.directory), self.store)["steps"]
+        return scan_checkpoints(self.directory, self.store)["steps"]
 
     def latest(self) -> int | None:
         """The newest complete step (the ``latest`` pointer, verified), or ``None``."""
         self._wait_tail()
         pointed = self._held_folder().read_text("latest")
         if pointed and STEP_RE.match(pointed) and self._committed(int(pointed[5:])):
-            return int(pointed[5:])  # three lookups; the listing (a request per step, and more) only without one
-        return checkpoint_status(str(self.directory), self.store)["latest"]
+            return int(pointed[5:])  # two or three requests; the listing only without a pointer
+        steps = scan_checkpoints(self.directory, self.store)["steps"]  # (no pointer to a complete step: one listing)
+        return steps[-1] if steps else None
 
     def _committed(self, step: int) -> bool:
-        """Whether ``step_<step>`` is a complete checkpoint (both markers), by two lookups."""
-        folder = self._held_folder()
-        return folder.has(f"step_{int(step)}/{COMMITTED}") and folder.has(f"step_{int(step)}/{METADATA}")
+        """Whether ``step_<step>`` is a complete checkpoint (see :meth:`HeldFolder.committed`)."""
+        return self._held_folder().committed(f"step_{int(step)}")
 
     # -- saving ---------------------------------------------------------------------------------
     def save(
@@ -191,16 +185,16 @@ class CheckpointManager:
         rank, world = ranks.rank_and_world()
         here = self._loc()
         folder = self._held_folder()
-        if folder.has(f"step_{int(step)}"):  # one lookup (no listing)
+        try:  # the pending folder (OS paths) or the step's own (object stores), a crashed attempt's leftover gone
+            into = folder.begin_save(f"step_{int(step)}", clear=rank == 0)
+        except FileExistsError:
             raise CheckpointError(
                 f"{self.step_path(step)} already exists; checkpoints are never overwritten: use a new step"
-            )
+            ) from None
         if state is None:
             state = collect_state(model, optimizer, loader, rank)
-        pending = self.directory / f"{PENDING_PREFIX}{int(step)}"
-        self._active = pending.name
-        if rank == 0 and folder.has(pending.name):  # a crashed attempt's leftover (rmtree follows no link)
-            remove_folder(here.join(pending.name))
+        pending = self.directory / into
+        self._active = into
         ranks.barrier(world)
         # reported from the events thread (see SaveHistory.publish): the status document (1.5-3 ms on a disk busy
         # with the previous save's writeback) is off the loop's clock
@@ -335,7 +329,8 @@ class CheckpointManager:
             try:  # (relative to the held folder: no path is resolved again, see .held_folder)
                 # _COMMITTED: written by the writer beside its last files when it wrote the folder in place
                 marker = None if writer.marker_written else commit_marker(step, writer.checksums or None, ALGORITHM)
-                folder.commit(f"{PENDING_PREFIX}{int(step)}", f"step_{int(step)}", marker=COMMITTED, text=marker)
+                final = f"step_{int(step)}"
+                folder.commit(writer.volume_path.name, final, marker=COMMITTED, text=marker)
                 # the pointer before the call returns (another process's view, the sidebar, reads it); not
                 # fsynced: it is a hint every reader checks (a pointer a power cut kept at the previous
                 # step names a complete one, as if the crash had come a moment earlier)
@@ -379,9 +374,11 @@ class CheckpointManager:
     # -- loading --------------------------------------------------------------------------------
     def load(self, state: dict[str, Any], step: int | None = None) -> int:
         """Load into *state* (in place) from *step* or the latest complete one; returns the step."""
+        return self._load_step(state, self._pick(step))
+
+    def _load_step(self, state: dict[str, Any], step: int) -> int:
         import torch.distributed.checkpoint as dcp
 
-        step = self._pick(step)
         with earlier_step_on_corruption(self.steps, step):
             try:
                 with single_process_quiet():
@@ -406,17 +403,20 @@ class CheckpointManager:
         return step
 
     def _reader(self, step: int) -> UCVolumeReader:
-        return UCVolumeReader(self.step_path(step), store=self.store)
+        read = self._held_folder().marker_read  # (an object store's step: its marker just read, a GET less)
+        marker = read[1] if read is not None and read[0] == f"step_{int(step)}" else None
+        return UCVolumeReader(self.step_path(step), store=self.store, marker_text=marker)
 
     def restore(
         self, *, model: Any = None, optimizer: Any = None, loader: Any = None, step: int | None = None
     ) -> int | None:
         """Restore model, optimizer and loader from *step* or the latest; ``None`` if there is none yet."""
-        if step is None and self.latest() is None:
+        newest = self.latest() if step is None else None  # (verified: not picked again)
+        if step is None and newest is None:
             return None
         if model is None and loader is None:
             raise CheckpointError("nothing to restore into: pass model= (and optimizer=) and/or loader=")
-        step = self._pick(step)
+        step = newest if newest is not None else self._pick(step)
         rank, _ = ranks.rank_and_world()
         state = model_state(model, optimizer)
         key = None
@@ -430,7 +430,7 @@ class CheckpointManager:
                 )
         if key:
             state[key] = ""
-        self.load(state, step)
+        self._load_step(state, step)
         apply_state(state, model, optimizer, loader, key)
         return step
 

@@ -25,7 +25,7 @@ from ..io.pools import ProcessPool
 from ..volumes.location import Location
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
-from .commit import PENDING_PREFIX, PRUNING_PREFIX, remove_folder, scan_checkpoints, uncommit_folder
+from .commit import COMMITTED, PENDING_PREFIX, PRUNING_PREFIX, remove_folder, scan_checkpoints, uncommit_folder
 
 __all__ = ["StepPruner", "TAIL"]
 
@@ -71,17 +71,20 @@ class StepPruner:
 
     def prune(self) -> None:
         found = scan_checkpoints(self.directory, self.store)
+        files = found.get("files")  # (an object store's listing: what each folder holds)
+        known = files if isinstance(files, dict) else {}
         for name in found["pruning"]:  # leftovers of killed prunes: never loadable, safe for anyone to delete
-            remove_folder(self._locate(name))
+            remove_folder(self._locate(name), known.get(name))
         for old in found["steps"][: -self.keep]:
-            self._discard(f"step_{old}")
+            self._discard(f"step_{old}", known.get(f"step_{old}"))
 
-    def _discard(self, name: str) -> None:
-        """Delete a committed step: un-commit it first (one atomic step), then delete its files."""
+    def _discard(self, name: str, files: list[str] | None = None) -> None:
+        """Delete a committed step: un-commit it first (one atomic step), then delete its files
+        (*files*: its objects, when the listing gave them: on an object store, no second listing)."""
         doomed = uncommit_folder(self._locate(name), self._locate(f"{PRUNING_PREFIX}{name}.{uuid.uuid4().hex[:8]}"))
         if _PRUNE_HOOK is not None:
             _PRUNE_HOOK(name)
-        remove_folder(doomed)
+        remove_folder(doomed, None if files is None else [f for f in files if f != COMMITTED])
 
     def cleanup(self, *, older_than: float, active: str | None) -> list[str]:
         """Remove leftovers of crashed saves and prunes (see ``CheckpointManager.cleanup``), except the
@@ -91,7 +94,12 @@ class StepPruner:
         mine = {active, "step_" + active[len(PENDING_PREFIX) :]} if active else set()
         unowned = found["pending"] + found["uncommitted"]
         cutoff = time.time() - older_than
-        stale = [n for n in unowned if n not in mine and self.store.stat(self.directory / n).mtime <= cutoff]
+        mtimes = found.get("mtimes")  # an object store's folders: their newest object's (a prefix has no mtime)
+
+        def mtime(name: str) -> float:
+            return mtimes.get(name, 0.0) if isinstance(mtimes, dict) else self.store.stat(self.directory / name).mtime
+
+        stale = [n for n in unowned if n not in mine and mtime(n) <= cutoff]
         for name in found["pruning"] + stale:
             remove_folder(self._locate(name))
         return found["pruning"] + stale

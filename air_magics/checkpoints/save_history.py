@@ -7,6 +7,7 @@ ones on the caller's thread after those), apart from how a save is written and c
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -67,11 +68,8 @@ class SaveHistory:
         snapshot first could write last, leaving a document without the other's change."""
         if ranks.rank_and_world()[0] != 0:
             return
-        if self.latest == "unknown":  # (outside the lock: finding it waits for the pruning, which publishes)
-            try:
-                self.latest = self._find_latest()
-            except (AirError, OSError):
-                self.latest = None
+        if now:  # (a queued event finds it on the events thread: off the caller's clock, a listing on a store)
+            self._find()
         with self._publishing:
             if not now:
                 event = self._event()
@@ -82,7 +80,22 @@ class SaveHistory:
                 self._publishing.wait()
             channel.emit(self._event(), self.listeners)
 
+    def _find(self) -> None:
+        """Find the newest committed step, the first time (outside the lock: finding it waits for
+        the pruning, which publishes); a step the manager set meanwhile (a commit) is kept."""
+        if self.latest != "unknown":
+            return
+        try:
+            found: int | None = self._find_latest()
+        except (AirError, OSError):
+            found = None
+        if self.latest == "unknown":
+            self.latest = found
+
     def _emit_queued(self, event: CheckpointEvent) -> None:
+        if self.latest == "unknown":
+            self._find()
+            event = dataclasses.replace(event, latest=self.latest if isinstance(self.latest, int) else None)
         with self._publishing:
             try:
                 channel.emit(event, self.listeners)

@@ -1,11 +1,12 @@
 """``UCVolumeReader``: load a ``torch.distributed.checkpoint`` folder from a volume, verified.
 
 Each data file the load plan needs is fetched and verified, then its items are loaded into their
-tensors, several files at a time (``workers``): on a mounted or local volume (``direct``, the
-default there) a file is read straight into memory in whole chunks, hashed as they arrive
-(:func:`~air_magics.checkpoints.direct_read.read_file`), and dropped once its items are in place; on a
-remote one (or ``direct=False``) it is fetched through the :class:`~air_magics.cache.FileCache`
-(large files as parallel ranges) and hashed from the local copy, which stays warm for the next load.
+tensors, several files at a time (``workers``), straight into memory (``direct``, the default) and
+dropped once its items are in place: on a mounted or local volume in whole chunks, hashed as they
+arrive (:func:`~air_magics.checkpoints.direct_read.read_file`); on an object store by one GET, a large
+file (its size recorded) by parallel ranged GETs, no HEAD first (:func:`~.direct_read.read_remote`).
+With ``direct=False`` a file is fetched through the :class:`~air_magics.cache.FileCache` and hashed
+from the local copy, which stays warm for the next load.
 
 When the folder records checksums (in the manager's ``_COMMITTED``, else in ``.checksums.json``)
 every file is verified before torch reads it; a missing, truncated or changed file raises
@@ -37,7 +38,7 @@ from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
 from .commit import CHECKSUMS, COMMITTED, METADATA, STEP_RE, read_text
 from .digests import algorithm_of, file_digest, parse_checksums
-from .direct_read import MemoryFile, read_file
+from .direct_read import MemoryFile, read_file, read_remote
 from .read_into import Kept, KeptFile, read_placed
 from .stored_tensor import stored_tensor
 
@@ -112,9 +113,10 @@ def _bytes_of(t: torch.Tensor) -> memoryview:
 class UCVolumeReader(FileSystemReader):
     """Load a DCP checkpoint from a volume folder: files in parallel, each verified before use.
 
-    ``direct`` (default: whenever the volume is mounted or local) reads files straight into memory;
-    ``False`` reads them through the cache (``cache``). ``remedy`` is appended to a
-    :class:`CheckpointCorruptError`'s message.
+    ``direct`` (the default) reads files straight into memory (from an object store in parallel
+    ranges); ``False`` reads them through the cache (``cache``). ``remedy`` is appended to a
+    :class:`CheckpointCorruptError`'s message. ``marker_text``: the folder's ``_COMMITTED`` when the
+    caller has just read it (``CheckpointManager`` on an object store: a request less).
     """
 
     def __init__(
@@ -126,6 +128,7 @@ class UCVolumeReader(FileSystemReader):
         direct: bool | None = None,
         store: VolumeStore | None = None,
         remedy: str = "load another checkpoint or save this one again",
+        marker_text: str | None = None,
         **kwargs: Any,
     ) -> None:
         vp = VolumePath.parse(path)
@@ -134,6 +137,7 @@ class UCVolumeReader(FileSystemReader):
         self.workers = workers
         self.direct = direct
         self.remedy = remedy
+        self._marker_text = marker_text  # the manager's _COMMITTED, when it has just read it (see _recorded_checksums)
         super().__init__(str(vp), **kwargs)
         self.fs = _ReaderFS(self._fetch_path, self.store)
         self._locate(vp)
@@ -154,13 +158,18 @@ class UCVolumeReader(FileSystemReader):
         # located once: each file is joined to it (a lookup is an lstat per path part, a request each
         # on a mount whose cached entries expired); every open is still confined to the volume
         self.where = where = self.store.locate(self.volume_path)
-        if not where.join(METADATA).exists():
+        # on an object store the recorded checksums come first (a GET each): a folder whose checksums name
+        # .metadata needs no HEAD for it (a missing one is reported when it is read)
+        self.checksums = None if where.is_local else self._recorded_checksums()
+        if (self.checksums is None or METADATA not in self.checksums) and not where.join(METADATA).exists():
             what = "does not exist" if not where.exists() else "has no .metadata (incomplete or not a checkpoint)"
             raise CheckpointError(
                 f"checkpoint {self.volume_path} {what}; pick a complete one (CheckpointManager.latest())"
             )
-        self.reads_direct = where.is_local if self.direct is None else self.direct
-        self.checksums = self._recorded_checksums()
+        # straight into memory by default: from a mount in whole chunks, from an object store in parallel ranges
+        self.reads_direct = True if self.direct is None else self.direct
+        if where.is_local:
+            self.checksums = self._recorded_checksums()
 
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
@@ -172,8 +181,9 @@ class UCVolumeReader(FileSystemReader):
 
     def _recorded_checksums(self) -> dict[str, dict[str, Any]] | None:
         """Checksums from ``_COMMITTED`` (the manager's), else ``.checksums.json``; ``None``: none recorded."""
+        given, self._marker_text = self._marker_text, None  # (for the first folder only)
         for name in (COMMITTED, CHECKSUMS):
-            text = read_text(self.where.join(name))
+            text = given if name == COMMITTED and given is not None else read_text(self.where.join(name))
             if text is None:
                 continue
             try:
@@ -185,16 +195,19 @@ class UCVolumeReader(FileSystemReader):
         return None
 
     def _read(
-        self, vp: VolumePath, algorithm: str | None, keep: bool, into: _Placement | None = None
+        self, vp: VolumePath, algorithm: str | None, keep: bool, into: _Placement | None = None, size: int | None = None
     ) -> tuple[Fetched | None, dict[str, Any]]:
         """File *vp* as bytes (direct), placed into its tensors (*into*) or a local copy (cache),
-        with its digest by *algorithm* (``None``: its size only)."""
+        with its digest by *algorithm* (``None``: its size only). *size*: the recorded one, if any
+        (an object store's file is then read in parallel ranges, with no HEAD first)."""
         if into is not None and algorithm is not None:
             return read_placed(self.where.join(vp.name), into.place, into.keep, algorithm)
         if self.reads_direct:
             loc = self.where.join(vp.name)
             if not (algorithm or keep):  # a size is all that is asked: no read at all
                 return None, {"size": os.stat(loc.path).st_size if loc.is_local else int(loc.fs.size(loc.path))}
+            if not loc.is_local:
+                return read_remote(loc, size, keep=keep, digest=algorithm)
             return read_file(loc, keep=keep, digest=algorithm)
         local = self.cache.get(vp)
         return local, (file_digest(local, algorithm) if algorithm else {"size": os.path.getsize(local)})
@@ -209,7 +222,9 @@ class UCVolumeReader(FileSystemReader):
             raise self._corrupt(name, f"not listed in the checkpoint's checksums ({len(self.checksums)} files)")
         for attempt in (0, 1):
             try:
-                got_file, got = self._read(vp, None if want is None else algorithm_of(want), keep, into)
+                got_file, got = self._read(
+                    vp, None if want is None else algorithm_of(want), keep, into, None if want is None else want["size"]
+                )
             except FileNotFoundError:
                 raise self._corrupt(name, "missing") from None
             if want is None or got == {k: v for k, v in want.items() if k != "items"}:
@@ -306,7 +321,7 @@ class UCVolumeReader(FileSystemReader):
         destination of the stored chunk's bytes takes them as they arrive; everything else of each
         planned item is kept. ``None``: read the file whole, as before."""
         want = None if self.checksums is None else self.checksums.get(name)
-        layout = (want or {}).get("items") if self.reads_direct else None
+        layout = (want or {}).get("items") if self.reads_direct and self.where.is_local else None
         if not layout:
             return None
         into = _Placement()

@@ -9,10 +9,12 @@ Commit protocol of one save (each rank, then the coordinator):
    rank's data files straight onto the volume through
    :class:`~air_magics.checkpoints.direct_write.DirectVolumeFS` (each file under a hidden temp name,
    renamed when complete; its checksum computed from the bytes as they stream). On a remote (fsspec)
-   volume they are written to a local *staging* folder and uploaded in parallel by the transfer
-   engine (temp name + rename per file, transient errors retried), hashed from the staged copies
-   meanwhile. Either way a rank returns only when its files are on the volume, and hands the
-   digests to the coordinator with its write results.
+   volume they are written to a local *staging* folder and uploaded in parallel, each file once
+   under its final name (:mod:`.staged_upload`: large ones in parallel parts; no rename, which an
+   object store makes a copy and a delete), hashed from the staged copies meanwhile. Either way a
+   rank returns only when its files are on the volume, and hands the digests to the coordinator
+   with its write results (``CheckpointManager``'s steps on an object store carry no manifest: their
+   ``_COMMITTED``, written last, records every checksum).
 2. ``finish`` (coordinator, after every rank's ``write_data``): ``.metadata`` is written, the
    manifest ``.checksums.json`` (size + xxh3-128 of every data file and of ``.metadata``) is put on
    the volume, then ``.metadata`` is published *last*. A checkpoint folder without ``.metadata`` is
@@ -41,15 +43,13 @@ from torch.distributed.checkpoint import FileSystemWriter
 from .. import settings
 from ..errors import CheckpointCorruptError, CheckpointError
 from ..events import CheckpointEvent, Listener, channel
-from ..io.pools import job_pool, threads
-from ..transfer import CopyTask, copy_files, copy_one
 from ..volumes.location import Location
 from ..volumes.path import VolumePath
-from ..volumes.resolved import VolumeFile
 from ..volumes.store import VolumeStore
 from .commit import CHECKSUMS, METADATA, write_text_atomic
 from .digests import ALGORITHM, checksums_json, file_digest, text_digest
 from .direct_write import DirectVolumeFS
+from .staged_upload import upload_last, upload_staged
 from .tensor_layout import data_layout, planned_bytes
 from .volume_reader import UCVolumeReader
 from .zipcrc import StagingFS
@@ -194,6 +194,7 @@ class UCVolumeWriter(FileSystemWriter):
                     f"this writer writes through a mount and {self.volume_path} is on a remote file system; "
                     f"make a writer for it"
                 )
+        self.marker_written = False
         if self.direct:
             self.direct_fs.release_folders()  # a new save verifies its folders again
             self.direct_fs.in_place = self.direct_fs.data_in_place = False
@@ -201,7 +202,6 @@ class UCVolumeWriter(FileSystemWriter):
             self.direct_fs.digests.clear()
             self.direct_fs.kept.clear()
             self.direct_fs.absent.clear()
-            self.marker_written = False
             self.direct_fs.writes.clear()
             self.direct_fs.failures.clear()
             checkpoint_id = self.dest.path
@@ -231,6 +231,8 @@ class UCVolumeWriter(FileSystemWriter):
                 return False
             self.direct_fs.mkdir(self.dest.path)
             return self.direct_fs.exists(loc.path)
+        if self.make_folder is not None and not self.dest.is_local:
+            return False  # the caller's step, just cleared and published by its marker (an object store's)
         return loc.exists()
 
     def prepare_local_plan(self, plan: Any) -> Any:
@@ -281,22 +283,13 @@ class UCVolumeWriter(FileSystemWriter):
         return fut
 
     def _upload(self, names: list[str]) -> dict[str, dict[str, Any]]:
-        """Upload staged files in parallel; returns their digests, hashed from the staged copies
-        meanwhile (the hashing overlaps the upload instead of re-reading the volume)."""
-        tasks = []
-        for name in names:
-            tasks.append(CopyTask(VolumeFile.staged(str(self.staging / name)), self.dest.join(name)))
-        self._emit("uploading", files=len(tasks), bytes=sum(t.size for t in tasks))
-        with job_pool("cpu", "air-ckpt-hash", min(len(names), threads("cpu"))) as hasher:
-            hashing = hasher.map(lambda n: (n, file_digest(self.staging / n)), names)
-            report = copy_files(  # job="": no job of its own, the sidebar shows it as the checkpoint's
-                tasks, workers=self.upload_workers, overwrite=True, dest=str(self.volume_path), job=""
-            )
-            digests = dict(hashing)
-        if not report.ok:
-            f = report.failed[0]
-            raise CheckpointError(f"uploading {f.src} to {f.dst} failed after {f.attempts} attempts: {f.reason}")
-        self.bytes_uploaded += report.bytes_copied
+        """Upload staged files in parallel (see :mod:`.staged_upload`); returns their digests, hashed
+        from the staged copies meanwhile (the hashing overlaps the upload instead of re-reading the volume)."""
+        self._emit("uploading", files=len(names), bytes=sum((self.staging / n).stat().st_size for n in names))
+        digests, sent = upload_staged(
+            self.staging, names, self.dest, workers=self.upload_workers, label=str(self.volume_path)
+        )
+        self.bytes_uploaded += sent
         for name in names:
             (self.staging / name).unlink(missing_ok=True)
         return digests
@@ -326,15 +319,20 @@ class UCVolumeWriter(FileSystemWriter):
             return
         super().finish(metadata, plain)  # .metadata written to staging (temp + rename)
         last = [METADATA]
+        # in the caller's fresh folder on an object store (make_folder) .metadata and the manifest go side by
+        # side, then the caller's marker, which publishes the step and records every checksum: no manifest there
+        fresh = self.make_folder is not None and not self.dest.is_local
         if complete:
             files[METADATA] = file_digest(self.staging / METADATA)
-            (self.staging / CHECKSUMS).write_text(checksums_json(files))
-            files[CHECKSUMS] = file_digest(self.staging / CHECKSUMS)
-            last.insert(0, CHECKSUMS)
-        for name in last:  # the manifest, then .metadata last
-            task = CopyTask(VolumeFile.staged(str(self.staging / name)), self.dest.join(name))
-            copy_one(task)
-            self.bytes_uploaded += task.size or 0
+            if not (fresh and self.marker is not None):
+                (self.staging / CHECKSUMS).write_text(checksums_json(files))
+                files[CHECKSUMS] = file_digest(self.staging / CHECKSUMS)
+                last.insert(0, CHECKSUMS)  # the manifest, then .metadata last
+        self.bytes_uploaded += upload_last(self.staging, last, self.dest, together=fresh)
+        if fresh and self.marker is not None:
+            name, text_of = self.marker
+            write_text_atomic(self.dest.join(name), text_of(files if complete else None))
+            self.marker_written = True
         self.checksums = files if complete else {}
         self._emit("uploaded", bytes=self.bytes_uploaded)
         shutil.rmtree(self.staging, ignore_errors=True)

@@ -7,7 +7,8 @@ while earlier ones wait). A request then costs at least ``2 * delay_ms`` more th
 
 Counting: the client-to-server stream of each connection is parsed as HTTP/1.1 (request line,
 headers, a body of ``Content-Length`` bytes), so ``requests`` holds how many requests of each
-method went through, and ``log`` each ``(method, path)``: what a test asserts "one GET and no HEAD
+method went through, ``operations`` how many of each S3 operation (a ``CopyObject`` is a PUT
+with ``x-amz-copy-source``: :func:`s3_operation`), and ``log`` each ``(method, path)``: what a test asserts "one GET and no HEAD
 per file" with, across every process that goes through the proxy. A stream that is not HTTP (or is
 chunked) stops being parsed and is counted in ``unparsed``.
 
@@ -26,7 +27,7 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["DelayProxy"]
+__all__ = ["DelayProxy", "s3_operation"]
 
 _CHUNK = 1 << 16
 
@@ -60,11 +61,12 @@ class _HttpCounter:
                 self._give_up()
                 return
             headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
+            copy = "x-amz-copy-source" in headers
             if "chunked" in headers.get("transfer-encoding", "").lower():
-                self.proxy.record(parts[0], parts[1])
+                self.proxy.record(parts[0], parts[1], copy=copy)
                 self._give_up()
                 return
-            self.proxy.record(parts[0], parts[1])
+            self.proxy.record(parts[0], parts[1], copy=copy)
             try:
                 self.body_left = int(headers.get("content-length", "0") or 0)
             except ValueError:
@@ -78,6 +80,40 @@ class _HttpCounter:
             self.proxy.unparsed += 1
 
 
+def s3_operation(method: str, path: str, *, copy: bool = False) -> str:
+    """The S3 API operation an HTTP request is (path-style addressing): ``ListObjectsV2``,
+    ``GetObject``, ``HeadObject``, ``HeadBucket``, ``PutObject``, ``CopyObject``, ``UploadPart``,
+    ``CreateMultipartUpload``, ``CompleteMultipartUpload``, ``DeleteObject``, ``DeleteObjects``, ...;
+    ``<METHOD>`` for anything else."""
+    target, _, query = path.partition("?")
+    keys = {q.partition("=")[0] for q in query.split("&") if q}
+    on_object = target.strip("/").count("/") >= 1
+    if method == "GET":
+        if "list-type" in keys:
+            return "ListObjectsV2"
+        return "GetObject" if on_object else "ListObjects"
+    if method == "HEAD":
+        return "HeadObject" if on_object else "HeadBucket"
+    if method == "PUT":
+        if copy:
+            return "UploadPartCopy" if "partNumber" in keys else "CopyObject"
+        if "partNumber" in keys:
+            return "UploadPart"
+        return "PutObject" if on_object else "CreateBucket"
+    if method == "POST":
+        if "delete" in keys:
+            return "DeleteObjects"
+        if "uploads" in keys:
+            return "CreateMultipartUpload"
+        if "uploadId" in keys:
+            return "CompleteMultipartUpload"
+    if method == "DELETE":
+        if "uploadId" in keys:
+            return "AbortMultipartUpload"
+        return "DeleteObject" if on_object else "DeleteBucket"
+    return method
+
+
 class DelayProxy:
     """Forwards 127.0.0.1:``port`` to *target*, each direction ``delay_ms`` late; counts requests.
 
@@ -88,6 +124,8 @@ class DelayProxy:
         self.lock = threading.Lock()
         self.requests: collections.Counter[str] = collections.Counter()
         self.log: list[tuple[str, str]] = []
+        self.operations: collections.Counter[str] = collections.Counter()  # S3 operation name -> count
+        self.op_log: list[tuple[str, str]] = []  # (S3 operation, path without its query), in order
         self.unparsed = 0
         self.connections = 0
         self._loop = asyncio.new_event_loop()
@@ -106,16 +144,21 @@ class DelayProxy:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def record(self, method: str, path: str) -> None:
+    def record(self, method: str, path: str, *, copy: bool = False) -> None:
+        op = s3_operation(method, path, copy=copy)
         with self.lock:
             self.requests[method] += 1
+            self.operations[op] += 1
             self.log.append((method, path))
+            self.op_log.append((op, path.partition("?")[0]))
 
     def reset(self) -> None:
         """Forget the requests counted so far."""
         with self.lock:
             self.requests.clear()
+            self.operations.clear()
             self.log.clear()
+            self.op_log.clear()
             self.unparsed = 0
 
     def counts(self) -> dict[str, int]:
