@@ -3,7 +3,7 @@
 * :mod:`.history`: a loader's running totals over time, kept (bounded) in its status document;
 * :mod:`.spec`: those rows -> the chart as plain data (panels, series, bands, units);
 * :mod:`.svg`: the spec as inline SVG (the notebook cell; the sidebar draws the same spec in TypeScript);
-* :mod:`.text`: the spec as one line of sparklines (a console, CI logs).
+* :mod:`.console`: the spec as one line of sparklines (a console, CI logs).
 
 Importing this package is light: names load with their module on first use, so the status-document
 listener that every process attaches on ``import air_magics`` loads :mod:`.history` only.
@@ -23,8 +23,8 @@ _HOMES = {
     "wait_bands": ".spec",
     "chart_html": ".svg",
     "panel_svg": ".svg",
-    "sparkline": ".text",
-    "training_line": ".text",
+    "sparkline": ".console",
+    "training_line": ".console",
 }
 
 __all__ = list(_HOMES)

@@ -91,7 +91,7 @@ class TqdmListener:
 
     def _wait_spark(self, e: LoaderEvent) -> str:
         """The sparkline of the wait share between this loader's events (O(1) per event), or ""."""
-        from ..charts.text import sparkline  # on a loader's first event: `import air_magics` stays light
+        from ..charts.console import sparkline  # on a loader's first event: `import air_magics` stays light
 
         key = (e.source, e.job, e.pid)
         wait, compute = e.timing.data_wait, e.timing.compute
