@@ -144,6 +144,7 @@ def main() -> int:
         a.files, a.reps, a.rtt_ms = 200, 1, [0.0]
     from benchmarks.harness import s3server
 
+    print(f"## bench_s3\n\n`{' '.join(['bench_s3.py', *sys.argv[1:]])}`\n")
     with s3server.running() as s3:
         bucket = _seed(s3, a.files, a.size_kib * 1024)
         for rtt in a.rtt_ms:

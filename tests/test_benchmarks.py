@@ -122,6 +122,10 @@ SCENARIOS = {
             "Requests of our saves, by S3 operation",
         ],
     ),
+    "s3": (  # 200 files, one rep, loopback, on a real S3 server (SeaweedFS): each row in its own process
+        [],
+        ["## bench_s3", "| s3fs cat 64 (ceiling) |", "| DataLoader (default) |", "| air_magics.copy |"],
+    ),
     "shards_mosaic": (  # 64 files x 8 KiB at 1 ms; mosaicml-streaming rows only where its venv is
         [],
         ["## bench_shards_mosaic", "| air_magics `pack` |", "| air_magics, members by offset |", "read ceiling"],
@@ -136,7 +140,7 @@ NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic", "stages", "scale_
 # checkpoint's reference run links /Volumes, which it refuses while a loader benchmark runs. Both
 # lanes start at once.
 LANES = (
-    ("loader", "checkpoint", "shards_mosaic", "hotpath", "scale_fuse"),
+    ("loader", "checkpoint", "shards_mosaic", "hotpath", "scale_fuse", "s3"),
     ("copy", "confined", "stages", "delta", "serialize", "scale", "s3_checkpoint"),
 )
 HERE = [n for n in SCENARIOS if n != "tables"]  # (tables: test_benchmarks_tables, on the Spark tests' worker)
