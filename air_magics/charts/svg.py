@@ -54,9 +54,14 @@ def _extent(panel: Mapping[str, Any], x_range: Sequence[float] | None) -> tuple[
     return x0, x1, nice_max(top)
 
 
-def panel_svg(panel: Mapping[str, Any], x_unit: str = "steps", x_range: Sequence[float] | None = None) -> str:
+def panel_svg(
+    panel: Mapping[str, Any],
+    x_unit: str = "steps",
+    x_range: Sequence[float] | None = None,
+    x_hover: str = "step {x:,}",
+) -> str:
     """One panel of a spec as an ``<svg>`` element (see the module docstring); *x_range*: the
-    spec's shared step axis (default: the panel's own points)."""
+    spec's shared step axis (default: the panel's own points); *x_hover*: a point's x in its title."""
     x0, x1, ymax = _extent(panel, x_range)
     span = (x1 - x0) or 1
     pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
@@ -91,12 +96,12 @@ def panel_svg(panel: Mapping[str, Any], x_unit: str = "steps", x_range: Sequence
         f'<text x="{LEFT}" y="{H - 18}">{_fmt(x0)}</text>'
         f'<text x="{W - RIGHT}" y="{H - 18}" text-anchor="end">{_fmt(x1)} {escape(x_unit)}</text>'
     )
-    out += _series(panel, sx, sy, unit)
+    out += _series(panel, sx, sy, unit, x_hover)
     out.append("</svg>")
     return "".join(out)
 
 
-def _series(panel: Mapping[str, Any], sx: Any, sy: Any, unit: str) -> list[str]:
+def _series(panel: Mapping[str, Any], sx: Any, sy: Any, unit: str, x_hover: str) -> list[str]:
     out: list[str] = []
     base: dict[float, float] = {}
     for i, s in enumerate(panel["series"]):
@@ -118,7 +123,7 @@ def _series(panel: Mapping[str, Any], sx: Any, sy: Any, unit: str) -> list[str]:
         for (x, y), (_, v) in zip(pts, drawn, strict=True):
             out.append(
                 f'<circle class="air-point" data-series="{name}" data-x="{x}" data-y="{y}" cx="{sx(x)}" '
-                f'cy="{sy(v)}" r="2" fill="{color}"><title>{name}, step {x:,}: {_fmt(y)} {unit}</title></circle>'
+                f'cy="{sy(v)}" r="2" fill="{color}"><title>{name}, {x_hover.format(x=x)}: {_fmt(y)} {unit}</title></circle>'
             )
     legend = " ".join(
         f'<tspan fill="{COLORS[i % len(COLORS)]}">&#9632; {escape(s["name"])}</tspan>'
