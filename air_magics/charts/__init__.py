@@ -4,7 +4,8 @@
 * :mod:`.spec`: those rows -> the chart as plain data (panels, series, bands, units);
 * :mod:`.svg`: the spec as inline SVG (the notebook cell; the sidebar draws the same spec in TypeScript);
 * :mod:`.text`: the spec as one line of sparklines (a console, CI logs);
-* :mod:`.storage`: a probe's numbers and a listing's size histogram as bar panels (:func:`.svg.bars_svg`).
+* :mod:`.storage`: a probe's numbers and a listing's size histogram as bar panels (:func:`.svg.bars_svg`);
+* :mod:`.saves`: the checkpoint time line; :mod:`.throughput`: a copy's or a pack's rates over time.
 
 Importing this package is light: names load with their module on first use, so the status-document
 listener that every process attaches on ``import air_magics`` loads :mod:`.history` only.
