@@ -151,7 +151,7 @@ def timeline_svg(spec: Mapping[str, Any]) -> str:
         rate = f", {s['mb_per_s']:,.1f} MB/s" if s.get("mb_per_s") else ""
         bold = ' font-weight="bold"' if marks else ""
         out.append(
-            f'<g class="air-save" data-step="{s["step"]}" data-state="{escape(s["state"])}" '
+            f'<g class="air-save-bar" data-step="{s["step"]}" data-state="{escape(s["state"])}" '
             f'data-overlaps="{str(s["overlaps"]).lower()}" data-queued="{str(s["queued"]).lower()}">'
             f"<title>step {s['step']}: {escape(s['state'])}{rate}{''.join(', ' + m for m in marks)}</title>"
             f'<text x="{LEFT - 3}" y="{y + 9}" text-anchor="end"'

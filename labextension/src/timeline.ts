@@ -1,6 +1,6 @@
 /**
  * The checkpoint time line drawn from its spec (`ITimelineSpec`, in each folder of `GET checkpoints`):
- * the same drawing as the notebook's (`air_magics/charts/saves.py`). Each save is a row of two lanes,
+ * the same drawing as the notebook's (`air_magics/charts/saves.py`). Each save is a `<g class="air-save-bar">` of two lanes,
  * the loop's (queued, blocked) and the save's (staging, upload, commit); each phase a
  * `<rect class="air-seg" data-step data-kind data-from data-to>` with a `<title>` (hovered: its
  * seconds). The loop's step rate over the same seconds is drawn above by `chart.ts`.
@@ -43,7 +43,7 @@ export function drawSaves(spec: ITimelineSpec): SVGElement {
     const marks = [s.overlaps ? 'overlaps' : '', s.queued ? 'queued' : ''].filter(Boolean);
     const rate = s.mb_per_s ? `, ${s.mb_per_s.toFixed(1)} MB/s` : '';
     const row = svg('g', {
-      class: 'air-save',
+      class: 'air-save-bar',
       'data-step': s.step,
       'data-state': s.state,
       'data-overlaps': String(s.overlaps),
