@@ -1,7 +1,7 @@
 """The checkpoint time line in JupyterLab's sidebar, in Chromium (Playwright): real saves of a
 ``CheckpointManager`` (a background one, then a blocking one) must appear as rows of phase bars whose
 drawn values (read from the DOM) are the API's time line, with each save's blocked part its record's
-``blocked_s``, and show a phase's seconds on hover. Screenshot: ``test-output/lab_ui/checkpoint-timeline.png``."""
+``blocked_s``, and each save's MB/s against the volume's probed rate. Screenshot: ``test-output/lab_ui/checkpoint-timeline.png``."""
 
 from __future__ import annotations
 
@@ -30,13 +30,14 @@ def test_the_sidebar_draws_each_save_as_its_phases(lab, page):  # noqa: F811  (f
     from air_magics.checkpoints import CheckpointManager
     from air_magics.checkpoints.commit import checkpoint_status
     from air_magics.server import queries
-    from air_magics.volumes import VolumeStore
+    from air_magics.volumes import VolumeStore, probe
 
     VolumeStore().create("main.ml.tl")
     mgr = CheckpointManager("/Volumes/main/ml/tl/ckpt", show=False)
     mgr.save(1, {"w": torch.randn(1_000_000)}, blocking=False, background_staging=True)
     mgr.wait()
     mgr.save(2, {"w": torch.randn(1_000_000)})
+    report = probe("/Volumes/main/ml/tl/ckpt", budget_s=2)  # the volume's measured rate, the saves' MB/s line
     records = {s["step"]: s for s in checkpoint_status("/Volumes/main/ml/tl/ckpt")["saves"]}
     (folder,) = [f for f in queries.checkpoints()["checkpoints"] if f["directory"] == "/Volumes/main/ml/tl/ckpt"]
     spec = folder["timeline"]
@@ -56,6 +57,13 @@ def test_the_sidebar_draws_each_save_as_its_phases(lab, page):  # noqa: F811  (f
     assert {(s, k) for s, k, *_ in drawn} >= {(1, "blocked"), (1, "upload"), (1, "commit"), (2, "blocked")}
     blocked = ckpt.locator('rect.air-seg[data-step="1"][data-kind="blocked"]')
     assert blocked.locator("title").text_content().startswith("step 1 blocked: ")
+    # each save's MB/s as a bar against the probe's rate, as the API gives them
+    rates = ckpt.locator('svg[data-panel="save-rates"]')
+    bars = rates.locator("rect.air-bar").evaluate_all("rs => rs.map(r => [r.dataset.label, Number(r.dataset.y)])")
+    assert bars == [[b["label"], b["value"]] for b in spec["rates"]["bars"]] and len(bars) == 2
+    assert bars[0][1] == pytest.approx(records[1]["mb_per_s"], rel=1e-3)
+    ref = rates.locator("line.air-ref")
+    assert float(ref.get_attribute("data-y")) == pytest.approx(report.parallel_read_mb_s, rel=1e-3)
     ckpt.locator('rect.air-seg[data-step="1"][data-kind="upload"]').hover()
     OUT.mkdir(parents=True, exist_ok=True)
     ckpt.screenshot(path=str(OUT / "checkpoint-timeline.png"))

@@ -152,3 +152,29 @@ def test_the_step_rate_over_the_same_seconds():
     assert len(circles) == 5 and circles[0].find(f"{SVG}title").text == "steps/s, at 0.0 s: 20 steps/s"
     assert float(circles[-1].get("cx")) == pytest.approx(LEFT + 2.0 / 2.0 * PW, abs=0.1)  # one time axis
     assert save_timeline(doc, [{"history": {"fields": [], "rows": []}}])["rate"] is None
+
+
+def test_each_saves_mb_s_against_the_volumes_measured_rate(vol):
+    import torch
+
+    from air_magics.charts.saves import volume_rate
+    from air_magics.checkpoints import CheckpointManager
+    from air_magics.checkpoints.commit import checkpoint_status
+    from air_magics.volumes import probe
+    from air_magics.widgets import checkpoints_html
+
+    mgr = CheckpointManager("/Volumes/main/ck/runs/rate", show=False)
+    mgr.save(1, {"w": torch.randn(500_000)})
+    mgr.save(2, {"w": torch.randn(500_000)})
+    assert volume_rate("/Volumes/main/ck/runs/rate") is None  # never probed: the bars alone
+    unprobed = _svg(checkpoints_html(checkpoint_status("/Volumes/main/ck/runs/rate")), "save-rates")
+    assert not list(unprobed.iter(f"{SVG}line[@class='air-ref']"))
+    report = probe("/Volumes/main/ck/runs/rate", budget_s=2)
+    doc = checkpoint_status("/Volumes/main/ck/runs/rate")
+    svg = _svg(checkpoints_html(doc), "save-rates")
+    bars = {r.get("data-label"): float(r.get("data-y")) for r in svg.iter(f"{SVG}rect")}
+    assert bars == {str(s["step"]): pytest.approx(s["mb_per_s"], rel=1e-3) for s in doc["saves"]}
+    (ref,) = [x for x in svg.iter(f"{SVG}line") if x.get("class") == "air-ref"]
+    assert float(ref.get("data-y")) == pytest.approx(report.parallel_read_mb_s, rel=1e-3)
+    assert ref.find(f"{SVG}title").text.startswith(f"volume read rate (probe, {report.streams} streams): ")
+    assert volume_rate("/tmp/not-a-volume") is None

@@ -8,10 +8,11 @@ call), ``staging_s`` (the background copy, from the call), the times it first en
 (``uploading_at``, ``uploaded_at``), ``finished``, ``waited_s`` (held back by the previous save) and
 ``mb_per_s``. Each row has two lanes: the loop's (blocked, or queued behind the previous save) and the
 save's own (staging, upload, commit). A save whose span crosses another's is marked ``overlaps``.
+Below, each save's MB/s as a bar against the volume's measured rate (its last ``probe``), when known.
 
 The spec (plain data, seconds relative to ``x.t0``)::
 
-    {"x": {"t0": float, "from": 0, "to": float, "unit": "s"}, "rate": panel | None,
+    {"x": {"t0": float, "from": 0, "to": float, "unit": "s"}, "rate": panel | None, "rates": bars | None,
      "saves": [{"step", "state", "mb_per_s", "overlaps": bool, "queued": bool,
                 "segments": [{"kind", "lane", "from", "to"}]}]}
 """
@@ -25,9 +26,9 @@ from typing import Any
 
 from .history import history_rows
 from .spec import sig
-from .svg import LEFT, RIGHT, W, panel_svg
+from .svg import LEFT, RIGHT, W, bars_svg, panel_svg
 
-__all__ = ["SEGMENT_COLORS", "save_timeline", "timeline_svg", "timeline_html"]
+__all__ = ["SEGMENT_COLORS", "save_timeline", "timeline_svg", "timeline_html", "volume_rate"]
 
 SEGMENT_COLORS = {
     "queued": "#bdbdbd",
@@ -91,11 +92,47 @@ def _rate_panel(loaders: Sequence[Mapping[str, Any]], t0: float, t1: float) -> d
     return None
 
 
+def volume_rate(directory: str) -> dict[str, Any] | None:
+    """The last ``%air_volume probe`` of *directory*'s volume (its status document ``probe-<volume>``):
+    ``{"label", "value"}`` in MB/s (its parallel read rate), or ``None`` when it was never probed."""
+    from ..status import read_status
+    from ..volumes.path import VolumePath, is_volume_text
+
+    if not isinstance(directory, str) or not is_volume_text(directory):
+        return None
+    doc = read_status(f"probe-{VolumePath.parse(directory).volume_id}") or {}
+    rate, streams = _num(doc.get("parallel_read_mb_s")), doc.get("streams")
+    return {"label": f"volume read rate (probe, {streams} streams)", "value": sig(rate)} if rate else None
+
+
+def _rates_panel(saves: list[dict[str, Any]], ref: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Each committed save's MB/s as a bar, against the volume's measured rate (a dashed line)."""
+    bars = [
+        {"label": str(s["step"]), "value": sig(s["mb_per_s"]), "title": f"step {s['step']}"}
+        for s in saves
+        if s["mb_per_s"]
+    ]
+    if not bars:
+        return None
+    return {
+        "id": "save-rates",
+        "title": "save rate",
+        "unit": "MB/s",
+        "x_label": "step",
+        "bars": bars,
+        "refs": [dict(ref)] if ref else [],
+    }
+
+
 def save_timeline(
-    doc: Mapping[str, Any], loaders: Sequence[Mapping[str, Any]] = (), now: float | None = None
+    doc: Mapping[str, Any],
+    loaders: Sequence[Mapping[str, Any]] = (),
+    now: float | None = None,
+    volume: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """The time line of a checkpoints document's saves (and of *loaders*' step rate over it), or
-    ``None`` when no save has a start time; *now* ends a save still running."""
+    """The time line of a checkpoints document's saves (and of *loaders*' step rate over it, and the
+    saves' MB/s against *volume*'s measured rate: :func:`volume_rate`), or ``None`` when no save has
+    a start time; *now* ends a save still running."""
     now = time.time() if now is None else now
     saves = [(s, _segments(s, now)) for s in doc.get("saves") or [] if isinstance(s, Mapping)]
     saves = [(s, segs) for s, segs in saves if segs]
@@ -122,6 +159,7 @@ def save_timeline(
     return {
         "x": {"t0": t0, "from": 0.0, "to": round(span, 6), "unit": "s"},
         "rate": _rate_panel(loaders, t0, t1),
+        "rates": _rates_panel(out, volume),
         "saves": out,
     }
 
@@ -184,4 +222,7 @@ def timeline_html(spec: Mapping[str, Any] | None) -> str:
         return ""
     rate = spec.get("rate")
     top = panel_svg(rate, "s", (0.0, spec["x"]["to"]), x_hover="at {x:,} s") if rate else ""
-    return f'<div class="air-timeline" style="display:flex;flex-direction:column">{top}{timeline_svg(spec)}</div>'
+    rates = bars_svg(spec["rates"]) if spec.get("rates") else ""
+    return (
+        f'<div class="air-timeline" style="display:flex;flex-direction:column">{top}{timeline_svg(spec)}{rates}</div>'
+    )

@@ -281,7 +281,7 @@ def checkpoints(limit: int = MAX_CHECKPOINTS) -> dict[str, Any]:
     """The most recently active checkpoint folders: committed steps, latest, recent saves with state
     (saves whose step was pruned since are left out: the folder no longer holds them), and their time
     line (:func:`air_magics.charts.saves.save_timeline`)."""
-    from ..charts.saves import save_timeline
+    from ..charts.saves import save_timeline, volume_rate
     from ..checkpoints.commit import checkpoint_status, save_state
 
     out = []
@@ -305,7 +305,7 @@ def checkpoints(limit: int = MAX_CHECKPOINTS) -> dict[str, Any]:
             # a save the manager's retention rule pruned since is gone from the volume: not listed
             saves = [s for s in st["saves"] if save_state(s, st["steps"]) != "pruned"]
             item.update(latest=st["latest"], steps=st["steps"], pending=st["pending"], saves=saves)
-            item["timeline"] = save_timeline({"saves": saves}, loaders)
+            item["timeline"] = save_timeline({"saves": saves}, loaders, volume=volume_rate(directory))
         except (AirError, OSError, TypeError, ValueError) as exc:  # volume gone, unreadable, malformed document
             error = str(exc) if isinstance(exc, AirError) else f"{type(exc).__name__}: {exc}"
             item["error"] = redact(error, keep=[directory] if isinstance(directory, str) else [])

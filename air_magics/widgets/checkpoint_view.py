@@ -71,9 +71,9 @@ def checkpoints_text(doc: dict[str, Any]) -> str:
 def checkpoints_html(doc: dict[str, Any], loaders: Sequence[dict[str, Any]] = ()) -> str:
     """The folder's committed steps and recent saves as a table, under the saves' time line (phases
     over wall-clock time, *loaders*' step rate above it: :mod:`air_magics.charts.saves`)."""
-    from ..charts.saves import save_timeline, timeline_html
+    from ..charts.saves import save_timeline, timeline_html, volume_rate
 
-    chart = timeline_html(save_timeline(doc, loaders))
+    chart = timeline_html(save_timeline(doc, loaders, volume=volume_rate(doc.get("directory"))))
     rows = "".join(
         f"<tr><td>{escape(a)}</td><td style='color:{_COLORS.get(b, 'inherit')}'><b>{escape(b)}</b></td>"
         f"<td>{escape(c)}</td></tr>"
@@ -144,12 +144,13 @@ class CheckpointTimeline:
         self.directory = directory
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple[dict[str, str], dict[str, Any]]:
-        from ..charts.saves import save_timeline, timeline_html
+        from ..charts.saves import save_timeline, timeline_html, volume_rate
         from ..checkpoints.commit import checkpoint_status
         from ..status import current_loaders
 
         doc = checkpoint_status(self.directory)
-        html = timeline_html(save_timeline(doc, current_loaders()[1])) or "<div>no saves recorded yet</div>"
+        spec = save_timeline(doc, current_loaders()[1], volume=volume_rate(self.directory))
+        html = timeline_html(spec) or "<div>no saves recorded yet</div>"
         return {"text/html": html, "text/plain": checkpoints_text(doc)}, {"air_magics": {"live_view": "checkpoints"}}
 
     def __repr__(self) -> str:

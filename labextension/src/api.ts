@@ -305,9 +305,21 @@ export interface ITimelineSave {
   segments: ITimelineSegment[];
 }
 
+/** Named values as bars (`air_magics.charts.svg.bars_svg`), `refs` drawn as dashed lines across. */
+export interface IBarsPanel {
+  id: string;
+  title: string;
+  unit: string;
+  x_label?: string;
+  bars: { label: string; value: number; title?: string }[];
+  refs?: { label: string; value: number }[];
+}
+
 export interface ITimelineSpec {
   x: { t0: number; from: number; to: number; unit: string };
   rate: IChartPanel | null;
+  /** Each save's MB/s against the volume's measured rate (its last probe), null without a rate. */
+  rates?: IBarsPanel | null;
   saves: ITimelineSave[];
 }
 
