@@ -7,7 +7,6 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
-from _seed import seeded_volume
 
 import air_magics
 from air_magics.charts.throughput import Throughput
@@ -24,11 +23,6 @@ def _points(html: str) -> dict[str, list[tuple[float, float]]]:
         el = ET.fromstring(m.group(0))
         out[el.get("data-panel")] = [(float(c.get("data-x")), float(c.get("data-y"))) for c in el.iter(f"{SVG}circle")]
     return out
-
-
-@pytest.fixture
-def vol():
-    return seeded_volume("main.raw.jc", {f"{SRC}/{i:03d}.bin": bytes([i % 251]) * (20_000 + i) for i in range(300)})
 
 
 @pytest.fixture
@@ -75,16 +69,23 @@ def test_the_copy_view_draws_the_whole_copy_when_it_ends(slow_src, tmp_path):
     assert "throughput (MB/s)" in chart.widget.value and "files (files/s)" in chart.widget.value
 
 
-def test_the_pack_view_draws_its_throughput(vol):
-    view = pack_progress_view("pack", widget=True)
+def test_the_pack_view_draws_its_throughput(slowfs, tmp_path, monkeypatch):
+    """A pack on a FUSE volume answering each request in 4 ms: long enough for several progress moments."""
     from air_magics.shards import pack
 
-    r = pack(SRC, "/Volumes/main/raw/jc/packed", shard_size="256KiB", listeners=[view])
+    top = tmp_path / "backing" / "main" / "raw" / "jc" / "d"
+    top.mkdir(parents=True)
+    for i in range(160):
+        (top / f"{i:03d}.bin").write_bytes(bytes([i % 251]) * (20_000 + i))
+    monkeypatch.setenv("AIR_VOLUMES_MOUNT", str(tmp_path / "mnt"))
+    view = pack_progress_view("pack", widget=True)
+    with slowfs.mounted(tmp_path / "backing", tmp_path / "mnt", op_latency_ms=4, read_latency_ms=4):
+        r = pack(SRC, "/Volumes/main/raw/jc/packed", shard_size="256KiB", listeners=[view])
     view.close(r)
     moments = view.throughput.series.moments
-    assert moments and moments[-1][2] == r.files
-    assert len(moments) >= 2  # its first event and its end
-    assert set(_points(view.throughput.widget.value)) == {"job-mbps", "job-files"}
+    assert len(moments) >= 2 and moments[-1][2] == r.files == 160
+    drawn = _points(view.throughput.widget.value)
+    assert set(drawn) == {"job-mbps", "job-files"} and len(drawn["job-files"]) == len(moments) - 1
 
 
 def test_the_series_stays_bounded_and_keeps_the_last_moment():

@@ -51,7 +51,7 @@ def test_the_sidebar_draws_each_save_as_its_phases(lab, page):  # noqa: F811  (f
     span, pw = spec["x"]["to"], W - LEFT - RIGHT
     for step, kind, start, end, x, width in drawn:
         assert x == pytest.approx(LEFT + start / span * pw, abs=0.1)
-        assert width == pytest.approx(max((end - start) / span * pw, 0.5), abs=0.15)
+        assert width == pytest.approx(max((end - start) / span * pw, 0.5), abs=0.2)
         if kind == "blocked":  # the done-when: the blocked part is the record's blocked_s
             assert end - start == pytest.approx(records[step]["blocked_s"], abs=1e-5)
     assert {(s, k) for s, k, *_ in drawn} >= {(1, "blocked"), (1, "upload"), (1, "commit"), (2, "blocked")}
