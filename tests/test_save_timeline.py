@@ -178,3 +178,12 @@ def test_each_saves_mb_s_against_the_volumes_measured_rate(vol):
     assert float(ref.get("data-y")) == pytest.approx(report.parallel_read_mb_s, rel=1e-3)
     assert ref.find(f"{SVG}title").text.startswith(f"volume read rate (probe, {report.streams} streams): ")
     assert volume_rate("/tmp/not-a-volume") is None
+
+
+def test_a_malformed_record_is_drawn_escaped():
+    """A status document is written by any process: what it holds reaches the page as text only."""
+    doc = {"saves": [_save('"><script>x</script>', 1.0, 2.0, blocked_s=0.1, state="<b>")]}
+    svg = ET.fromstring(timeline_svg(save_timeline(doc)))  # well-formed: nothing broke out of its attribute
+    (row,) = svg.iter(f"{SVG}g")
+    assert row.get("data-step") == '"><script>x</script>' and row.get("data-state") == "<b>"
+    assert not list(svg.iter("script")) and not list(svg.iter(f"{SVG}script"))

@@ -185,23 +185,24 @@ def timeline_svg(spec: Mapping[str, Any]) -> str:
     ]
     for i, s in enumerate(saves):
         y = TOP + i * ROW
+        step = escape(str(s["step"]))  # (a document any process wrote: nothing in it reaches the page unescaped)
         marks = [m for m, on in (("overlaps", s["overlaps"]), ("queued", s["queued"])) if on]
         rate = f", {s['mb_per_s']:,.1f} MB/s" if s.get("mb_per_s") else ""
         bold = ' font-weight="bold"' if marks else ""
         out.append(
-            f'<g class="air-save-bar" data-step="{s["step"]}" data-state="{escape(s["state"])}" '
+            f'<g class="air-save-bar" data-step="{step}" data-state="{escape(s["state"])}" '
             f'data-overlaps="{str(s["overlaps"]).lower()}" data-queued="{str(s["queued"]).lower()}">'
-            f"<title>step {s['step']}: {escape(s['state'])}{rate}{''.join(', ' + m for m in marks)}</title>"
+            f"<title>step {step}: {escape(s['state'])}{rate}{''.join(', ' + m for m in marks)}</title>"
             f'<text x="{LEFT - 3}" y="{y + 9}" text-anchor="end"'
-            f"{bold}>{'! ' if marks else ''}{s['step']}</text>"
+            f"{bold}>{'! ' if marks else ''}{step}</text>"
         )
         for seg in s["segments"]:
             lane_y = y + (1 if seg["lane"] == "loop" else 6)
             x0, x1 = sx(seg["from"]), sx(seg["to"])
             out.append(
-                f'<rect class="air-seg" data-step="{s["step"]}" data-kind="{seg["kind"]}" data-from="{seg["from"]}" '
+                f'<rect class="air-seg" data-step="{step}" data-kind="{seg["kind"]}" data-from="{seg["from"]}" '
                 f'data-to="{seg["to"]}" x="{x0}" y="{lane_y}" width="{max(round(x1 - x0, 1), 0.5)}" height="5" '
-                f'fill="{SEGMENT_COLORS[seg["kind"]]}"><title>step {s["step"]} {seg["kind"]}: '
+                f'fill="{SEGMENT_COLORS[seg["kind"]]}"><title>step {step} {seg["kind"]}: '
                 f"{_fmt_s(seg['to'] - seg['from'])} (at {_fmt_s(seg['from'])})</title></rect>"
             )
         out.append("</g>")
