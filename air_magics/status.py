@@ -2,8 +2,8 @@
 
 The core reports through :mod:`air_magics.events`; the
 :class:`~air_magics.listeners.StatusDocuments` listener (attached by default) writes the copy,
-export, pack, cache, loader and checkpoint events here, and notebook widgets and the JupyterLab sidebar
-read the same documents. Writes are atomic (temp + rename), so a reader never sees half a
+export, pack, cache, loader and checkpoint events here (and ``probe`` a volume's measured rates), and
+notebook widgets and the JupyterLab sidebar read the same documents. Writes are atomic (temp + rename), so a reader never sees half a
 document. No secrets and no file contents go in them.
 """
 

@@ -13,7 +13,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from air_magics.errors import AirError, ProbeError, VolumeNotFoundError
-from air_magics.volumes import ProbeReport, VolumeStore, probe
+from air_magics.volumes import ProbeReport, VolumePath, VolumeStore, probe
 from air_magics.volumes.probe import probe_advice
 
 FOLDER = "/Volumes/main/raw/img/d"
@@ -235,3 +235,18 @@ def test_probe_completes_as_a_command_and_its_path_relative_to_the_default_volum
     assert complete_line("%air_volume probe /Volumes/main/me/raw/im", "/Volumes/main/me/raw/im")[1] == [
         "/Volumes/main/me/raw/imgs/"
     ]
+
+
+def test_a_volume_probe_leaves_its_rates_for_the_views_a_local_one_does_not(tmp_path):
+    from air_magics.status import list_status, read_status
+
+    store = VolumeStore()
+    store.create("main.raw.rates")
+    _tree(Path(store.locate(VolumePath.parse("/Volumes/main/raw/rates")).path) / "d", big=2, small=4)
+    r = probe("/Volumes/main/raw/rates/d", store=store, budget_s=2)
+    doc = read_status("probe-main.raw.rates")
+    assert doc["path"] == "/Volumes/main/raw/rates/d" and doc["parallel_read_mb_s"] == r.parallel_read_mb_s
+    assert doc["streams"] == r.streams and doc["read_mb_s"] == r.read_mb_s
+    _tree(tmp_path / "local", big=1, small=2)
+    probe(tmp_path / "local", budget_s=1)
+    assert [d["path"] for d in list_status("probe-")] == ["/Volumes/main/raw/rates/d"]

@@ -687,6 +687,11 @@ def test_committed_checkpoint_appears(server):
     assert ck["directory"] == "/Volumes/main/ml/runs/ckpt" and ck["error"] is None
     assert ck["steps"] == [1, 2] and ck["latest"] == 2 and ck["keep"] == 2
     assert [(s["step"], s["state"]) for s in ck["saves"]] == [(1, "committed"), (2, "committed")]
+    # the time line the sidebar draws: one row per save, its blocked phase the record's blocked_s
+    rows = ck["timeline"]["saves"]
+    assert [r["step"] for r in rows] == [1, 2] and not any(r["overlaps"] for r in rows)
+    blocked = next(g for g in rows[1]["segments"] if g["kind"] == "blocked")
+    assert blocked["to"] - blocked["from"] == pytest.approx(ck["saves"][1]["blocked_s"], abs=1e-5)
 
 
 def test_sidebar_and_notebook_widgets_read_the_same_documents(server, images):

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-__all__ = ["panel_svg", "chart_html", "COLORS", "nice_max"]
+__all__ = ["panel_svg", "bars_svg", "chart_html", "COLORS", "nice_max"]
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 BAND_COLORS = {"compute-bound": "#2ca02c", "moderately input-bound": "#ffbf00", "input-bound": "#d62728"}
@@ -54,9 +54,14 @@ def _extent(panel: Mapping[str, Any], x_range: Sequence[float] | None) -> tuple[
     return x0, x1, nice_max(top)
 
 
-def panel_svg(panel: Mapping[str, Any], x_unit: str = "steps", x_range: Sequence[float] | None = None) -> str:
+def panel_svg(
+    panel: Mapping[str, Any],
+    x_unit: str = "steps",
+    x_range: Sequence[float] | None = None,
+    x_hover: str = "step {x:,}",
+) -> str:
     """One panel of a spec as an ``<svg>`` element (see the module docstring); *x_range*: the
-    spec's shared step axis (default: the panel's own points)."""
+    spec's shared step axis (default: the panel's own points); *x_hover*: a point's x in its title."""
     x0, x1, ymax = _extent(panel, x_range)
     span = (x1 - x0) or 1
     pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
@@ -91,12 +96,12 @@ def panel_svg(panel: Mapping[str, Any], x_unit: str = "steps", x_range: Sequence
         f'<text x="{LEFT}" y="{H - 18}">{_fmt(x0)}</text>'
         f'<text x="{W - RIGHT}" y="{H - 18}" text-anchor="end">{_fmt(x1)} {escape(x_unit)}</text>'
     )
-    out += _series(panel, sx, sy, unit)
+    out += _series(panel, sx, sy, unit, x_hover)
     out.append("</svg>")
     return "".join(out)
 
 
-def _series(panel: Mapping[str, Any], sx: Any, sy: Any, unit: str) -> list[str]:
+def _series(panel: Mapping[str, Any], sx: Any, sy: Any, unit: str, x_hover: str) -> list[str]:
     out: list[str] = []
     base: dict[float, float] = {}
     for i, s in enumerate(panel["series"]):
@@ -118,7 +123,7 @@ def _series(panel: Mapping[str, Any], sx: Any, sy: Any, unit: str) -> list[str]:
         for (x, y), (_, v) in zip(pts, drawn, strict=True):
             out.append(
                 f'<circle class="air-point" data-series="{name}" data-x="{x}" data-y="{y}" cx="{sx(x)}" '
-                f'cy="{sy(v)}" r="2" fill="{color}"><title>{name}, step {x:,}: {_fmt(y)} {unit}</title></circle>'
+                f'cy="{sy(v)}" r="2" fill="{color}"><title>{name}, {x_hover.format(x=x)}: {_fmt(y)} {unit}</title></circle>'
             )
     legend = " ".join(
         f'<tspan fill="{COLORS[i % len(COLORS)]}">&#9632; {escape(s["name"])}</tspan>'
@@ -127,6 +132,55 @@ def _series(panel: Mapping[str, Any], sx: Any, sy: Any, unit: str) -> list[str]:
     if len(panel["series"]) > 1:
         out.append(f'<text class="air-legend" x="{LEFT}" y="{H - 4}">{legend}</text>')
     return out
+
+
+def bars_svg(panel: Mapping[str, Any]) -> str:
+    """A panel of named values (``{"id", "title", "unit", "bars": [{"label", "value", "title"}],
+    "refs": [{"label", "value"}]}``) as an ``<svg>`` of vertical bars on a 0-based axis with its unit:
+    each ``<rect class="air-bar">`` carries ``data-label``/``data-y`` and a ``<title>`` (the bar's
+    long name and value); a ref is a dashed line across (a measured rate to compare with)."""
+    bars, refs = panel["bars"], panel.get("refs", [])
+    ymax = nice_max(max([b["value"] for b in bars] + [r["value"] for r in refs], default=0.0))
+    pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
+    unit = escape(panel["unit"])
+
+    def sy(y: float) -> float:
+        return round(TOP + ph - min(max(y, 0.0), ymax) / ymax * ph, 1)
+
+    out = [
+        f'<svg class="air-chart" data-panel="{escape(panel["id"])}" width="{W}" height="{H}" '
+        f'viewBox="0 0 {W} {H}" xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="9" '
+        'fill="currentColor">',
+        f'<text x="{LEFT}" y="11" font-size="10" font-weight="bold">{escape(panel["title"])} ({unit})</text>',
+    ]
+    for y in (0.0, ymax / 2, ymax):
+        out.append(
+            f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{sy(y)}" y2="{sy(y)}" stroke="#ccc" stroke-width="0.5"/>'
+            f'<text x="{LEFT - 3}" y="{sy(y) + 3}" text-anchor="end">{_fmt(y)}</text>'
+        )
+    slot = pw / max(len(bars), 1)
+    every = max(1, math.ceil(len(bars) * 26 / pw))  # axis labels about 26 px apart; every bar keeps its title
+    for i, b in enumerate(bars):
+        x, top = round(LEFT + i * slot + slot * 0.15, 1), sy(b["value"])
+        label = escape(b["label"])
+        out.append(
+            f'<rect class="air-bar" data-label="{label}" data-y="{b["value"]}" x="{x}" y="{top}" '
+            f'width="{round(slot * 0.7, 1)}" height="{round(sy(0.0) - top, 1)}" fill="{COLORS[0]}">'
+            f"<title>{escape(b.get('title') or b['label'])}: {_fmt(b['value'])} {unit}</title></rect>"
+        )
+        if i % every == 0:
+            mid = round(LEFT + (i + 0.5) * slot, 1)
+            out.append(f'<text x="{mid}" y="{H - 18}" text-anchor="middle">{label}</text>')
+    for r in refs:
+        out.append(
+            f'<line class="air-ref" data-label="{escape(r["label"])}" data-y="{r["value"]}" x1="{LEFT}" '
+            f'x2="{W - RIGHT}" y1="{sy(r["value"])}" y2="{sy(r["value"])}" stroke="{COLORS[3]}" '
+            f'stroke-dasharray="4 2"><title>{escape(r["label"])}: {_fmt(r["value"])} {unit}</title></line>'
+        )
+    if panel.get("x_label"):
+        out.append(f'<text x="{W - RIGHT}" y="{H - 6}" text-anchor="end">{escape(panel["x_label"])}</text>')
+    out.append("</svg>")
+    return "".join(out)
 
 
 def chart_html(spec: Mapping[str, Any] | None, panels: Sequence[str] | None = None) -> str:

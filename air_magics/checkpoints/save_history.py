@@ -51,9 +51,13 @@ class SaveHistory:
         return rec
 
     def update(self, rec: dict[str, Any], state: str, **info: Any) -> None:
-        """*rec* moves to *state*: a terminal one is published now, on the caller's thread."""
+        """*rec* moves to *state*: a terminal one is published now, on the caller's thread. The
+        record keeps when it first entered each state (``uploading_at``, ``uploaded_at``, ...: flat
+        keys, as a record is copied per event) so the time line splits upload from commit."""
         terminal = state in TERMINAL
-        rec.update(info, state=state, finished=time.time() if terminal else None)
+        now = time.time()
+        rec.update(info, state=state, finished=now if terminal else None)
+        rec.setdefault(f"{state}_at", now)  # when it first entered *state*: the time line's phases
         self.publish(now=terminal)
 
     def publish(self, *, now: bool = True) -> None:

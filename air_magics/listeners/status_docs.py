@@ -10,7 +10,10 @@ Documents and their names (fields as in :meth:`air_magics.events.Event.to_dict` 
 * ``loader-<pid>``: a DataLoader's timing, at most twice a second, with ``history``: its running
   totals over time and the shared cache's hits and misses (:class:`air_magics.charts.LoaderHistory`,
   bounded), which the training chart draws;
-* ``checkpoints-<hash of the folder>``: a ``CheckpointManager``'s recent saves.
+* ``checkpoints-<hash of the folder>``: a ``CheckpointManager``'s recent saves, each with when it
+  entered each state (``uploading_at``...: the time line of :mod:`air_magics.charts.saves`).
+
+(``probe-<volume>``, a volume's last measured rates, is written by the probe itself, not from events.)
 
 The last event of every job (done, failed, interrupted, committed, end of epoch) is always written.
 """

@@ -123,6 +123,26 @@ def register(ipython: Any) -> None:
     settings.use(ipython.magics_manager.registry["AirMagics"])  # the core now reads %config AirMagics.*
     install_completer(ipython)
     _attach_listeners(ipython)
+    _add_charts(ipython)
+
+
+def _add_charts(ipython: Any) -> None:
+    """A probe's report and a recursive listing show their charts in a notebook (``charts.storage``);
+    registered by type name, so nothing is imported until such a value is shown."""
+    formatter = getattr(getattr(ipython, "display_formatter", None), "formatters", {}).get("text/html")
+    if formatter is None:
+        return
+    formatter.for_type_by_name("air_magics.volumes.probe", "ProbeReport", _chart_html("probe_html"))
+    formatter.for_type_by_name("air_magics.volumes.summary", "ListingSummary", _chart_html("listing_html"))
+
+
+def _chart_html(name: str) -> Any:
+    def html(value: Any) -> str:
+        from ..charts import storage
+
+        return getattr(storage, name)(value)
+
+    return html
 
 
 def _attach_listeners(ipython: Any) -> None:

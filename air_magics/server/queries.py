@@ -19,7 +19,7 @@ from ..errors import AirError, VolumePathError
 from ..events import CacheEvent, CopyEvent, Event, ExportEvent, PackEvent
 from ..io.pools import ProcessPool, threads
 from ..io.process import pid_alive
-from ..status import list_status, read_status
+from ..status import current_loaders, list_status, read_status
 from ..volumes.path import VolumePath
 from ..volumes.store import VolumeStore
 from .redact import redact
@@ -279,10 +279,13 @@ def _pid_alive(pid: Any) -> bool:
 # -- checkpoints ----------------------------------------------------------------------------------
 def checkpoints(limit: int = MAX_CHECKPOINTS) -> dict[str, Any]:
     """The most recently active checkpoint folders: committed steps, latest, recent saves with state
-    (saves whose step was pruned since are left out: the folder no longer holds them)."""
+    (saves whose step was pruned since are left out: the folder no longer holds them), and their time
+    line (:func:`air_magics.charts.saves.save_timeline`)."""
+    from ..charts.saves import save_timeline, volume_rate
     from ..checkpoints.commit import checkpoint_status, save_state
 
     out = []
+    loaders = current_loaders()[1]  # the step rate drawn above each folder's time line
     for doc in [d for d in list_status("checkpoints-") if isinstance(d, dict)][:limit]:
         directory = doc.get("directory")
         item: dict[str, Any] = {
@@ -295,12 +298,14 @@ def checkpoints(limit: int = MAX_CHECKPOINTS) -> dict[str, Any]:
             "saves": doc.get("saves", []),
             "updated": doc.get("updated"),
             "error": None,
+            "timeline": None,
         }
         try:
             st = checkpoint_status(directory)
             # a save the manager's retention rule pruned since is gone from the volume: not listed
             saves = [s for s in st["saves"] if save_state(s, st["steps"]) != "pruned"]
             item.update(latest=st["latest"], steps=st["steps"], pending=st["pending"], saves=saves)
+            item["timeline"] = save_timeline({"saves": saves}, loaders, volume=volume_rate(directory))
         except (AirError, OSError, TypeError, ValueError) as exc:  # volume gone, unreadable, malformed document
             error = str(exc) if isinstance(exc, AirError) else f"{type(exc).__name__}: {exc}"
             item["error"] = redact(error, keep=[directory] if isinstance(directory, str) else [])

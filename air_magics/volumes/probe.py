@@ -4,7 +4,8 @@ Four numbers a loader's speed follows from: the latency of one metadata request 
 not seen before: one round trip), the read rate of one stream, the read rate of :data:`STREAMS`
 parallel streams, and how many small files per second parallel open+read+close gets through.
 The probe lists at most :data:`MAX_FILES` files, reads at most a few hundred MiB, stays within its
-time budget (each phase stops at its share of it) and writes nothing. It works on a volume path
+time budget (each phase stops at its share of it) and writes nothing there (its rates go to the
+status document ``probe-<volume>``, which the checkpoint time line compares saves with). It works on a volume path
 (resolved by :class:`~air_magics.volumes.store.VolumeStore`, so a real mount, the embedded root or
 a registered fsspec URL) and on a plain local folder.
 """
@@ -24,6 +25,7 @@ from ..errors import ProbeError, VolumeNotFoundError
 from ..io.confined import open_read
 from ..io.pools import job_pool, threads
 from ..io.units import fmt_bytes
+from ..status import write_status
 from .location import Location
 from .path import VolumePath, is_volume_text
 from .store import VolumeStore
@@ -92,7 +94,7 @@ def probe(
     path: str | os.PathLike[str] | VolumePath, *, budget_s: float = 20.0, store: VolumeStore | None = None
 ) -> ProbeReport:
     """Measure the storage under *path* (a volume path or a local folder, or one file) in at most
-    *budget_s* seconds; reads a sample of its files, writes nothing."""
+    *budget_s* seconds; reads a sample of its files, writes nothing to it."""
     t0 = time.perf_counter()
     budget_s = max(float(budget_s), 0.5)
     label, backend, source = _resolve(path, store)
@@ -120,7 +122,7 @@ def probe(
     read_mb_s = one_bytes / one_s / 1e6 if one_s > 0 else 0.0
     par_mb_s = par_bytes / par_s / 1e6 if par_s > 0 else 0.0
     files_per_s = small_files / small_s if small_s > 0 else 0.0
-    return ProbeReport(
+    report = ProbeReport(
         path=label,
         op_latency_s=latency,
         read_mb_s=read_mb_s,
@@ -133,6 +135,13 @@ def probe(
         streams=streams,
         seconds=time.perf_counter() - t0,
     )
+    if is_volume_text(label):  # the volume's measured rate, for views that compare a save's MB/s with it
+        write_status(f"probe-{VolumePath.parse(label).volume_id}", {"path": label, **_rates(report)})
+    return report
+
+
+def _rates(r: ProbeReport) -> dict[str, Any]:
+    return {"read_mb_s": r.read_mb_s, "parallel_read_mb_s": r.parallel_read_mb_s, "streams": r.streams}
 
 
 def probe_advice(

@@ -32,6 +32,7 @@ __all__ = [
     "SMALL_FILE_BYTES",
     "MANY_FILES",
     "DEFAULT_ROWS",
+    "HISTOGRAM_BOUNDS",
 ]
 
 SMALL_FILE_BYTES = 1 << 20  # median below this counts as "small"
@@ -45,6 +46,7 @@ _BUCKETS = [
     (None, ">= 1 GiB"),
 ]
 _BOUNDS = [limit for limit, _ in _BUCKETS if limit is not None]
+HISTOGRAM_BOUNDS = [1 << (10 + 2 * i) for i in range(12)]  # 1 KiB, 4 KiB, ... 4 GiB: the histogram's bins
 DEFAULT_ROWS = 50  # rows ``%air_volume ls`` shows unless --limit says otherwise
 
 
@@ -90,13 +92,26 @@ class ListingSummary:
     def __post_init__(self) -> None:
         if self.limit < 0:
             raise ValueError(f"limit={self.limit}: give the number of rows to show (0 or more)")
-        if isinstance(self.rows, FileStats):  # files alone, as columns (``ls -r`` on this disk)
-            sizes = self.rows.sizes
-        else:
-            sizes = array("q", [e.size or 0 for e in self.rows if not e.is_dir])
+        sizes = self._sizes()
         self.total_bytes, self._counts, self.median_size = size_stats(sizes, _BOUNDS)
         self.n_files = len(sizes)
         self.n_folders = len(self.rows) - self.n_files
+
+    def _sizes(self) -> array:
+        if isinstance(self.rows, FileStats):  # files alone, as columns (``ls -r`` on this disk)
+            return self.rows.sizes
+        return array("q", [e.size or 0 for e in self.rows if not e.is_dir])
+
+    def size_histogram(self) -> list[tuple[int, int | None, int]]:
+        """``(from, to, files)`` per power-of-4 size bin (``from`` included, ``to`` excluded, ``None``:
+        no upper end), from the first bin holding a file to the last: the finer shape of
+        :meth:`distribution` that a chart draws. One more pass over the sizes, made on demand."""
+        _, counts, _ = size_stats(self._sizes(), HISTOGRAM_BOUNDS)
+        held = [i for i, c in enumerate(counts) if c]
+        if not held:
+            return []
+        edges = [0, *HISTOGRAM_BOUNDS, None]
+        return [(edges[i] or 0, edges[i + 1], counts[i]) for i in range(held[0], held[-1] + 1)]
 
     @cached_property
     def entries(self) -> list[FileInfo]:

@@ -3,7 +3,14 @@ fallbacks; and the listeners the extension attaches to :mod:`air_magics.events` 
 
 from ._frontend import has_widget_frontend
 from .cache_view import CacheView, cache_html, cache_text, latest_loader
-from .checkpoint_view import CheckpointView, checkpoint_view, checkpoints_html, checkpoints_text
+from .checkpoint_view import (
+    CheckpointTimeline,
+    CheckpointView,
+    checkpoint_timeline,
+    checkpoint_view,
+    checkpoints_html,
+    checkpoints_text,
+)
 from .copy_progress import TextCopyProgress, WidgetCopyProgress, copy_progress_view, describe
 from .training_view import LoaderCharts, TrainingView, training_view
 
@@ -19,6 +26,8 @@ __all__ = [
     "latest_loader",
     "CheckpointView",
     "checkpoint_view",
+    "CheckpointTimeline",
+    "checkpoint_timeline",
     "checkpoints_html",
     "checkpoints_text",
     "TrainingView",

@@ -1,16 +1,25 @@
-"""The live checkpoint view: recent saves of one folder with their state, and the committed steps."""
+"""The live checkpoint view: recent saves of one folder with their state and their time line, and the
+committed steps."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
 from ..checkpoints.commit import save_state
 from ..io.units import fmt_bytes, fmt_rate
 
-__all__ = ["CheckpointView", "checkpoint_view", "checkpoints_html", "checkpoints_text"]
+__all__ = [
+    "CheckpointView",
+    "CheckpointTimeline",
+    "checkpoint_view",
+    "checkpoint_timeline",
+    "checkpoints_html",
+    "checkpoints_text",
+]
 
 _COLORS = {
     "staging": "#1565c0",
@@ -59,7 +68,12 @@ def checkpoints_text(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def checkpoints_html(doc: dict[str, Any]) -> str:
+def checkpoints_html(doc: dict[str, Any], loaders: Sequence[dict[str, Any]] = ()) -> str:
+    """The folder's committed steps and recent saves as a table, under the saves' time line (phases
+    over wall-clock time, *loaders*' step rate above it: :mod:`air_magics.charts.saves`)."""
+    from ..charts.saves import save_timeline, timeline_html, volume_rate
+
+    chart = timeline_html(save_timeline(doc, loaders, volume=volume_rate(doc.get("directory"))))
     rows = "".join(
         f"<tr><td>{escape(a)}</td><td style='color:{_COLORS.get(b, 'inherit')}'><b>{escape(b)}</b></td>"
         f"<td>{escape(c)}</td></tr>"
@@ -70,7 +84,7 @@ def checkpoints_html(doc: dict[str, Any]) -> str:
     )
     return (
         f"<div><b>checkpoints</b> <code>{escape(doc['directory'])}</code>: latest <b>{escape(str(doc.get('latest')))}</b>, "
-        f"committed {escape(str(doc.get('steps') or 'none'))}<table>{rows}</table>{pending}</div>"
+        f"committed {escape(str(doc.get('steps') or 'none'))}{chart}<table>{rows}</table>{pending}</div>"
     )
 
 
@@ -89,8 +103,9 @@ class CheckpointView:
 
     def refresh(self) -> None:
         from ..checkpoints.commit import checkpoint_status
+        from ..status import current_loaders
 
-        self.html.value = checkpoints_html(checkpoint_status(self.directory))
+        self.html.value = checkpoints_html(checkpoint_status(self.directory), current_loaders()[1])
 
     def _poll(self) -> None:
         t_end = time.monotonic() + self.max_seconds
@@ -118,3 +133,32 @@ def checkpoint_view(directory: str, *, display_now: bool = False) -> CheckpointV
 
         display(view)
     return view
+
+
+class CheckpointTimeline:
+    """The saves of *directory* as a time line (phases over wall-clock time, under the step rate of a
+    loader that ran meanwhile) at the moment it is shown: rich output saved with the notebook, the
+    save rows as its text form. Marked as a live view of timings (tools comparing outputs skip it)."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple[dict[str, str], dict[str, Any]]:
+        from ..charts.saves import save_timeline, timeline_html, volume_rate
+        from ..checkpoints.commit import checkpoint_status
+        from ..status import current_loaders
+
+        doc = checkpoint_status(self.directory)
+        spec = save_timeline(doc, current_loaders()[1], volume=volume_rate(self.directory))
+        html = timeline_html(spec) or "<div>no saves recorded yet</div>"
+        return {"text/html": html, "text/plain": checkpoints_text(doc)}, {"air_magics": {"live_view": "checkpoints"}}
+
+    def __repr__(self) -> str:
+        from ..checkpoints.commit import checkpoint_status
+
+        return checkpoints_text(checkpoint_status(self.directory))
+
+
+def checkpoint_timeline(directory: str) -> CheckpointTimeline:
+    """The time line of the saves under *directory* (a ``CheckpointManager``'s folder), for display."""
+    return CheckpointTimeline(str(directory))

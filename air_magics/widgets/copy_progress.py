@@ -13,6 +13,7 @@ from ..events import CopyEvent
 from ..io.units import fmt_bytes, fmt_rate
 from ..transfer import CopyProgress, CopyReport
 from ._frontend import pick_view
+from .job_chart import JobChart
 
 __all__ = ["copy_progress_view", "WidgetCopyProgress", "TextCopyProgress", "describe"]
 
@@ -45,7 +46,8 @@ class WidgetCopyProgress:
         self.label = w.HTML(value=f"<b>{title}</b> planning...")
         self.title = title
         self.box = w.HBox([self.bar, self.label])
-        display(self.box)
+        self.throughput = JobChart()  # MB/s and files/s over the copy's seconds, under the bar
+        display(w.VBox([self.box, self.throughput.widget]))
 
     def __call__(self, event: CopyEvent) -> None:
         p = event.progress
@@ -54,8 +56,10 @@ class WidgetCopyProgress:
         if p.failed:
             self.bar.bar_style = "warning"
         self.label.value = f"<b>{self.title}</b> {describe(p)}"
+        self.throughput.add(p.elapsed, p.bytes_done, p.files_done)
 
     def close(self, report: CopyReport | None) -> None:
+        self.throughput.finish()
         if report is None:
             self.bar.bar_style = "danger"
             self.label.value = f"<b>{self.title}</b> interrupted"

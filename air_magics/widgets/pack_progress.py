@@ -12,6 +12,7 @@ from typing import IO, Any
 
 from ..io.units import fmt_bytes
 from ._frontend import pick_view
+from .job_chart import JobChart
 
 __all__ = ["pack_progress_view", "WidgetPackProgress", "TextPackProgress", "describe_pack"]
 
@@ -47,10 +48,12 @@ class WidgetPackProgress:
         self.label = w.HTML(value=f"<b>{title}</b> listing the source...")
         self.box = w.HBox([self.bar, self.label])
         self.outcome = "failed"  # until an event says otherwise (interrupted)
-        display(self.box)
+        self.throughput = JobChart()  # MB/s and files/s over the pack's seconds, under the bar
+        display(w.VBox([self.box, self.throughput.widget]))
 
     def __call__(self, event: Any) -> None:
         p = event.progress
+        self.throughput.add(p.seconds, p.bytes_done, p.files_done)
         if p.bytes_total:
             self.bar.value = min(1.0, p.bytes_done / p.bytes_total)
         final = _final(event)
@@ -64,6 +67,7 @@ class WidgetPackProgress:
             self.label.value = f"<b>{self.title}</b> {describe_pack(p)}"
 
     def close(self, report: Any) -> None:
+        self.throughput.finish()
         self.bar.bar_style = "success" if report is not None else "danger"
         if report is not None:
             self.bar.value = 1.0

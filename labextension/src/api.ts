@@ -284,6 +284,43 @@ export interface ICheckpointFolder {
   saves: ISave[];
   updated?: number;
   error: string | null;
+  /** The saves' time line (`air_magics.charts.saves.save_timeline`), null when none has a start time. */
+  timeline?: ITimelineSpec | null;
+}
+
+/** One phase of a save, in seconds from the time line's start (`x.t0`, wall clock). */
+export interface ITimelineSegment {
+  kind: 'queued' | 'blocked' | 'staging' | 'upload' | 'commit';
+  lane: 'loop' | 'save';
+  from: number;
+  to: number;
+}
+
+export interface ITimelineSave {
+  step: number;
+  state: string;
+  mb_per_s: number | null;
+  overlaps: boolean;
+  queued: boolean;
+  segments: ITimelineSegment[];
+}
+
+/** Named values as bars (`air_magics.charts.svg.bars_svg`), `refs` drawn as dashed lines across. */
+export interface IBarsPanel {
+  id: string;
+  title: string;
+  unit: string;
+  x_label?: string;
+  bars: { label: string; value: number; title?: string }[];
+  refs?: { label: string; value: number }[];
+}
+
+export interface ITimelineSpec {
+  x: { t0: number; from: number; to: number; unit: string };
+  rate: IChartPanel | null;
+  /** Each save's MB/s against the volume's measured rate (its last probe), null without a rate. */
+  rates?: IBarsPanel | null;
+  saves: ITimelineSave[];
 }
 
 /** A failed API call: `status` is the HTTP status (0 when the server could not be reached). */

@@ -15,10 +15,10 @@ const BAND_COLORS: Record<string, string> = {
   'moderately input-bound': '#ffbf00',
   'input-bound': '#d62728'
 };
-const W = 340;
+export const W = 340;
 const H = 132;
-const LEFT = 46;
-const RIGHT = 8;
+export const LEFT = 46;
+export const RIGHT = 8;
 const TOP = 18;
 const BOTTOM = 34; // the x labels, then the legend
 
@@ -41,7 +41,7 @@ export function fmtValue(v: number): string {
   return Number(v.toPrecision(4)).toLocaleString('en-US', { maximumFractionDigits: 20 });
 }
 
-function svg(tag: string, attrs: Record<string, string | number>, text?: string): SVGElement {
+export function svg(tag: string, attrs: Record<string, string | number>, text?: string): SVGElement {
   const node = document.createElementNS(SVG_NS, tag);
   for (const [k, v] of Object.entries(attrs)) {
     node.setAttribute(k, String(v));
@@ -52,7 +52,7 @@ function svg(tag: string, attrs: Record<string, string | number>, text?: string)
   return node;
 }
 
-function titled(node: SVGElement, title: string): SVGElement {
+export function titled(node: SVGElement, title: string): SVGElement {
   node.appendChild(svg('title', {}, title));
   return node;
 }
@@ -75,8 +75,16 @@ function extent(panel: IChartPanel, range?: [number, number]): [number, number, 
   return [x0, x1, niceMax(top)];
 }
 
-/** One panel as an `<svg>` element; `range`: the spec's shared step axis (default: the panel's points). */
-export function drawPanel(panel: IChartPanel, xUnit: string, range?: [number, number]): SVGElement {
+/**
+ * One panel as an `<svg>` element; `range`: the spec's shared step axis (default: the panel's points);
+ * `xHover`: a point's x in its title.
+ */
+export function drawPanel(
+  panel: IChartPanel,
+  xUnit: string,
+  range?: [number, number],
+  xHover: (x: number) => string = x => `step ${x.toLocaleString('en-US')}`
+): SVGElement {
   const [x0, x1, ymax] = extent(panel, range);
   const span = x1 - x0 || 1;
   const pw = W - LEFT - RIGHT;
@@ -145,7 +153,7 @@ export function drawPanel(panel: IChartPanel, xUnit: string, range?: [number, nu
         r: 2,
         fill: color
       });
-      root.appendChild(titled(dot, `${s.name}, step ${x.toLocaleString('en-US')}: ${fmtValue(y)} ${panel.unit}`));
+      root.appendChild(titled(dot, `${s.name}, ${xHover(x)}: ${fmtValue(y)} ${panel.unit}`));
     });
   });
   if (panel.series.length > 1) {

@@ -7,6 +7,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { ICacheDoc, ICheckpointFolder, IJob, ISave } from './api';
+import { drawTimeline } from './timeline';
 import { IKeyed, KeyedNodes } from './dom';
 import { el, fmtBytes, fmtClock, fmtInt, fmtPct, fmtSeconds, progressBar } from './format';
 import { SectionName } from './settings';
@@ -357,6 +358,9 @@ export class CheckpointsContent implements ISectionContent<ICheckpointFolder[]> 
     }
     if (f.pending.length) {
       item.appendChild(el('div', 'air-muted', trans.__('incomplete (ignored): %1', f.pending.join(', '))));
+    }
+    if (f.timeline) {
+      item.appendChild(drawTimeline(f.timeline));
     }
     for (const s of [...f.saves].reverse().slice(0, 5)) {
       item.append(...this._save(s));
