@@ -77,3 +77,14 @@ def test_a_refused_credential_is_one_line(tables, s3_env, monkeypatch):
     with pytest.raises(AirError) as info:
         UCDataset(f"{VOLUME}/delta", batch_size=256)
     assert "\n" not in str(info.value)
+
+
+def test_read_table_and_the_magic_read_tables_on_s3_without_spark(tables, ip):
+    from air_magics import tables as air_tables
+
+    frame = air_tables.read_table(f"{VOLUME}/delta", to="pandas")
+    assert sorted(frame["id"].tolist()) == list(range(1500))
+    old = air_tables.read_table(f"{VOLUME}/delta", to="pandas", version=0)
+    assert len(old) == 1000
+    plain = ip.run_line_magic("air_table", f"{VOLUME}/plain --as pandas --where 'id < 10'")
+    assert sorted(plain["id"].tolist()) == list(range(10))
