@@ -107,3 +107,22 @@ def test_volumes_urls_reach_an_s3_volume_for_real_clients(tables):
     assert pd.read_csv("volumes://main/s3/tables/out/a.csv")["a"].tolist() == [1, 2]
     loc = tables.locate("/Volumes/main/s3/tables/out/a.csv")
     assert loc.fs.cat_file(loc.path) == b"a\n1\n2\n"
+
+
+def test_torchrun_ranks_read_one_s3_volume_each_its_share(tables, ip):
+    """``%%air_torchrun`` ranks resolve the kernel's S3 volume (the registry under the same AIR_HOME,
+    the credentials through the environment they inherit) and read disjoint shares that cover it."""
+    cell = (
+        "import torch.distributed as dist\n"
+        "from air_magics.data import UCDataset\n"
+        "dist.init_process_group('gloo')\n"
+        "ds = UCDataset('/Volumes/main/s3/tables/delta', batch_size=100)\n"
+        "mine = sorted(int(i) for b in ds for i in b['id'].tolist())\n"
+        "got = [None] * dist.get_world_size()\n"
+        "dist.all_gather_object(got, mine)\n"
+        "dist.destroy_process_group()\n"
+    )
+    run = ip.run_cell_magic("air_torchrun", "--nproc-per-node 2 --return got", cell)
+    shares = run.value
+    assert len(shares) == 2 and all(shares) and not set(shares[0]) & set(shares[1])
+    assert sorted(shares[0] + shares[1]) == list(range(1500))
