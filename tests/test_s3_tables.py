@@ -126,3 +126,17 @@ def test_torchrun_ranks_read_one_s3_volume_each_its_share(tables, ip):
     shares = run.value
     assert len(shares) == 2 and all(shares) and not set(shares[0]) & set(shares[1])
     assert sorted(shares[0] + shares[1]) == list(range(1500))
+
+
+def test_the_sidebars_volume_tree_lists_an_s3_volume(tables):
+    """The REST API's functions (what the sidebar's tree asks): the volume is listed, and a folder of it
+    pages with sizes."""
+    from air_magics.server import queries
+
+    assert "/Volumes/main/s3/tables" in str(queries.list_volumes())
+    page = queries.list_folder("/Volumes/main/s3/tables/plain", limit=1)
+    assert page["total"] == 2 and page["next_offset"] == 1
+    first = page["entries"][0]
+    assert first["name"] == "part-0.parquet" and not first["is_dir"] and first["size"] > 0
+    top = queries.list_folder("/Volumes/main/s3/tables")
+    assert {e["name"] for e in top["entries"] if e["is_dir"]} >= {"delta", "plain"}
