@@ -13,6 +13,12 @@ bucket through the proxy. Rows:
 * ``iter(dataset)`` (ours): the same without workers;
 * ``air_magics.copy`` (ours): ``copy(folder, dir)``, defaults (vs ``s3fs get 64``).
 
+A second table (``--table-files``, 8 by default) reads Parquet files of 250,000 rows in the bucket:
+s3fs ``cat`` of their bytes (ceiling), Hugging Face ``datasets`` streaming them
+(``load_dataset("parquet", data_files=..., streaming=True).iter(batch_size=1000)``, its documented
+batched form: the peer) and ``UCDataset(folder, batch_size=1000)`` on the S3 volume (ours); each
+dataset is made before the clock starts.
+
 CPU is the measured part's, in the child and its DataLoader workers (imports and setup left out; a
 worker's own s3fs instance counted), not the server's. Reps are
 interleaved in a rotated order; the table gives medians (min-max).
@@ -45,12 +51,17 @@ from benchmarks.harness.runner import rotated  # noqa: E402
 VOLUME = "main.s3.bench"
 FOLDER = "/Volumes/main/s3/bench/train"
 KINDS = ("cat", "get", "loader", "iter", "copy")
+TABLE_KINDS = ("tcat", "hf", "ucdataset")  # the Parquet part: a ceiling, the peer, ours
+TABLE_ROWS_PER_FILE = 250_000
 LABEL = {
     "cat": "s3fs cat 64 (ceiling)",
     "get": "s3fs get 64 (peer)",
     "loader": "DataLoader (default)",
     "iter": "iter(UCVolumeDataset)",
     "copy": "air_magics.copy",
+    "tcat": "s3fs cat 64 of the Parquet files (ceiling, bytes only)",
+    "hf": "HF datasets streaming, `.iter(batch_size=1000)` (peer)",
+    "ucdataset": "UCDataset(batch_size=1000) (ours)",
 }
 
 
@@ -61,8 +72,38 @@ def _cpu_now() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def _table_child(kind: str, bucket: str) -> dict:
+    """One pass over the Parquet files under ``tables/`` (rows counted); CPU from its start."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem(skip_instance_cache=True, config_kwargs={"max_pool_connections": 64})
+    keys = sorted(k for k in fs.find(f"{bucket}/tables") if k.endswith(".parquet"))
+    if kind == "tcat":
+        c0, t0 = _cpu_now(), time.perf_counter()
+        n = sum(len(b) for b in fs.cat(keys, batch_size=64).values())
+        return {"s": time.perf_counter() - t0, "cpu": _cpu_now() - c0, "files": n}
+    if kind == "hf":
+        from datasets import load_dataset
+
+        opts = {"client_kwargs": {"endpoint_url": os.environ["AWS_ENDPOINT_URL"]}}
+        ds = load_dataset("parquet", data_files=[f"s3://{k}" for k in keys], streaming=True, storage_options=opts)
+        c0, t0 = _cpu_now(), time.perf_counter()
+        n = sum(len(b["id"]) for b in ds["train"].iter(batch_size=1000))
+        return {"s": time.perf_counter() - t0, "cpu": _cpu_now() - c0, "files": n}
+    from air_magics.data import UCDataset
+    from air_magics.volumes import VolumeStore
+
+    VolumeStore().register(VOLUME, f"s3://{bucket}", check=False)
+    ds = UCDataset("/Volumes/main/s3/bench/tables", batch_size=1000)  # setup, as HF's load_dataset above
+    c0, t0 = _cpu_now(), time.perf_counter()
+    n = sum(len(b["id"]) for b in ds)
+    return {"s": time.perf_counter() - t0, "cpu": _cpu_now() - c0, "files": n}
+
+
 def _child(kind: str, bucket: str, out_dir: str) -> dict:
     """One measurement; its CPU is counted from its start (imports and setup left out)."""
+    if kind in TABLE_KINDS:
+        return _table_child(kind, bucket)
     import s3fs
 
     if kind in ("cat", "get"):
@@ -118,10 +159,20 @@ def _measure(kind: str, bucket: str, env: dict, proxy: DelayProxy) -> dict:
     return res
 
 
-def _seed(s3, files: int, size: int) -> str:
+def _seed(s3, files: int, size: int, table_files: int) -> str:
     bucket = s3.make_bucket()
     block = os.urandom(size)
     s3.admin.pipe({f"{bucket}/train/d{i % 20:02d}/f{i:05d}.bin": block[i % 7 :] + block[: i % 7] for i in range(files)})
+    if table_files:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        for k in range(table_files):
+            ids = np.arange(k * TABLE_ROWS_PER_FILE, (k + 1) * TABLE_ROWS_PER_FILE)
+            t = pa.table({"id": ids, "x": ids * 0.5, "s": pa.array([f"s{i % 97}" for i in range(len(ids))])})
+            with s3.admin.open(f"{bucket}/tables/part-{k:03d}.parquet", "wb") as f:
+                pq.write_table(t, f, row_group_size=50_000)
     return bucket
 
 
@@ -133,7 +184,8 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="200 files, one rep, loopback only")
     ap.add_argument("--no-wait", action="store_true", help="(accepted for the suite's smoke runs)")
-    ap.add_argument("--child", choices=KINDS, help=argparse.SUPPRESS)
+    ap.add_argument("--table-files", type=int, default=8, help="Parquet files of 250,000 rows (0: no table part)")
+    ap.add_argument("--child", choices=KINDS + TABLE_KINDS, help=argparse.SUPPRESS)
     ap.add_argument("--bucket", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -141,12 +193,12 @@ def main() -> int:
         print(json.dumps(_child(a.child, a.bucket, a.out)))
         return 0
     if a.quick:
-        a.files, a.reps, a.rtt_ms = 200, 1, [0.0]
+        a.files, a.reps, a.rtt_ms, a.table_files = 200, 1, [0.0], 1
     from benchmarks.harness import s3server
 
     print(f"## bench_s3\n\n`{' '.join(['bench_s3.py', *sys.argv[1:]])}`\n")
     with s3server.running() as s3:
-        bucket = _seed(s3, a.files, a.size_kib * 1024)
+        bucket = _seed(s3, a.files, a.size_kib * 1024, a.table_files)
         for rtt in a.rtt_ms:
             with DelayProxy(("127.0.0.1", s3.port), rtt / 2) as proxy:
                 env = {**os.environ, **s3.env(), "AWS_ENDPOINT_URL": proxy.endpoint}
@@ -155,7 +207,43 @@ def main() -> int:
                     for kind in rotated(KINDS, rep):
                         runs[kind].append(_measure(kind, bucket, env, proxy))
                 print(_report(runs, a, rtt))
+                if a.table_files:
+                    truns: dict[str, list[dict]] = {k: [] for k in TABLE_KINDS}
+                    for rep in range(a.reps):
+                        for kind in rotated(TABLE_KINDS, rep):
+                            truns[kind].append(_measure(kind, bucket, env, proxy))
+                    print(_table_report(truns, a, rtt))
     return 0
+
+
+def _table_report(runs: dict[str, list[dict]], a: argparse.Namespace, rtt: float) -> str:
+    rows_total = a.table_files * TABLE_ROWS_PER_FILE
+    cat_s = statistics.median(r["s"] for r in runs["tcat"])
+    out = []
+    for kind in TABLE_KINDS:
+        s = statistics.median(r["s"] for r in runs[kind])
+        cpu = statistics.median(r["cpu"] for r in runs[kind])
+        rate = "-" if kind == "tcat" else f"{rows_total / s:,.0f}"
+        if kind != "tcat":
+            assert all(r["files"] == rows_total for r in runs[kind]), (kind, [r["files"] for r in runs[kind]])
+        out.append(
+            [
+                LABEL[kind],
+                f"{s:.2f}",
+                f"{cat_s / s:.2f}x",
+                rate,
+                f"{cpu:.2f}",
+                f"{statistics.median(r['requests'] for r in runs[kind]):.0f}",
+            ]
+        )
+    hf = statistics.median(r["s"] for r in runs["hf"])
+    ours = statistics.median(r["s"] for r in runs["ucdataset"])
+    head = (
+        f"### S3 Parquet: {a.table_files} files x {TABLE_ROWS_PER_FILE:,} rows, round trip {rtt:g} ms, "
+        f"{a.reps} reps (medians)\n\n"
+    )
+    tail = f"\nUCDataset vs HF datasets streaming: {hf / ours:.2f}x the rows/s\n"
+    return head + table(["method", "s", "x ceiling", "rows/s", "CPU s", "requests"], out) + tail
 
 
 def _report(runs: dict[str, list[dict]], a: argparse.Namespace, rtt: float) -> str:

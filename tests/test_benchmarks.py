@@ -124,7 +124,13 @@ SCENARIOS = {
     ),
     "s3": (  # 200 files, one rep, loopback, on a real S3 server (SeaweedFS): each row in its own process
         [],
-        ["## bench_s3", "| s3fs cat 64 (ceiling) |", "| DataLoader (default) |", "| air_magics.copy |"],
+        [
+            "## bench_s3",
+            "| s3fs cat 64 (ceiling) |",
+            "| DataLoader (default) |",
+            "| air_magics.copy |",
+            "| UCDataset(batch_size=1000) (ours) |",
+        ],
     ),
     "shards_mosaic": (  # 64 files x 8 KiB at 1 ms; mosaicml-streaming rows only where its venv is
         [],
