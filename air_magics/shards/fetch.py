@@ -264,7 +264,9 @@ class Extractor:
         """Member *j* of shard *i* read by its own range (verified: header and CRC-32), staged and
         published into the folder the stream fills."""
         m = self.source.shard_members[i][j]
-        data = read_member(self.source, i, j)  # (a pid-named temp file beside it, swept if this process dies)
+        data = read_member(
+            self.source, i, j, sized=False
+        )  # (a pid-named temp file beside it, swept if this process dies)
         write_atomic(os.path.join(st.final, *m.name.split("/")), data, root=os.path.dirname(st.final), mtime=m.mtime)
         with st.cond:
             st.published.add(m.name)

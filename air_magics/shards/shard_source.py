@@ -77,8 +77,11 @@ class ShardSource:
             key = key[: -len(".tar")]
         return f"{key}@{self.shards[i].crc32:08x}"
 
-    def opener(self, i: int) -> tuple[Callable[[int, memoryview | None, int], bytes | int], Callable[[], None]]:
-        """``(read(offset, into, n), close())`` over shard *i* on its volume, its size checked:
+    def opener(
+        self, i: int, *, sized: bool = True
+    ) -> tuple[Callable[[int, memoryview | None, int], bytes | int], Callable[[], None]]:
+        """``(read(offset, into, n), close())`` over shard *i* on its volume, its size checked (on an
+        object store not with *sized* False: one request less, for a read whose bytes are verified):
         ``read`` returns the *n* bytes at *offset*, or, given a buffer *into*, reads them straight
         into it and returns how many it read (short only at the end of the file)."""
         s, vp = self.shards[i], self.shard_path(i)
@@ -88,7 +91,7 @@ class ShardSource:
                 fd, stat = retry_call(lambda: open_read(loc.path, loc.root))
                 size = stat.st_size
             else:
-                fd, size = -1, int(loc.fs.size(loc.path))
+                fd, size = -1, int(loc.fs.size(loc.path)) if sized else s.bytes
         except (FileNotFoundError, VolumeNotFoundError):
             raise ShardError(
                 f"shard {vp} named by the manifest is missing on the volume; pack the source again"
