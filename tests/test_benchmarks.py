@@ -136,6 +136,16 @@ SCENARIOS = {
         [],
         ["## bench_shards_mosaic", "| air_magics `pack` |", "| air_magics, members by offset |", "read ceiling"],
     ),
+    "s3_packed": (  # 96 files x 32 KiB in 1 MiB shards on a SeaweedFS server, one rep; mosaic where its venv is
+        [],
+        [
+            "## bench_s3_packed",
+            "| method | first item s | epoch s (min-max) | x ceiling | items/s |",
+            "s3fs cat 64 of the shard objects (ceiling)",
+            'ours: `output="bytes"`',
+            "ours: `DataLoader` (defaults), paths",
+        ],
+    ),
 }
 NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic", "stages", "scale_fuse"}
 
@@ -147,7 +157,7 @@ NEEDS_FUSE = {"copy", "loader", "checkpoint", "shards_mosaic", "stages", "scale_
 # lanes start at once.
 LANES = (
     ("loader", "checkpoint", "shards_mosaic", "hotpath", "scale_fuse", "s3"),
-    ("copy", "confined", "stages", "delta", "serialize", "scale", "s3_checkpoint"),
+    ("copy", "confined", "stages", "delta", "serialize", "scale", "s3_checkpoint", "s3_packed"),
 )
 HERE = [n for n in SCENARIOS if n != "tables"]  # (tables: test_benchmarks_tables, on the Spark tests' worker)
 assert sorted(n for lane in LANES for n in lane) == sorted(HERE)

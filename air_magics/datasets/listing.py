@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 
 from ..io.gcpause import gc_paused
-from ..shards.packed_folder import open_packed
+from ..shards.packed_folder import PackedFolder, open_packed
 from ..volumes.filelist import FileList
 from ..volumes.glob import filter_glob, filter_pattern, split_glob
 from ..volumes.local import InPlace, local_files, local_source
@@ -31,8 +31,10 @@ def list_files(
     ``None``, until a validation or a fetch finds them); one plain volume folder is then kept as
     a compact :class:`~air_magics.volumes.filelist.FileList` (the common case, and the one that
     grows to millions of files)."""
-    if not stat and len(paths) == 1 and (compact := _folder_names(paths[0], pattern, recursive, store)) is not None:
-        return compact
+    opened: dict[str, PackedFolder | None] = {}  # (a packed folder's manifest and indexes are read once)
+    if not stat and len(paths) == 1:
+        if (compact := _folder_names(paths[0], pattern, recursive, store, opened)) is not None:
+            return compact
     out: dict[str, VolumeFile] = {}
     for p in paths:
         if (local := local_source(p)) is not None:  # a local folder or file:// URL: no cache copy
@@ -42,7 +44,8 @@ def list_files(
         vp = VolumePath.parse(os.fspath(p) if isinstance(p, os.PathLike) else p)
         fixed, pat = split_glob(vp.parts)
         base = VolumePath(vp.catalog, vp.schema, vp.volume, fixed)
-        packed = open_packed(store, base)  # a packed folder lists its members, named as in the source
+        # a packed folder lists its members, named as in the source
+        packed = opened.pop(str(base)) if str(base) in opened else open_packed(store, base)
         members = {m.member.name: m for m in packed.members} if packed is not None else {}
         entries = (
             [Entry(m.member.name, m.member.size, m.member.mtime) for m in packed.members]
@@ -62,13 +65,22 @@ def list_files(
     return [out[k] for k in sorted(out)]
 
 
-def _folder_names(p: str | VolumePath, pattern: str | None, recursive: bool, store: VolumeStore) -> FileList | None:
+def _folder_names(
+    p: str | VolumePath,
+    pattern: str | None,
+    recursive: bool,
+    store: VolumeStore,
+    opened: dict[str, PackedFolder | None],
+) -> FileList | None:
     """*p*'s files as a :class:`FileList` when it is a plain folder of a local or mounted volume
-    (no glob in the path, not packed), else ``None`` (then :func:`list_files` makes each file)."""
+    (no glob in the path, not packed), else ``None`` (then :func:`list_files` makes each file; the
+    packed folder it opened is left in *opened*)."""
     if local_source(p) is not None:
         return None
     vp = VolumePath.parse(os.fspath(p) if isinstance(p, os.PathLike) else p)
-    if split_glob(vp.parts)[1] or open_packed(store, vp) is not None:
+    if split_glob(vp.parts)[1]:
+        return None
+    if (opened.setdefault(str(vp), open_packed(store, vp))) is not None:
         return None
     names = store.names(vp, recursive=recursive)
     if names is None:

@@ -36,15 +36,16 @@ RETRY_CLAIM = 64  # hand-outs of a process before it tries again to claim a shar
 MEMBER_MTIME = 1.0  # stamped on a member's overflow file: its key names the shard's content (never stale)
 
 
-def read_member(source: ShardSource, i: int, j: int) -> bytes:
+def read_member(source: ShardSource, i: int, j: int, *, sized: bool = True) -> bytes:
     """Member *j* (offset order) of shard *i*, read from the volume and verified; a member that
-    does not match its index is a :class:`~air_magics.errors.ShardError` naming it."""
+    does not match its index is a :class:`~air_magics.errors.ShardError` naming it. *sized* False:
+    no size request first on an object store (the member is verified all the same)."""
     members = source.shard_members[i]
     m = members[j]
     start = header_start(members, j)
 
     def once() -> bytes:
-        read, close = source.opener(i)  # (the shard's size is checked at the open)
+        read, close = source.opener(i, sized=sized)  # (the shard's size is checked at the open)
         try:
             return read(start, None, m.offset + m.size - start)  # type: ignore[return-value]
         finally:

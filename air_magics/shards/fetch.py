@@ -5,6 +5,13 @@ read from the volume as parallel range reads (:func:`~.shard_source.stream_shard
 offset order: each member's bytes go straight into its own file (staged beside the shard's
 extracted folder, verified, renamed into it), so a member is served as soon as its bytes are in,
 long before the shard is.
+A member asked for far ahead of its shard's stream (``JUMP_AHEAD`` bytes or more past where the
+stream is, say the first item of an epoch in the middle of a 1 GiB shard) does not wait for the
+stream: it is read by its own range (its tar header and data in one read, verified like any member,
+:func:`.direct.read_member`) and published into the folder, and the stream steps over its bytes.
+Those reads are bounded (``_JUMPS`` at a time per process; their bytes at most ``_JUMP_FREE`` plus
+1/8 of the bytes streamed), so the first items come at once and the epoch still reads each shard
+about once. A shard's last member is never read that way: it waits for the shard's checksum.
 When a shard is first asked for, the shard that follows it in name order (the next one an
 unshuffled epoch needs) is fetched too, ``_AHEAD`` deep; with a plan (:meth:`Extractor.plan`: the
 order the epoch needs shards in) the next ``PLANNED_AHEAD`` shards of the plan instead.
@@ -42,24 +49,28 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..io.atomic import write_atomic
 from ..io.folders import staging_folder
 from ..io.locks import ProcessFileLock
 from ..io.pools import job_pool
-from .direct import RETRY_CLAIM, claim_or_go_direct, member_path
+from .direct import RETRY_CLAIM, claim_or_go_direct, member_path, read_member
 from .members import MemberWriter
 from .renewal import renew_every
-from .shard_source import PLANNED_AHEAD, ReadAhead, ShardSource, stream_shard
+from .shard_source import BLOCK_BYTES, PLANNED_AHEAD, ReadAhead, ShardSource, stream_shard
 from .shardmap import unlink_quiet
 
 if TYPE_CHECKING:
     from ..cache import FileCache
 
-__all__ = ["Extractor", "SIDECARS"]
+__all__ = ["Extractor", "SIDECARS", "JUMP_AHEAD"]
 
 SIDECARS = (".lock", ".complete", ".tmp")  # beside an extracted folder: fetch lock, done marker, staging
 _AHEAD = 1  # shards fetched ahead of the one asked for, without a plan (the next in name order)
 _POLL = 0.002  # polling for a member another process fetches: from 2 ms, doubling up to 32 ms
 _POLL_MAX = 0.032
+JUMP_AHEAD = 4 * BLOCK_BYTES  # a member this far past its shard's stream is read by its own range
+_JUMPS = 8  # such reads at a time, per process
+_JUMP_FREE = 8 << 20  # their bytes before the 1/8-of-the-stream budget applies
 
 
 class _State:
@@ -77,6 +88,11 @@ class _State:
         self.renewed = 0.0  # monotonic time its cache entry was last renewed by this process
         self.counted = False  # this process counted its hit (or fetched it)
         self.no_room = -1  # the process's hand-out count when its claim found no room (-1: none refused)
+        self.writer: MemberWriter | None = None  # while this process streams the shard
+        self.taken: set[int] = set()  # members (offset order) the stream writes or a jump read
+        self.jumping = 0  # members of it being read by their own range now
+        self.asked = -1  # the member the stream last asked about (it writes or steps over it)
+        self.lost: set[int] = set()  # taken by such a read that failed after the stream passed them
 
 
 class Extractor:
@@ -95,6 +111,10 @@ class Extractor:
         self._ahead = ReadAhead(source.next_shard, self._fetch_ahead, self._drivers, _AHEAD)
         self.shards_fetched = 0
         self.bytes_read = 0
+        self.jumps = 0  # members read by their own range, ahead of their shard's stream
+        self._jumped = 0  # their bytes
+        self._jumping = 0
+        self._jump_lock = threading.Lock()
 
     def final(self, i: int) -> Path:
         """Shard *i*'s extracted folder: its cache slot."""
@@ -182,6 +202,8 @@ class Extractor:
                     raise st.error
                 ev = st.events.setdefault(name, threading.Event()) if st.running else None
             if ev is not None:  # woken for this member only, not for each of the shard's others
+                if self._jump(i, st, name):
+                    continue
                 ev.wait(0.2)
                 continue
             if self.complete(i):
@@ -198,6 +220,68 @@ class Extractor:
                 return st.final
             time.sleep(nap)
             nap = min(nap * 2, _POLL_MAX)
+
+    def _jump(self, i: int, st: _State, name: str) -> bool:
+        """Read member *name* of shard *i* by its own range and publish it, when the shard's stream
+        here is ``JUMP_AHEAD`` or more before it and the budget allows (see the module); True once
+        it is published, False to wait for the stream."""
+        index = self._index[i]
+        if index is None:
+            index = self._index[i] = {m.name: j for j, m in enumerate(self.source.shard_members[i])}
+        j, members = index[name], self.source.shard_members[i]
+        m, w = members[j], st.writer
+        if j == len(members) - 1 or m.offset < (w.pos if w is not None else 0) + JUMP_AHEAD:
+            return False
+        with self._jump_lock:
+            if self._jumping >= _JUMPS or self._jumped > _JUMP_FREE + self.bytes_read // 8:
+                return False
+            with st.cond:
+                if j in st.taken or not st.running:
+                    return False
+                st.taken.add(j)
+                st.jumping += 1
+            self._jumping += 1
+            self._jumped += m.size
+        try:
+            self._land(i, st, j)
+            self.jumps += 1
+        except BaseException:
+            with st.cond:  # the stream writes it if it is not past it yet, else lands it at its end
+                if st.asked < j:
+                    st.taken.discard(j)
+                else:
+                    st.lost.add(j)
+            raise
+        finally:
+            with self._jump_lock:
+                self._jumping -= 1
+            with st.cond:
+                st.jumping -= 1
+                st.cond.notify_all()
+        return True
+
+    def _land(self, i: int, st: _State, j: int) -> None:
+        """Member *j* of shard *i* read by its own range (verified: header and CRC-32), staged and
+        published into the folder the stream fills."""
+        m = self.source.shard_members[i][j]
+        data = read_member(
+            self.source, i, j, sized=False
+        )  # (a pid-named temp file beside it, swept if this process dies)
+        write_atomic(os.path.join(st.final, *m.name.split("/")), data, root=os.path.dirname(st.final), mtime=m.mtime)
+        with st.cond:
+            st.published.add(m.name)
+            ev = st.events.pop(m.name, None)
+        if ev is not None:
+            ev.set()
+
+    def _take(self, st: _State, j: int) -> bool:
+        """The stream's question (:class:`.members.MemberWriter`): does it write member *j*?"""
+        with st.cond:
+            st.asked = j
+            if j in st.taken:
+                return False
+            st.taken.add(j)
+            return True
 
     def _fetch_ahead(self, i: int) -> None:
         st = self._states[i]
@@ -237,6 +321,7 @@ class Extractor:
             if not claim_or_go_direct(self.cache, key, size, lock, st, self.handed):
                 return True  # no room: its members come from the volume (.direct)
             st.running, st.final, st.counted, st.renewed = True, slot, True, time.monotonic()
+            st.taken, st.asked, st.lost = set(), -1, set()
         if inline:  # (a read-ahead, on a driver thread already)
             self._fetch(i, lock, slot)
         else:
@@ -276,7 +361,11 @@ class Extractor:
                 if ev is not None:
                     ev.set()
 
-            writer = MemberWriter(final, staging, src.shard_members[i], str(src.shard_path(i)), published)
+            writer = MemberWriter(
+                final, staging, src.shard_members[i], str(src.shard_path(i)), published, lambda j: self._take(st, j)
+            )
+            with st.cond:
+                st.writer = writer
 
             def consume(off: int, data: bytes) -> None:
                 writer.feed(data)
@@ -286,10 +375,22 @@ class Extractor:
                     self.cache.claims.renew(key)
 
             try:
-                stream_shard(src, i, consume)
-            except BaseException:
-                writer.abort()
-                raise
-            writer.finish()
+                try:
+                    stream_shard(src, i, consume)
+                except BaseException:
+                    writer.abort()
+                    raise
+                with st.cond:
+                    while st.jumping:
+                        st.cond.wait()
+                    lost, st.lost = sorted(st.lost), set()
+                for j in lost:  # taken by a read of its own that failed after the stream passed it
+                    self._land(i, st, j)
+                writer.finish()
+            finally:  # no member read by its own range is still in flight once the fetch ends
+                with st.cond:
+                    st.writer = None
+                    while st.jumping:
+                        st.cond.wait()
             os.close(os.open(f"{final}.complete", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
             self.shards_fetched += 1

@@ -10,6 +10,10 @@ Names: the folder a shard is extracted into holds its members and nothing else. 
 written in a staging folder beside it (``<folder>.tmp/<member number>``: short names, so a member
 with a 255-byte name still has a temp name that fits, and no internal name ever shares the members'
 namespace), then renamed to the member's own name.
+
+Members read out of order: a member someone asked for far ahead of the stream may be read by its own
+range and published by the extractor (:mod:`.fetch`); *take(j)*, asked once as member *j*'s data
+begins, says whether this writer writes it (True) or only steps over its bytes (False: taken).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from ..io.pools import ProcessPool, threads
 from .format import Member
 from .verify import OrderedParse
 
-__all__ = ["MemberWriter", "writer_pool"]
+__all__ = ["MemberWriter", "writer_pool", "write_member_file"]
 
 _WRITERS = threads("local-io")  # member files created at once (a create waits on the local file system's journal)
 _SMALL = 4 << 20  # members up to this size, whole in one block, are written by the writer pool
@@ -41,7 +45,8 @@ def writer_pool() -> ThreadPoolExecutor:
     return _POOL.get()
 
 
-def _write_file(path: str, data: memoryview | bytes, mtime: float) -> None:
+def write_member_file(path: str, data: memoryview | bytes, mtime: float) -> None:
+    """*data* into a new file at *path* (not followed if a link), stamped *mtime*."""
     fd = os.open(path, _FLAGS, 0o644)
     try:
         view = memoryview(data)
@@ -58,7 +63,13 @@ class MemberWriter(OrderedParse):
     *where* names the shard in errors; *published(name)* is called once a member is in place."""
 
     def __init__(
-        self, into: Path, staging: Path, members: list[Member], where: str, published: Callable[[str], None]
+        self,
+        into: Path,
+        staging: Path,
+        members: list[Member],
+        where: str,
+        published: Callable[[str], None],
+        take: Callable[[int], bool] | None = None,
     ) -> None:
         super().__init__(where, members)
         self.into, self.staging, self.published = str(into), str(staging), published
@@ -67,6 +78,9 @@ class MemberWriter(OrderedParse):
         self.staged: set[str] = set()
         self.made: set[str] = {""}
         self.pending: deque[Future] = deque()
+        self.take = take
+        self.asked = -1  # the member *take* was last asked about
+        self.skipping = False  # member j was taken (read by its own range): its bytes are stepped over
 
     def _tmp(self, j: int) -> str:
         tmp = os.path.join(self.staging, str(j))
@@ -88,7 +102,7 @@ class MemberWriter(OrderedParse):
 
     def _whole(self, tmp: str, path: str, m: Member, data: memoryview) -> None:
         """On the writer pool: a verified member whose bytes are all in *data*."""
-        _write_file(tmp, data, m.mtime)
+        write_member_file(tmp, data, m.mtime)
         self._publish(tmp, path, m)
 
     def _drain(self, keep: int) -> None:
@@ -103,6 +117,15 @@ class MemberWriter(OrderedParse):
             m = members[self.j]
             if self.pos < m.offset:  # the previous member's padding, then this one's tar header
                 view = self.gap(view, m)
+                continue
+            if self.take is not None and self.asked != self.j and self.fd < 0 and self.pos == m.offset:
+                self.asked, self.skipping = self.j, not self.take(self.j)
+            if self.skipping:  # (its bytes still count towards the shard's CRC-32, in stream_shard)
+                take = min(len(view), m.offset + m.size - self.pos)
+                view, self.pos = view[take:], self.pos + take
+                if self.pos == m.offset + m.size:
+                    self.skipping = False
+                    self.next_member(m)
                 continue
             check = self.check
             assert check is not None  # set when the header was checked: parse_index keeps one in front

@@ -65,6 +65,7 @@ from .format import (
 )
 from .pack_plan import PackPlan, ShardPlan, make_plan
 from .shardfile import Feed, write_shard
+from .store_dest import pack_onto_store
 
 __all__ = ["pack", "PackReport", "PackProgress", "plan_pack", "ENGINES"]
 
@@ -90,11 +91,8 @@ def _list_source(store: VolumeStore, src: VolumePath, pattern: str | None) -> li
                 f"out with pattern="
             )
     if not files:
-        raise PackError(
-            f"no files to pack in {src}"
-            + (f" matching {pattern!r}" if pattern else "")
-            + f"; check it with `%air_volume ls {src} -r`"
-        )
+        where = f"{src} matching {pattern!r}" if pattern else f"{src}"
+        raise PackError(f"no files to pack in {where}; check it with `%air_volume ls {src} -r`")
     return files
 
 
@@ -143,10 +141,11 @@ def _complete(dloc: Location, sp: ShardPlan) -> Index | None:
 
 
 def _check_request(
-    svp: VolumePath, dvp: VolumePath, shard_size: int | str, store: VolumeStore
+    svp: VolumePath, dvp: VolumePath, shard_size: int | str, store: VolumeStore, staged: Location | None = None
 ) -> tuple[int, Location, Location]:
     """The refusals that need no lock and write nothing: shard size, nested paths, a volume that is
-    not local or mounted; returns ``(shard size, source, destination)``."""
+    not local or mounted; returns ``(shard size, source, destination)`` (*staged*: the destination's
+    local stand-in, :mod:`.store_dest`)."""
     try:
         size = parse_size(shard_size, "shard size")
     except ValueError as exc:
@@ -160,7 +159,7 @@ def _check_request(
         )
     if _nested(svp, dvp):
         raise PackError(f"source {svp} is inside the destination {dvp}; pick a destination outside the source")
-    sloc, dloc = store.locate(svp), store.locate(dvp)
+    sloc, dloc = store.locate(svp), staged or store.locate(dvp)
     if not dloc.is_local or not sloc.is_local:
         raise PackError(
             f"pack needs local or mounted volumes; {dvp if not dloc.is_local else svp} is on "
@@ -264,15 +263,8 @@ def pack(
         emit("failed", error=str(exc) or type(exc).__name__)
         raise
     r = report
-    last[0] = PackProgress(
-        r.files_written,
-        r.files_written,
-        r.bytes_written,
-        r.bytes_written,
-        r.shards_written,
-        r.shards_written,
-        r.seconds,
-    )
+    files, nbytes, shards = r.files_written, r.bytes_written, r.shards_written
+    last[0] = PackProgress(files, files, nbytes, nbytes, shards, shards, r.seconds)
     emit("done", report=report)
     return report
 
@@ -300,13 +292,17 @@ def _pack(
     store: VolumeStore,
     workers: int,
     retries: int,
+    staged: Location | None = None,
 ) -> PackReport:
     t0 = time.monotonic()
     report = PackReport(str(svp), str(dvp), dry_run=dry_run)
     if dry_run:
         plan, _, _ = plan_pack(svp, dvp, shard_size=shard_size, pattern=pattern, store=store)
         return _finish(report, plan, t0, written=plan.new)
-    size, sloc, dloc = _check_request(svp, dvp, shard_size, store)
+    if staged is None and not (target := store.locate(dvp)).is_local:  # an object store: packed locally, put there
+        args = (svp, dvp, shard_size, pattern, engine, dry_run, report_progress, store, workers, retries)
+        return pack_onto_store(target, lambda stage: _pack(*args, staged=stage))
+    size, sloc, dloc = _check_request(svp, dvp, shard_size, store, staged)
     check_destination(dvp, dloc)  # refused before the lock file is made in it
     files = _list_source(store, svp, pattern)  # the source needs no lock: listed before the folder is made
     dfd = open_dir(dloc.path, dloc.root, create=True)
@@ -425,14 +421,12 @@ def _write_all(
             finally:
                 feed.close()
     report(force=True)
-    infos = [
-        ShardInfo(
-            sp.name, sp.index, len(ix.members), ix.bytes, sp.data_bytes, ix.crc32, ix.mtime, zlib.crc32(dump_index(ix))
-        )
-        for sp in plan.new
-        for ix in (index[sp.name],)
-    ]
-    return infos, written, reused
+
+    def info(sp: ShardPlan, ix: Index) -> ShardInfo:
+        crc = zlib.crc32(dump_index(ix))
+        return ShardInfo(sp.name, sp.index, len(ix.members), ix.bytes, sp.data_bytes, ix.crc32, ix.mtime, crc)
+
+    return [info(sp, index[sp.name]) for sp in plan.new], written, reused
 
 
 def _finish(

@@ -12,6 +12,10 @@ with ``x-amz-copy-source``: :func:`s3_operation`), and ``log`` each ``(method, p
 per file" with, across every process that goes through the proxy. A stream that is not HTTP (or is
 chunked) stops being parsed and is counted in ``unparsed``.
 
+Holding: ``hold(predicate)`` keeps every request for which ``predicate(method, path, headers)`` is
+true from reaching the server (its connection stalls there) until :meth:`release`: what a test
+asserts "the first item arrived while these reads had not been answered" with, without a clock.
+
     with DelayProxy(("127.0.0.1", s3.port), delay_ms=10) as proxy:
         endpoint = proxy.endpoint        # http://127.0.0.1:PORT
         ...
@@ -37,6 +41,7 @@ class _HttpCounter:
 
     def __init__(self, proxy: DelayProxy) -> None:
         self.proxy, self.buf, self.body_left, self.broken = proxy, b"", 0, False
+        self.held = False  # a request in the bytes fed last is held (:meth:`DelayProxy.hold`)
 
     def feed(self, data: bytes) -> None:
         if self.broken:
@@ -67,6 +72,11 @@ class _HttpCounter:
                 self._give_up()
                 return
             self.proxy.record(parts[0], parts[1], copy=copy)
+            hold = self.proxy.holding
+            if hold is not None and hold(parts[0], parts[1], headers):
+                self.held = True
+                with self.proxy.lock:
+                    self.proxy.held.append((parts[0], parts[1]))
             try:
                 self.body_left = int(headers.get("content-length", "0") or 0)
             except ValueError:
@@ -128,6 +138,9 @@ class DelayProxy:
         self.op_log: list[tuple[str, str]] = []  # (S3 operation, path without its query), in order
         self.unparsed = 0
         self.connections = 0
+        self.holding: Any = None  # predicate(method, path, headers) of the requests held back (hold())
+        self.held: list[tuple[str, str]] = []  # (method, path) of the requests held back so far
+        self._gate: asyncio.Event | None = None
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._server: asyncio.base_events.Server | None = None
@@ -161,6 +174,23 @@ class DelayProxy:
             self.op_log.clear()
             self.unparsed = 0
 
+    def hold(self, predicate: Any) -> None:
+        """Hold back every later request for which ``predicate(method, path, headers)`` is true
+        (headers lower-cased) until :meth:`release`."""
+
+        async def arm() -> None:
+            self._gate = asyncio.Event()
+
+        asyncio.run_coroutine_threadsafe(arm(), self._loop).result(10)
+        self.holding = predicate
+
+    def release(self) -> None:
+        """Let the held requests (and any later ones) through."""
+        self.holding = None
+        gate = self._gate
+        if gate is not None:
+            self._loop.call_soon_threadsafe(gate.set)
+
     def counts(self) -> dict[str, int]:
         with self.lock:
             return dict(self.requests)
@@ -188,7 +218,7 @@ class DelayProxy:
             return
         counter = _HttpCounter(self)
         await asyncio.gather(
-            self._pump(creader, swriter, counter.feed), self._pump(sreader, cwriter, None), return_exceptions=True
+            self._pump(creader, swriter, counter), self._pump(sreader, cwriter, None), return_exceptions=True
         )
 
     async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, inspect: Any) -> None:
@@ -221,7 +251,11 @@ class DelayProxy:
             while True:
                 data = await reader.read(_CHUNK)
                 if inspect is not None and data:
-                    inspect(data)
+                    inspect.feed(data)
+                    if inspect.held:  # (hold()): this request waits for release()
+                        inspect.held = False
+                        if self._gate is not None:
+                            await self._gate.wait()
                 queue.put_nowait((time.monotonic() + self.delay, data))
                 if not data:
                     break
