@@ -13,7 +13,7 @@ bucket through the proxy. Rows:
 * ``iter(dataset)`` (ours): the same without workers;
 * ``air_magics.copy`` (ours): ``copy(folder, dir)``, defaults (vs ``s3fs get 64``).
 
-A second table (``--table-files``, 8 by default) reads Parquet files of 250,000 rows in the bucket:
+A second table (``--table-files``, 8 by default, of ``--table-rows`` 250,000) reads Parquet files in the bucket:
 s3fs ``cat`` of their bytes (ceiling), Hugging Face ``datasets`` streaming them
 (``load_dataset("parquet", data_files=..., streaming=True).iter(batch_size=1000)``, its documented
 batched form: the peer) and ``UCDataset(folder, batch_size=1000)`` on the S3 volume (ours); each
@@ -52,7 +52,7 @@ VOLUME = "main.s3.bench"
 FOLDER = "/Volumes/main/s3/bench/train"
 KINDS = ("cat", "get", "loader", "iter", "copy")
 TABLE_KINDS = ("tcat", "hf", "ucdataset")  # the Parquet part: a ceiling, the peer, ours
-TABLE_ROWS_PER_FILE = 250_000
+TABLE_ROWS = 250_000  # rows per Parquet file (--table-rows)
 LABEL = {
     "cat": "s3fs cat 64 (ceiling)",
     "get": "s3fs get 64 (peer)",
@@ -159,7 +159,7 @@ def _measure(kind: str, bucket: str, env: dict, proxy: DelayProxy) -> dict:
     return res
 
 
-def _seed(s3, files: int, size: int, table_files: int) -> str:
+def _seed(s3, files: int, size: int, table_files: int, table_rows: int = TABLE_ROWS) -> str:
     bucket = s3.make_bucket()
     block = os.urandom(size)
     s3.admin.pipe({f"{bucket}/train/d{i % 20:02d}/f{i:05d}.bin": block[i % 7 :] + block[: i % 7] for i in range(files)})
@@ -169,7 +169,7 @@ def _seed(s3, files: int, size: int, table_files: int) -> str:
         import pyarrow.parquet as pq
 
         for k in range(table_files):
-            ids = np.arange(k * TABLE_ROWS_PER_FILE, (k + 1) * TABLE_ROWS_PER_FILE)
+            ids = np.arange(k * table_rows, (k + 1) * table_rows)
             t = pa.table({"id": ids, "x": ids * 0.5, "s": pa.array([f"s{i % 97}" for i in range(len(ids))])})
             with s3.admin.open(f"{bucket}/tables/part-{k:03d}.parquet", "wb") as f:
                 pq.write_table(t, f, row_group_size=50_000)
@@ -184,7 +184,8 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="200 files, one rep, loopback only")
     ap.add_argument("--no-wait", action="store_true", help="(accepted for the suite's smoke runs)")
-    ap.add_argument("--table-files", type=int, default=8, help="Parquet files of 250,000 rows (0: no table part)")
+    ap.add_argument("--table-files", type=int, default=8, help="Parquet files in the table part (0: none)")
+    ap.add_argument("--table-rows", type=int, default=TABLE_ROWS, help="rows per Parquet file")
     ap.add_argument("--child", choices=KINDS + TABLE_KINDS, help=argparse.SUPPRESS)
     ap.add_argument("--bucket", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -193,12 +194,12 @@ def main() -> int:
         print(json.dumps(_child(a.child, a.bucket, a.out)))
         return 0
     if a.quick:
-        a.files, a.reps, a.rtt_ms, a.table_files = 200, 1, [0.0], 1
+        a.files, a.reps, a.rtt_ms, a.table_files, a.table_rows = 100, 1, [0.0], 1, 50_000
     from benchmarks.harness import s3server
 
     print(f"## bench_s3\n\n`{' '.join(['bench_s3.py', *sys.argv[1:]])}`\n")
     with s3server.running() as s3:
-        bucket = _seed(s3, a.files, a.size_kib * 1024, a.table_files)
+        bucket = _seed(s3, a.files, a.size_kib * 1024, a.table_files, a.table_rows)
         for rtt in a.rtt_ms:
             with DelayProxy(("127.0.0.1", s3.port), rtt / 2) as proxy:
                 env = {**os.environ, **s3.env(), "AWS_ENDPOINT_URL": proxy.endpoint}
@@ -217,7 +218,7 @@ def main() -> int:
 
 
 def _table_report(runs: dict[str, list[dict]], a: argparse.Namespace, rtt: float) -> str:
-    rows_total = a.table_files * TABLE_ROWS_PER_FILE
+    rows_total = a.table_files * a.table_rows
     cat_s = statistics.median(r["s"] for r in runs["tcat"])
     out = []
     for kind in TABLE_KINDS:
@@ -239,7 +240,7 @@ def _table_report(runs: dict[str, list[dict]], a: argparse.Namespace, rtt: float
     hf = statistics.median(r["s"] for r in runs["hf"])
     ours = statistics.median(r["s"] for r in runs["ucdataset"])
     head = (
-        f"### S3 Parquet: {a.table_files} files x {TABLE_ROWS_PER_FILE:,} rows, round trip {rtt:g} ms, "
+        f"### S3 Parquet: {a.table_files} files x {a.table_rows:,} rows, round trip {rtt:g} ms, "
         f"{a.reps} reps (medians)\n\n"
     )
     tail = f"\nUCDataset vs HF datasets streaming: {hf / ours:.2f}x the rows/s\n"

@@ -122,7 +122,7 @@ SCENARIOS = {
             "Requests of our saves, by S3 operation",
         ],
     ),
-    "s3": (  # 200 files, one rep, loopback, on a real S3 server (SeaweedFS): each row in its own process
+    "s3": (  # 100 files and 50,000 Parquet rows, one rep, loopback, on a real S3 server (SeaweedFS): each row in its own process
         [],
         [
             "## bench_s3",
